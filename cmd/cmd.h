@@ -1,0 +1,61 @@
+#ifndef SKIFF_CMD_H
+#define SKIFF_CMD_H
+
+/*
+ * The command table and what every command shares. One file per command, each
+ * defining `int cmd_NAME(int argc, char **argv)` and `const char cmd_NAME_usage[]`;
+ * cmd/main.c holds the sorted table. argv[0] is the command's own name.
+ *
+ * Exit codes (docs/exit-codes.md is the one table; keep both in step):
+ */
+
+#include <stddef.h>
+
+#define EXIT_OK 0
+#define EXIT_FAIL 1 /* the operation failed */
+#define EXIT_USAGE 2 /* bad command line */
+#define EXIT_INVALID 3 /* bad input file: task YAML, config, pool file */
+#define EXIT_UNAVAILABLE 4 /* a needed service (supervisor, node) cannot be reached */
+/* `logs` / `logs --status`, as in SkyPilot */
+#define EXIT_JOB_FAILED 100
+#define EXIT_JOB_NOT_FINISHED 101
+#define EXIT_JOB_NOT_FOUND 102
+#define EXIT_JOB_CANCELLED 103
+
+enum cmd_flags {
+	CMD_HIDDEN = 1 << 0, /* internal: not in `skiff help` */
+};
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	unsigned flags;
+	const char *summary;
+	const char *usage; /* full help text, printed by `skiff NAME --help` */
+};
+
+/* The table, sorted by name; *n receives its length. */
+const struct cmd *cmd_table(size_t *n);
+const struct cmd *cmd_find(const char *name);
+/* Finds and runs a command in a sub-table (e.g. `skiff node submit`). */
+int cmd_dispatch(const char *group, const struct cmd *table, size_t n, int argc, char **argv);
+
+/* Prints "skiff: error: MSG" and a pointer to --help; returns EXIT_USAGE. */
+int usage_error(const char *cmdname, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 if argv has --help or -h before any "--" (the caller prints its usage). */
+int wants_help(int argc, char **argv);
+/* Writes the buf-sized string to stdout and checks for write errors (EPIPE, ENOSPC). */
+int print_out(const char *s, size_t len);
+
+/* argv[0] as given to main(): used to locate our own executable without /proc. */
+extern const char *skiff_argv0;
+
+#define DECLARE_CMD(n)                                                                             \
+	int cmd_##n(int argc, char **argv);                                                        \
+	extern const char cmd_##n##_usage[]
+
+DECLARE_CMD(check);
+DECLARE_CMD(help);
+DECLARE_CMD(version);
+
+#endif

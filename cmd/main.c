@@ -1,0 +1,160 @@
+/*
+ * skiff: one static binary that is the launcher, the node bootstrapper, the node
+ * supervisor and the managed-jobs controller. This file is only dispatch.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+const char *skiff_argv0 = "skiff";
+
+/* Sorted by name: `skiff help` lists them in this order. */
+static const struct cmd commands[] = {
+	{"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
+	{"help", cmd_help, 0, "show help for skiff or a command", cmd_help_usage},
+	{"version", cmd_version, 0, "show version, commit and bundled libraries", cmd_version_usage},
+};
+
+const struct cmd *cmd_table(size_t *n)
+{
+	*n = ARRAY_SIZE(commands);
+	return commands;
+}
+
+static const struct cmd *find_in(const struct cmd *t, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+const struct cmd *cmd_find(const char *name)
+{
+	return find_in(commands, ARRAY_SIZE(commands), name);
+}
+
+int wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return 0;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	}
+	return 0;
+}
+
+int usage_error(const char *cmdname, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error("%s (see 'skiff %s --help')", msg, cmdname);
+	return EXIT_USAGE;
+}
+
+int print_out(const char *s, size_t len)
+{
+	if (write_all(1, s, len) < 0) {
+		if (errno == EPIPE)
+			return 0;
+		return error_errno("cannot write to standard output");
+	}
+	return 0;
+}
+
+static void suggest(const char *group, const struct cmd *t, size_t n, const char *name)
+{
+	const char *names[128];
+	const char *best;
+	size_t i, k = 0;
+
+	for (i = 0; i < n && k < ARRAY_SIZE(names); i++)
+		if (!(t[i].flags & CMD_HIDDEN))
+			names[k++] = t[i].name;
+	best = nearest_word(name, names, k);
+	if (best)
+		error("'%s' is not a skiff%s%s command; did you mean '%s'?", name, group ? " " : "",
+		      group ? group : "", best);
+	else
+		error("'%s' is not a skiff%s%s command (see 'skiff %s%shelp')", name,
+		      group ? " " : "", group ? group : "", group ? group : "", group ? " " : "");
+}
+
+int cmd_dispatch(const char *group, const struct cmd *t, size_t n, int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 1)
+		return EXIT_USAGE;
+	c = find_in(t, n, argv[0]);
+	if (!c) {
+		suggest(group, t, n, argv[0]);
+		return EXIT_USAGE;
+	}
+	if (wants_help(argc, argv)) {
+		fputs(c->usage, stdout);
+		return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+	}
+	return c->fn(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	int r;
+
+	if (argc > 0 && argv[0])
+		skiff_argv0 = argv[0];
+	/* A closed stdout (`skiff queue | head`) must give EPIPE, not kill us mid-write. */
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("SKIFF_DEBUG"))
+		log_set_level(LOG_DEBUG);
+
+	argc--, argv++;
+	while (argc > 0 && argv[0][0] == '-') {
+		if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+			argv[0] = "help";
+			break;
+		}
+		if (!strcmp(argv[0], "--version")) {
+			argv[0] = "version";
+			break;
+		}
+		if (!strcmp(argv[0], "-q") || !strcmp(argv[0], "--quiet")) {
+			log_set_level(LOG_ERROR);
+			argc--, argv++;
+			continue;
+		}
+		error("unknown option '%s' (see 'skiff help')", argv[0]);
+		return EXIT_USAGE;
+	}
+	if (argc == 0) {
+		static char *help[] = {"help", NULL};
+
+		cmd_help(1, help);
+		return EXIT_USAGE;
+	}
+	r = cmd_dispatch(NULL, commands, ARRAY_SIZE(commands), argc, argv);
+	if (fflush(stdout) && r == EXIT_OK && errno != EPIPE) {
+		error_errno("cannot write to standard output");
+		r = EXIT_FAIL;
+	}
+	return r;
+}

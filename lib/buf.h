@@ -1,0 +1,54 @@
+#ifndef SKIFF_BUF_H
+#define SKIFF_BUF_H
+
+/*
+ * A growable, NUL-terminated byte buffer with a hard size limit.
+ *
+ * Anything read from a child, a socket or a file goes through a buf whose `max` bounds
+ * how much memory the input can make us use. Adding past `max` fails with -ENOBUFS and
+ * leaves the buffer as it was. `p` is never NULL after buf_init(): an empty buf points at
+ * a shared "" until it first grows.
+ *
+ *   struct buf b = BUF_INIT(1 << 20);
+ *   buf_addf(&b, "%d", n);
+ *   ... use b.p, b.len ...
+ *   buf_release(&b);
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "lib/log.h"
+
+struct buf {
+	char *p;
+	size_t len;
+	size_t cap; /* 0 while p points at the shared empty string */
+	size_t max; /* hard limit on len; 0 means BUF_DEFAULT_MAX */
+};
+
+#define BUF_DEFAULT_MAX ((size_t)64 << 20)
+extern char buf_empty[1];
+#define BUF_INIT(m) {buf_empty, 0, 0, (m)}
+
+void buf_init(struct buf *b, size_t max);
+/* Frees the memory and leaves b empty and reusable. */
+void buf_release(struct buf *b);
+/* Takes the string away from b (the caller frees it); b is left empty. Never NULL. */
+char *buf_detach(struct buf *b, size_t *len);
+void buf_reset(struct buf *b);
+/* Makes room for `extra` more bytes; -ENOBUFS past max, -ENOMEM if malloc fails. */
+int buf_grow(struct buf *b, size_t extra);
+int buf_add(struct buf *b, const void *data, size_t len);
+int buf_adds(struct buf *b, const char *s);
+int buf_addch(struct buf *b, char c);
+int buf_addf(struct buf *b, const char *fmt, ...) SKIFF_PRINTF(2, 3);
+int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+void buf_setlen(struct buf *b, size_t len);
+/* Reads all of fd until EOF. -ENOBUFS if it holds more than max; errno codes otherwise. */
+int buf_read_fd(struct buf *b, int fd);
+/* Reads a whole file; refuses files larger than b->max without reading them. */
+int buf_read_file(struct buf *b, const char *path);
+void buf_rtrim(struct buf *b);
+
+#endif

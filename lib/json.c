@@ -1,0 +1,269 @@
+#include "lib/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/banned.h"
+
+void json_init(struct json *j, struct buf *out, int pretty)
+{
+	memset(j, 0, sizeof(*j));
+	j->out = out;
+	j->pretty = pretty;
+	j->first[0] = 1;
+}
+
+static void put(struct json *j, const char *s, size_t n)
+{
+	int r;
+
+	if (j->err)
+		return;
+	r = buf_add(j->out, s, n);
+	if (r)
+		j->err = r;
+}
+
+static void indent(struct json *j)
+{
+	int i;
+
+	if (!j->pretty)
+		return;
+	put(j, "\n", 1);
+	for (i = 0; i < j->depth; i++)
+		put(j, "  ", 2);
+}
+
+/* Comma and newline before a value (or key) at the current level. */
+static void before_value(struct json *j)
+{
+	if (j->after_key) {
+		j->after_key = 0;
+		return;
+	}
+	if (j->depth == 0)
+		return;
+	if (!j->first[j->depth])
+		put(j, ",", 1);
+	j->first[j->depth] = 0;
+	indent(j);
+}
+
+static void open_level(struct json *j, char c)
+{
+	before_value(j);
+	put(j, &c, 1);
+	if (j->depth + 1 >= JSON_MAX_DEPTH) {
+		j->err = -E2BIG;
+		return;
+	}
+	j->depth++;
+	j->first[j->depth] = 1;
+}
+
+static void close_level(struct json *j, char c)
+{
+	int empty = j->first[j->depth];
+
+	if (j->depth == 0) {
+		j->err = -EINVAL;
+		return;
+	}
+	j->depth--;
+	if (!empty)
+		indent(j);
+	put(j, &c, 1);
+}
+
+void json_obj_begin(struct json *j)
+{
+	open_level(j, '{');
+}
+
+void json_obj_end(struct json *j)
+{
+	close_level(j, '}');
+}
+
+void json_arr_begin(struct json *j)
+{
+	open_level(j, '[');
+}
+
+void json_arr_end(struct json *j)
+{
+	close_level(j, ']');
+}
+
+void json_key(struct json *j, const char *key)
+{
+	before_value(j);
+	if (!j->err && json_quote(j->out, key, strlen(key)))
+		j->err = -ENOBUFS;
+	put(j, j->pretty ? ": " : ":", j->pretty ? 2 : 1);
+	j->after_key = 1;
+}
+
+void json_strn(struct json *j, const char *s, size_t n)
+{
+	before_value(j);
+	if (!j->err && json_quote(j->out, s, n))
+		j->err = -ENOBUFS;
+}
+
+void json_str(struct json *j, const char *s)
+{
+	if (!s)
+		json_null(j);
+	else
+		json_strn(j, s, strlen(s));
+}
+
+void json_int(struct json *j, int64_t v)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
+
+	before_value(j);
+	put(j, tmp, (size_t)n);
+}
+
+void json_double(struct json *j, double v)
+{
+	char tmp[64];
+	int n;
+
+	if (!isfinite(v)) {
+		json_null(j);
+		return;
+	}
+	if (v == (double)(int64_t)v && fabs(v) < 1e15)
+		n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
+	else
+		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+	/* Shorter form if it round-trips (0.5 rather than 0.50000000000000000). */
+	if (n > 0) {
+		char shorter[64];
+		int m = snprintf(shorter, sizeof(shorter), "%.15g", v);
+		double back;
+
+		if (m > 0 && sscanf(shorter, "%lf", &back) == 1 && back == v) {
+			memcpy(tmp, shorter, (size_t)m + 1);
+			n = m;
+		}
+	}
+	before_value(j);
+	put(j, tmp, (size_t)n);
+}
+
+void json_bool(struct json *j, int v)
+{
+	before_value(j);
+	put(j, v ? "true" : "false", v ? 4 : 5);
+}
+
+void json_null(struct json *j)
+{
+	before_value(j);
+	put(j, "null", 4);
+}
+
+void json_raw(struct json *j, const char *text)
+{
+	before_value(j);
+	put(j, text, strlen(text));
+}
+
+int json_finish(struct json *j)
+{
+	if (j->pretty)
+		put(j, "\n", 1);
+	return j->err;
+}
+
+size_t utf8_seq_len(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	size_t n, i;
+	unsigned cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n > avail)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are invalid. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+int utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t k = utf8_seq_len(p + i, n - i);
+
+		if (!k)
+			return 0;
+		i += k;
+	}
+	return 1;
+}
+
+int json_quote(struct buf *b, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	int r = buf_addch(b, '"');
+
+	while (!r && i < n) {
+		unsigned char c = p[i];
+		size_t k;
+
+		switch (c) {
+		case '"': r = buf_add(b, "\\\"", 2); i++; continue;
+		case '\\': r = buf_add(b, "\\\\", 2); i++; continue;
+		case '\n': r = buf_add(b, "\\n", 2); i++; continue;
+		case '\r': r = buf_add(b, "\\r", 2); i++; continue;
+		case '\t': r = buf_add(b, "\\t", 2); i++; continue;
+		case '\b': r = buf_add(b, "\\b", 2); i++; continue;
+		case '\f': r = buf_add(b, "\\f", 2); i++; continue;
+		default: break;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			r = buf_addf(b, "\\u%04x", c);
+			i++;
+			continue;
+		}
+		k = utf8_seq_len(p + i, n - i);
+		if (!k) {
+			r = buf_add(b, "\\ufffd", 6);
+			i++;
+			continue;
+		}
+		r = buf_add(b, s + i, k);
+		i += k;
+	}
+	if (!r)
+		r = buf_addch(b, '"');
+	return r;
+}

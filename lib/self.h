@@ -1,0 +1,20 @@
+#ifndef SKIFF_SELF_H
+#define SKIFF_SELF_H
+
+/*
+ * Facts about this executable: its path and sha256 (the content address under which a
+ * node installs it), version and commit. Works without /proc (an empty chroot): falls
+ * back to argv[0], then to a $PATH search.
+ */
+
+#include "lib/sha256.h"
+
+extern const char skiff_version[];
+extern const char skiff_commit[];
+
+/* Path of the running executable (static string), or NULL if it cannot be found. */
+const char *self_path(const char *argv0);
+/* sha256 of the running executable (computed once), or NULL. */
+const char *self_sha256(const char *argv0);
+
+#endif

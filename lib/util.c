@@ -1,0 +1,418 @@
+#include "lib/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/banned.h"
+
+static void oom(size_t n)
+{
+	static const char msg[] = "skiff: fatal: out of memory\n";
+
+	(void)n;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		abort();
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (!p)
+		oom(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		oom(strlen(s));
+	return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = strndup(s, n);
+
+	if (!p)
+		oom(n);
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	struct buf b = BUF_INIT(0);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (buf_vaddf(&b, fmt, ap))
+		oom(0);
+	va_end(ap);
+	return buf_detach(&b, NULL);
+}
+
+void xsnprintf(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(dst, size, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= size)
+		die("BUG: xsnprintf: result does not fit in %zu bytes", size);
+}
+
+int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || !isfinite(v))
+		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !memcmp(s + a - b, suffix, b);
+}
+
+const char *user_home(void)
+{
+	static char *home;
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if (h && *h == '/')
+		return h;
+	if (home)
+		return home;
+	pw = getpwuid(getuid());
+	if (pw && pw->pw_dir && *pw->pw_dir == '/')
+		return home = xstrdup(pw->pw_dir);
+	return NULL;
+}
+
+const char *skiff_home(void)
+{
+	static char *dir;
+	const char *h;
+
+	if (dir)
+		return dir;
+	h = getenv("SKIFF_HOME");
+	if (h && *h) {
+		if (*h != '/') {
+			char cwd[PATH_MAX];
+
+			if (!getcwd(cwd, sizeof(cwd))) {
+				error_errno("cannot resolve SKIFF_HOME '%s'", h);
+				return NULL;
+			}
+			return dir = xasprintf("%s/%s", cwd, h);
+		}
+		return dir = xstrdup(h);
+	}
+	h = user_home();
+	if (!h) {
+		error("cannot find a home directory: set HOME or SKIFF_HOME");
+		return NULL;
+	}
+	return dir = xasprintf("%s/.skiff", h);
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char *p = xstrdup(path), *s;
+	int r = 0;
+
+	for (s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return r;
+}
+
+int ensure_private_dir(const char *path)
+{
+	struct stat st;
+	int r = mkdir_p(path, 0700);
+
+	if (r)
+		return r;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) < 0)
+		return -errno;
+	return 0;
+}
+
+int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	char *dir = xstrdup(path), *slash;
+	int fd, r;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = write_all(fd, data, len);
+	if (!r && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r) {
+		unlink(tmp);
+		goto out;
+	}
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+out:
+	free(tmp);
+	free(dir);
+	return r;
+}
+
+int set_cloexec(int fd)
+{
+	int f = fcntl(fd, F_GETFD);
+
+	if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+int set_nonblock(int fd)
+{
+	int f = fcntl(fd, F_GETFL);
+
+	if (f < 0 || fcntl(fd, F_SETFL, f | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double now_wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void boot_id(char out[37])
+{
+	const char *fake = getenv("SKIFF_TEST_BOOT_ID");
+	int fd;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (fake) {
+		xsnprintf(out, 37, "%.36s", fake);
+		return;
+	}
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, out, 36);
+	close(fd);
+	out[n == 36 ? 36 : 0] = '\0';
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], data[1024], *p;
+	unsigned long long v = 0;
+	int fd, field;
+	ssize_t n;
+
+	xsnprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, data, sizeof(data) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	data[n] = '\0';
+	/* comm may contain spaces and ')': fields start after the last ')'. */
+	p = strrchr(data, ')');
+	if (!p)
+		return 0;
+	/* After ')' comes field 3 (state); start time is field 22. */
+	for (field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	int row[65], prev, tmp;
+
+	if (la > 64 || lb > 64)
+		return 99;
+	for (j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+			int best = prev + cost;
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+const char *nearest_word(const char *s, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	int bestd = 99;
+	size_t i;
+	int limit = strlen(s) <= 4 ? 1 : strlen(s) <= 8 ? 2 : 3;
+
+	for (i = 0; i < n; i++) {
+		int d = edit_distance(s, cands[i]);
+
+		if (d < bestd) {
+			bestd = d;
+			best = cands[i];
+		}
+	}
+	/* A prefix ("sta" for "status") is also a good hint. */
+	if (bestd > limit) {
+		for (i = 0; i < n; i++)
+			if (strlen(s) >= 2 && starts_with(cands[i], s))
+				return cands[i];
+		return NULL;
+	}
+	return best;
+}

@@ -1,0 +1,68 @@
+#ifndef SKIFF_UTIL_H
+#define SKIFF_UTIL_H
+
+/* Small helpers: allocation that cannot fail, numbers, paths, files, time. */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/buf.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Abort with a message when memory runs out: there is no sane recovery in a CLI. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) SKIFF_PRINTF(1, 2);
+/* snprintf that aborts if the result does not fit: for sizes that are known to fit. */
+void xsnprintf(char *dst, size_t size, const char *fmt, ...) SKIFF_PRINTF(3, 4);
+
+/* Whole-string number parsing; 0 or -EINVAL / -ERANGE. No leading/trailing junk. */
+int parse_long(const char *s, long min, long max, long *out);
+int parse_double(const char *s, double *out);
+
+int starts_with(const char *s, const char *prefix);
+int ends_with(const char *s, const char *suffix);
+
+/*
+ * The state directory: $SKIFF_HOME, else $HOME/.skiff, else the passwd entry's home.
+ * Returns a static string, or NULL with an error printed when no home can be found.
+ */
+const char *skiff_home(void);
+/* The user's home: $HOME, then getpwuid(); NULL if neither (musl has no NSS). */
+const char *user_home(void);
+
+/* mkdir -p with mode for every created component; existing dirs are left as they are. */
+int mkdir_p(const char *path, mode_t mode);
+/* Creates dir with mode (or chmods an existing one we own to it); refuses a symlink. */
+int ensure_private_dir(const char *path);
+/*
+ * Writes data to path atomically: temp file in the same dir, fsync, rename, fsync dir.
+ * Returns 0 or -errno.
+ */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+int write_all(int fd, const void *data, size_t len);
+int set_cloexec(int fd);
+int set_nonblock(int fd);
+
+/* Milliseconds on CLOCK_MONOTONIC and seconds (fractional) since the epoch. */
+int64_t now_ms(void);
+double now_wall(void);
+/* Current boot id (/proc/sys/kernel/random/boot_id) into out[37]; "" if unknown. */
+void boot_id(char out[37]);
+/*
+ * Process start time in clock ticks since boot (field 22 of /proc/PID/stat), or 0 if the
+ * process does not exist. Together with the pid it identifies a process across pid reuse.
+ */
+uint64_t proc_start_time(pid_t pid);
+
+/* Levenshtein distance, capped: for did-you-mean suggestions. */
+int edit_distance(const char *a, const char *b);
+/* The candidate closest to s, or NULL if none is close enough to suggest. */
+const char *nearest_word(const char *s, const char *const *cands, size_t n);
+
+#endif
