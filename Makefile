@@ -12,13 +12,14 @@ VERSION := $(shell cat VERSION)
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell \
 	git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 DEPS := build/deps/prefix
+# Another build dir (make B=build-x) lets two builds run side by side.
+B ?= build
 
 MUSL_CC ?= musl-gcc
 HOST_CC ?= gcc
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers -Wvla \
 	-Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-COMMON := -std=c11 -D_GNU_SOURCE -I. $(WARN) -MMD -MP \
-	-DSKIFF_VERSION='"$(VERSION)"' -DSKIFF_COMMIT='"$(COMMIT)"'
+COMMON := -std=c11 -D_GNU_SOURCE -I. -I$(B)/gen $(WARN) -MMD -MP
 CFLAGS ?= -O2
 MUSL_CFLAGS := $(COMMON) $(CFLAGS) -I$(DEPS)/include -ffunction-sections -fdata-sections
 MUSL_LDFLAGS := -static -L$(DEPS)/lib -Wl,--gc-sections
@@ -31,68 +32,80 @@ LIB_SRC := $(filter-out cmd/main.c,$(SRC))
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_NAMES := $(UNIT_SRC:tests/unit/%.c=%)
 
-OBJ := $(SRC:%.c=build/obj/%.o)
-LIB_OBJ := $(LIB_SRC:%.c=build/obj/%.o)
-ASAN_OBJ := $(SRC:%.c=build/asan/obj/%.o)
-ASAN_LIB_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
-UNIT_BIN := $(UNIT_NAMES:%=build/unit/%)
-ASAN_UNIT_BIN := $(UNIT_NAMES:%=build/asan/unit/%)
+OBJ := $(SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+ASAN_OBJ := $(SRC:%.c=$(B)/asan/obj/%.o)
+ASAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/asan/obj/%.o)
+UNIT_BIN := $(UNIT_NAMES:%=$(B)/unit/%)
+ASAN_UNIT_BIN := $(UNIT_NAMES:%=$(B)/asan/unit/%)
 
-all: build/skiff
+all: $(B)/skiff
+
+# Rewritten only when the version or commit changes, so that only lib/self.c recompiles.
+$(B)/gen/version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '#define SKIFF_VERSION "%s"\n#define SKIFF_COMMIT "%s"\n' '$(VERSION)' '$(COMMIT)' >$@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(B)/obj/lib/self.o $(B)/asan/obj/lib/self.o: $(B)/gen/version.h
+
+Q := $(if $(V),,@)
 
 $(DEPS)/BUILD-INFO:
 	./build.sh deps
 
-build/obj/%.o: %.c $(DEPS)/BUILD-INFO
+$(B)/obj/%.o: %.c | $(DEPS)/BUILD-INFO
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -c $< -o $@
 
-build/libskiff.a: $(LIB_OBJ)
+$(B)/libskiff.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
-build/skiff: build/obj/cmd/main.o build/libskiff.a
-	$(MUSL_CC) $(MUSL_CFLAGS) $^ $(MUSL_LDFLAGS) $(LIBS) -s -o $@.tmp
+$(B)/skiff: $(B)/obj/cmd/main.o $(B)/libskiff.a
+	@echo "  LINK    $@"
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $^ $(MUSL_LDFLAGS) $(LIBS) -s -o $@.tmp
 	@file -L $@.tmp | grep -q 'statically linked' || { echo "error: $@ is not static" >&2; exit 1; }
 	@size=$$(stat -c %s $@.tmp); [ $$size -le 4194304 ] || \
 		{ echo "error: $@ is $$size bytes, over the 4 MB budget" >&2; exit 1; }
-	mv $@.tmp $@
+	$(Q)mv $@.tmp $@
 
-build/unit/%: tests/unit/%.c tests/unit/harness.h build/libskiff.a
+$(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/libskiff.a
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) $< build/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
 
 # --- sanitizer build: host gcc against Debian's -dev packages (build.sh installs them) ---
-build/asan/obj/%.o: %.c
+$(B)/asan/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(HOST_CC) $(ASAN_CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC-ASAN $<")
+	$(Q)$(HOST_CC) $(ASAN_CFLAGS) -c $< -o $@
 
-build/asan/libskiff.a: $(ASAN_LIB_OBJ)
+$(B)/asan/libskiff.a: $(ASAN_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
-build/asan/skiff: build/asan/obj/cmd/main.o build/asan/libskiff.a
-	$(HOST_CC) $(ASAN_CFLAGS) $^ $(LIBS) -o $@
+$(B)/asan/skiff: $(B)/asan/obj/cmd/main.o $(B)/asan/libskiff.a
+	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $^ $(LIBS) -o $@
 
-build/asan/unit/%: tests/unit/%.c tests/unit/harness.h build/asan/libskiff.a
+$(B)/asan/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/asan/libskiff.a
 	@mkdir -p $(@D)
-	$(HOST_CC) $(ASAN_CFLAGS) $< build/asan/libskiff.a $(LIBS) -o $@
+	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $< $(B)/asan/libskiff.a $(LIBS) -o $@
 
-asan: build/asan/skiff $(ASAN_UNIT_BIN)
+asan: $(B)/asan/skiff $(ASAN_UNIT_BIN)
 
 # --- tests -----------------------------------------------------------------------------
 unit: $(UNIT_BIN)
 
-test: build/skiff unit asan
-	tests/run-tests
+test: $(B)/skiff unit asan
+	B=$(B) tests/run-tests
 
 # Integration tests against the sanitizer build of the binary (daemon paths under ASan).
-test-asan: build/skiff build/asan/skiff
-	SKIFF_TEST_BIN=$(CURDIR)/build/asan/skiff prove -f tests/t/
+test-asan: $(B)/skiff $(B)/asan/skiff
+	SKIFF_TEST_BIN=$(CURDIR)/$(B)/asan/skiff prove --exec sh tests/t/t*.sh
 
-dist: build/skiff
+dist: $(B)/skiff
 	@mkdir -p dist
-	cp build/skiff dist/skiff-$(VERSION)-linux-x86_64
+	cp $(B)/skiff dist/skiff-$(VERSION)-linux-x86_64
 	cd dist && sha256sum skiff-$(VERSION)-linux-x86_64 > skiff-$(VERSION)-linux-x86_64.sha256
 	@cat dist/skiff-$(VERSION)-linux-x86_64.sha256
 
@@ -100,9 +113,9 @@ format:
 	clang-format -i $(SRC) $(wildcard */*.h tests/unit/*.c tests/unit/*.h)
 
 clean:
-	rm -rf build/obj build/asan build/unit build/libskiff.a build/skiff
+	rm -rf $(B)/obj $(B)/asan $(B)/unit $(B)/libskiff.a $(B)/skiff
 
-.PHONY: all asan unit test test-asan dist format clean
+.PHONY: all asan unit test test-asan dist format clean FORCE
 .SECONDARY:
 
 -include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)

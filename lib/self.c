@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lib/util.h"
+#include "version.h"
 #include "lib/banned.h"
 
 #ifndef SKIFF_VERSION

@@ -18,7 +18,7 @@ set -u
 
 TEST_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(cd "$TEST_DIR/../.." && pwd)
-SKIFF_BIN=${SKIFF_TEST_BIN:-$SRC_DIR/build/skiff}
+SKIFF_BIN=${SKIFF_TEST_BIN:-$SRC_DIR/${B:-build}/skiff}
 SHARED_DIR=$(cd "$SRC_DIR/.." && pwd)/shared
 test_name=$(basename "$0" .sh)
 TRASH=${TMPDIR:-/tmp}/skiff-test.$test_name.$$
