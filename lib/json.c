@@ -140,7 +140,8 @@ void json_double(struct json *j, double v)
 		json_null(j);
 		return;
 	}
-	if (v == (double)(int64_t)v && fabs(v) < 1e15)
+	/* Range first: converting a double outside int64's range is undefined behaviour. */
+	if (fabs(v) < 1e15 && v == (double)(int64_t)v)
 		n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
 	else
 		n = snprintf(tmp, sizeof(tmp), "%.17g", v);

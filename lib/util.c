@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,10 +122,13 @@ int parse_double(const char *s, double *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (*end || !isfinite(v))
+	if (*end)
 		return -EINVAL;
+	/* Overflow is +-HUGE_VAL with ERANGE: out of range, not malformed. */
 	if (errno == ERANGE)
 		return -ERANGE;
+	if (!isfinite(v))
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
@@ -187,14 +191,17 @@ const char *skiff_home(void)
 
 int mkdir_p(const char *path, mode_t mode)
 {
-	char *p = xstrdup(path), *s;
+	struct stat st;
+	char *p, *s, c;
 	int r = 0;
 
+	if (!*path)
+		return -ENOENT;
+	p = xstrdup(path);
 	for (s = p + 1;; s++) {
 		if (*s != '/' && *s)
 			continue;
-		char c = *s;
-
+		c = *s;
 		*s = '\0';
 		if (mkdir(p, mode) < 0 && errno != EEXIST) {
 			r = -errno;
@@ -205,6 +212,11 @@ int mkdir_p(const char *path, mode_t mode)
 			break;
 	}
 	free(p);
+	/* EEXIST does not say what exists: the path must end up a directory. */
+	if (!r && stat(path, &st) < 0)
+		r = -errno;
+	else if (!r && !S_ISDIR(st.st_mode))
+		r = -ENOTDIR;
 	return r;
 }
 
@@ -268,14 +280,14 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 		unlink(tmp);
 		goto out;
 	}
+	/* The rename is durable once the directory is synced: ".", for a bare file name. */
 	slash = strrchr(dir, '/');
-	if (slash) {
+	if (slash)
 		*slash = '\0';
-		fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
+	fd = open(!slash ? "." : *dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
 	}
 out:
 	free(tmp);
@@ -315,6 +327,11 @@ double now_wall(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void poll_ms(int ms)
+{
+	poll(NULL, 0, ms);
 }
 
 void boot_id(char out[37])

@@ -52,6 +52,8 @@ int set_nonblock(int fd);
 /* Milliseconds on CLOCK_MONOTONIC and seconds (fractional) since the epoch. */
 int64_t now_ms(void);
 double now_wall(void);
+/* Waits ms milliseconds (poll-based; for client-side waits, never in the daemon loop). */
+void poll_ms(int ms);
 /* Current boot id (/proc/sys/kernel/random/boot_id) into out[37]; "" if unknown. */
 void boot_id(char out[37]);
 /*

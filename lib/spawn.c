@@ -1,0 +1,621 @@
+#include "lib/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define DEFAULT_PATH "/usr/local/bin:/bin:/usr/bin"
+/* The fallback fd sweep (kernels before 5.11) stops here even with a huge RLIMIT_NOFILE. */
+#define SWEEP_MAX_FD 65536
+
+/*
+ * Everything the child needs, prepared before fork(): between fork and exec the child
+ * only reads this and makes async-signal-safe calls (no malloc, no stdio, no locks).
+ */
+struct prep {
+	char *const *argv;
+	char *const *envp;
+	char **cands; /* paths to try with execve(), NULL-terminated */
+	int *keep;    /* keep_fds, sorted, unique */
+	size_t n_keep;
+	int src[3]; /* what goes on 0, 1, 2 */
+	int devnull;
+	int rep[2]; /* the report pipe: the child writes a struct report on failure */
+	int max_fd;
+	pid_t parent;
+};
+
+struct report {
+	int step;
+	int err;
+};
+
+extern char **environ;
+
+/* ---- child side: async-signal-safe calls only ---------------------------------------- */
+
+static _Noreturn void child_fail(const struct prep *p, int step, int err)
+{
+	struct report rep = {step, err};
+	ssize_t n;
+
+	/* Smaller than PIPE_BUF: written whole or not at all. */
+	do
+		n = write(p->rep[1], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	_exit(127);
+}
+
+static void child_reset_signals(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	/*
+	 * All signals are blocked (spawn() blocked them before fork), so no handler of the
+	 * parent's can run here. Ignored signals stay ignored across exec, so reset those too.
+	 * libc's own signals and SIGKILL/SIGSTOP fail with EINVAL, which is fine.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+}
+
+/* Marks every fd >= 3 but keep[] close-on-exec. */
+static void child_sweep_fds(const struct prep *p)
+{
+	unsigned int lo = 3, hi;
+	size_t i;
+	int fd;
+
+	for (i = 0; i <= p->n_keep; i++) {
+		hi = i < p->n_keep ? (unsigned int)p->keep[i] - 1 : ~0U;
+		if (lo <= hi && syscall(SYS_close_range, lo, hi, CLOSE_RANGE_CLOEXEC) < 0)
+			goto fallback;
+		if (i < p->n_keep)
+			lo = (unsigned int)p->keep[i] + 1;
+	}
+	return;
+fallback:
+	/* ENOSYS or EINVAL: older kernel. fcntl on a closed fd is a cheap EBADF. */
+	for (fd = 3, i = 0; fd < p->max_fd; fd++) {
+		while (i < p->n_keep && p->keep[i] < fd)
+			i++;
+		if (i < p->n_keep && p->keep[i] == fd)
+			continue;
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+}
+
+static void child_fds(const struct prep *p)
+{
+	int src[3], i, r;
+	size_t k;
+
+	/*
+	 * A source that already sits on 0, 1 or 2 but belongs on another of them (a pipe
+	 * end the kernel handed out as fd 0, fd_in == 1, ...) would be overwritten by an
+	 * earlier dup2: move all of those above 2 first. Copies are CLOEXEC.
+	 */
+	memcpy(src, p->src, sizeof(src));
+	for (i = 0; i < 3; i++) {
+		if (src[i] >= 3 || src[i] == i)
+			continue;
+		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		if (src[i] < 0)
+			child_fail(p, SPAWN_STEP_FDS, errno);
+	}
+	for (i = 0; i < 3; i++) {
+		/* dup2 onto itself would leave FD_CLOEXEC set: clear it by hand. */
+		r = src[i] == i ? fcntl(i, F_SETFD, 0) : dup2(src[i], i);
+		if (r < 0)
+			child_fail(p, SPAWN_STEP_FDS, errno);
+	}
+	for (k = 0; k < p->n_keep; k++)
+		if (fcntl(p->keep[k], F_SETFD, 0) < 0)
+			child_fail(p, SPAWN_STEP_FDS, errno);
+	/* Fds someone opened without CLOEXEC (a library, our own parent) must not leak. */
+	child_sweep_fds(p);
+}
+
+static _Noreturn void child(const struct spawn_opts *o, const struct prep *p)
+{
+	sigset_t none;
+	char *const *c;
+	int err = ENOENT, eacces = 0;
+
+	child_reset_signals();
+	if (o->pgrp == SPAWN_SESSION_NEW && setsid() < 0)
+		child_fail(p, SPAWN_STEP_PGRP, errno);
+	if (o->pgrp == SPAWN_PGRP_NEW && setpgid(0, 0) < 0)
+		child_fail(p, SPAWN_STEP_PGRP, errno);
+	if (o->death_sig) {
+		if (prctl(PR_SET_PDEATHSIG, (unsigned long)o->death_sig, 0, 0, 0) < 0)
+			child_fail(p, SPAWN_STEP_DEATHSIG, errno);
+		/* The parent died before prctl: nobody is left to signal us. */
+		if (getppid() != p->parent)
+			_exit(127);
+	}
+	child_fds(p);
+	if (o->cwd && chdir(o->cwd) < 0)
+		child_fail(p, SPAWN_STEP_CHDIR, errno);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* execvp's rules: go on past ENOENT-like errors, report EACCES if any dir had it. */
+	for (c = p->cands; *c; c++) {
+		execve(*c, p->argv, p->envp);
+		err = errno;
+		if (err == EACCES)
+			eacces = 1;
+		else if (err != ENOENT && err != ENOTDIR && err != ELOOP && err != ENAMETOOLONG)
+			child_fail(p, SPAWN_STEP_EXEC, err);
+	}
+	child_fail(p, SPAWN_STEP_EXEC, eacces ? EACCES : err);
+}
+
+/* ---- parent side --------------------------------------------------------------------- */
+
+static const char *env_path(char *const *envp)
+{
+	for (; envp && *envp; envp++)
+		if (starts_with(*envp, "PATH="))
+			return *envp + 5;
+	return DEFAULT_PATH;
+}
+
+/* The paths execve() will try, in order: argv[0] itself if it has a '/', else PATH's. */
+static char **exec_candidates(const char *prog, char *const *envp)
+{
+	const char *path, *e, *colon;
+	char **cands;
+	size_t n = 1, k = 0;
+
+	if (!*prog || strchr(prog, '/')) {
+		cands = xcalloc(2, sizeof(*cands));
+		cands[0] = xstrdup(prog);
+		return cands;
+	}
+	path = env_path(envp);
+	for (e = path; *e; e++)
+		n += *e == ':';
+	cands = xcalloc(n + 1, sizeof(*cands));
+	for (e = path;; e = colon + 1) {
+		colon = strchrnul(e, ':');
+		/* An empty entry means the current directory. */
+		if (colon == e)
+			cands[k++] = xasprintf("./%s", prog);
+		else
+			cands[k++] = xasprintf("%.*s/%s", (int)(colon - e), e, prog);
+		if (!*colon)
+			break;
+	}
+	return cands;
+}
+
+static void prep_free(struct prep *p)
+{
+	char **c;
+
+	if (p->cands)
+		for (c = p->cands; *c; c++)
+			free(*c);
+	free(p->cands);
+	free(p->keep);
+	if (p->devnull >= 0)
+		close(p->devnull);
+	if (p->rep[0] >= 0)
+		close(p->rep[0]);
+	if (p->rep[1] >= 0)
+		close(p->rep[1]);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int prep_keep_fds(const struct spawn_opts *o, struct prep *p)
+{
+	size_t i;
+
+	p->keep = xcalloc(o->n_keep_fds ? o->n_keep_fds : 1, sizeof(*p->keep));
+	for (i = 0; i < o->n_keep_fds; i++) {
+		int fd = o->keep_fds[i];
+
+		if (fd < 3)
+			return -EINVAL;
+		/* A closed number could be reused by our own report pipe: refuse it. */
+		if (fcntl(fd, F_GETFD) < 0)
+			return -EBADF;
+		p->keep[i] = fd;
+	}
+	qsort(p->keep, o->n_keep_fds, sizeof(*p->keep), cmp_int);
+	for (i = 0; i < o->n_keep_fds; i++)
+		if (!p->n_keep || p->keep[p->n_keep - 1] != p->keep[i])
+			p->keep[p->n_keep++] = p->keep[i];
+	return 0;
+}
+
+static int prepare(const struct spawn_opts *o, struct prep *p)
+{
+	int want[3], i, fd, r;
+	struct rlimit rl;
+
+	memset(p, 0, sizeof(*p));
+	p->devnull = p->rep[0] = p->rep[1] = -1;
+	if (!o->argv || !o->argv[0] || o->fd_in < -1 || o->fd_out < -1 ||
+	    (!o->err_to_out && o->fd_err < -1) || o->death_sig < 0 || o->death_sig >= NSIG ||
+	    (o->n_keep_fds && !o->keep_fds))
+		return -EINVAL;
+	r = prep_keep_fds(o, p);
+	if (r)
+		return r;
+	p->argv = o->argv;
+	p->envp = o->envp ? o->envp : environ;
+	p->cands = exec_candidates(o->argv[0], p->envp);
+	p->parent = getpid();
+	p->max_fd = SWEEP_MAX_FD;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < SWEEP_MAX_FD)
+		p->max_fd = (int)rl.rlim_cur;
+
+	want[0] = o->fd_in;
+	want[1] = o->fd_out;
+	want[2] = o->err_to_out ? o->fd_out : o->fd_err;
+	for (i = 0; i < 3; i++) {
+		/* As with keep_fds: a closed number could become our report pipe. */
+		if (want[i] >= 0 && fcntl(want[i], F_GETFD) < 0)
+			return -EBADF;
+		if (want[i] >= 0)
+			continue;
+		if (p->devnull < 0) {
+			p->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (p->devnull < 0)
+				return -errno;
+		}
+		want[i] = p->devnull;
+	}
+	memcpy(p->src, want, sizeof(want));
+
+	if (pipe2(p->rep, O_CLOEXEC) < 0)
+		return -errno;
+	/* The child dup2()s onto 0..2: its end of the report pipe must not sit there. */
+	if (p->rep[1] < 3) {
+		fd = fcntl(p->rep[1], F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return -errno;
+		close(p->rep[1]);
+		p->rep[1] = fd;
+	}
+	return 0;
+}
+
+/* > 0 and *rep filled if the child failed, 0 if it exec'd, -errno if we cannot tell. */
+static int read_report(int fd, struct report *rep)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, rep, sizeof(*rep));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	if ((size_t)n != sizeof(*rep) || rep->err <= 0) {
+		rep->step = SPAWN_STEP_NONE;
+		rep->err = EIO;
+	}
+	return 1;
+}
+
+int spawn(const struct spawn_opts *o, pid_t *pid_out)
+{
+	sigset_t all, old;
+	struct report rep;
+	struct prep p;
+	pid_t pid;
+	int r, e;
+
+	if (o->failed_step)
+		*o->failed_step = SPAWN_STEP_NONE;
+	r = prepare(o, &p);
+	if (r)
+		goto out;
+
+	/* Until the child has reset them, none of our handlers may run in it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		child(o, &p);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		r = -e;
+		goto out;
+	}
+
+	close(p.rep[1]);
+	p.rep[1] = -1;
+	r = read_report(p.rep[0], &rep);
+	if (r < 0) {
+		/* Cannot happen with a pipe we own; do not leave a half-known child behind. */
+		kill(pid, SIGKILL);
+		spawn_wait(pid, NULL);
+		goto out;
+	}
+	if (r > 0) {
+		spawn_wait(pid, NULL);
+		if (o->failed_step)
+			*o->failed_step = rep.step;
+		r = -rep.err;
+		goto out;
+	}
+	*pid_out = pid;
+out:
+	prep_free(&p);
+	return r;
+}
+
+int spawn_wait(pid_t pid, int *status)
+{
+	pid_t r;
+	int st;
+
+	do
+		r = waitpid(pid, &st, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (status)
+		*status = st;
+	return 0;
+}
+
+int status_to_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	if (WIFSTOPPED(status))
+		return 128 + WSTOPSIG(status);
+	return 255;
+}
+
+const char *spawn_step_name(int step)
+{
+	switch (step) {
+	case SPAWN_STEP_PGRP: return "setsid";
+	case SPAWN_STEP_DEATHSIG: return "prctl";
+	case SPAWN_STEP_FDS: return "dup2";
+	case SPAWN_STEP_CHDIR: return "chdir";
+	case SPAWN_STEP_EXEC: return "exec";
+	default: return "spawn";
+	}
+}
+
+/* ---- run_capture --------------------------------------------------------------------- */
+
+struct sink {
+	int fd;
+	struct buf *b;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* One read from a ready pipe. On overflow keeps what fits and closes the pipe. */
+static int sink_read(struct sink *s)
+{
+	char tmp[32768];
+	size_t lim, room;
+	ssize_t n;
+	int r;
+
+	n = read(s->fd, tmp, sizeof(tmp));
+	if (n < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return 0;
+		r = -errno;
+		close_fd(&s->fd);
+		return r;
+	}
+	if (n == 0) {
+		close_fd(&s->fd);
+		return 0;
+	}
+	r = buf_add(s->b, tmp, (size_t)n);
+	if (r == -ENOBUFS) {
+		lim = s->b->max ? s->b->max : BUF_DEFAULT_MAX;
+		room = lim - s->b->len;
+		if (room && buf_add(s->b, tmp, room))
+			r = -ENOMEM;
+	}
+	if (r)
+		close_fd(&s->fd);
+	return r;
+}
+
+/* Writes the next chunk of stdin. EPIPE means the child stopped reading: not an error. */
+static int feed(int *fd, const char *in, size_t len, size_t *off, int *epipe)
+{
+	size_t chunk = len - *off < 65536 ? len - *off : 65536;
+	ssize_t n = write(*fd, in + *off, chunk);
+	int r = 0;
+
+	if (n < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return 0;
+		if (errno == EPIPE)
+			*epipe = 1;
+		else
+			r = -errno;
+		close_fd(fd);
+		return r;
+	}
+	*off += (size_t)n;
+	if (*off == len)
+		close_fd(fd);
+	return r;
+}
+
+static int pump(int in_fd, const char *in, size_t in_len, struct sink *snk)
+{
+	struct timespec zero = {0, 0};
+	sigset_t pipeset, old, pending;
+	struct pollfd pf[3];
+	int r = 0, rr, i, epipe = 0, was_pending;
+	size_t off = 0;
+
+	/*
+	 * A child that exits without reading stdin makes our write raise SIGPIPE. Block it
+	 * for the loop and swallow the one we caused, rather than touch the process-wide
+	 * disposition.
+	 */
+	sigemptyset(&pipeset);
+	sigaddset(&pipeset, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipeset, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+
+	while (in_fd >= 0 || snk[0].fd >= 0 || snk[1].fd >= 0) {
+		pf[0].fd = in_fd;
+		pf[0].events = POLLOUT;
+		for (i = 0; i < 2; i++) {
+			pf[i + 1].fd = snk[i].fd;
+			pf[i + 1].events = POLLIN;
+		}
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (in_fd >= 0 && pf[0].revents) {
+			rr = feed(&in_fd, in, in_len, &off, &epipe);
+			if (rr && !r)
+				r = rr;
+		}
+		for (i = 0; i < 2; i++) {
+			if (snk[i].fd < 0 || !pf[i + 1].revents)
+				continue;
+			rr = sink_read(&snk[i]);
+			if (rr && !r)
+				r = rr;
+		}
+	}
+	close_fd(&in_fd);
+	close_fd(&snk[0].fd);
+	close_fd(&snk[1].fd);
+
+	if (epipe && !was_pending)
+		sigtimedwait(&pipeset, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* A pipe whose parent end is non-blocking; both ends CLOEXEC. */
+static int capture_pipe(int fds[2], int parent_end)
+{
+	int r;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	r = set_nonblock(fds[parent_end]);
+	if (r) {
+		close_fd(&fds[0]);
+		close_fd(&fds[1]);
+	}
+	return r;
+}
+
+int run_capture_opts(const struct spawn_opts *o, const char *in, size_t in_len, struct buf *out,
+                     struct buf *err, int *status)
+{
+	int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+	struct sink snk[2] = {{-1, out}, {-1, err}};
+	struct spawn_opts so = *o;
+	pid_t pid;
+	int r = 0, rr, st = 0, parent_err;
+
+	/*
+	 * Look before making pipes: with our fd 2 closed, one of them would land there and
+	 * the child would get it as its stderr.
+	 */
+	parent_err = fcntl(2, F_GETFD) < 0 ? -1 : 2;
+	if (!in)
+		in_len = 0;
+	if (in_len && (r = capture_pipe(inp, 1)))
+		goto out;
+	if (out && (r = capture_pipe(outp, 0)))
+		goto out;
+	if (err && err != out && (r = capture_pipe(errp, 0)))
+		goto out;
+
+	so.fd_in = inp[0];
+	so.fd_out = outp[1];
+	so.err_to_out = err && err == out;
+	so.fd_err = err ? errp[1] : parent_err;
+	r = spawn(&so, &pid);
+	if (r)
+		goto out;
+	close_fd(&inp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+
+	snk[0].fd = outp[0];
+	snk[1].fd = errp[0];
+	outp[0] = errp[0] = -1;
+	r = pump(inp[1], in, in_len, snk);
+	inp[1] = -1;
+
+	rr = spawn_wait(pid, &st);
+	if (rr && !r)
+		r = rr;
+	if (!rr && status)
+		*status = st;
+out:
+	close_fd(&inp[0]);
+	close_fd(&inp[1]);
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	return r;
+}
+
+int run_capture(char *const *argv, char *const *envp, const char *in, struct buf *out,
+                struct buf *err, int *status)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+
+	o.argv = argv;
+	o.envp = envp;
+	return run_capture_opts(&o, in, in ? strlen(in) : 0, out, err, status);
+}

@@ -1,0 +1,107 @@
+#ifndef SKIFF_SPAWN_H
+#define SKIFF_SPAWN_H
+
+/*
+ * The one place where skiff starts a process. See docs/internals-spawn.md.
+ *
+ * spawn() forks and execs; everything that can fail in the child (setsid, dup2, chdir,
+ * exec) comes back as spawn()'s return value through a CLOEXEC pipe, so "command not
+ * found" is -ENOENT here, never a child that exits 127. The child starts clean: every
+ * signal at SIG_DFL (SIG_IGN included), nothing blocked, and no fds but 0, 1, 2 and
+ * keep_fds, whatever the parent has open without CLOEXEC.
+ *
+ * Fds: spawn() never closes or takes ownership of the caller's fds. Every fd spawn()
+ * and run_capture() create is CLOEXEC and closed before they return.
+ *
+ * Blocking: spawn() waits until the child has exec'd (or failed to); spawn_wait() and
+ * run_capture() wait for the child to exit. The process must not reap children with
+ * waitpid(-1) concurrently with run_capture().
+ */
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "lib/buf.h"
+
+enum spawn_pgrp {
+	SPAWN_PGRP_NONE = 0, /* stay in the parent's process group */
+	SPAWN_PGRP_NEW,      /* setpgid(0, 0): own group, same session */
+	SPAWN_SESSION_NEW,   /* setsid(): own session and group, no controlling tty */
+};
+
+/* What the child was doing when it failed (for messages). */
+enum spawn_step {
+	SPAWN_STEP_NONE = 0,
+	SPAWN_STEP_PGRP,
+	SPAWN_STEP_DEATHSIG,
+	SPAWN_STEP_FDS,
+	SPAWN_STEP_CHDIR,
+	SPAWN_STEP_EXEC,
+};
+
+struct spawn_opts {
+	/*
+	 * argv[0] is the program. Without a '/' it is searched in the PATH of the child's
+	 * environment (as env(1) does), else in "/usr/local/bin:/bin:/usr/bin". No sh
+	 * fallback for ENOEXEC.
+	 */
+	char *const *argv;
+	char *const *envp; /* NULL: the parent's environ */
+	/* NULL: the parent's. A relative argv[0] or PATH entry is resolved after the chdir. */
+	const char *cwd;
+	/* -1: /dev/null. Otherwise an open fd, dup'ed onto 0, 1, 2 (or kept if already there). */
+	int fd_in, fd_out, fd_err;
+	int err_to_out; /* stderr goes wherever stdout goes; fd_err is ignored */
+	enum spawn_pgrp pgrp;
+	/* Extra fds the child keeps under the same numbers (all >= 3, open). */
+	const int *keep_fds;
+	size_t n_keep_fds;
+	/* Non-zero: PR_SET_PDEATHSIG, the signal the child gets when the parent thread dies. */
+	int death_sig;
+	/* Optional out: the enum spawn_step that failed when spawn() returns an error. */
+	int *failed_step;
+};
+
+/* All fds /dev/null, inherit everything else. */
+/* clang-format off */
+#define SPAWN_OPTS_INIT {.fd_in = -1, .fd_out = -1, .fd_err = -1}
+/* clang-format on */
+
+/*
+ * Forks and execs o->argv. Returns 0 and the child's pid in *pid, or a negative errno:
+ * -ENOENT / -EACCES / -ENOEXEC... from exec, or from setsid, dup2 or chdir in the child
+ * (the failed child has been reaped), -EINVAL / -EBADF for bad options, or fork's error.
+ * The caller reaps the child with spawn_wait().
+ */
+int spawn(const struct spawn_opts *o, pid_t *pid);
+/* waitpid() restarting on EINTR; 0 and the raw wait status, or -errno. */
+int spawn_wait(pid_t pid, int *status);
+/* The exit status as a shell reports it: the exit code, or 128 + the signal. */
+int status_to_code(int status);
+const char *spawn_step_name(int step);
+
+/*
+ * Runs argv to completion and captures its output.
+ *
+ * stdin is /dev/null, or `in` if it is not NULL (written concurrently with the reading,
+ * so any size works; a child that exits without reading it all is not an error).
+ * stdout is appended to `out` (NULL: /dev/null). stderr is appended to `err`; with
+ * err == out it shares stdout's pipe (interleaved as written); with err == NULL it is the
+ * parent's stderr (/dev/null if fd 2 is closed). Both pipes are drained together, so a
+ * child filling one cannot block.
+ *
+ * Past out->max (or err->max), the buf keeps what fit, our end of that pipe is closed (the
+ * child gets SIGPIPE / EPIPE) and the result is -ENOBUFS. In every case where the child
+ * started it has been reaped and *status holds its raw wait status when this returns.
+ * Returns 0, spawn()'s error, or -ENOBUFS / -errno from the capture.
+ */
+int run_capture(char *const *argv, char *const *envp, const char *in, struct buf *out,
+                struct buf *err, int *status);
+/*
+ * run_capture() with spawn options (cwd, pgrp, keep_fds, ...) and a stdin of in_len bytes
+ * (in may be NULL). o's fd_in, fd_out, fd_err and err_to_out are ignored.
+ */
+int run_capture_opts(const struct spawn_opts *o, const char *in, size_t in_len, struct buf *out,
+                     struct buf *err, int *status);
+
+#endif

@@ -1,0 +1,203 @@
+/* struct buf: growth, the hard limit, formatting, reading files and fds, ownership. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/unit/harness.h"
+#include "lib/buf.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static char tmpdir[PATH_MAX];
+
+static void test_init(void)
+{
+	struct buf b = BUF_INIT(0), c;
+
+	ok(b.p == buf_empty && b.len == 0 && b.cap == 0, "BUF_INIT is empty, not allocated");
+	is_str(b.p, "", "and reads as \"\"");
+	buf_init(&c, 100);
+	ok(c.p == buf_empty && c.len == 0 && c.max == 100, "buf_init");
+	buf_release(&b);
+	buf_release(&b);
+	ok(b.p == buf_empty && b.len == 0, "releasing an empty buf twice is harmless");
+	buf_release(NULL);
+	ok(1, "buf_release(NULL) is harmless");
+}
+
+static void test_growth(void)
+{
+	struct buf b = BUF_INIT(0);
+	size_t i, bad = 0;
+
+	for (i = 0; i < 100000; i++)
+		if (buf_addch(&b, (char)('a' + i % 26)))
+			bad++;
+	is_int(bad, 0, "100000 single-byte adds succeed");
+	is_int(b.len, 100000, "len counts them");
+	ok(b.cap > b.len && b.p[b.len] == '\0', "room for and a terminating NUL");
+	for (i = 0; i < b.len && b.p[i] == (char)('a' + i % 26); i++)
+		;
+	is_int(i, 100000, "content intact after every realloc");
+
+	buf_setlen(&b, 3);
+	is_str(b.p, "abc", "buf_setlen truncates and terminates");
+	buf_reset(&b);
+	ok(b.len == 0 && b.p[0] == '\0' && b.cap > 0, "buf_reset keeps the memory");
+	is_int(buf_add(&b, "x\0y", 3), 0, "binary data");
+	ok(b.len == 3 && !memcmp(b.p, "x\0y", 4), "NULs are kept, terminator added");
+	buf_release(&b);
+	ok(b.p == buf_empty && b.len == 0 && b.cap == 0, "buf_release empties it");
+}
+
+static void test_limits(void)
+{
+	struct buf b = BUF_INIT(10), d = BUF_INIT(0);
+
+	is_int(buf_adds(&b, "12345"), 0, "5 of 10");
+	is_int(buf_adds(&b, "678901"), -ENOBUFS, "past max is -ENOBUFS");
+	ok(b.len == 5 && !strcmp(b.p, "12345"), "and leaves the contents intact");
+	is_int(buf_adds(&b, "67890"), 0, "exactly max fits");
+	is_int(buf_addch(&b, 'x'), -ENOBUFS, "one more does not");
+	is_int(buf_addf(&b, "%d", 1), -ENOBUFS, "nor a formatted one");
+	is_int(buf_add(&b, "", 0), 0, "adding nothing to a full buf is fine");
+	is_str(b.p, "1234567890", "contents intact");
+	is_int(buf_grow(&b, SIZE_MAX), -ENOBUFS, "a huge grow does not overflow");
+	buf_release(&b);
+	is_int(b.max, 10, "release keeps max");
+	is_int(buf_grow(&d, SIZE_MAX - 1), -ENOBUFS, "max 0 means the default limit");
+	is_int(buf_grow(&d, BUF_DEFAULT_MAX + 1), -ENOBUFS, "which is BUF_DEFAULT_MAX");
+	buf_release(&d);
+}
+
+static void test_addf(void)
+{
+	struct buf b = BUF_INIT(0);
+	char want[301];
+
+	is_int(buf_addf(&b, "%d-%s-%c", 42, "x", 'y'), 0, "buf_addf");
+	is_str(b.p, "42-x-y", "formats");
+	is_int(buf_addf(&b, "%s", ""), 0, "an empty format result");
+	is_int(b.len, 6, "adds nothing");
+	buf_reset(&b);
+	memset(want, 'z', 300);
+	want[300] = '\0';
+	is_int(buf_addf(&b, "%s%s", want, "!"), 0, "a long one that must grow the buf");
+	ok(b.len == 301 && !memcmp(b.p, want, 300) && b.p[300] == '!', "formats all of it");
+	buf_release(&b);
+	buf_addf(&b, "%s", "");
+	is_str(b.p, "", "an empty addf on a new buf is a valid string");
+	buf_release(&b);
+}
+
+static void test_detach(void)
+{
+	struct buf b = BUF_INIT(0);
+	size_t len = 99;
+	char *s;
+
+	buf_adds(&b, "hello");
+	s = buf_detach(&b, &len);
+	ok(!strcmp(s, "hello") && len == 5, "detach hands over the string and its length");
+	ok(b.p == buf_empty && b.len == 0 && b.cap == 0, "and leaves the buf empty");
+	free(s);
+	s = buf_detach(&b, &len);
+	ok(s && !strcmp(s, "") && len == 0, "detach of an empty buf is a fresh \"\"");
+	ok(s != buf_empty, "that the caller can free");
+	free(s);
+	buf_adds(&b, "again");
+	is_str(b.p, "again", "the buf is reusable after detach");
+	buf_release(&b);
+}
+
+static void test_rtrim(void)
+{
+	struct buf b = BUF_INIT(0);
+
+	buf_adds(&b, "text \t\r\n\n");
+	buf_rtrim(&b);
+	ok(!strcmp(b.p, "text") && b.len == 4, "rtrim drops trailing whitespace");
+	buf_reset(&b);
+	buf_adds(&b, " \n");
+	buf_rtrim(&b);
+	ok(!strcmp(b.p, "") && b.len == 0, "down to nothing");
+	buf_release(&b);
+	buf_rtrim(&b);
+	ok(b.len == 0, "rtrim of an unallocated buf");
+}
+
+static void path_in_tmp(char *out, size_t n, const char *name)
+{
+	xsnprintf(out, n, "%s/%s", tmpdir, name);
+}
+
+static void test_read_file(void)
+{
+	struct buf b = BUF_INIT(100), big = BUF_INIT(1 << 20), z = BUF_INIT(4096);
+	char path[PATH_MAX], sparse[PATH_MAX];
+	char data[100];
+	int fd, p[2];
+
+	memset(data, 'd', sizeof(data));
+	path_in_tmp(path, sizeof(path), "exact");
+	write_file_atomic(path, data, 100, 0600);
+	is_int(buf_read_file(&b, path), 0, "a file of exactly max bytes");
+	is_int(b.len, 100, "is read whole");
+	is_int(buf_read_file(&b, path), -EFBIG, "another 100 bytes do not fit: -EFBIG");
+	is_int(b.len, 100, "and nothing was added");
+	buf_release(&b);
+	unlink(path);
+
+	/* A 1 GB sparse file against a 1 MB limit: refused from its size, never read. */
+	path_in_tmp(sparse, sizeof(sparse), "sparse");
+	fd = open(sparse, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ok(fd >= 0 && !ftruncate(fd, (off_t)1 << 30), "made a 1 GB sparse file");
+	if (fd >= 0)
+		close(fd);
+	is_int(buf_read_file(&big, sparse), -EFBIG, "a file larger than max is -EFBIG");
+	ok(big.len == 0 && big.cap == 0, "without reading any of it");
+	unlink(sparse);
+
+	/* No size to look at: read up to the limit, then -EFBIG. Must end on an endless file. */
+	is_int(buf_read_file(&z, "/dev/zero"), -EFBIG, "/dev/zero against a 4 KB limit");
+	is_int(z.len, 4096, "stops at max");
+	buf_release(&z);
+
+	is_int(buf_read_file(&big, tmpdir), -EISDIR, "a directory is -EISDIR");
+	path_in_tmp(path, sizeof(path), "missing");
+	is_int(buf_read_file(&big, path), -ENOENT, "a missing file is -ENOENT");
+	buf_release(&big);
+
+	if (!ok(!pipe(p), "pipe"))
+		return;
+	ok(write(p[1], "piped", 5) == 5, "write to a pipe");
+	close(p[1]);
+	is_int(buf_read_fd(&big, p[0]), 0, "buf_read_fd until EOF");
+	is_str(big.p, "piped", "reads it all");
+	close(p[0]);
+	buf_release(&big);
+}
+
+int main(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	xsnprintf(tmpdir, sizeof(tmpdir), "%s/skiff-test-buf.XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	plan_run(test_init);
+	plan_run(test_growth);
+	plan_run(test_limits);
+	plan_run(test_addf);
+	plan_run(test_detach);
+	plan_run(test_rtrim);
+	plan_run(test_read_file);
+	rmdir(tmpdir);
+	return done_testing();
+}
