@@ -75,7 +75,7 @@ $(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/libskiff.a
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
 
 # --- sanitizer build: host gcc against Debian's -dev packages (build.sh installs them) ---
-$(B)/asan/obj/%.o: %.c
+$(B)/asan/obj/%.o: %.c | $(DEPS)/BUILD-INFO
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-ASAN $<")
 	$(Q)$(HOST_CC) $(ASAN_CFLAGS) -c $< -o $@

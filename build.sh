@@ -21,6 +21,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 LIBS="zlib libyaml sqlite3 mbedtls libarchive"
 HOST_PKGS="musl-tools musl-dev gcc make cmake dpkg-dev tcl xz-utils bzip2 file git
 	libyaml-dev libsqlite3-dev libmbedtls-dev libarchive-dev zlib1g-dev perl python3 valgrind
+	procps util-linux
 	debian-archive-keyring ca-certificates perl"
 
 do_apt=1

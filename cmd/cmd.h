@@ -24,6 +24,7 @@
 
 enum cmd_flags {
 	CMD_HIDDEN = 1 << 0, /* internal: not in `skiff help` */
+	CMD_GROUP = 1 << 1,  /* has subcommands: only `skiff NAME --help` shows its help */
 };
 
 struct cmd {
@@ -47,15 +48,16 @@ int wants_help(int argc, char **argv);
 /* Writes the buf-sized string to stdout and checks for write errors (EPIPE, ENOSPC). */
 int print_out(const char *s, size_t len);
 
-/* argv[0] as given to main(): used to locate our own executable without /proc. */
-extern const char *skiff_argv0;
-
 #define DECLARE_CMD(n)                                                                             \
 	int cmd_##n(int argc, char **argv);                                                        \
 	extern const char cmd_##n##_usage[]
 
+DECLARE_CMD(__shim);
+DECLARE_CMD(__supervisor);
 DECLARE_CMD(check);
 DECLARE_CMD(help);
+DECLARE_CMD(init);
+DECLARE_CMD(node);
 DECLARE_CMD(version);
 
 #endif

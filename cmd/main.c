@@ -12,15 +12,21 @@
 
 #include "cmd/cmd.h"
 #include "lib/log.h"
+#include "lib/self.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
-const char *skiff_argv0 = "skiff";
-
 /* Sorted by name: `skiff help` lists them in this order. */
 static const struct cmd commands[] = {
+	{"__shim", cmd___shim, CMD_HIDDEN, "run one job (internal)", cmd___shim_usage},
+	{"__supervisor", cmd___supervisor, CMD_HIDDEN, "the node supervisor (internal)",
+	 cmd___supervisor_usage},
 	{"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
 	{"help", cmd_help, 0, "show help for skiff or a command", cmd_help_usage},
+	{"init", cmd_init, 0, "be a container's init: reap, forward signals, run the supervisor",
+	 cmd_init_usage},
+	{"node", cmd_node, CMD_GROUP, "node supervisor and its job queue (submit, queue, logs, ...)",
+	 cmd_node_usage},
 	{"version", cmd_version, 0, "show version, commit and bundled libraries", cmd_version_usage},
 };
 
@@ -109,7 +115,9 @@ int cmd_dispatch(const char *group, const struct cmd *t, size_t n, int argc, cha
 		suggest(group, t, n, argv[0]);
 		return EXIT_USAGE;
 	}
-	if (wants_help(argc, argv)) {
+	if ((c->flags & CMD_GROUP) ? argc > 1 && (!strcmp(argv[1], "--help") ||
+						  !strcmp(argv[1], "-h"))
+				   : wants_help(argc, argv)) {
 		fputs(c->usage, stdout);
 		return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 	}

@@ -19,6 +19,7 @@
 
 const char skiff_version[] = SKIFF_VERSION;
 const char skiff_commit[] = SKIFF_COMMIT;
+const char *skiff_argv0 = "skiff";
 
 static int is_exec_file(const char *p)
 {
@@ -36,6 +37,8 @@ const char *self_path(const char *argv0)
 
 	if (path)
 		return path;
+	if (!argv0)
+		argv0 = skiff_argv0;
 	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = '\0';
@@ -68,6 +71,8 @@ const char *self_sha256(const char *argv0)
 
 	if (hex[0])
 		return hex;
+	if (!argv0)
+		argv0 = skiff_argv0;
 	/* /proc/self/exe reads the running image even if its file was replaced. */
 	if (!sha256_file("/proc/self/exe", hex))
 		return hex;

@@ -12,7 +12,13 @@
 extern const char skiff_version[];
 extern const char skiff_commit[];
 
-/* Path of the running executable (static string), or NULL if it cannot be found. */
+/* main() records argv[0] here: used to find the executable where /proc is missing. */
+extern const char *skiff_argv0;
+
+/*
+ * Path of the running executable (static string), or NULL if it cannot be found.
+ * argv0 NULL means skiff_argv0.
+ */
 const char *self_path(const char *argv0);
 /* sha256 of the running executable (computed once), or NULL. */
 const char *self_sha256(const char *argv0);

@@ -109,13 +109,30 @@ test_cmp() {
 	diff -u "$1" "$2"
 }
 
+# Daemons log to files, where a sanitizer's report would go unseen: fail on any.
+test_check_sanitizer_logs() {
+	test_count=$((test_count + 1))
+	found=$(grep -rlE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$TRASH" \
+		--include='*.log' 2>/dev/null | head -5)
+	if [ -z "$found" ]; then
+		echo "ok $test_count - no sanitizer reports in the daemons' logs"
+	else
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - sanitizer reports in the daemons' logs"
+		for f in $found; do
+			grep -E -A12 "ERROR: (Address|Leak)Sanitizer|runtime error:" "$f" |
+				head -40 | sed 's/^/#   /'
+		done
+	fi
+}
+
 test_done() {
+	test_cleanup_hook 2>/dev/null || true
+	test_check_sanitizer_logs
 	echo "1..$test_count"
 	if [ "$test_failed" = 0 ] && [ -z "${SKIFF_TEST_KEEP:-}" ]; then
-		test_cleanup_hook 2>/dev/null || true
 		rm -rf "$TRASH"
 	else
-		test_cleanup_hook 2>/dev/null || true
 		echo "# kept $TRASH"
 	fi
 	[ "$test_failed" = 0 ]

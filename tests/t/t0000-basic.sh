@@ -40,4 +40,33 @@ test_expect_success 'the binary is static (file says so)' '
 	file -L "$SKIFF_BIN" | grep -q "statically linked" || [ -n "${SKIFF_TEST_BIN:-}" ]
 '
 
+test_expect_success 'version runs alone in an empty chroot (no /proc, /dev, /etc)' '
+	if [ "$(id -u)" != 0 ]; then
+		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
+		echo "# skipped: chroot needs root"; exit 0
+	fi
+	mkdir -p empty-root &&
+	cp "$SKIFF_BIN" empty-root/skiff &&
+	test "$(find empty-root | wc -l)" = 2 &&
+	chroot empty-root /skiff version >out &&
+	sha=$(sha256sum empty-root/skiff | cut -d" " -f1) &&
+	grep -q "^sha256: *$sha\$" out &&
+	chroot empty-root /skiff version --json >/dev/null
+'
+
+test_expect_success 'every command --help starts with its usage line; hidden ones too' '
+	for c in check help init node version __shim __supervisor; do
+		skiff $c --help >h || exit 1
+		head -1 h | grep -q "^usage: skiff $c" || { echo "bad help for $c"; exit 1; }
+	done &&
+	for c in up down status submit queue logs cancel autostop; do
+		skiff node $c --help >h || exit 1
+		head -1 h | grep -q "^usage: skiff node $c" || { echo "bad help for node $c"; exit 1; }
+	done
+'
+
+test_expect_success 'help does not list hidden commands' '
+	skiff help >out && ! grep -q __ out
+'
+
 test_done

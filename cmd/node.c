@@ -1,0 +1,359 @@
+/*
+ * `skiff node ...`: the node-side commands (supervisor lifecycle, resources, autostop).
+ * Job commands are in node_submit.c, node_queue.c and node_logs.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/node.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "supervisor/node.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+static const char node_up_usage[] =
+	"usage: skiff node up [--cpus N] [--memory GB] [--gpus N] [--cancel-grace SECONDS]\n"
+	"                     [--max-bypass N]\n"
+	"\n"
+	"Starts the node supervisor for $SKIFF_HOME (default ~/.skiff) unless it runs\n"
+	"already, and returns once it accepts requests. One supervisor runs per state dir.\n"
+	"\n"
+	"The options override what the node offers to jobs (detected: cores, memory, GPUs)\n"
+	"and are kept in the node's database; an empty value goes back to the detected one.\n"
+	"  --cpus N             CPUs jobs may reserve (fractions allowed)\n"
+	"  --memory GB          memory in GiB jobs may reserve\n"
+	"  --gpus N             accelerators jobs may reserve\n"
+	"  --cancel-grace S     seconds between SIGTERM and SIGKILL on cancel (default 10)\n"
+	"  --max-bypass N       how often a waiting job may be overtaken by smaller ones\n"
+	"                       before nothing behind it starts (default 20; 0 = strict FIFO)\n";
+
+static const char node_down_usage[] =
+	"usage: skiff node down\n"
+	"\n"
+	"Stops the node supervisor. Running jobs keep running under their shims and are\n"
+	"re-adopted by the next 'skiff node up'.\n";
+
+static const char node_status_usage[] =
+	"usage: skiff node status [--json]\n"
+	"\n"
+	"Shows the supervisor's version, pid and uptime, the node's resources (total and\n"
+	"free) and how many jobs run and wait. Starts the supervisor if it is down.\n";
+
+static const char node_autostop_usage[] =
+	"usage: skiff node autostop IDLE_MINUTES [--down] [--wait-for jobs|jobs_and_ssh|none]\n"
+	"       skiff node autostop --cancel\n"
+	"\n"
+	"After IDLE_MINUTES (fractions allowed) without activity, the supervisor runs the\n"
+	"infra's hook: $SKIFF_HOME/hooks/stop, or hooks/down with --down. Activity is a\n"
+	"job that has not ended and, with jobs_and_ssh (the default), a login session.\n"
+	"With none, the timer runs regardless of activity. The setting lasts until the\n"
+	"node reboots.\n";
+
+static int node_up(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cpus", required_argument, NULL, 'c'},
+		{"memory", required_argument, NULL, 'm'},
+		{"gpus", required_argument, NULL, 'g'},
+		{"cancel-grace", required_argument, NULL, 'k'},
+		{"max-bypass", required_argument, NULL, 'b'},
+		{NULL, 0, NULL, 0},
+	};
+	struct msg cfg, rep;
+	pid_t pid;
+	int already, c, have_cfg = 0, r;
+
+	msg_init(&cfg);
+	msg_add(&cfg, "op", "config");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		const char *key = c == 'c' ? "cpus" : c == 'm' ? "memory" : c == 'g' ? "gpus"
+				  : c == 'k' ? "cancel_grace" : c == 'b' ? "max_bypass" : NULL;
+		double v;
+
+		if (!key) {
+			msg_release(&cfg);
+			return usage_error("node up", "unknown option");
+		}
+		if (*optarg && (parse_double(optarg, &v) || v < 0)) {
+			msg_release(&cfg);
+			return usage_error("node up", "bad value '%s' for --%s: expected a number "
+						      ">= 0", optarg, key);
+		}
+		msg_add(&cfg, key, optarg);
+		have_cfg = 1;
+	}
+	if (optind < argc) {
+		msg_release(&cfg);
+		return usage_error("node up", "unexpected argument '%s'", argv[optind]);
+	}
+	if (sup_start(&pid, &already)) {
+		msg_release(&cfg);
+		return EXIT_UNAVAILABLE;
+	}
+	r = 0;
+	if (have_cfg)
+		r = sup_call(0, &cfg, &rep), msg_release(&rep);
+	msg_release(&cfg);
+	if (r)
+		return EXIT_FAIL;
+	if (already)
+		printf("supervisor already running (pid %ld)%s\n", (long)pid,
+		       have_cfg ? "; settings updated" : "");
+	else
+		printf("supervisor started (pid %ld)\n", (long)pid);
+	return EXIT_OK;
+}
+
+static int node_down(int argc, char **argv)
+{
+	struct msg req, rep;
+	int64_t pid = 0, running = 0;
+	int fd, r;
+
+	(void)argv;
+	if (argc > 1)
+		return usage_error("node down", "unexpected argument '%s'", argv[1]);
+	fd = sup_connect(SUP_QUIET);
+	if (fd < 0) {
+		printf("supervisor is not running\n");
+		return EXIT_OK;
+	}
+	close(fd);
+	msg_init(&req);
+	msg_add(&req, "op", "shutdown");
+	r = sup_call(0, &req, &rep);
+	msg_get_int(&rep, "pid", &pid);
+	msg_get_int(&rep, "running", &running);
+	msg_release(&req);
+	msg_release(&rep);
+	if (r)
+		return EXIT_FAIL;
+	/* Wait until it is gone so that a following `node up` starts a new one. */
+	for (int i = 0; i < 1000 && pid > 0 && !kill((pid_t)pid, 0); i++) {
+		if (proc_start_time((pid_t)pid) == 0)
+			break;
+		poll_ms(5);
+	}
+	printf("supervisor stopped (pid %lld); %lld job(s) keep running\n", (long long)pid,
+	       (long long)running);
+	return EXIT_OK;
+}
+
+static const char *fmt_uptime(double s, char *out, size_t size)
+{
+	long t = (long)s;
+
+	if (t < 60)
+		xsnprintf(out, size, "%lds", t);
+	else if (t < 3600)
+		xsnprintf(out, size, "%ldm %lds", t / 60, t % 60);
+	else if (t < 86400)
+		xsnprintf(out, size, "%ldh %ldm", t / 3600, (t % 3600) / 60);
+	else
+		xsnprintf(out, size, "%ldd %ldh", t / 86400, (t % 86400) / 3600);
+	return out;
+}
+
+static int node_status(int argc, char **argv)
+{
+	struct msg req, rep;
+	int as_json = 0, i, r;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = 1;
+		else
+			return usage_error("node status", "unexpected argument '%s'", argv[i]);
+	}
+	msg_init(&req);
+	msg_add(&req, "op", "status");
+	r = sup_call(SUP_AUTOSTART, &req, &rep);
+	msg_release(&req);
+	if (r) {
+		msg_release(&rep);
+		return EXIT_UNAVAILABLE;
+	}
+	if (as_json) {
+		static const char *const nums[] = {
+			"pid",       "uptime",      "cpus",    "memory",     "gpus",
+			"cpus_free", "memory_free", "gpus_free", "running", "setting_up",
+			"pending",   "max_bypass",  "cancel_grace",
+		};
+		struct buf b = BUF_INIT(0);
+		struct json j;
+		double v;
+
+		json_init(&j, &b, 1);
+		json_obj_begin(&j);
+		json_key(&j, "version");
+		json_str(&j, msg_get(&rep, "version"));
+		json_key(&j, "commit");
+		json_str(&j, msg_get(&rep, "commit"));
+		json_key(&j, "home");
+		json_str(&j, node_paths()->home);
+		for (size_t k = 0; k < ARRAY_SIZE(nums); k++) {
+			json_key(&j, nums[k]);
+			if (msg_get_double(&rep, nums[k], &v))
+				json_null(&j);
+			else
+				json_double(&j, v);
+		}
+		json_key(&j, "autostop");
+		if (msg_get_double(&rep, "autostop_idle_minutes", &v) || v < 0) {
+			json_null(&j);
+		} else {
+			json_obj_begin(&j);
+			json_key(&j, "idle_minutes");
+			json_double(&j, v);
+			json_key(&j, "down");
+			json_bool(&j, msg_get(&rep, "autostop_down") &&
+					      !strcmp(msg_get(&rep, "autostop_down"), "1"));
+			json_key(&j, "wait_for");
+			json_str(&j, msg_get(&rep, "autostop_wait_for"));
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+		r = json_finish(&j) || print_out(b.p, b.len);
+		buf_release(&b);
+	} else {
+		char up[32];
+		double uptime = 0, idle = -1;
+
+		msg_get_double(&rep, "uptime", &uptime);
+		msg_get_double(&rep, "autostop_idle_minutes", &idle);
+		printf("supervisor:  running (pid %s, up %s)\n", msg_get(&rep, "pid"),
+		       fmt_uptime(uptime, up, sizeof(up)));
+		printf("version:     %s (%s)\n", msg_get(&rep, "version"), msg_get(&rep, "commit"));
+		printf("home:        %s\n", node_paths()->home);
+		printf("cpus:        %s free of %s\n", msg_get(&rep, "cpus_free"),
+		       msg_get(&rep, "cpus"));
+		printf("memory:      %.1f GiB free of %.1f GiB\n",
+		       strtod(msg_get(&rep, "memory_free"), NULL),
+		       strtod(msg_get(&rep, "memory"), NULL));
+		printf("gpus:        %s free of %s\n", msg_get(&rep, "gpus_free"),
+		       msg_get(&rep, "gpus"));
+		printf("jobs:        %s running, %s setting up, %s pending\n",
+		       msg_get(&rep, "running"), msg_get(&rep, "setting_up"),
+		       msg_get(&rep, "pending"));
+		if (idle >= 0)
+			printf("autostop:    %g min%s (wait for %s)\n", idle,
+			       !strcmp(msg_get(&rep, "autostop_down"), "1") ? " (down)" : "",
+			       msg_get(&rep, "autostop_wait_for"));
+		else
+			printf("autostop:    off\n");
+	}
+	msg_release(&rep);
+	return r ? EXIT_FAIL : EXIT_OK;
+}
+
+static int node_autostop(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"down", no_argument, NULL, 'd'},
+		{"wait-for", required_argument, NULL, 'w'},
+		{"cancel", no_argument, NULL, 'x'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *wait_for = NULL;
+	struct msg req, rep;
+	int c, down = 0, cancel = 0, r;
+	double idle;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'd')
+			down = 1;
+		else if (c == 'w')
+			wait_for = optarg;
+		else if (c == 'x')
+			cancel = 1;
+		else
+			return usage_error("node autostop", "unknown option");
+	}
+	if (cancel && optind < argc)
+		return usage_error("node autostop", "--cancel takes no IDLE_MINUTES");
+	if (!cancel && optind != argc - 1)
+		return usage_error("node autostop", "expected IDLE_MINUTES");
+	if (!cancel && (parse_double(argv[optind], &idle) || idle < 0))
+		return usage_error("node autostop", "bad IDLE_MINUTES '%s': expected a number >= 0",
+				   argv[optind]);
+	if (wait_for && strcmp(wait_for, "jobs") && strcmp(wait_for, "jobs_and_ssh") &&
+	    strcmp(wait_for, "none"))
+		return usage_error("node autostop",
+				   "bad --wait-for '%s': expected jobs, jobs_and_ssh or none",
+				   wait_for);
+	msg_init(&req);
+	msg_add(&req, "op", "autostop");
+	if (cancel) {
+		msg_add(&req, "cancel", "1");
+	} else {
+		msg_add(&req, "idle_minutes", argv[optind]);
+		msg_add(&req, "down", down ? "1" : "0");
+		if (wait_for)
+			msg_add(&req, "wait_for", wait_for);
+	}
+	r = sup_call(SUP_AUTOSTART, &req, &rep);
+	msg_release(&req);
+	msg_release(&rep);
+	if (r)
+		return EXIT_FAIL;
+	if (cancel)
+		printf("autostop cancelled\n");
+	else
+		printf("autostop set: %s after %g idle minute(s) (wait for %s)\n",
+		       down ? "down" : "stop", idle, wait_for ? wait_for : "jobs_and_ssh");
+	return EXIT_OK;
+}
+
+static const struct cmd node_cmds[] = {
+	{"autostop", node_autostop, 0, "stop or tear down the node when idle", node_autostop_usage},
+	{"cancel", node_cancel, 0, "cancel jobs", node_cancel_usage},
+	{"down", node_down, 0, "stop the supervisor (jobs keep running)", node_down_usage},
+	{"logs", node_logs, 0, "show or follow a job's logs", node_logs_usage},
+	{"queue", node_queue, 0, "list the node's jobs", node_queue_usage},
+	{"status", node_status, 0, "show the supervisor and the node's resources",
+	 node_status_usage},
+	{"submit", node_submit, 0, "submit a job (task YAML or command)", node_submit_usage},
+	{"up", node_up, 0, "start the supervisor", node_up_usage},
+};
+
+const char cmd_node_usage[] =
+	"usage: skiff node COMMAND [ARGS]\n"
+	"\n"
+	"The node side of skiff: a supervisor per state dir ($SKIFF_HOME, default ~/.skiff)\n"
+	"with a durable job queue, a resource-aware scheduler and per-job supervision.\n"
+	"The launcher drives these on every node; they also work by hand.\n"
+	"\n"
+	"Commands:\n"
+	"  up         start the supervisor\n"
+	"  down       stop the supervisor (jobs keep running)\n"
+	"  status     show the supervisor and the node's resources\n"
+	"  submit     submit a job (task YAML or command)\n"
+	"  queue      list the node's jobs\n"
+	"  logs       show or follow a job's logs\n"
+	"  cancel     cancel jobs\n"
+	"  autostop   stop or tear down the node when idle\n"
+	"\n"
+	"See 'skiff node COMMAND --help'.\n";
+
+int cmd_node(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(cmd_node_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(cmd_node_usage, stdout);
+		return EXIT_OK;
+	}
+	return cmd_dispatch("node", node_cmds, ARRAY_SIZE(node_cmds), argc - 1, argv + 1);
+}

@@ -1,0 +1,26 @@
+#ifndef SKIFF_CMD_NODE_H
+#define SKIFF_CMD_NODE_H
+
+/* The `skiff node` subcommands that live in their own files. */
+
+#include <stdint.h>
+
+int node_submit(int argc, char **argv);
+int node_queue(int argc, char **argv);
+int node_logs(int argc, char **argv);
+int node_cancel(int argc, char **argv);
+extern const char node_submit_usage[];
+extern const char node_queue_usage[];
+extern const char node_logs_usage[];
+extern const char node_cancel_usage[];
+
+struct st_db;
+/*
+ * Opens the node db read-only for a query, making sure a supervisor has reconciled it
+ * first (starting one if needed). NULL on error (printed).
+ */
+struct st_db *node_open_db(void);
+/* Parses a job id argument; -1 (with an error printed) if it is not one. */
+int64_t node_parse_job_id(const char *cmdname, const char *s);
+
+#endif

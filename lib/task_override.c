@@ -1,0 +1,304 @@
+/*
+ * CLI overrides shared by `check`, `launch`, `exec` and `jobs launch`: the flags, dotenv
+ * files, applying them to a parsed task, and the check that no env is left without a value.
+ */
+#include "lib/task.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "lib/task_internal.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+void task_overrides_release(struct task_overrides *o)
+{
+	task_kvs_release(&o->envs);
+	task_kvs_release(&o->secrets);
+	free(o->cpus);
+	free(o->memory);
+	free(o->gpus);
+	free(o->workdir);
+	free(o->name);
+	memset(o, 0, sizeof(*o));
+}
+
+/* "--flag VALUE", "--flag=VALUE" (and the short form, if any, as "-n VALUE"). */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char *short_name,
+                     const char **value)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (!strncmp(a, name, n) && a[n] == '=') {
+		*value = a + n + 1;
+		*i += 1;
+		return 1;
+	}
+	if (strcmp(a, name) && (!short_name || strcmp(a, short_name)))
+		return 0;
+	if (*i + 1 >= argc) {
+		error("option '%s' needs a value", a);
+		return -1;
+	}
+	*value = argv[*i + 1];
+	*i += 2;
+	return 1;
+}
+
+/* K=V, or K alone: the value of K in our own environment. */
+static int kv_arg(struct task_kvs *kvs, const char *flag, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *key = eq ? xstrndup(arg, (size_t)(eq - arg)) : xstrdup(arg);
+	const char *value = eq ? eq + 1 : getenv(key);
+	int r = 0;
+
+	if (!task_env_name_ok(key))
+		r = error(
+		        "%s '%.60s': '%.60s' is not a valid variable name (letters, digits and '_', "
+		        "not starting with a digit)",
+		        flag, arg, key);
+	else if (!value)
+		r = error("%s %s: %s is not set in the environment (give %s %s=VALUE)", flag, key,
+		          key, flag, key);
+	else
+		task_kvs_set(kvs, key, value, 0, 0);
+	free(key);
+	return r;
+}
+
+static char *skip_ws(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/* One value of a dotenv line, in place: 'literal', "with \n escapes", or bare # comment. */
+static int dotenv_value(char *s, char **value)
+{
+	char *w, *r;
+
+	if (*s == '\'' || *s == '"') {
+		char q = *s;
+
+		for (w = s, r = s + 1; *r && *r != q; r++) {
+			if (q == '"' && *r == '\\' && r[1]) {
+				r++;
+				*w++ = *r == 'n' ? '\n' : *r == 't' ? '\t' : *r == 'r' ? '\r' : *r;
+				continue;
+			}
+			*w++ = *r;
+		}
+		if (*r != q)
+			return -1;
+		*w = '\0';
+		r = skip_ws(r + 1);
+		if (*r && *r != '#')
+			return -1;
+		*value = s;
+		return 0;
+	}
+	for (r = s; *r && !(*r == '#' && (r == s || r[-1] == ' ' || r[-1] == '\t')); r++)
+		;
+	while (r > s && (r[-1] == ' ' || r[-1] == '\t' || r[-1] == '\r'))
+		r--;
+	*r = '\0';
+	*value = s;
+	return 0;
+}
+
+static int env_file(struct task_overrides *o, const char *path)
+{
+	struct buf b = BUF_INIT(TASK_ENV_FILE_MAX);
+	char *line, *next;
+	int lineno = 0, r;
+
+	r = buf_read_file(&b, path);
+	if (r == -EFBIG || r == -ENOBUFS)
+		r = error("--env-file %s: more than %zu bytes", path, TASK_ENV_FILE_MAX);
+	else if (r)
+		r = error("--env-file %s: %s", path, strerror(-r));
+	if (r)
+		goto out;
+	if (memchr(b.p, 0, b.len) || !utf8_valid(b.p, b.len)) {
+		r = error("--env-file %s: not a text file (NUL bytes or invalid UTF-8)", path);
+		goto out;
+	}
+	for (line = b.p; line && !r; line = next) {
+		char *key, *eq, *value, *end;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		key = skip_ws(line);
+		if (!*key || *key == '#' || *key == '\r')
+			continue;
+		if (!strncmp(key, "export ", 7))
+			key = skip_ws(key + 7);
+		eq = strchr(key, '=');
+		if (!eq) {
+			r = error("%s:%d:1: expected KEY=VALUE", path, lineno);
+			break;
+		}
+		for (end = eq; end > key && (end[-1] == ' ' || end[-1] == '\t'); end--)
+			;
+		*end = '\0';
+		if (!task_env_name_ok(key))
+			r = error("%s:%d:1: '%.60s' is not a valid variable name", path, lineno,
+			          key);
+		else if (dotenv_value(skip_ws(eq + 1), &value))
+			r = error("%s:%d:%d: unterminated quote or text after the closing quote",
+			          path, lineno, (int)(skip_ws(eq + 1) - line) + 1);
+		else
+			task_kvs_set(&o->envs, key, value, 0, 0);
+	}
+out:
+	buf_release(&b);
+	return r ? -1 : 0;
+}
+
+static int set_checked(char **dst, const char *flag, const char *value, int kind)
+{
+	struct task_amount amt = {NULL, 0, TASK_EXACT};
+	struct task_accel acc = {NULL, 0};
+	char why[160];
+	int r = 0;
+
+	if (!*value)
+		return error("%s needs a value", flag);
+	if (kind == 1 || kind == 2)
+		r = task_amount_parse(value, kind == 2, &amt, why, sizeof(why));
+	else if (kind == 3)
+		r = task_accel_parse(value, &acc, why, sizeof(why));
+	free(amt.text);
+	free(acc.name);
+	if (r)
+		return error("%s %s: %s", flag, value, why);
+	free(*dst);
+	*dst = xstrdup(value);
+	return 0;
+}
+
+int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
+{
+	const char *v;
+	long n;
+	int r;
+
+	if ((r = opt_value(argc, argv, i, "--env", NULL, &v)))
+		return r < 0 ? -1 : kv_arg(&o->envs, "--env", v) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--secret", NULL, &v)))
+		return r < 0 ? -1 : kv_arg(&o->secrets, "--secret", v) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--env-file", NULL, &v)))
+		return r < 0 ? -1 : env_file(o, v) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--num-nodes", NULL, &v))) {
+		if (r < 0)
+			return -1;
+		if (parse_long(v, 1, TASK_MAX_NODES, &n))
+			return error("--num-nodes %s: must be a whole number from 1 to %d", v,
+			             TASK_MAX_NODES);
+		o->num_nodes = n;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--cpus", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->cpus, "--cpus", v, 1) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--memory", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->memory, "--memory", v, 2) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--gpus", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->gpus, "--gpus", v, 3) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--workdir", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->workdir, "--workdir", v, 0) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--name", "-n", &v)))
+		return r < 0 ? -1 : set_checked(&o->name, "--name", v, 0) ? -1 : 1;
+	return 0;
+}
+
+static void apply_resources(struct task_resources *r, const struct task_overrides *o)
+{
+	char why[160];
+
+	/* The values were checked by task_overrides_arg(); a failure leaves the field as is. */
+	if (o->cpus && !task_amount_parse(o->cpus, 0, &r->cpus, why, sizeof(why)))
+		r->set |= TR_CPUS;
+	if (o->memory && !task_amount_parse(o->memory, 1, &r->memory, why, sizeof(why)))
+		r->set |= TR_MEMORY;
+	if (o->gpus && !task_accel_parse(o->gpus, &r->accel, why, sizeof(why)))
+		r->set |= TR_ACCELERATORS;
+}
+
+int task_list_apply_overrides(struct task_list *l, const struct task_overrides *o,
+                              struct yerrors *errs)
+{
+	size_t i, k;
+
+	if (l->n > 1 && (o->num_nodes || o->cpus || o->memory || o->gpus || o->workdir)) {
+		yerr_add(errs, l->file, 1, 1,
+		         "--num-nodes, --cpus, --memory, --gpus and --workdir apply to a single "
+		         "task, and this is a pipeline of %zu tasks: set them in each task",
+		         l->n);
+		return -EINVAL;
+	}
+	if (o->name) {
+		free(l->name);
+		l->name = xstrdup(o->name);
+		if (l->n == 1) {
+			free(l->tasks[0]->name);
+			l->tasks[0]->name = xstrdup(o->name);
+		}
+	}
+	for (i = 0; i < l->n; i++) {
+		struct task *t = l->tasks[i];
+
+		for (k = 0; k < o->envs.n; k++)
+			task_kvs_set(&t->envs, o->envs.v[k].key, o->envs.v[k].value, 0, 0);
+		for (k = 0; k < o->secrets.n; k++)
+			task_kvs_set(&t->secrets, o->secrets.v[k].key, o->secrets.v[k].value, 0, 0);
+		if (o->num_nodes)
+			t->num_nodes = o->num_nodes;
+		for (k = 0; k < t->nres; k++)
+			apply_resources(&t->res[k], o);
+		if (o->workdir) {
+			free(t->workdir.path);
+			free(t->workdir.url);
+			free(t->workdir.ref);
+			t->workdir.url = t->workdir.ref = NULL;
+			t->workdir.kind = TASK_WORKDIR_PATH;
+			t->workdir.path = xstrdup(o->workdir);
+		}
+	}
+	return 0;
+}
+
+size_t task_list_check_required(const struct task_list *l, struct yerrors *errs, int as_warnings)
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < l->n; i++) {
+		const struct task *t = l->tasks[i];
+
+		for (k = 0; k < t->envs.n + t->secrets.n; k++) {
+			int secret = k >= t->envs.n;
+			const struct task_kv *kv =
+			        secret ? &t->secrets.v[k - t->envs.n] : &t->envs.v[k];
+			const char *what = secret ? "secret" : "env";
+
+			if (kv->value)
+				continue;
+			n++;
+			if (as_warnings)
+				yerr_warn(errs, l->file, kv->line, kv->col,
+				          "%s '%s' has no value: pass --%s %s=VALUE", what, kv->key,
+				          what, kv->key);
+			else
+				yerr_add(errs, l->file, kv->line, kv->col,
+				         "%s '%s' has no value: pass --%s %s=VALUE", what, kv->key,
+				         what, kv->key);
+		}
+	}
+	return n;
+}

@@ -1,0 +1,253 @@
+/*
+ * Value forms shared by the YAML fields and the CLI overrides (cpus, memory, sizes,
+ * accelerators, times), and which resource fields only a cloud can honour.
+ */
+#include "lib/task.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/task_internal.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+/* ---- value forms shared with the CLI ------------------------------------------------ */
+
+/* GiB per unit, for memory and disk sizes ("512MB", "1TB"); NULL-terminated by name. */
+static const struct {
+	const char *unit;
+	double gib;
+} units[] = {
+        {"pb", 1048576.0},
+        {"p", 1048576.0},
+        {"tb", 1024.0},
+        {"t", 1024.0},
+        {"gb", 1.0},
+        {"g", 1.0},
+        {"mb", 1.0 / 1024},
+        {"m", 1.0 / 1024},
+        {"kb", 1.0 / 1048576},
+        {"k", 1.0 / 1048576},
+        {"b", 1.0 / 1073741824.0},
+};
+
+/* Strips a size unit from num (in place); returns the factor to GiB. */
+static double strip_unit(char *num)
+{
+	size_t n = strlen(num), i, k;
+
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		k = strlen(units[i].unit);
+		if (n > k && !strcasecmp(num + n - k, units[i].unit) &&
+		    ((num[n - k - 1] >= '0' && num[n - k - 1] <= '9') || num[n - k - 1] == '.')) {
+			num[n - k] = '\0';
+			return units[i].gib;
+		}
+	}
+	return 1.0;
+}
+
+int task_size_parse(const char *text, double *gib)
+{
+	char num[64];
+	size_t n = strlen(text);
+	double factor;
+
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, text, n + 1);
+	factor = strip_unit(num);
+	if (parse_double(num, gib))
+		return -1;
+	*gib *= factor;
+	return 0;
+}
+
+int task_amount_parse(const char *text, int memory, struct task_amount *out, char *why,
+                      size_t whysize)
+{
+	enum task_amount_mode mode = TASK_EXACT;
+	char num[64], canon[80];
+	double v, factor = 1.0;
+	size_t n = strlen(text);
+
+	if (!n || n >= sizeof(num))
+		goto bad;
+	memcpy(num, text, n + 1);
+	if (num[n - 1] == '+') {
+		mode = TASK_AT_LEAST;
+		num[--n] = '\0';
+	} else if (memory && (num[n - 1] == 'x' || num[n - 1] == 'X')) {
+		mode = TASK_PER_CPU;
+		num[--n] = '\0';
+	}
+	if (memory && mode != TASK_PER_CPU)
+		factor = strip_unit(num);
+	if (parse_double(num, &v))
+		goto bad;
+	v *= factor;
+	if (!(v > 0) || !isfinite(v)) {
+		snprintf(why, whysize, "must be more than 0");
+		return -1;
+	}
+	if (factor != 1.0)
+		snprintf(canon, sizeof(canon), "%g%s", v, mode == TASK_AT_LEAST ? "+" : "");
+	else
+		snprintf(canon, sizeof(canon), "%s%s", num,
+		         mode == TASK_AT_LEAST  ? "+"
+		         : mode == TASK_PER_CPU ? "x"
+		                                : "");
+	free(out->text);
+	out->text = xstrdup(canon);
+	out->value = v;
+	out->mode = mode;
+	return 0;
+bad:
+	snprintf(why, whysize, "must be a number like 4 or 4+%s",
+	         memory ? " (GiB; also 16GB, 512MB+ or 4x for 4 GiB per CPU)" : "");
+	return -1;
+}
+
+int task_accel_parse(const char *text, struct task_accel *out, char *why, size_t whysize)
+{
+	const char *colon = strchr(text, ':');
+	size_t namelen = colon ? (size_t)(colon - text) : strlen(text), i;
+	double count = 1;
+
+	if (!namelen || (colon && strchr(colon + 1, ':')))
+		goto bad;
+	for (i = 0; i < namelen; i++) {
+		char c = text[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			goto bad;
+	}
+	if (colon && (parse_double(colon + 1, &count) || !(count > 0))) {
+		snprintf(why, whysize, "count in '%.40s' must be a number more than 0", text);
+		return -1;
+	}
+	free(out->name);
+	out->name = xstrndup(text, namelen);
+	out->count = count;
+	return 0;
+bad:
+	snprintf(why, whysize, "'%.40s' must be NAME or NAME:COUNT (like H100:8)", text);
+	return -1;
+}
+
+/* "10" (minutes), "30s", "10m", "1h", "2d", "1w" */
+int task_minutes_parse(const char *s, long *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	long v, mult = 1;
+	char unit;
+
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	unit = (char)(num[n - 1] | 0x20);
+	if (unit >= 'a' && unit <= 'z') {
+		num[--n] = '\0';
+		if (unit == 's')
+			mult = -60; /* seconds: round up to minutes */
+		else if (unit == 'm')
+			mult = 1;
+		else if (unit == 'h')
+			mult = 60;
+		else if (unit == 'd')
+			mult = 1440;
+		else if (unit == 'w')
+			mult = 10080;
+		else
+			return -1;
+	}
+	if (parse_long(num, 0, 100000000, &v))
+		return -1;
+	*out = mult < 0 ? (v + 59) / 60 : v * mult;
+	return 0;
+}
+
+/* ---- what only a cloud honours ------------------------------------------------------ */
+
+int task_image_is_docker(const char *image_id)
+{
+	return image_id && starts_with(image_id, "docker:");
+}
+
+struct cloud_field {
+	const char *name;
+	unsigned bit;
+	unsigned char ignored_by[TASK_INFRA_CLOUD + 1]; /* by enum task_infra_kind */
+};
+
+/* LOCAL, SSH, SLURM, K8S, CLOUD */
+static const struct cloud_field cloud_fields[] = {
+        {"cloud", TR_CLOUD, {1, 1, 1, 0, 0}},
+        {"region", TR_REGION, {1, 1, 1, 0, 0}},
+        {"zone", TR_ZONE, {1, 1, 1, 1, 0}},
+        {"instance_type", TR_INSTANCE_TYPE, {1, 1, 1, 1, 0}},
+        {"use_spot", TR_USE_SPOT, {1, 1, 1, 1, 0}},
+        {"disk_size", TR_DISK_SIZE, {1, 1, 1, 0, 0}},
+        {"disk_tier", TR_DISK_TIER, {1, 1, 1, 1, 0}},
+        {"network_tier", TR_NETWORK_TIER, {1, 1, 1, 1, 0}},
+        {"image_id", TR_IMAGE_ID, {1, 1, 1, 0, 0}},
+        {"labels", TR_LABELS, {1, 1, 1, 0, 0}},
+        {"accelerator_args", TR_ACCELERATOR_ARGS, {1, 1, 1, 1, 0}},
+        {"volumes", TR_VOLUMES, {1, 1, 1, 0, 0}},
+};
+
+static int image_honoured(const struct task_resources *r, enum task_infra_kind kind)
+{
+	size_t i;
+
+	if (kind == TASK_INFRA_CLOUD)
+		return 1;
+	/* A container image runs wherever skiff can run a container. */
+	if (r->image_id)
+		return task_image_is_docker(r->image_id);
+	for (i = 0; i < r->image_by_region.n; i++)
+		if (!task_image_is_docker(r->image_by_region.v[i].value))
+			return 0;
+	return 1;
+}
+
+static size_t add_name(const char **names, size_t n, size_t max, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < max; i++)
+		if (!strcmp(names[i], name))
+			return n;
+	if (n < max)
+		names[n] = name;
+	return n + 1;
+}
+
+size_t task_cloud_only_fields(const struct task *t, enum task_infra_kind kind, const char **names,
+                              size_t max)
+{
+	size_t a, i, k, n = 0;
+
+	if ((int)kind < 0 || kind > TASK_INFRA_CLOUD)
+		kind = TASK_INFRA_LOCAL;
+	for (a = 0; a < t->nres; a++) {
+		const struct task_resources *r = &t->res[a];
+
+		for (i = 0; i < ARRAY_SIZE(cloud_fields); i++) {
+			const struct cloud_field *f = &cloud_fields[i];
+
+			if (!(r->set & f->bit) || !f->ignored_by[kind])
+				continue;
+			if (f->bit == TR_IMAGE_ID && image_honoured(r, kind))
+				continue;
+			n = add_name(names, n, max, f->name);
+		}
+		for (k = 0; kind != TASK_INFRA_CLOUD && k < r->nextra; k++)
+			n = add_name(names, n, max, r->extra[k].key);
+	}
+	return n;
+}

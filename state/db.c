@@ -1,0 +1,349 @@
+#include "state/db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define ST_BUSY_TIMEOUT_MS 30000
+#define ST_CACHE_SIZE 128
+
+struct st_cached {
+	const char *sql; /* the caller's string literal: compared by pointer, then by text */
+	sqlite3_stmt *stmt;
+};
+
+struct st_db {
+	sqlite3 *h;
+	char *path;
+	const char *name;
+	struct st_cached cache[ST_CACHE_SIZE];
+	int n_cache;
+	int in_tx;
+};
+
+/*
+ * sqlite's default busy handler sleeps up to 100 ms at a time; with hundreds of short
+ * writers (one per job shim) that turns into seconds of idle waiting. Sleep briefly with
+ * jitter instead, up to the same overall timeout.
+ */
+static int busy_handler(void *arg, int count)
+{
+	struct timespec ts;
+	long us;
+
+	(void)arg;
+	if ((int64_t)count * 1000 > (int64_t)ST_BUSY_TIMEOUT_MS * 1000 / 2 + 1000000)
+		return 0;
+	us = 200 + (random() % 800) + (count > 100 ? 2000 : count * 20);
+	ts.tv_sec = 0;
+	ts.tv_nsec = us * 1000;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+static int db_error(struct st_db *db, const char *what)
+{
+	error("%s database '%s': %s: %s", db->name, db->path, what, sqlite3_errmsg(db->h));
+	return -EIO;
+}
+
+sqlite3 *st_handle(struct st_db *db)
+{
+	return db->h;
+}
+
+const char *st_path(struct st_db *db)
+{
+	return db->path;
+}
+
+int st_exec(struct st_db *db, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		error("%s database '%s': %s", db->name, db->path, msg ? msg : "error");
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+sqlite3_stmt *st_prepare(struct st_db *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int i;
+
+	for (i = 0; i < db->n_cache; i++) {
+		if (db->cache[i].sql == sql || !strcmp(db->cache[i].sql, sql)) {
+			st = db->cache[i].stmt;
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return st;
+		}
+	}
+	if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		db_error(db, "cannot prepare statement");
+		return NULL;
+	}
+	/*
+	 * Callers hold on to cached statements, so none may be evicted: the set of SQL texts
+	 * is fixed in the source and far below the cache size.
+	 */
+	if (db->n_cache == ST_CACHE_SIZE) {
+		sqlite3_finalize(st);
+		error("%s database: BUG: more than %d distinct statements", db->name,
+		      ST_CACHE_SIZE);
+		return NULL;
+	}
+	db->cache[db->n_cache].sql = sql;
+	db->cache[db->n_cache].stmt = st;
+	db->n_cache++;
+	return st;
+}
+
+int st_step(struct st_db *db, sqlite3_stmt *st)
+{
+	int r = sqlite3_step(st);
+
+	if (r == SQLITE_ROW)
+		return 1;
+	if (r == SQLITE_DONE)
+		return 0;
+	db_error(db, "query failed");
+	sqlite3_reset(st);
+	return -EIO;
+}
+
+int st_step_done(struct st_db *db, sqlite3_stmt *st)
+{
+	int r = st_step(db, st);
+
+	sqlite3_reset(st);
+	if (r == 1)
+		return error("%s database: BUG: statement returned a row", db->name);
+	return r;
+}
+
+void st_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+void st_bind_int(sqlite3_stmt *st, int i, int64_t v)
+{
+	sqlite3_bind_int64(st, i, v);
+}
+
+void st_bind_double(sqlite3_stmt *st, int i, double v)
+{
+	sqlite3_bind_double(st, i, v);
+}
+
+void st_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
+{
+	sqlite3_bind_blob64(st, i, p, n, SQLITE_TRANSIENT);
+}
+
+const char *st_col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? (const char *)s : "";
+}
+
+int st_col_is_null(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL;
+}
+
+int64_t st_changes(struct st_db *db)
+{
+	return sqlite3_changes64(db->h);
+}
+
+int64_t st_last_rowid(struct st_db *db)
+{
+	return sqlite3_last_insert_rowid(db->h);
+}
+
+int st_begin(struct st_db *db)
+{
+	int r;
+
+	if (db->in_tx)
+		return error("%s database: BUG: nested transaction", db->name);
+	r = st_exec(db, "BEGIN IMMEDIATE");
+	if (!r)
+		db->in_tx = 1;
+	return r;
+}
+
+int st_commit(struct st_db *db)
+{
+	int r = st_exec(db, "COMMIT");
+
+	if (r) {
+		st_rollback(db);
+		return r;
+	}
+	db->in_tx = 0;
+	return 0;
+}
+
+void st_rollback(struct st_db *db)
+{
+	if (!sqlite3_get_autocommit(db->h))
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+	db->in_tx = 0;
+}
+
+int st_version(struct st_db *db)
+{
+	sqlite3_stmt *st = st_prepare(db, "PRAGMA user_version");
+	int v = -1;
+
+	if (st && st_step(db, st) == 1)
+		v = sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return v;
+}
+
+int st_integrity_check(struct st_db *db)
+{
+	sqlite3_stmt *st = st_prepare(db, "PRAGMA integrity_check");
+	int r = -EIO;
+
+	if (st && st_step(db, st) == 1 && !strcmp(st_col_text(st, 0), "ok"))
+		r = 0;
+	if (st)
+		sqlite3_reset(st);
+	return r;
+}
+
+static int migrate(struct st_db *db, const struct st_schema *schema)
+{
+	int v, i, r;
+	char pragma[64];
+
+	/* The common case, an up-to-date file, needs no write lock. */
+	v = st_version(db);
+	if (v == schema->n_migrations)
+		return 0;
+	r = st_begin(db);
+	if (r)
+		return r;
+	v = st_version(db);
+	if (v < 0) {
+		r = -EIO;
+		goto fail;
+	}
+	if (v > schema->n_migrations) {
+		r = error("%s database '%s' has schema version %d, newer than this skiff knows "
+			  "(%d): upgrade skiff",
+			  db->name, db->path, v, schema->n_migrations);
+		goto fail;
+	}
+	if (v == schema->n_migrations) {
+		st_rollback(db);
+		return 0;
+	}
+	for (i = v; i < schema->n_migrations; i++) {
+		r = st_exec(db, schema->migrations[i]);
+		if (r) {
+			error("%s database '%s': migration %d -> %d failed", db->name, db->path, i,
+			      i + 1);
+			goto fail;
+		}
+	}
+	xsnprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", schema->n_migrations);
+	r = st_exec(db, pragma);
+	if (r)
+		goto fail;
+	return st_commit(db);
+fail:
+	st_rollback(db);
+	return r;
+}
+
+int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out)
+{
+	struct st_db *db = xcalloc(1, sizeof(*db));
+	int oflags = (flags & ST_READONLY) ? SQLITE_OPEN_READONLY
+					   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	mode_t old_umask;
+	int r, rc;
+
+	*out = NULL;
+	db->path = xstrdup(path);
+	db->name = schema->name;
+	/* sqlite creates the file (and -wal, -shm) with 0644 & ~umask: make them private. */
+	old_umask = umask(077);
+	rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
+	umask(old_umask);
+	if (rc != SQLITE_OK) {
+		if (db->h)
+			r = db_error(db, "cannot open");
+		else
+			r = error("%s database '%s': cannot open: out of memory", db->name, path);
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db->h, 1);
+	sqlite3_busy_handler(db->h, busy_handler, NULL);
+	if (!(flags & ST_READONLY)) {
+		sqlite3_stmt *st;
+
+		/* journal_mode is stored in the file; check that WAL really took. */
+		st = st_prepare(db, "PRAGMA journal_mode=WAL");
+		if (!st || st_step(db, st) != 1 || strcmp(st_col_text(st, 0), "wal")) {
+			r = error("%s database '%s': cannot switch to WAL mode", db->name, path);
+			goto fail;
+		}
+		sqlite3_reset(st);
+		r = st_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
+		if (r)
+			goto fail;
+		r = migrate(db, schema);
+		if (r)
+			goto fail;
+	} else {
+		int v = st_version(db);
+
+		if (v != schema->n_migrations) {
+			r = error("%s database '%s' has schema version %d, expected %d", db->name,
+				  path, v, schema->n_migrations);
+			goto fail;
+		}
+	}
+	*out = db;
+	return 0;
+fail:
+	st_close(db);
+	return r < 0 ? r : -EIO;
+}
+
+void st_close(struct st_db *db)
+{
+	int i;
+
+	if (!db)
+		return;
+	for (i = 0; i < db->n_cache; i++)
+		sqlite3_finalize(db->cache[i].stmt);
+	if (db->h)
+		sqlite3_close(db->h);
+	free(db->path);
+	free(db);
+}

@@ -1,0 +1,81 @@
+#ifndef SKIFF_STATE_DB_H
+#define SKIFF_STATE_DB_H
+
+/*
+ * The one place that talks to sqlite. Every database skiff keeps (the node's job queue,
+ * the launcher's clusters, the managed-jobs controller) is opened through st_open() with
+ * its schema: a list of forward migrations, applied in order inside one transaction, the
+ * version kept in PRAGMA user_version. A database newer than this binary is refused.
+ *
+ * Connections are in WAL mode with a busy timeout, foreign keys on and synchronous=NORMAL
+ * (durable across process crashes; see docs/architecture.md for power loss). Statements
+ * are always prepared with bound parameters: st_prepare() caches them per connection by
+ * their SQL text, so the hot paths do not re-parse.
+ *
+ * Errors are converted once, here: functions return 0 or a negative code and print one
+ * line naming the database and sqlite's message.
+ */
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct st_db;
+
+struct st_schema {
+	const char *name;              /* for messages: "node", "launcher", ... */
+	const char *const *migrations; /* migrations[i] takes the db from version i to i+1 */
+	int n_migrations;
+};
+
+enum st_flags {
+	ST_READONLY = 1 << 0, /* no migrations, no writes; fails if the file is missing */
+};
+
+/* Opens (creating with mode 0600 if needed) and migrates. *out is NULL on failure. */
+int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out);
+void st_close(struct st_db *db);
+sqlite3 *st_handle(struct st_db *db);
+const char *st_path(struct st_db *db);
+
+/*
+ * Returns a cached prepared statement, reset and with its bindings cleared; NULL (with an
+ * error printed) if the SQL does not compile. The statement belongs to the db: never
+ * finalize it.
+ */
+sqlite3_stmt *st_prepare(struct st_db *db, const char *sql);
+
+/* Runs one statement (or several, separated by ';') with no parameters and no rows. */
+int st_exec(struct st_db *db, const char *sql);
+
+/*
+ * Transactions. st_begin() takes the write lock at once (BEGIN IMMEDIATE), so that a
+ * read-then-write claim cannot deadlock on lock upgrade. st_commit() / st_rollback() end
+ * it. Nesting is not supported.
+ */
+int st_begin(struct st_db *db);
+int st_commit(struct st_db *db);
+void st_rollback(struct st_db *db);
+
+/* Steps a statement expecting no rows (INSERT/UPDATE/DELETE); 0 or an error. */
+int st_step_done(struct st_db *db, sqlite3_stmt *st);
+/* Steps once: 1 for a row, 0 for done, negative for an error. */
+int st_step(struct st_db *db, sqlite3_stmt *st);
+
+/* Binding helpers (indexes start at 1). A NULL string binds SQL NULL. */
+void st_bind_text(sqlite3_stmt *st, int i, const char *s);
+void st_bind_int(sqlite3_stmt *st, int i, int64_t v);
+void st_bind_double(sqlite3_stmt *st, int i, double v);
+void st_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n);
+/* Column text as a NUL-terminated string; "" for NULL. Valid until the next step. */
+const char *st_col_text(sqlite3_stmt *st, int i);
+int st_col_is_null(sqlite3_stmt *st, int i);
+
+int64_t st_changes(struct st_db *db);
+int64_t st_last_rowid(struct st_db *db);
+/* The schema version stored in the file (PRAGMA user_version). */
+int st_version(struct st_db *db);
+/* PRAGMA integrity_check; 0 if "ok". */
+int st_integrity_check(struct st_db *db);
+
+#endif

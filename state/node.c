@@ -1,0 +1,363 @@
+#include "state/node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static const char *const status_names[JOB_N_STATUS] = {
+	"INIT",      "PENDING", "SETTING_UP",   "RUNNING",   "FAILED_DRIVER",
+	"SUCCEEDED", "FAILED",  "FAILED_SETUP", "CANCELLED",
+};
+
+const char *job_status_name(int status)
+{
+	return status >= 0 && status < JOB_N_STATUS ? status_names[status] : "UNKNOWN";
+}
+
+int job_status_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < JOB_N_STATUS; i++)
+		if (!strcmp(status_names[i], name))
+			return i;
+	return -1;
+}
+
+int job_status_terminal(int status)
+{
+	return status >= JOB_FAILED_DRIVER && status < JOB_N_STATUS;
+}
+
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE jobs ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT NOT NULL DEFAULT '',"
+	"  status INTEGER NOT NULL,"
+	"  priority INTEGER NOT NULL DEFAULT 0,"
+	"  cpus REAL NOT NULL DEFAULT 0.5,"
+	"  memory REAL NOT NULL DEFAULT 0,"
+	"  gpus INTEGER NOT NULL DEFAULT 0,"
+	"  setup TEXT,"
+	"  run TEXT,"
+	"  cwd TEXT,"
+	"  log_dir TEXT NOT NULL DEFAULT '',"
+	"  envs BLOB,"
+	"  submitted_at REAL NOT NULL,"
+	"  started_at REAL NOT NULL DEFAULT 0,"
+	"  ended_at REAL NOT NULL DEFAULT 0,"
+	"  exit_codes TEXT NOT NULL DEFAULT '',"
+	"  gpu_ids TEXT NOT NULL DEFAULT '',"
+	"  reason TEXT NOT NULL DEFAULT '',"
+	"  shim_pid INTEGER NOT NULL DEFAULT 0,"
+	"  shim_start INTEGER NOT NULL DEFAULT 0,"
+	"  job_pid INTEGER NOT NULL DEFAULT 0,"
+	"  job_start INTEGER NOT NULL DEFAULT 0,"
+	"  boot_id TEXT NOT NULL DEFAULT '',"
+	"  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+	"  bypassed INTEGER NOT NULL DEFAULT 0,"
+	"  cancel_grace REAL NOT NULL DEFAULT 10"
+	");"
+	"CREATE INDEX jobs_active ON jobs(status) WHERE status < 4;"
+	"CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+};
+
+const struct st_schema st_node_schema = {"node", migrations, 1};
+
+#define JOB_COLS                                                                                   \
+	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "        \
+	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, " \
+	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace"
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->name);
+	free(j->setup);
+	free(j->run);
+	free(j->cwd);
+	free(j->log_dir);
+	free(j->envs);
+	free(j->exit_codes);
+	free(j->gpu_ids);
+	free(j->reason);
+	memset(j, 0, sizeof(*j));
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+	return st_col_is_null(st, i) ? NULL : xstrdup(st_col_text(st, i));
+}
+
+static void load_row(sqlite3_stmt *st, struct job *j)
+{
+	const void *blob;
+
+	memset(j, 0, sizeof(*j));
+	j->id = sqlite3_column_int64(st, 0);
+	j->name = xstrdup(st_col_text(st, 1));
+	j->status = sqlite3_column_int(st, 2);
+	j->priority = sqlite3_column_int(st, 3);
+	j->cpus = sqlite3_column_double(st, 4);
+	j->memory = sqlite3_column_double(st, 5);
+	j->gpus = sqlite3_column_int(st, 6);
+	j->setup = dup_col(st, 7);
+	j->run = dup_col(st, 8);
+	j->cwd = dup_col(st, 9);
+	j->log_dir = xstrdup(st_col_text(st, 10));
+	blob = sqlite3_column_blob(st, 11);
+	j->envs_len = (size_t)sqlite3_column_bytes(st, 11);
+	j->envs = xmalloc(j->envs_len + 1);
+	if (j->envs_len)
+		memcpy(j->envs, blob, j->envs_len);
+	j->envs[j->envs_len] = '\0';
+	j->submitted_at = sqlite3_column_double(st, 12);
+	j->started_at = sqlite3_column_double(st, 13);
+	j->ended_at = sqlite3_column_double(st, 14);
+	j->exit_codes = xstrdup(st_col_text(st, 15));
+	j->gpu_ids = xstrdup(st_col_text(st, 16));
+	j->reason = xstrdup(st_col_text(st, 17));
+	j->shim_pid = (pid_t)sqlite3_column_int64(st, 18);
+	j->shim_start = (uint64_t)sqlite3_column_int64(st, 19);
+	j->job_pid = (pid_t)sqlite3_column_int64(st, 20);
+	j->job_start = (uint64_t)sqlite3_column_int64(st, 21);
+	xsnprintf(j->boot_id, sizeof(j->boot_id), "%.36s", st_col_text(st, 22));
+	j->cancel_requested = sqlite3_column_int(st, 23);
+	j->bypassed = sqlite3_column_int(st, 24);
+	j->cancel_grace = sqlite3_column_double(st, 25);
+}
+
+int st_job_insert(struct st_db *db, struct job *j)
+{
+	sqlite3_stmt *st = st_prepare(
+		db, "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
+		    "log_dir, envs, submitted_at, cancel_grace) "
+		    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	int r;
+
+	if (!st)
+		return -EIO;
+	j->submitted_at = now_wall();
+	st_bind_text(st, 1, j->name ? j->name : "");
+	st_bind_int(st, 2, JOB_PENDING);
+	st_bind_int(st, 3, j->priority);
+	st_bind_double(st, 4, j->cpus);
+	st_bind_double(st, 5, j->memory);
+	st_bind_int(st, 6, j->gpus);
+	st_bind_text(st, 7, j->setup);
+	st_bind_text(st, 8, j->run);
+	st_bind_text(st, 9, j->cwd);
+	st_bind_text(st, 10, j->log_dir ? j->log_dir : "");
+	st_bind_blob(st, 11, j->envs ? j->envs : "", j->envs ? j->envs_len : 0);
+	st_bind_double(st, 12, j->submitted_at);
+	st_bind_double(st, 13, j->cancel_grace);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	j->id = st_last_rowid(db);
+	j->status = JOB_PENDING;
+	return 0;
+}
+
+int st_job_get(struct st_db *db, int64_t id, struct job *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE id = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r == 1)
+		load_row(st, out);
+	sqlite3_reset(st);
+	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *arg), void *arg)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	/* The partial index covers the active statuses, the common query. */
+	if ((mask & ~JOB_MASK_ACTIVE) == 0)
+		st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE status < 4 "
+				    "AND ((1 << status) & ?) ORDER BY id");
+	else
+		st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE ((1 << status) & ?) "
+				    "ORDER BY id");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, mask);
+	while ((r = st_step(db, st)) == 1) {
+		struct job j;
+
+		load_row(st, &j);
+		r = fn(&j, arg);
+		job_free(&j);
+		if (r)
+			break;
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
+		      const char *reason)
+{
+	sqlite3_stmt *st;
+	double now = now_wall();
+	int r;
+
+	st = st_prepare(db, "UPDATE jobs SET status = ?2, "
+			    "started_at = CASE WHEN ?2 = 3 AND started_at = 0 THEN ?3 "
+			    "ELSE started_at END, "
+			    "ended_at = CASE WHEN ?2 >= 4 THEN ?3 ELSE 0 END, "
+			    "reason = CASE WHEN ?4 IS NULL THEN reason ELSE ?4 END "
+			    "WHERE id = ?1 AND ((1 << status) & ?5)");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	st_bind_int(st, 2, status);
+	st_bind_double(st, 3, now);
+	st_bind_text(st, 4, reason);
+	st_bind_int(st, 5, from_mask);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	return st_changes(db) ? 0 : -ESTALE;
+}
+
+int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, const char *boot,
+		    const char *gpu_ids)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET shim_pid = ?, shim_start = ?, "
+					  "boot_id = ?, gpu_ids = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, pid);
+	st_bind_int(st, 2, (int64_t)start);
+	st_bind_text(st, 3, boot);
+	st_bind_text(st, 4, gpu_ids ? gpu_ids : "");
+	st_bind_int(st, 5, id);
+	return st_step_done(db, st);
+}
+
+int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET job_pid = ?, job_start = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, pid);
+	st_bind_int(st, 2, (int64_t)start);
+	st_bind_int(st, 3, id);
+	return st_step_done(db, st);
+}
+
+int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,
+		  const char *reason)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	/* Only a job that is still active takes a final status: the first result wins. */
+	st = st_prepare(db, "UPDATE jobs SET status = ?, exit_codes = ?, ended_at = ?, "
+			    "reason = CASE WHEN ? IS NULL THEN reason ELSE ? END "
+			    "WHERE id = ? AND status < 4");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, status);
+	st_bind_text(st, 2, exit_codes ? exit_codes : "");
+	st_bind_double(st, 3, now_wall());
+	st_bind_text(st, 4, reason);
+	st_bind_text(st, 5, reason);
+	st_bind_int(st, 6, id);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	return st_changes(db) ? 0 : -ESTALE;
+}
+
+int st_job_add_bypass(struct st_db *db, int64_t id)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET bypassed = bypassed + 1 WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	return st_step_done(db, st);
+}
+
+int st_job_request_cancel(struct st_db *db, int64_t id)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET cancel_requested = 1 WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	return st_step_done(db, st);
+}
+
+int st_job_set_log_dir(struct st_db *db, int64_t id, const char *dir)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET log_dir = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, dir);
+	st_bind_int(st, 2, id);
+	return st_step_done(db, st);
+}
+
+int st_kv_set(struct st_db *db, const char *key, const char *value)
+{
+	sqlite3_stmt *st;
+
+	if (!value) {
+		st = st_prepare(db, "DELETE FROM kv WHERE key = ?");
+		if (!st)
+			return -EIO;
+		st_bind_text(st, 1, key);
+		return st_step_done(db, st);
+	}
+	st = st_prepare(db, "INSERT INTO kv (key, value) VALUES (?, ?) "
+			    "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, key);
+	st_bind_text(st, 2, value);
+	return st_step_done(db, st);
+}
+
+char *st_kv_get(struct st_db *db, const char *key)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT value FROM kv WHERE key = ?");
+	char *v = NULL;
+
+	if (!st)
+		return NULL;
+	st_bind_text(st, 1, key);
+	if (st_step(db, st) == 1)
+		v = xstrdup(st_col_text(st, 0));
+	sqlite3_reset(st);
+	return v;
+}
+
+double st_kv_get_double(struct st_db *db, const char *key, double def)
+{
+	char *v = st_kv_get(db, key);
+	double d;
+
+	if (v && !parse_double(v, &d))
+		def = d;
+	free(v);
+	return def;
+}

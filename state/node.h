@@ -1,0 +1,104 @@
+#ifndef SKIFF_STATE_NODE_H
+#define SKIFF_STATE_NODE_H
+
+/*
+ * The node's durable job queue ($SKIFF_HOME/node.db). Writers are the supervisor
+ * (submit, dispatch, cancel requests, reconcile) and each job's shim (its own job's
+ * progress and final status); readers are the CLI commands. Every status change is a
+ * single-row UPDATE guarded by the status it expects, so the supervisor and a shim can
+ * never overwrite each other's terminal result.
+ */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/buf.h"
+#include "state/db.h"
+
+/* SkyPilot's JobStatus, in its declaration order (statuses merge with max()). */
+enum job_status {
+	JOB_INIT = 0,
+	JOB_PENDING,
+	JOB_SETTING_UP,
+	JOB_RUNNING,
+	JOB_FAILED_DRIVER,
+	JOB_SUCCEEDED,
+	JOB_FAILED,
+	JOB_FAILED_SETUP,
+	JOB_CANCELLED,
+	JOB_N_STATUS
+};
+
+const char *job_status_name(int status);
+int job_status_parse(const char *name);
+int job_status_terminal(int status);
+
+struct job {
+	int64_t id;
+	char *name;
+	int status;
+	int priority;
+	double cpus;    /* reserved CPUs (0.5 when the job declares none) */
+	double memory;  /* reserved memory in GiB */
+	int gpus;       /* reserved accelerator count */
+	char *setup;    /* shell script or NULL */
+	char *run;      /* shell script or NULL */
+	char *cwd;      /* working directory or NULL (the state dir's home) */
+	char *log_dir;
+	char *envs;     /* "K=V\0K=V\0..." */
+	size_t envs_len;
+	double submitted_at, started_at, ended_at; /* epoch seconds; 0 = not yet */
+	char *exit_codes; /* comma-separated per rank, "" until known */
+	char *gpu_ids;    /* e.g. "0,1": given as CUDA_VISIBLE_DEVICES */
+	char *reason;     /* why it failed or was cancelled, in words */
+	pid_t shim_pid;
+	uint64_t shim_start; /* process start time of the shim (pid reuse guard) */
+	pid_t job_pid;       /* leader of the job's process group */
+	uint64_t job_start;
+	char boot_id[37];
+	int cancel_requested;
+	int bypassed; /* times a later job was started ahead of this one (backfill) */
+	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
+};
+
+void job_free(struct job *j);
+
+extern const struct st_schema st_node_schema;
+
+/* Inserts a PENDING job; fills j->id and j->submitted_at. */
+int st_job_insert(struct st_db *db, struct job *j);
+/* Loads one job; 0, -ENOENT, or an error. */
+int st_job_get(struct st_db *db, int64_t id, struct job *out);
+/*
+ * Calls fn for each job whose status is in the bitmask (1 << JOB_x), ordered by id.
+ * since_id > 0 limits to ids >= since_id. fn may not use the db.
+ */
+int st_job_each(struct st_db *db, unsigned status_mask, int (*fn)(struct job *j, void *arg),
+		void *arg);
+
+/* Sets status (and started_at/ended_at as the status implies) if it is one of `from`. */
+int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
+		      const char *reason);
+/* Records the shim that was dispatched for a PENDING job. */
+int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, const char *boot,
+		    const char *gpu_ids);
+int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start);
+/* The shim's final word: exit codes, final status, end time. */
+int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,
+		  const char *reason);
+int st_job_add_bypass(struct st_db *db, int64_t id);
+int st_job_request_cancel(struct st_db *db, int64_t id);
+int st_job_set_log_dir(struct st_db *db, int64_t id, const char *dir);
+
+/* Key/value settings (autostop, resource overrides). Missing keys give def / NULL. */
+int st_kv_set(struct st_db *db, const char *key, const char *value);
+char *st_kv_get(struct st_db *db, const char *key);
+double st_kv_get_double(struct st_db *db, const char *key, double def);
+
+#define JOB_MASK(s) (1u << (s))
+#define JOB_MASK_ACTIVE                                                                            \
+	(JOB_MASK(JOB_INIT) | JOB_MASK(JOB_PENDING) | JOB_MASK(JOB_SETTING_UP) |                   \
+	 JOB_MASK(JOB_RUNNING))
+#define JOB_MASK_ALL ((1u << JOB_N_STATUS) - 1)
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * Autostop, as SkyPilot defines it: after IDLE_MINUTES without activity the supervisor
+ * runs the hook the infra installed (hooks/stop, or hooks/down with --down). Activity is
+ * any job start, and at each check: a non-terminal job, or (wait_for jobs_and_ssh) a
+ * login session on a pty. The setting is tied to the boot it was made in: a rebooted node
+ * forgets it, and the launcher sends it again on start.
+ *
+ * No polling: the event loop sleeps until the deadline, checks once, and either fires or
+ * moves the deadline to a full idle period after the last activity.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/env.h"
+#include "lib/log.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "supervisor/daemon.h"
+#include "supervisor/proto.h"
+#include "lib/banned.h"
+
+#define HOOK_TIMEOUT_MS (3600 * 1000)
+
+static void set_deadline(void)
+{
+	if (S.idle_minutes < 0) {
+		S.autostop_deadline = 0;
+		return;
+	}
+	S.autostop_deadline = S.last_active + (int64_t)(S.idle_minutes * 60000.0);
+	if (S.autostop_deadline <= 0)
+		S.autostop_deadline = 1;
+}
+
+static int parse_wait_for(const char *s)
+{
+	if (!strcmp(s, "jobs_and_ssh"))
+		return WAIT_JOBS_AND_SSH;
+	if (!strcmp(s, "jobs"))
+		return WAIT_JOBS;
+	if (!strcmp(s, "none"))
+		return WAIT_NONE;
+	return -1;
+}
+
+void sup_autostop_load(void)
+{
+	char *boot = st_kv_get(S.db, "autostop_boot");
+	char *wf = st_kv_get(S.db, "autostop_wait_for");
+
+	S.idle_minutes = st_kv_get_double(S.db, "autostop_idle_minutes", -1);
+	S.autostop_down = (int)st_kv_get_double(S.db, "autostop_down", 0);
+	S.wait_for = wf && parse_wait_for(wf) >= 0 ? parse_wait_for(wf) : WAIT_JOBS_AND_SSH;
+	if (S.idle_minutes >= 0 && (!boot || strcmp(boot, S.boot))) {
+		info("autostop: the setting was made before the last reboot; it is off until set "
+		     "again");
+		S.idle_minutes = -1;
+		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+	}
+	free(boot);
+	free(wf);
+	S.last_active = now_ms();
+	set_deadline();
+}
+
+void sup_autostop_activity(void)
+{
+	S.last_active = now_ms();
+	set_deadline();
+}
+
+/* Login sessions: entries of /dev/pts other than ptmx. */
+static int ssh_sessions(void)
+{
+	DIR *d = opendir("/dev/pts");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "ptmx"))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int active_jobs(void)
+{
+	sqlite3_stmt *st = st_prepare(S.db, "SELECT count(*) FROM jobs WHERE status < 4");
+	int n = 1; /* on error, count as busy: never stop a node by mistake */
+
+	if (st && st_step(S.db, st) == 1)
+		n = sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return n + (int)S.nrun;
+}
+
+static void fire(void)
+{
+	const char *which = S.autostop_down ? "down" : "stop";
+	char *hook = xasprintf("%s/%s", node_paths()->hooks, which);
+	char *argv[] = {hook, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct env env;
+	char stamp[32];
+	pid_t pid;
+	int r;
+
+	info("autostop: idle for %g minute(s); running the %s hook", S.idle_minutes, which);
+	xsnprintf(stamp, sizeof(stamp), "%.3f", now_wall());
+	st_kv_set(S.db, "autostop_fired_at", stamp);
+	/* It fires once; the launcher sets it again when it starts the node. */
+	S.idle_minutes = -1;
+	S.autostop_deadline = 0;
+	st_kv_set(S.db, "autostop_idle_minutes", NULL);
+	if (access(hook, X_OK)) {
+		info("autostop: no executable %s hook at '%s': nothing to %s", which, hook, which);
+		goto out;
+	}
+	env_init(&env, 1);
+	env_set(&env, "SKIFF_AUTOSTOP", which);
+	o.argv = argv;
+	o.envp = env.v;
+	o.fd_out = S.log_fd;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	r = spawn(&o, &pid);
+	env_release(&env);
+	if (r) {
+		errno = -r;
+		error_errno("autostop: cannot run '%s'", hook);
+		goto out;
+	}
+	S.hook_pid = pid;
+	S.hook_deadline = now_ms() + HOOK_TIMEOUT_MS;
+out:
+	free(hook);
+}
+
+void sup_autostop_check(void)
+{
+	int64_t now = now_ms();
+
+	if (S.hook_pid && now >= S.hook_deadline) {
+		warning("autostop: hook (pid %ld) ran past its timeout; killing it",
+			(long)S.hook_pid);
+		kill(-S.hook_pid, SIGKILL);
+		S.hook_deadline = now + 1000;
+	}
+	if (!S.autostop_deadline || now < S.autostop_deadline)
+		return;
+	if (S.wait_for != WAIT_NONE &&
+	    (active_jobs() || (S.wait_for == WAIT_JOBS_AND_SSH && ssh_sessions()))) {
+		sup_autostop_activity();
+		return;
+	}
+	fire();
+}
+
+void sup_hook_reaped(pid_t pid, int status)
+{
+	if (!pid || pid != S.hook_pid)
+		return;
+	S.hook_pid = 0;
+	S.hook_deadline = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		info("autostop: hook finished");
+	else
+		warning("autostop: hook failed (%s %d)",
+			WIFEXITED(status) ? "exit status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+void sup_op_autostop(struct conn *c, const struct msg *req)
+{
+	const char *v;
+	struct msg m;
+	double idle = -1;
+	int wait_for = S.wait_for, down = 0;
+	char num[32];
+
+	if (!msg_get(req, "cancel")) {
+		if (msg_get_double(req, "idle_minutes", &idle) || idle < 0)
+			return sup_reply_error(c, "bad idle minutes '%s': expected a number >= 0",
+					       msg_get(req, "idle_minutes") ? msg_get(req, "idle_minutes")
+									   : "");
+		v = msg_get(req, "wait_for");
+		if (v && (wait_for = parse_wait_for(v)) < 0)
+			return sup_reply_error(c, "bad wait_for '%s': expected jobs, jobs_and_ssh "
+					       "or none", v);
+		if (!v)
+			wait_for = WAIT_JOBS_AND_SSH;
+		down = msg_get(req, "down") && strcmp(msg_get(req, "down"), "0");
+	}
+	if (st_begin(S.db))
+		return sup_reply_error(c, "node database error");
+	if (idle < 0) {
+		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+	} else {
+		xsnprintf(num, sizeof(num), "%g", idle);
+		st_kv_set(S.db, "autostop_idle_minutes", num);
+		st_kv_set(S.db, "autostop_down", down ? "1" : "0");
+		st_kv_set(S.db, "autostop_wait_for",
+			  wait_for == WAIT_JOBS ? "jobs" : wait_for == WAIT_NONE ? "none"
+										: "jobs_and_ssh");
+		st_kv_set(S.db, "autostop_boot", S.boot);
+	}
+	if (st_commit(S.db))
+		return sup_reply_error(c, "node database error");
+	S.idle_minutes = idle;
+	S.autostop_down = down;
+	S.wait_for = wait_for;
+	sup_autostop_activity();
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	sup_reply(c, &m);
+	msg_release(&m);
+}

@@ -1,0 +1,203 @@
+/*
+ * The CLI's side of the control socket, and starting the supervisor on demand.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "supervisor/node.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+#define START_TIMEOUT_MS 15000
+#define CALL_TIMEOUT_MS 120000
+
+static int try_connect(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The last lines of the supervisor's log, to explain a failed start. */
+static void show_log_tail(const char *path)
+{
+	struct buf b = BUF_INIT(1 << 20);
+	const char *p;
+	int lines = 0;
+
+	if (buf_read_file(&b, path) || !b.len)
+		goto out;
+	p = b.p + b.len - 1;
+	while (p > b.p && lines < 6)
+		if (*--p == '\n')
+			lines++;
+	if (*p == '\n')
+		p++;
+	fprintf(stderr, "--- last lines of %s ---\n%s", path, p);
+out:
+	buf_release(&b);
+}
+
+int sup_start(pid_t *pid, int *already)
+{
+	const struct node_paths *p = node_paths();
+	char *argv[] = {NULL, "__supervisor", NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	int64_t deadline;
+	pid_t child;
+	int fd, log_fd, r, exited = 0;
+
+	*already = 0;
+	if (!p)
+		return -ENOENT;
+	fd = try_connect(p->sock);
+	if (fd >= 0) {
+		struct msg req, rep;
+		int64_t v = 0;
+
+		msg_init(&req);
+		msg_init(&rep);
+		msg_add(&req, "op", "ping");
+		if (!proto_send(fd, &req) && !proto_recv(fd, &rep, 5000) &&
+		    !msg_get_int(&rep, "pid", &v)) {
+			*pid = (pid_t)v;
+			*already = 1;
+		}
+		msg_release(&req);
+		msg_release(&rep);
+		close(fd);
+		if (*already)
+			return 0;
+	}
+	if (fd == -ENAMETOOLONG)
+		return error("socket path '%s' is too long: use a shorter SKIFF_HOME", p->sock);
+	if (node_ensure_dirs())
+		return -EIO;
+	argv[0] = (char *)self_path(NULL);
+	if (!argv[0])
+		return error("cannot find skiff's own executable to start the supervisor");
+	log_fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd < 0)
+		return error_errno("cannot open '%s'", p->log);
+	o.argv = argv;
+	o.fd_out = log_fd;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	r = spawn(&o, &child);
+	close(log_fd);
+	if (r) {
+		errno = -r;
+		return error_errno("cannot start the supervisor ('%s __supervisor')", argv[0]);
+	}
+	deadline = now_ms() + START_TIMEOUT_MS;
+	for (;;) {
+		int status;
+
+		fd = try_connect(p->sock);
+		if (fd >= 0) {
+			close(fd);
+			r = sup_start(pid, already);
+			if (!r)
+				*already = 0;
+			/* If another start won the race, the running one is as good. */
+			return r;
+		}
+		if (!exited && waitpid(child, &status, WNOHANG) == child) {
+			exited = 1;
+			if (!(WIFEXITED(status) && WEXITSTATUS(status) == SUP_EXIT_ALREADY_RUNNING)) {
+				error("the supervisor exited at start-up (status %d)",
+				      status_to_code(status));
+				show_log_tail(p->log);
+				return -EIO;
+			}
+		}
+		if (now_ms() > deadline) {
+			error("the supervisor did not accept requests within %d s",
+			      START_TIMEOUT_MS / 1000);
+			show_log_tail(p->log);
+			return -ETIMEDOUT;
+		}
+		poll(NULL, 0, 2);
+	}
+}
+
+int sup_connect(unsigned flags)
+{
+	const struct node_paths *p = node_paths();
+	int fd, already;
+	pid_t pid;
+
+	if (!p)
+		return -ENOENT;
+	fd = try_connect(p->sock);
+	if (fd >= 0)
+		return fd;
+	if (!(flags & SUP_AUTOSTART)) {
+		if (!(flags & SUP_QUIET))
+			error("the node supervisor is not running in '%s' (start it with 'skiff "
+			      "node up')",
+			      p->home);
+		return fd;
+	}
+	if (sup_start(&pid, &already))
+		return -EIO;
+	fd = try_connect(p->sock);
+	if (fd < 0) {
+		errno = -fd;
+		return error_errno("cannot connect to '%s'", p->sock);
+	}
+	return fd;
+}
+
+int sup_call(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	int fd = sup_connect(flags);
+	const char *err;
+	int r;
+
+	msg_init(reply);
+	if (fd < 0)
+		return fd;
+	r = proto_send(fd, req);
+	/* Even if the send failed, the supervisor may have said why before closing. */
+	if (!r || r == -EPIPE || r == -ECONNRESET) {
+		int r2 = proto_recv(fd, reply, CALL_TIMEOUT_MS);
+
+		if (!r2 || !r)
+			r = r2;
+	}
+	close(fd);
+	if (r) {
+		errno = r == -ECONNRESET ? ECONNRESET : -r;
+		return error_errno("no answer from the node supervisor");
+	}
+	err = msg_get(reply, "error");
+	if (err)
+		return error("%s", err);
+	return 0;
+}

@@ -1,0 +1,664 @@
+/*
+ * The supervisor's event loop: one epoll_wait with a deadline, over the listening socket,
+ * client connections, a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP) and one pidfd per
+ * re-adopted shim. Nothing here sleeps or polls: an idle supervisor blocks until a
+ * request, a child exit or its next autostop deadline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "supervisor/daemon.h"
+#include "supervisor/node.h"
+#include "supervisor/sched.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+#define TAG_LISTEN 1ULL
+#define TAG_SIGNAL 2ULL
+#define TAG_CONN 3ULL
+#define TAG_PIDFD 4ULL
+#define TAG_SHIFT 56
+#define TAG_OF(u) ((u) >> TAG_SHIFT)
+#define VAL_OF(u) ((u) & ((1ULL << TAG_SHIFT) - 1))
+
+#define MAX_CONNS 4096
+#define MAX_PENDING_SCAN 100000
+
+struct sup S;
+
+static int ep_add(int fd, uint64_t tag, uint64_t val, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = (tag << TAG_SHIFT) | val};
+
+	if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return error_errno("epoll_ctl");
+	return 0;
+}
+
+/* --- running jobs ---------------------------------------------------------------------- */
+
+struct runjob *sup_find_run(int64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < S.nrun; i++)
+		if (S.run[i].id == id)
+			return &S.run[i];
+	return NULL;
+}
+
+static struct runjob *find_run_pid(pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < S.nrun; i++)
+		if (S.run[i].shim_pid == pid)
+			return &S.run[i];
+	return NULL;
+}
+
+static struct runjob *add_run(int64_t id)
+{
+	struct runjob *r;
+
+	if (S.nrun == S.caprun) {
+		S.caprun = S.caprun ? S.caprun * 2 : 64;
+		S.run = xrealloc(S.run, S.caprun * sizeof(*S.run));
+	}
+	r = &S.run[S.nrun++];
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->pidfd = -1;
+	return r;
+}
+
+static void reserve(struct runjob *r, double cpus, double memory, int gpus, uint64_t gpu_mask)
+{
+	r->cpus = cpus;
+	r->memory = memory;
+	r->gpus = gpus;
+	r->gpu_mask = gpu_mask;
+	S.free.cpus -= cpus;
+	S.free.memory -= memory;
+	S.free.gpus -= gpus;
+	S.gpu_free &= ~gpu_mask;
+}
+
+static void drop_run(struct runjob *r)
+{
+	S.free.cpus += r->cpus;
+	S.free.memory += r->memory;
+	S.free.gpus += r->gpus;
+	S.gpu_free |= r->gpu_mask;
+	if (r->pidfd >= 0)
+		close(r->pidfd); /* also removes it from the epoll set */
+	*r = S.run[--S.nrun];
+}
+
+/*
+ * A shim is gone. If it recorded a final status, that stands; otherwise the job lost its
+ * driver: mark it FAILED_DRIVER and make sure nothing of the job is left running.
+ */
+static void shim_gone(struct runjob *r, const char *how)
+{
+	struct job j;
+	int64_t id = r->id;
+
+	drop_run(r);
+	S.sched_needed = 1;
+	if (st_job_get(S.db, id, &j))
+		return;
+	if (!job_status_terminal(j.status)) {
+		char reason[160];
+
+		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s",
+			  (long)j.shim_pid, how);
+		if (proc_is(j.job_pid, j.job_start))
+			kill(-j.job_pid, SIGKILL);
+		if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason))
+			warning("job %lld: %s: FAILED_DRIVER", (long long)id, reason);
+	}
+	job_free(&j);
+}
+
+/* --- scheduling and dispatch ------------------------------------------------------------ */
+
+struct pending_scan {
+	struct sched_job *jobs;
+	size_t n, cap;
+};
+
+static int collect_pending(struct job *j, void *arg)
+{
+	struct pending_scan *ps = arg;
+	struct sched_job *s;
+
+	if (j->shim_pid || sup_find_run(j->id))
+		return 0;
+	if (ps->n == ps->cap) {
+		if (ps->cap >= MAX_PENDING_SCAN)
+			return 1;
+		ps->cap = ps->cap ? ps->cap * 2 : 64;
+		ps->jobs = xrealloc(ps->jobs, ps->cap * sizeof(*ps->jobs));
+	}
+	s = &ps->jobs[ps->n++];
+	memset(s, 0, sizeof(*s));
+	s->id = j->id;
+	s->priority = j->priority;
+	s->req.cpus = j->cpus;
+	s->req.memory = j->memory;
+	s->req.gpus = j->gpus;
+	s->bypassed = j->bypassed;
+	return 0;
+}
+
+static const char *shim_exe(void)
+{
+	const char *env = getenv("SKIFF_EXE");
+
+	/* Under valgrind or a debugger /proc/self/exe is the tool: SKIFF_EXE names us. */
+	if (env && *env)
+		return env;
+	/* /proc/self/exe runs our own image even if an upgrade replaced the file. */
+	if (!access("/proc/self/exe", X_OK))
+		return "/proc/self/exe";
+	return self_path(NULL);
+}
+
+/* Spawns the shim for job id; returns 0 and the write end of its go-pipe in *go_fd. */
+static int dispatch(const struct sched_job *sj, int *go_fd)
+{
+	char idbuf[32], gpus[4 * SCHED_MAX_GPUS];
+	char *argv[] = {"skiff", "__shim", idbuf, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	uint64_t mask = 0;
+	struct runjob *r;
+	int p[2], rc;
+	pid_t pid;
+
+	if (sj->req.gpus > 0) {
+		mask = sched_take_gpus(&S.gpu_free, sj->req.gpus);
+		S.gpu_free |= mask; /* reserve() takes it for real */
+		if (!mask)
+			return error("job %lld: no free GPU indices", (long long)sj->id);
+	}
+	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)sj->id);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return error_errno("pipe");
+	o.argv = argv;
+	argv[0] = (char *)shim_exe();
+	if (!argv[0]) {
+		close(p[0]);
+		close(p[1]);
+		return error("cannot find skiff's own executable to start the job shim");
+	}
+	o.fd_in = p[0];
+	o.fd_out = S.log_fd;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	rc = spawn(&o, &pid);
+	close(p[0]);
+	if (rc) {
+		close(p[1]);
+		errno = -rc;
+		return error_errno("job %lld: cannot start its shim", (long long)sj->id);
+	}
+	sched_gpu_list(mask, gpus, sizeof(gpus));
+	r = add_run(sj->id);
+	r->shim_pid = pid;
+	r->shim_start = proc_start_time(pid);
+	r->child = 1;
+	reserve(r, sj->req.cpus, sj->req.memory, sj->req.gpus, mask);
+	rc = st_job_set_shim(S.db, sj->id, pid, r->shim_start, S.boot, gpus);
+	if (rc) {
+		/* Without the row the shim must not run: closing the pipe makes it exit. */
+		close(p[1]);
+		return rc;
+	}
+	*go_fd = p[1];
+	return 0;
+}
+
+void sup_schedule(void)
+{
+	struct pending_scan ps = {0};
+	int *go = NULL;
+	size_t i, ngo = 0;
+	struct sched_res avail = S.free;
+
+	S.sched_needed = 0;
+	if (S.stopping)
+		return;
+	if (st_job_each(S.db, JOB_MASK(JOB_PENDING), collect_pending, &ps) || !ps.n)
+		goto out;
+	sched_sort(ps.jobs, ps.n);
+	if (!sched_pick(&avail, ps.jobs, ps.n, S.max_bypass))
+		goto out;
+	go = xcalloc(ps.n, sizeof(*go));
+	/* One transaction for the whole round: records every shim before any may start. */
+	if (st_begin(S.db))
+		goto out;
+	for (i = 0; i < ps.n; i++) {
+		struct sched_job *sj = &ps.jobs[i];
+
+		if (sj->bypass_add)
+			for (int k = 0; k < sj->bypass_add; k++)
+				st_job_add_bypass(S.db, sj->id);
+		if (sj->start && !dispatch(sj, &go[ngo]))
+			ngo++;
+	}
+	if (st_commit(S.db)) {
+		/* The shims were not recorded: let them exit, and forget them. */
+		for (i = 0; i < ngo; i++)
+			close(go[i]);
+		ngo = 0;
+		goto out;
+	}
+	for (i = 0; i < ngo; i++) {
+		if (write(go[i], "g", 1) != 1)
+			warning("cannot signal a job shim to start: %s", strerror(errno));
+		close(go[i]);
+	}
+	if (ngo)
+		sup_autostop_activity();
+out:
+	free(go);
+	free(ps.jobs);
+}
+
+/* --- children --------------------------------------------------------------------------- */
+
+static void reap_children(void)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		struct runjob *r;
+		char how[64];
+
+		if (pid <= 0)
+			break;
+		r = find_run_pid(pid);
+		if (!r) {
+			sup_hook_reaped(pid, status);
+			continue;
+		}
+		if (WIFSIGNALED(status))
+			xsnprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(status));
+		else
+			xsnprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+		shim_gone(r, how);
+	}
+}
+
+static void pidfd_ready(int64_t id)
+{
+	struct runjob *r = sup_find_run(id);
+
+	if (r)
+		shim_gone(r, "exited");
+}
+
+/* --- start-up: lock, reconcile, listen ------------------------------------------------- */
+
+static int take_lock(void)
+{
+	const struct node_paths *p = node_paths();
+	char pidtxt[32];
+	int fd;
+
+	fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", p->lock);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return -EEXIST;
+		errno = e;
+		return error_errno("cannot lock '%s'", p->lock);
+	}
+	xsnprintf(pidtxt, sizeof(pidtxt), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pidtxt, strlen(pidtxt), 0) < 0)
+		warning("cannot write pid to '%s': %s", p->lock, strerror(errno));
+	S.lock_fd = fd;
+	return 0;
+}
+
+struct reconcile {
+	int adopted, failed, rebooted;
+};
+
+static int reconcile_one(struct job *j, void *arg)
+{
+	struct reconcile *rc = arg;
+	struct runjob *r;
+
+	if (strcmp(j->boot_id, S.boot)) {
+		rc->rebooted++;
+		st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
+			      "the node rebooted before the job ended");
+		return 0;
+	}
+	if (!j->shim_pid)
+		return 0; /* pending, not dispatched: the scheduler will take it */
+	if (proc_is(j->shim_pid, j->shim_start)) {
+		r = add_run(j->id);
+		r->shim_pid = j->shim_pid;
+		r->shim_start = j->shim_start;
+		reserve(r, j->cpus, j->memory, j->gpus, sched_gpu_parse(j->gpu_ids));
+		r->pidfd = proc_pidfd(j->shim_pid);
+		if (r->pidfd >= 0)
+			ep_add(r->pidfd, TAG_PIDFD, (uint64_t)j->id, EPOLLIN);
+		else
+			S.poll_orphans = 1;
+		rc->adopted++;
+		return 0;
+	}
+	rc->failed++;
+	if (proc_is(j->job_pid, j->job_start))
+		kill(-j->job_pid, SIGKILL);
+	st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
+		      "job driver (shim) died while the supervisor was down");
+	return 0;
+}
+
+static int reconcile(void)
+{
+	struct reconcile rc = {0};
+	int r;
+
+	r = st_job_each(S.db, JOB_MASK_ACTIVE, reconcile_one, &rc);
+	if (r)
+		return r;
+	if (rc.adopted || rc.failed || rc.rebooted)
+		info("reconciled: %d running job(s) re-adopted, %d lost their shim, %d predate a "
+		     "reboot",
+		     rc.adopted, rc.failed, rc.rebooted);
+	return 0;
+}
+
+static int open_listener(void)
+{
+	const struct node_paths *p = node_paths();
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	mode_t old;
+	int fd;
+
+	if (strlen(p->sock) >= sizeof(addr.sun_path))
+		return error("socket path '%s' is too long (max %zu bytes): use a shorter "
+			     "SKIFF_HOME",
+			     p->sock, sizeof(addr.sun_path) - 1);
+	memcpy(addr.sun_path, p->sock, strlen(p->sock) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return error_errno("socket");
+	/* We hold the lock, so any socket file left here is stale. */
+	unlink(p->sock);
+	old = umask(077);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		umask(old);
+		close(fd);
+		return error_errno("cannot bind '%s'", p->sock);
+	}
+	umask(old);
+	if (chmod(p->sock, 0600) < 0 || listen(fd, 4096) < 0) {
+		close(fd);
+		return error_errno("cannot listen on '%s'", p->sock);
+	}
+	S.lfd = fd;
+	return 0;
+}
+
+static void load_config(void)
+{
+	struct node_resources det;
+
+	node_detect_resources(&det);
+	S.cap.cpus = st_kv_get_double(S.db, "cpus", det.cpus);
+	S.cap.memory = st_kv_get_double(S.db, "memory", det.memory);
+	S.cap.gpus = (int)st_kv_get_double(S.db, "gpus", det.gpus);
+	if (S.cap.gpus > SCHED_MAX_GPUS)
+		S.cap.gpus = SCHED_MAX_GPUS;
+	S.max_bypass = (int)st_kv_get_double(S.db, "max_bypass", 20);
+	S.cancel_grace = st_kv_get_double(S.db, "cancel_grace", 10);
+}
+
+/* Recomputes what is free from the capacity and the running set (after a config change). */
+void sup_recompute_free(void)
+{
+	size_t i;
+
+	S.free.cpus = S.cap.cpus;
+	S.free.memory = S.cap.memory;
+	S.free.gpus = S.cap.gpus;
+	S.gpu_free = S.cap.gpus >= 64 ? ~0ULL : ((1ULL << S.cap.gpus) - 1);
+	for (i = 0; i < S.nrun; i++) {
+		S.free.cpus -= S.run[i].cpus;
+		S.free.memory -= S.run[i].memory;
+		S.free.gpus -= S.run[i].gpus;
+		S.gpu_free &= ~S.run[i].gpu_mask;
+	}
+}
+
+void sup_reload_config(void)
+{
+	load_config();
+	sup_recompute_free();
+	S.sched_needed = 1;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int setup_signals(void)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return error_errno("sigprocmask");
+	S.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (S.sig_fd < 0)
+		return error_errno("signalfd");
+	return 0;
+}
+
+static void handle_signals(void)
+{
+	struct signalfd_siginfo si;
+
+	while (read(S.sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			reap_children();
+			break;
+		case SIGTERM:
+		case SIGINT:
+			info("signal %d: shutting down (jobs keep running)", (int)si.ssi_signo);
+			S.stopping = 1;
+			break;
+		case SIGHUP:
+			info("SIGHUP: reloading configuration");
+			sup_reload_config();
+			break;
+		}
+	}
+}
+
+/* Without pidfds (old kernels), adopted shims are checked at each wake-up and every 1 s. */
+static void poll_adopted(void)
+{
+	size_t i = 0;
+
+	while (i < S.nrun) {
+		struct runjob *r = &S.run[i];
+
+		if (!r->child && r->pidfd < 0 && !proc_is(r->shim_pid, r->shim_start)) {
+			shim_gone(r, "exited");
+			continue;
+		}
+		i++;
+	}
+}
+
+static int next_timeout(void)
+{
+	int64_t now = now_ms(), t = -1;
+
+	if (S.autostop_deadline > 0)
+		t = S.autostop_deadline - now;
+	if (S.hook_deadline > 0 && (t < 0 || S.hook_deadline - now < t))
+		t = S.hook_deadline - now;
+	if (t < 0 && (S.autostop_deadline > 0 || S.hook_deadline > 0))
+		t = 0;
+	if (S.poll_orphans && (t < 0 || t > 1000))
+		t = 1000;
+	if (S.sched_needed)
+		t = 0;
+	if (t < 0)
+		return -1;
+	return t > 3600000 ? 3600000 : (int)t;
+}
+
+int sup_main(void)
+{
+	const struct node_paths *p = node_paths();
+	struct epoll_event evs[64];
+	int r, i;
+
+	memset(&S, 0, sizeof(S));
+	S.lock_fd = S.lfd = S.sig_fd = S.epfd = -1;
+	if (!p || node_ensure_dirs())
+		return 1;
+	S.log_fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (S.log_fd < 0)
+		return error_errno("cannot open '%s'", p->log), 1;
+	log_set_fd(S.log_fd, 1);
+	log_set_prog("skiff-supervisor");
+	r = take_lock();
+	if (r == -EEXIST)
+		return SUP_EXIT_ALREADY_RUNNING;
+	if (r)
+		return 1;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		warning("cannot become a subreaper: %s", strerror(errno));
+	raise_nofile();
+	if (setup_signals())
+		return 1;
+	S.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (S.epfd < 0)
+		return error_errno("epoll_create1"), 1;
+	if (st_open(p->db, &st_node_schema, 0, &S.db))
+		return 1;
+	boot_id(S.boot);
+	S.started_at = now_wall();
+	load_config();
+	sup_recompute_free();
+	if (reconcile())
+		return 1;
+	if (open_listener())
+		return 1;
+	if (ep_add(S.lfd, TAG_LISTEN, 0, EPOLLIN) || ep_add(S.sig_fd, TAG_SIGNAL, 0, EPOLLIN))
+		return 1;
+	sup_autostop_load();
+	info("supervisor %s started (pid %ld, %g CPUs, %.1f GiB, %d GPUs)", skiff_version,
+	     (long)getpid(), S.cap.cpus, S.cap.memory, S.cap.gpus);
+	/* Jobs may have ended while we were down. */
+	reap_children();
+	S.sched_needed = 1;
+
+	while (!S.stopping) {
+		int n = epoll_wait(S.epfd, evs, (int)ARRAY_SIZE(evs), next_timeout());
+
+		if (n < 0 && errno != EINTR) {
+			error_errno("epoll_wait");
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t u = evs[i].data.u64;
+
+			switch (TAG_OF(u)) {
+			case TAG_LISTEN:
+				sup_accept(S.lfd);
+				break;
+			case TAG_SIGNAL:
+				handle_signals();
+				break;
+			case TAG_CONN:
+				sup_conn_event((int)VAL_OF(u), evs[i].events);
+				break;
+			case TAG_PIDFD:
+				pidfd_ready((int64_t)VAL_OF(u));
+				break;
+			}
+		}
+		if (S.poll_orphans)
+			poll_adopted();
+		if (S.sched_needed)
+			sup_schedule();
+		sup_autostop_check();
+	}
+
+	info("supervisor stopping; %zu job(s) keep running under their shims", S.nrun);
+	unlink(p->sock);
+	sup_conns_close();
+	while (S.nrun) {
+		struct runjob *rj = &S.run[S.nrun - 1];
+
+		if (rj->pidfd >= 0)
+			close(rj->pidfd);
+		S.nrun--;
+	}
+	free(S.run);
+	st_close(S.db);
+	close(S.lfd);
+	close(S.sig_fd);
+	close(S.epfd);
+	close(S.lock_fd);
+	return 0;
+}
+
+int sup_ep_add_conn(int fd)
+{
+	return ep_add(fd, TAG_CONN, (uint64_t)fd, EPOLLIN | EPOLLRDHUP);
+}
+
+int sup_ep_mod_conn(int fd, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = (TAG_CONN << TAG_SHIFT) | fd};
+
+	return epoll_ctl(S.epfd, EPOLL_CTL_MOD, fd, &ev);
+}

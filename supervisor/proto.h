@@ -1,0 +1,59 @@
+#ifndef SKIFF_SUP_PROTO_H
+#define SKIFF_SUP_PROTO_H
+
+/*
+ * The control-socket protocol between the CLI and the supervisor.
+ *
+ * A message is a 4-byte big-endian length followed by that many bytes of fields, each
+ * field being KEY NUL VALUE NUL. Keys are non-empty lowercase words ([a-z0-9_]); values
+ * are arbitrary bytes without NUL (env values, scripts). A key may repeat (env, id).
+ * A request has an "op" field; a reply has "ok" = "1", or "error" with a message.
+ *
+ * Limits: PROTO_MAX_MSG bytes per message and PROTO_MAX_FIELDS fields; anything else is
+ * refused with a clear error and the connection is closed.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/buf.h"
+
+#define PROTO_MAX_MSG ((size_t)16 << 20)
+#define PROTO_MAX_FIELDS 200000
+#define PROTO_HDR 4
+
+struct msg {
+	struct buf raw; /* the encoded fields (without the length header) */
+	size_t n;
+	size_t cap;
+	const char **keys; /* point into raw; valid until the next msg_add or msg_release */
+	const char **vals;
+};
+
+void msg_init(struct msg *m);
+void msg_release(struct msg *m);
+/* Appends a field; -EINVAL for a bad key or a value with NUL, -ENOBUFS past the limit. */
+int msg_add(struct msg *m, const char *key, const char *val);
+int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int msg_add_int(struct msg *m, const char *key, int64_t v);
+/*
+ * Parses `len` bytes of fields (no header) into m, copying them. Returns 0 or -EPROTO
+ * with *why set to a static description of what was wrong.
+ */
+int msg_decode(struct msg *m, const char *data, size_t len, const char **why);
+/* First value for key, or NULL. */
+const char *msg_get(const struct msg *m, const char *key);
+int msg_get_int(const struct msg *m, const char *key, int64_t *out);
+int msg_get_double(const struct msg *m, const char *key, double *out);
+
+/* Encodes the length header for m into hdr. */
+void proto_header(const struct msg *m, unsigned char hdr[PROTO_HDR]);
+/* Reads the length header; -EPROTO if it exceeds PROTO_MAX_MSG. */
+int proto_parse_header(const unsigned char hdr[PROTO_HDR], size_t *len);
+
+/* Blocking client side: send one message, receive one (timeout_ms < 0: wait forever). */
+int proto_send(int fd, const struct msg *m);
+int proto_recv(int fd, struct msg *m, int timeout_ms);
+
+#endif

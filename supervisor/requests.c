@@ -1,0 +1,556 @@
+/*
+ * The control socket: accepting same-uid peers, framing, and the request handlers.
+ * Requests are small and handled to completion in the event loop; a reply that does not
+ * fit the socket buffer is queued and sent as the peer reads it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "supervisor/daemon.h"
+#include "supervisor/proto.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+struct conn {
+	int fd;
+	struct buf in;
+	struct buf out;
+	size_t out_off;
+	int closing; /* close once out is sent */
+	int denied;  /* the peer is another user: every request gets an error */
+};
+
+static struct conn **conns;
+static size_t nconns_cap;
+static size_t nconns;
+
+static void conn_close(struct conn *c)
+{
+	conns[c->fd] = NULL;
+	close(c->fd);
+	buf_release(&c->in);
+	buf_release(&c->out);
+	free(c);
+	nconns--;
+}
+
+void sup_conns_close(void)
+{
+	size_t i;
+
+	for (i = 0; i < nconns_cap; i++)
+		if (conns[i])
+			conn_close(conns[i]);
+	free(conns);
+	conns = NULL;
+	nconns_cap = 0;
+}
+
+static void conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				sup_ep_mod_conn(c->fd, EPOLLOUT | EPOLLRDHUP);
+				return;
+			}
+			conn_close(c);
+			return;
+		}
+		c->out_off += (size_t)n;
+	}
+	buf_reset(&c->out);
+	c->out_off = 0;
+	if (c->closing) {
+		conn_close(c);
+		return;
+	}
+	sup_ep_mod_conn(c->fd, EPOLLIN | EPOLLRDHUP);
+}
+
+void sup_reply(struct conn *c, const struct msg *m)
+{
+	unsigned char hdr[PROTO_HDR];
+
+	proto_header(m, hdr);
+	if (buf_add(&c->out, hdr, sizeof(hdr)) || buf_add(&c->out, m->raw.p, m->raw.len)) {
+		conn_close(c);
+		return;
+	}
+	conn_flush(c);
+}
+
+void sup_reply_error(struct conn *c, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT(4096);
+	struct msg m;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	msg_init(&m);
+	msg_add(&m, "error", b.p);
+	sup_reply(c, &m);
+	msg_release(&m);
+	buf_release(&b);
+}
+
+void sup_accept(int lfd)
+{
+	for (;;) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct conn *c;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				warning("accept: %s", strerror(errno));
+			return;
+		}
+		/*
+		 * The socket file is 0600 already; the peer's uid is the real check. A refused
+		 * peer still gets its request read and an error reply, so that it sees why
+		 * (closing with its request unread would reset the connection instead).
+		 */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+			cred.uid = (uid_t)-1;
+		if (cred.uid != geteuid())
+			warning("refused a connection from uid %ld (pid %ld)", (long)cred.uid,
+				(long)cred.pid);
+		if ((size_t)fd >= nconns_cap) {
+			size_t cap = nconns_cap ? nconns_cap : 64;
+
+			while (cap <= (size_t)fd)
+				cap *= 2;
+			conns = xrealloc(conns, cap * sizeof(*conns));
+			memset(conns + nconns_cap, 0, (cap - nconns_cap) * sizeof(*conns));
+			nconns_cap = cap;
+		}
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		c->denied = cred.uid != geteuid();
+		buf_init(&c->in, PROTO_MAX_MSG + PROTO_HDR);
+		buf_init(&c->out, 0);
+		conns[fd] = c;
+		nconns++;
+		if (sup_ep_add_conn(fd))
+			conn_close(c);
+	}
+}
+
+/* --- handlers ------------------------------------------------------------------------- */
+
+static void op_ping(struct conn *c, const struct msg *req)
+{
+	struct msg m;
+
+	(void)req;
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "pid", getpid());
+	msg_add(&m, "version", skiff_version);
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+static int count_status(int status)
+{
+	sqlite3_stmt *st = st_prepare(S.db, "SELECT count(*) FROM jobs WHERE status = ?");
+	int n = 0;
+
+	if (!st)
+		return -1;
+	st_bind_int(st, 1, status);
+	if (st_step(S.db, st) == 1)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
+static void op_status(struct conn *c, const struct msg *req)
+{
+	struct msg m;
+
+	(void)req;
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "pid", getpid());
+	msg_add(&m, "version", skiff_version);
+	msg_add(&m, "commit", skiff_commit);
+	msg_addf(&m, "started_at", "%.3f", S.started_at);
+	msg_addf(&m, "uptime", "%.3f", now_wall() - S.started_at);
+	msg_addf(&m, "cpus", "%g", S.cap.cpus);
+	msg_addf(&m, "memory", "%g", S.cap.memory);
+	msg_add_int(&m, "gpus", S.cap.gpus);
+	msg_addf(&m, "cpus_free", "%g", S.free.cpus);
+	msg_addf(&m, "memory_free", "%g", S.free.memory);
+	msg_add_int(&m, "gpus_free", S.free.gpus);
+	msg_add_int(&m, "running", count_status(JOB_RUNNING));
+	msg_add_int(&m, "setting_up", count_status(JOB_SETTING_UP));
+	msg_add_int(&m, "pending", count_status(JOB_PENDING));
+	msg_add_int(&m, "shims", (int64_t)S.nrun);
+	msg_addf(&m, "autostop_idle_minutes", "%g", S.idle_minutes);
+	msg_add_int(&m, "autostop_down", S.autostop_down);
+	msg_add(&m, "autostop_wait_for",
+		S.wait_for == WAIT_JOBS ? "jobs" : S.wait_for == WAIT_NONE ? "none" : "jobs_and_ssh");
+	msg_add_int(&m, "max_bypass", S.max_bypass);
+	msg_addf(&m, "cancel_grace", "%g", S.cancel_grace);
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+static int valid_env(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	const char *p;
+
+	if (!eq || eq == kv)
+		return 0;
+	if (!((*kv >= 'A' && *kv <= 'Z') || (*kv >= 'a' && *kv <= 'z') || *kv == '_'))
+		return 0;
+	for (p = kv; p < eq; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	return 1;
+}
+
+static void op_submit(struct conn *c, const struct msg *req)
+{
+	struct job j = {0};
+	struct buf envs = BUF_INIT(PROTO_MAX_MSG);
+	struct sched_res want, cap;
+	int64_t prio = 0;
+	struct msg m;
+	size_t i;
+	char *log_dir = NULL;
+
+	j.cpus = 0.5;
+	j.cancel_grace = S.cancel_grace;
+	if (msg_get(req, "cpus") && (msg_get_double(req, "cpus", &j.cpus) || j.cpus < 0))
+		return sup_reply_error(c, "bad cpus '%s': expected a number >= 0", msg_get(req, "cpus"));
+	if (msg_get(req, "memory") &&
+	    (msg_get_double(req, "memory", &j.memory) || j.memory < 0))
+		return sup_reply_error(c, "bad memory '%s': expected GiB >= 0", msg_get(req, "memory"));
+	if (msg_get(req, "gpus")) {
+		int64_t g;
+
+		if (msg_get_int(req, "gpus", &g) || g < 0 || g > SCHED_MAX_GPUS)
+			return sup_reply_error(c, "bad gpus '%s': expected 0..%d", msg_get(req, "gpus"),
+					   SCHED_MAX_GPUS);
+		j.gpus = (int)g;
+	}
+	if (msg_get(req, "priority") &&
+	    (msg_get_int(req, "priority", &prio) || prio < -1000 || prio > 1000))
+		return sup_reply_error(c, "bad priority '%s': expected -1000..1000",
+				   msg_get(req, "priority"));
+	j.priority = (int)prio;
+	if (!msg_get(req, "run") && !msg_get(req, "setup"))
+		return sup_reply_error(c, "nothing to run: the job has neither run nor setup");
+	want = (struct sched_res){j.cpus, j.memory, j.gpus};
+	cap = (struct sched_res){S.cap.cpus, S.cap.memory, S.cap.gpus};
+	if (!sched_fits(&cap, &want))
+		return sup_reply_error(c,
+				   "the job asks for %g CPUs, %g GiB and %d GPUs, but this node "
+				   "has %g CPUs, %.1f GiB and %d GPUs in all",
+				   j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
+	for (i = 0; i < req->n; i++) {
+		if (strcmp(req->keys[i], "env"))
+			continue;
+		if (!valid_env(req->vals[i]))
+			return buf_release(&envs),
+			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE", req->vals[i]);
+		buf_add(&envs, req->vals[i], strlen(req->vals[i]) + 1);
+	}
+	j.name = (char *)msg_get(req, "name");
+	j.setup = (char *)msg_get(req, "setup");
+	j.run = (char *)msg_get(req, "run");
+	j.cwd = (char *)msg_get(req, "cwd");
+	j.log_dir = (char *)msg_get(req, "log_dir");
+	j.envs = envs.p;
+	j.envs_len = envs.len;
+	if (st_begin(S.db))
+		goto fail;
+	if (st_job_insert(S.db, &j))
+		goto fail_tx;
+	if (!j.log_dir) {
+		log_dir = xasprintf("%s/%lld", node_paths()->logs, (long long)j.id);
+		if (st_job_set_log_dir(S.db, j.id, log_dir))
+			goto fail_tx;
+	}
+	if (st_commit(S.db))
+		goto fail;
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "id", j.id);
+	msg_add(&m, "log_dir", log_dir ? log_dir : j.log_dir);
+	sup_reply(c, &m);
+	msg_release(&m);
+	S.sched_needed = 1;
+	free(log_dir);
+	buf_release(&envs);
+	return;
+fail_tx:
+	st_rollback(S.db);
+fail:
+	free(log_dir);
+	buf_release(&envs);
+	sup_reply_error(c, "cannot record the job in the node database (see supervisor.log)");
+}
+
+struct cancel_ctx {
+	struct msg *m;
+	int all;
+	int64_t *ids;
+	size_t n;
+	pid_t *kill_pids;
+	uint64_t *kill_starts;
+	size_t nkill;
+	int err;
+};
+
+static int cancel_one(struct cancel_ctx *cc, struct job *j)
+{
+	if (job_status_terminal(j->status)) {
+		msg_add_int(cc->m, "finished", j->id);
+		return 0;
+	}
+	if (!j->shim_pid) {
+		/* Never dispatched: nothing runs, the row is the whole job. */
+		if (st_job_finish(S.db, j->id, JOB_CANCELLED, "", "cancelled by the user") == 0)
+			msg_add_int(cc->m, "cancelled", j->id);
+		return 0;
+	}
+	if (st_job_request_cancel(S.db, j->id))
+		return -1;
+	cc->kill_pids[cc->nkill] = j->shim_pid;
+	cc->kill_starts[cc->nkill] = j->shim_start;
+	cc->nkill++;
+	msg_add_int(cc->m, "cancelled", j->id);
+	return 0;
+}
+
+static int cancel_each(struct job *j, void *arg)
+{
+	return cancel_one(arg, j);
+}
+
+static void op_cancel(struct conn *c, const struct msg *req)
+{
+	struct cancel_ctx cc = {0};
+	struct msg m;
+	size_t i, nids = 0;
+	int r = 0;
+
+	msg_init(&m);
+	cc.m = &m;
+	cc.all = msg_get(req, "all") != NULL;
+	for (i = 0; i < req->n; i++)
+		nids += !strcmp(req->keys[i], "id");
+	if (!cc.all && !nids) {
+		msg_release(&m);
+		return sup_reply_error(c, "nothing to cancel: give job ids or all");
+	}
+	/* Room for every shim to signal: at most the running set. */
+	cc.kill_pids = xcalloc(S.nrun + nids + 1, sizeof(*cc.kill_pids));
+	cc.kill_starts = xcalloc(S.nrun + nids + 1, sizeof(*cc.kill_starts));
+	if (st_begin(S.db)) {
+		r = -1;
+		goto out;
+	}
+	if (cc.all) {
+		r = st_job_each(S.db, JOB_MASK_ACTIVE, cancel_each, &cc);
+	} else {
+		for (i = 0; i < req->n && !r; i++) {
+			struct job j;
+			long id;
+
+			if (strcmp(req->keys[i], "id"))
+				continue;
+			if (parse_long(req->vals[i], 1, INT64_MAX, &id)) {
+				msg_add(&m, "missing", req->vals[i]);
+				continue;
+			}
+			if (st_job_get(S.db, id, &j)) {
+				msg_add_int(&m, "missing", id);
+				continue;
+			}
+			/* More ids than the running set can hold? only dispatched ones go in. */
+			if (cc.nkill < S.nrun + nids + 1)
+				r = cancel_one(&cc, &j);
+			job_free(&j);
+		}
+	}
+	if (r) {
+		st_rollback(S.db);
+		goto out;
+	}
+	if (st_commit(S.db)) {
+		r = -1;
+		goto out;
+	}
+	/* Committed: now the shims may look at cancel_requested. */
+	for (i = 0; i < cc.nkill; i++)
+		if (proc_is(cc.kill_pids[i], cc.kill_starts[i]))
+			kill(cc.kill_pids[i], SIGTERM);
+	S.sched_needed = 1;
+out:
+	free(cc.kill_pids);
+	free(cc.kill_starts);
+	if (r) {
+		msg_release(&m);
+		return sup_reply_error(c, "cannot cancel: node database error (see supervisor.log)");
+	}
+	msg_add(&m, "ok", "1");
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+static void op_config(struct conn *c, const struct msg *req)
+{
+	static const char *const keys[] = {"cpus", "memory", "gpus", "max_bypass", "cancel_grace"};
+	struct msg m;
+	size_t i;
+	double v;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++) {
+		const char *val = msg_get(req, keys[i]);
+
+		if (!val)
+			continue;
+		if (!*val) {
+			st_kv_set(S.db, keys[i], NULL); /* back to the detected value */
+			continue;
+		}
+		if (parse_double(val, &v) || v < 0)
+			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i], val);
+		if (st_kv_set(S.db, keys[i], val))
+			return sup_reply_error(c, "cannot store %s", keys[i]);
+	}
+	sup_reload_config();
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+static void op_shutdown(struct conn *c, const struct msg *req)
+{
+	struct msg m;
+
+	(void)req;
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "pid", getpid());
+	msg_add_int(&m, "running", (int64_t)S.nrun);
+	sup_reply(c, &m);
+	msg_release(&m);
+	S.stopping = 1;
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct conn *c, const struct msg *req);
+} ops[] = {
+	{"autostop", sup_op_autostop}, {"cancel", op_cancel}, {"config", op_config},
+	{"ping", op_ping},         {"shutdown", op_shutdown}, {"status", op_status},
+	{"submit", op_submit},
+};
+
+static void handle(struct conn *c, const struct msg *req)
+{
+	const char *op = msg_get(req, "op");
+	size_t i;
+
+	if (c->denied) {
+		c->closing = 1;
+		return sup_reply_error(c, "permission denied: the supervisor serves only its "
+					  "own user");
+	}
+	if (!op)
+		return sup_reply_error(c, "request has no op");
+	for (i = 0; i < ARRAY_SIZE(ops); i++)
+		if (!strcmp(ops[i].name, op))
+			return ops[i].fn(c, req);
+	sup_reply_error(c, "unknown op '%.32s' (a newer client? upgrade the node's skiff)", op);
+}
+
+void sup_conn_event(int fd, uint32_t events)
+{
+	struct conn *c = (size_t)fd < nconns_cap ? conns[fd] : NULL;
+
+	if (!c)
+		return;
+	if (events & EPOLLOUT) {
+		conn_flush(c);
+		return;
+	}
+	for (;;) {
+		size_t need;
+		const char *why;
+		struct msg req;
+		ssize_t n;
+		int r = buf_grow(&c->in, 65536);
+
+		if (r == -ENOBUFS)
+			r = buf_grow(&c->in, c->in.max - c->in.len);
+		if (r) {
+			c->closing = 1;
+			sup_reply_error(c, "request too large (max %zu bytes)", (size_t)PROTO_MAX_MSG);
+			return;
+		}
+		n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				conn_close(c);
+			return;
+		}
+		if (n == 0) {
+			conn_close(c);
+			return;
+		}
+		c->in.len += (size_t)n;
+		/* Handle every complete request in the buffer. */
+		while (c->in.len >= PROTO_HDR) {
+			if (proto_parse_header((unsigned char *)c->in.p, &need)) {
+				c->closing = 1;
+				sup_reply_error(c, "request too large (max %zu bytes)",
+					    (size_t)PROTO_MAX_MSG);
+				return;
+			}
+			if (c->in.len < PROTO_HDR + need)
+				break;
+			msg_init(&req);
+			if (msg_decode(&req, c->in.p + PROTO_HDR, need, &why)) {
+				msg_release(&req);
+				c->closing = 1;
+				sup_reply_error(c, "malformed request: %s", why);
+				return;
+			}
+			memmove(c->in.p, c->in.p + PROTO_HDR + need, c->in.len - PROTO_HDR - need);
+			c->in.len -= PROTO_HDR + need;
+			handle(c, &req);
+			msg_release(&req);
+			if (!conns[fd])
+				return; /* closed while replying */
+		}
+	}
+}

@@ -1,0 +1,384 @@
+/*
+ * The per-job shim: `skiff __shim ID`, started by the supervisor in its own session.
+ *
+ * Its life, as states and events:
+ *
+ *   state \ event   | child exited             | SIGTERM (cancel)         | grace over
+ *   ----------------+--------------------------+--------------------------+-------------
+ *   WAITING_GO      | -                        | exit, job stays PENDING  | -
+ *   SETUP           | rc 0: RUN; else FAILED_SETUP | TERM tree, KILLING   | -
+ *   RUN             | record SUCCEEDED/FAILED  | TERM tree, KILLING       | -
+ *   KILLING         | record CANCELLED         | -                        | KILL tree
+ *
+ * The shim is a subreaper, so a grandchild that left the job's process group (setsid,
+ * double fork) is re-parented to it and can still be found and killed. The job's stdout
+ * and stderr go straight to the log files (not through a pipe), so the job keeps writing
+ * its logs even if the shim dies. The shim holds the node db open only while it writes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/env.h"
+#include "lib/log.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "supervisor/node.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+/* After the main process ends, leftovers get this long between SIGTERM and SIGKILL. */
+#define LEFTOVER_GRACE_MS 2000
+
+struct shim {
+	int64_t id;
+	struct job job;
+	int sig_fd;
+	int cancelled;   /* a cancel was requested and the tree was signalled */
+	int64_t kill_at; /* now_ms() when to SIGKILL; 0: not armed */
+	pid_t main_pid;  /* the current step's process (setup or run) */
+};
+
+/*
+ * Runs fn with the node db. The connection stays open while the shim is busy starting a
+ * step (load, status, pid: three writes in a few milliseconds) and is closed while the job
+ * runs, so that a thousand waiting shims hold no SQLite memory (db_idle()).
+ */
+static struct st_db *shim_db;
+
+static int with_db(int (*fn)(struct st_db *db, struct shim *sh, void *arg), struct shim *sh,
+		   void *arg)
+{
+	const struct node_paths *p = node_paths();
+
+	if (!shim_db && (!p || st_open(p->db, &st_node_schema, 0, &shim_db)))
+		return -EIO;
+	return fn(shim_db, sh, arg);
+}
+
+static void db_idle(void)
+{
+	st_close(shim_db);
+	shim_db = NULL;
+}
+
+static int db_load(struct st_db *db, struct shim *sh, void *arg)
+{
+	(void)arg;
+	return st_job_get(db, sh->id, &sh->job);
+}
+
+struct status_arg {
+	int status;
+	const char *exit_codes;
+	const char *reason;
+};
+
+static int db_set_status(struct st_db *db, struct shim *sh, void *arg)
+{
+	struct status_arg *a = arg;
+
+	return st_job_set_status(db, sh->id,
+				 JOB_MASK(JOB_PENDING) | JOB_MASK(JOB_SETTING_UP) |
+					 JOB_MASK(JOB_RUNNING),
+				 a->status, a->reason);
+}
+
+static int db_finish(struct st_db *db, struct shim *sh, void *arg)
+{
+	struct status_arg *a = arg;
+	int r = st_job_finish(db, sh->id, a->status, a->exit_codes, a->reason);
+
+	return r == -ESTALE ? 0 : r; /* already final (e.g. reconciled): first word wins */
+}
+
+static int db_set_proc(struct st_db *db, struct shim *sh, void *arg)
+{
+	(void)arg;
+	return st_job_set_proc(db, sh->id, sh->main_pid, proc_start_time(sh->main_pid));
+}
+
+static int db_cancel_requested(struct st_db *db, struct shim *sh, void *arg)
+{
+	struct job j;
+	int r = st_job_get(db, sh->id, &j);
+
+	(void)arg;
+	if (r)
+		return 0;
+	r = j.cancel_requested;
+	job_free(&j);
+	return r;
+}
+
+static const char *shell_path(void)
+{
+	/* Task scripts are written for bash; images without it still have a POSIX sh. */
+	if (!access("/bin/bash", X_OK))
+		return "/bin/bash";
+	return "/bin/sh";
+}
+
+static int open_log(const char *dir, const char *name)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		error_errno("job: cannot open log '%s'", path);
+	free(path);
+	return fd;
+}
+
+static void build_env(struct shim *sh, struct env *env, int with_gpus)
+{
+	const char *p = sh->job.envs, *end = sh->job.envs + sh->job.envs_len;
+	char id[32];
+
+	env_init(env, 1);
+	/* The supervisor's own settings are not the job's business. */
+	env_unset(env, "SKIFF_DEBUG");
+	env_unset(env, "CUDA_VISIBLE_DEVICES");
+	xsnprintf(id, sizeof(id), "%lld", (long long)sh->id);
+	env_set(env, "SKIFF_JOB_ID", id);
+	env_set(env, "SKYPILOT_INTERNAL_JOB_ID", id);
+	env_set(env, "PYTHONUNBUFFERED", "1");
+	for (; p < end; p += strlen(p) + 1)
+		env_put(env, p);
+	if (with_gpus && sh->job.gpus > 0)
+		env_set(env, "CUDA_VISIBLE_DEVICES", sh->job.gpu_ids);
+}
+
+static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus)
+{
+	char *argv[] = {(char *)shell_path(), "-c", (char *)script, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	const char *home = user_home();
+	struct env env;
+	int fd, r;
+
+	fd = open_log(sh->job.log_dir, log_name);
+	if (fd < 0)
+		return -EIO;
+	build_env(sh, &env, gpus);
+	o.argv = argv;
+	o.envp = env.v;
+	o.cwd = sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
+	o.fd_out = fd;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	r = spawn(&o, &sh->main_pid);
+	env_release(&env);
+	if (r) {
+		char msg[512];
+		int n;
+
+		n = snprintf(msg, sizeof(msg), "skiff: error: cannot start the job in '%s': %s\n",
+			     o.cwd, strerror(-r));
+		if (n > 0)
+			write_all(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	}
+	close(fd);
+	if (!r)
+		with_db(db_set_proc, sh, NULL);
+	db_idle();
+	return r;
+}
+
+/* Signals the job's group and every escaped descendant; arms SIGKILL after grace_ms. */
+static void terminate(struct shim *sh, int64_t grace_ms)
+{
+	proc_signal_tree(sh->main_pid, SIGTERM);
+	if (!sh->kill_at)
+		sh->kill_at = now_ms() + grace_ms;
+}
+
+/* Waits for the step's main process; returns its wait status. Handles cancel. */
+static int wait_step(struct shim *sh)
+{
+	for (;;) {
+		struct pollfd pfd = {sh->sig_fd, POLLIN, 0};
+		int timeout = -1, status;
+		struct signalfd_siginfo si;
+		pid_t pid;
+
+		if (sh->kill_at) {
+			int64_t left = sh->kill_at - now_ms();
+
+			timeout = left > 0 ? (int)left : 0;
+		}
+		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
+			return error_errno("shim: poll"), -1;
+		if (sh->kill_at && now_ms() >= sh->kill_at) {
+			proc_signal_tree(sh->main_pid, SIGKILL);
+			sh->kill_at = now_ms() + 1000; /* again, for anything that appeared since */
+		}
+		while (read(sh->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
+			    si.ssi_signo == SIGHUP) {
+				sh->cancelled = 1;
+				terminate(sh, (int64_t)(sh->job.cancel_grace * 1000));
+			}
+		}
+		/* Reap everything: our step and any re-parented orphan. */
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			if (pid == sh->main_pid)
+				return status;
+	}
+}
+
+/* Kills and reaps whatever of the job is left once its main process is gone. */
+static void sweep(struct shim *sh)
+{
+	pid_t kids[16];
+	int64_t deadline = now_ms() + LEFTOVER_GRACE_MS;
+	int sent_kill = 0;
+
+	if (!proc_children(getpid(), kids, 16) && (sh->main_pid <= 0 || kill(-sh->main_pid, 0)))
+		return;
+	proc_signal_tree(sh->main_pid, SIGTERM);
+	for (;;) {
+		int status;
+
+		while (waitpid(-1, &status, WNOHANG) > 0)
+			;
+		if (!proc_children(getpid(), kids, 16) && kill(-sh->main_pid, 0))
+			return;
+		if (!sent_kill && now_ms() >= deadline) {
+			proc_signal_tree(sh->main_pid, SIGKILL);
+			sent_kill = 1;
+		}
+		poll(NULL, 0, 10);
+	}
+}
+
+static int setup_signals(struct shim *sh)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return error_errno("shim: sigprocmask");
+	sh->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sh->sig_fd < 0)
+		return error_errno("shim: signalfd");
+	return 0;
+}
+
+static int finish(struct shim *sh, int status, const char *codes, const char *reason)
+{
+	struct status_arg a = {status, codes, reason};
+
+	if (with_db(db_finish, sh, &a))
+		return error("job %lld: cannot record its final status %s", (long long)sh->id,
+			     job_status_name(status));
+	return 0;
+}
+
+int shim_main(int64_t job_id)
+{
+	struct shim sh = {.id = job_id, .sig_fd = -1};
+	struct status_arg a = {0};
+	char go, codes[32], reason[128];
+	int status, code, r, nul;
+	ssize_t n;
+
+	log_set_prog("skiff-shim");
+	/* Block the signals first: a cancel that arrives early is handled, not fatal. */
+	if (setup_signals(&sh))
+		return 1;
+	/* Wait for the supervisor to commit our pid; EOF means it never did: do nothing. */
+	do
+		n = read(0, &go, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		return 0;
+	nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		close(nul);
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	if (with_db(db_load, &sh, NULL))
+		return error("job %lld: cannot load it from the node database", (long long)job_id), 1;
+	if (sh.job.shim_pid != getpid())
+		return error("job %lld belongs to shim %ld, not to us", (long long)job_id,
+			     (long)sh.job.shim_pid),
+		       1;
+	if (sh.job.cancel_requested) {
+		finish(&sh, JOB_CANCELLED, "", "cancelled by the user before it started");
+		goto out;
+	}
+	if (mkdir_p(sh.job.log_dir, 0700)) {
+		error_errno("job %lld: cannot create log dir '%s'", (long long)job_id,
+			    sh.job.log_dir);
+		finish(&sh, JOB_FAILED_DRIVER, "", "cannot create the log directory");
+		goto out;
+	}
+
+	if (sh.job.setup && *sh.job.setup) {
+		a.status = JOB_SETTING_UP;
+		if (with_db(db_set_status, &sh, &a))
+			goto out; /* cancelled or finished meanwhile */
+		r = start_step(&sh, sh.job.setup, "setup.log", 0);
+		if (r) {
+			finish(&sh, JOB_FAILED_SETUP, "", "cannot start the setup script");
+			goto out;
+		}
+		status = wait_step(&sh);
+		sweep(&sh);
+		code = status_to_code(status);
+		if (sh.cancelled || with_db(db_cancel_requested, &sh, NULL)) {
+			finish(&sh, JOB_CANCELLED, "", "cancelled by the user during setup");
+			goto out;
+		}
+		if (code) {
+			xsnprintf(codes, sizeof(codes), "%d", code);
+			xsnprintf(reason, sizeof(reason), "setup exited with status %d", code);
+			finish(&sh, JOB_FAILED_SETUP, codes, reason);
+			goto out;
+		}
+	}
+	if (!sh.job.run || !*sh.job.run) {
+		finish(&sh, JOB_SUCCEEDED, "0", NULL);
+		goto out;
+	}
+	a.status = JOB_RUNNING;
+	if (with_db(db_set_status, &sh, &a))
+		goto out;
+	r = start_step(&sh, sh.job.run, "run.log", 1);
+	if (r) {
+		finish(&sh, JOB_FAILED, "127", "cannot start the run script");
+		goto out;
+	}
+	status = wait_step(&sh);
+	code = status_to_code(status);
+	xsnprintf(codes, sizeof(codes), "%d", code);
+	if (sh.cancelled && with_db(db_cancel_requested, &sh, NULL))
+		finish(&sh, JOB_CANCELLED, codes, "cancelled by the user");
+	else if (sh.cancelled)
+		finish(&sh, JOB_FAILED_DRIVER, codes, "the job's shim was told to stop");
+	else
+		finish(&sh, code ? JOB_FAILED : JOB_SUCCEEDED, codes, NULL);
+	sweep(&sh);
+out:
+	db_idle();
+	job_free(&sh.job);
+	if (sh.sig_fd >= 0)
+		close(sh.sig_fd);
+	return 0;
+}

@@ -1,0 +1,51 @@
+#ifndef SKIFF_SUPERVISOR_H
+#define SKIFF_SUPERVISOR_H
+
+/*
+ * The node supervisor (what SkyPilot calls the skylet) and its per-job shim.
+ *
+ * One supervisor runs per state dir. It owns the control socket, the scheduler and the
+ * dispatch of jobs; each dispatched job runs under its own shim process (the same binary,
+ * `skiff __shim ID`), which starts the job in a new session, writes its logs, waits for
+ * it and records its exit status in the node db itself. The supervisor can therefore
+ * die (even kill -9) without losing a job: on restart it re-adopts every live shim (pid
+ * plus process start time) and marks the jobs of dead shims FAILED_DRIVER.
+ *
+ * Flow of data: cmd/ -> supervisor/client.c -> socket -> supervisor/daemon.c -> state/.
+ */
+
+#include <sys/types.h>
+
+#include "supervisor/proto.h"
+
+/* Exit status of a supervisor that found another one already running for the state dir. */
+#define SUP_EXIT_ALREADY_RUNNING 3
+
+/* The daemon's main loop (`skiff __supervisor`); returns the process exit status. */
+int sup_main(void);
+/* A job's shim (`skiff __shim ID`); returns the process exit status. */
+int shim_main(int64_t job_id);
+/* `skiff init`: PID 1 duties in a container; argv is CMD (may be empty). */
+int init_main(int argc, char **argv);
+
+/* --- client side (supervisor/client.c) --- */
+
+enum sup_connect_flags {
+	SUP_AUTOSTART = 1 << 0, /* start the supervisor if it is not running */
+	SUP_QUIET = 1 << 1,     /* no error message when it is not running */
+};
+
+/* Connects to the control socket; returns the fd or a negative error (printed). */
+int sup_connect(unsigned flags);
+/*
+ * Sends req and reads the reply. A reply with an "error" field is printed and gives -1;
+ * the reply is left in *reply either way (the caller releases it).
+ */
+int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
+/*
+ * Starts the supervisor unless one answers already. *pid receives its pid and
+ * *already whether it was running. Returns 0 when it accepts requests.
+ */
+int sup_start(pid_t *pid, int *already);
+
+#endif

@@ -1,0 +1,228 @@
+#!/bin/sh
+# The node supervisor: lifecycle, job states, logs, cancel, scheduling.
+. "$(dirname "$0")/lib.sh"
+
+test_cleanup_hook() {
+	skiff node down >/dev/null 2>&1
+	# Anything a failed test left behind in this scratch dir.
+	pkill -KILL -f "$TRASH" 2>/dev/null
+}
+
+# job_field ID FIELD: one field of a job from `node queue --json`.
+job_field() {
+	skiff node queue --json "$1" |
+		python3 -c "import json,sys; j=json.load(sys.stdin)[0]; v=j['$2']; print(json.dumps(v) if isinstance(v,(list,dict)) else v)"
+}
+job_status() { job_field "$1" status; }
+
+test_expect_success 'node up starts the supervisor; a second up says so' '
+	skiff node up >out &&
+	grep -q "^supervisor started (pid [0-9]*)" out &&
+	skiff node up >out2 &&
+	grep -q "^supervisor already running (pid [0-9]*)" out2 &&
+	test "$(stat -c %a "$SKIFF_HOME")" = 700 &&
+	test "$(stat -c %a "$SKIFF_HOME/supervisor.sock")" = 600 &&
+	test "$(stat -c %a "$SKIFF_HOME/node.db")" = 600
+'
+
+test_expect_success 'node status --json has version, pid, uptime, resources, counts' '
+	skiff node status --json >st.json &&
+	python3 - <<-\EOF
+	import json, os
+	d = json.load(open("st.json"))
+	for k in ("version", "pid", "uptime", "cpus", "memory", "gpus", "cpus_free",
+	          "running", "pending"):
+	    assert k in d, k
+	assert d["cpus"] == os.cpu_count(), d
+	assert d["memory"] > 0
+	EOF
+'
+
+test_expect_success 'a command job succeeds; logs exit 0; queue shows exit code 0' '
+	id=$(skiff node submit -n hello "echo hello from \$SKIFF_JOB_ID") &&
+	skiff node logs "$id" >log &&
+	grep -q "^hello from $id\$" log &&
+	test "$(job_status $id)" = SUCCEEDED &&
+	test "$(job_field $id exit_codes)" = "[0]"
+'
+
+test_expect_success 'a failing job is FAILED with its exit code; logs exits 100' '
+	id=$(skiff node submit "echo out; echo err >&2; exit 3") &&
+	expect_fail 100 skiff node logs "$id" >log &&
+	grep -q "^out\$" log && grep -q "^err\$" log &&
+	test "$(job_status $id)" = FAILED &&
+	test "$(job_field $id exit_codes)" = "[3]"
+'
+
+test_expect_success 'a failing setup gives FAILED_SETUP, and run never starts' '
+	cat >task.yaml <<-\EOF &&
+	name: badsetup
+	setup: echo setting up; exit 2
+	run: touch ran-anyway
+	EOF
+	id=$(skiff node submit task.yaml) &&
+	expect_fail 100 skiff node logs "$id" >log &&
+	grep -q "setting up" log &&
+	test "$(job_status $id)" = FAILED_SETUP &&
+	test ! -e ran-anyway &&
+	test -f "$(job_field $id log_dir)/setup.log"
+'
+
+test_expect_success 'setup then run: SETTING_UP is recorded, logs are separate files' '
+	cat >task2.yaml <<-\EOF &&
+	setup: echo in-setup
+	run: echo in-run
+	envs:
+	  GREETING: null
+	EOF
+	expect_fail 3 skiff node submit task2.yaml 2>err &&
+	grep -q GREETING err &&
+	id=$(skiff node submit --env GREETING=hi task2.yaml) &&
+	skiff node logs "$id" >/dev/null &&
+	d=$(job_field $id log_dir) &&
+	grep -q in-setup "$d/setup.log" && ! grep -q in-run "$d/setup.log" &&
+	grep -q in-run "$d/run.log"
+'
+
+test_expect_success 'env values arrive verbatim (quotes, $(), newlines, spaces)' '
+	v=$(printf "a b\"c'"'"'d \$(touch pwned) \`x\`\nline2") &&
+	id=$(skiff node submit --env "V=$v" "printf %s \"\$V\" >envout") &&
+	skiff node logs "$id" >/dev/null &&
+	test ! -e pwned &&
+	printf %s "$v" >want &&
+	cmp want "$HOME/envout"
+'
+
+test_expect_success 'logs: unknown job is 102; --status; --no-follow; --tail' '
+	expect_fail 102 skiff node logs 99999 &&
+	id=$(skiff node submit "for i in 1 2 3 4 5; do echo line\$i; done") &&
+	skiff node logs "$id" >/dev/null &&
+	skiff node logs --status "$id" >s && test "$(cat s)" = SUCCEEDED &&
+	skiff node logs --no-follow --tail 2 "$id" >t &&
+	printf "line4\nline5\n" >want && test_cmp want t
+'
+
+test_expect_success 'cancel a running job: CANCELLED, exit 103, grandchildren killed' '
+	skiff node up --cancel-grace 2 >/dev/null &&
+	# The escaped process leaves the session and process group of the job.
+	id=$(skiff node submit "setsid sleep 7$$ & sh -c \"sleep 8$$\" & wait") &&
+	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
+	wait_for "pgrep -f \"^sleep 7$$\" >/dev/null && pgrep -f \"^sleep 8$$\" >/dev/null" &&
+	esc=$(pgrep -f "^sleep 7$$") &&
+	test "$(ps -o sid= -p $esc)" != "$(ps -o sid= -p $(pgrep -f "^sleep 8$$"))" &&
+	skiff node cancel "$id" >out &&
+	grep -q "cancelled 1 job(s): $id" out &&
+	wait_for "test \"\$(job_status $id)\" = CANCELLED" &&
+	expect_fail 103 skiff node logs --status "$id" &&
+	wait_for "! pgrep -f \"^sleep 7$$\" >/dev/null" 5 &&
+	! pgrep -f "^sleep 8$$"
+'
+
+test_expect_success 'a job that ignores SIGTERM is SIGKILLed after the grace period' '
+	id=$(skiff node submit "trap \"\" TERM; sleep 6$$; true") &&
+	wait_for "pgrep -f \"^sleep 6$$\" >/dev/null" &&
+	skiff node cancel "$id" >/dev/null &&
+	wait_for "test \"\$(job_status $id)\" = CANCELLED" 10 &&
+	test "$(job_field $id exit_codes)" = "[137]" &&
+	wait_for "! pgrep -f \"^sleep 6$$\" >/dev/null" 5
+'
+
+test_expect_success 'cancel --all, and cancelling an ended job says so' '
+	a=$(skiff node submit "sleep 1000") && b=$(skiff node submit "sleep 1000") &&
+	skiff node cancel --all >out &&
+	grep -q "cancelled 2 job(s)" out &&
+	wait_for "test \"\$(job_status $b)\" = CANCELLED" &&
+	skiff node cancel "$a" >out2 &&
+	grep -q "already ended" out2 &&
+	expect_fail 102 skiff node cancel 424242
+'
+
+test_expect_success 'backfill: a small job runs while a large one waits' '
+	skiff node up --cpus 2 --max-bypass 20 >/dev/null &&
+	big1=$(skiff node submit --cpus 1.5 "while [ ! -e gate1 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(job_status $big1)\" = RUNNING" &&
+	big2=$(skiff node submit --cpus 2 "true") &&
+	small=$(skiff node submit --cpus 0.5 "true") &&
+	wait_for "test \"\$(job_status $small)\" = SUCCEEDED" &&
+	test "$(job_status $big2)" = PENDING &&
+	touch "$HOME/gate1" &&
+	wait_for "test \"\$(job_status $big2)\" = SUCCEEDED"
+'
+
+test_expect_success 'a starving job blocks further backfill (max-bypass)' '
+	skiff node up --cpus 4 --max-bypass 1 >/dev/null &&
+	a=$(skiff node submit --cpus 3 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
+	b=$(skiff node submit --cpus 4 "true") &&
+	c=$(skiff node submit --cpus 0.5 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(job_status $c)\" = RUNNING" &&
+	d=$(skiff node submit --cpus 0.5 "true") &&
+	skiff node status --json >st && grep -q "\"cpus_free\": 0.5" st &&
+	test "$(job_status $d)" = PENDING &&
+	touch "$HOME/gate2" &&
+	wait_for "test \"\$(job_status $d)\" = SUCCEEDED" &&
+	test "$(job_status $b)" = SUCCEEDED &&
+	b_start=$(job_field $b started_at) && d_start=$(job_field $d started_at) &&
+	python3 -c "import sys; sys.exit(0 if $b_start <= $d_start else 1)"
+'
+
+test_expect_success 'priority: a higher-priority job starts first' '
+	skiff node up --cpus 1 --max-bypass 0 >/dev/null &&
+	a=$(skiff node submit --cpus 1 "while [ ! -e gate3 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
+	lo=$(skiff node submit --cpus 1 --priority -5 "sleep 0.2") &&
+	hi=$(skiff node submit --cpus 1 --priority 7 "sleep 0.2") &&
+	touch "$HOME/gate3" &&
+	wait_for "test \"\$(job_status $lo)\" = SUCCEEDED" &&
+	python3 -c "import sys; sys.exit(0 if $(job_field $hi started_at) < $(job_field $lo started_at) else 1)"
+'
+
+test_expect_success 'GPUs are packed and given as CUDA_VISIBLE_DEVICES' '
+	skiff node up --cpus 8 --gpus 2 --max-bypass 20 >/dev/null &&
+	a=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do sleep 0.1; done") &&
+	b=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do sleep 0.1; done") &&
+	c=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES") &&
+	wait_for "test \"\$(job_status $b)\" = RUNNING" &&
+	test "$(job_status $c)" = PENDING &&
+	touch "$HOME/gate4" &&
+	skiff node logs $a >la && skiff node logs $b >lb && skiff node logs $c >lc &&
+	sort la lb | tr "\n" " " >both && test "$(cat both)" = "gpu=0 gpu=1 " &&
+	grep -q "^gpu=[01]\$" lc &&
+	expect_fail 1 skiff node submit --gpus 3 true 2>err && grep -q "has 8 CPUs" err
+'
+
+test_expect_success 'a job asking for more than the node has is refused' '
+	expect_fail 1 skiff node submit --cpus 64 true 2>err &&
+	grep -q "asks for 64 CPUs" err
+'
+
+test_expect_success 'node down leaves jobs running; node up re-adopts them' '
+	skiff node up --cpus 8 >/dev/null &&
+	id=$(skiff node submit "while [ ! -e gate5 ]; do sleep 0.1; done; exit 4") &&
+	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
+	skiff node down >out && grep -q "1 job(s) keep running" out &&
+	touch "$HOME/gate5" &&
+	wait_for "test \"\$(job_status $id)\" = FAILED" &&
+	test "$(job_field $id exit_codes)" = "[4]"
+'
+
+test_expect_success 'kill -9 of a shim: FAILED_DRIVER, and the job is killed' '
+	id=$(skiff node submit "sleep 5$$; true") &&
+	wait_for "pgrep -f \"^sleep 5$$\" >/dev/null" &&
+	shim=$(pgrep -f "__shim $id\$") &&
+	kill -9 $shim &&
+	wait_for "test \"\$(job_status $id)\" = FAILED_DRIVER" &&
+	job_field $id reason | grep -q "killed by signal 9" &&
+	wait_for "! pgrep -f \"^sleep 5$$\" >/dev/null" 5
+'
+
+test_expect_success 'bad input to node commands: clear errors' '
+	expect_fail 2 skiff node submit 2>/dev/null &&
+	expect_fail 1 skiff node submit --priority 5000 true 2>err &&
+	grep -q "bad priority" err &&
+	expect_fail 2 skiff node logs notanumber 2>/dev/null &&
+	expect_fail 2 skiff node cancel 2>/dev/null &&
+	expect_fail 2 skiff node queu 2>err && grep -q "did you mean .queue." err
+'
+
+test_done

@@ -1,0 +1,151 @@
+#!/bin/sh
+# The supervisor survives its own crash; reboots, other users, autostop, `skiff init`.
+. "$(dirname "$0")/lib.sh"
+
+test_cleanup_hook() {
+	skiff node down >/dev/null 2>&1
+	pkill -KILL -f "$TRASH" 2>/dev/null
+}
+
+count_status() {
+	skiff node queue --json |
+		python3 -c "import json,sys; print(sum(1 for j in json.load(sys.stdin) if j['status']=='$1'))"
+}
+
+sup_pid() { cat "$SKIFF_HOME/supervisor.lock"; }
+
+# Active jobs, read straight from the db (no supervisor is started by this).
+db_active() {
+	python3 -c "import sqlite3; d=sqlite3.connect('file:$SKIFF_HOME/node.db?mode=ro', uri=True); print(d.execute('select count(*) from jobs where status < 4').fetchone()[0])"
+}
+
+N=200
+
+test_expect_success "kill -9 of the supervisor with $N running jobs loses none" '
+	skiff node up --cpus 0 >/dev/null &&
+	i=0 &&
+	while [ $i -lt '$N' ]; do
+		skiff node submit --cpus 0 --env CODE=$((i % 7)) \
+			"while [ ! -e gate ]; do sleep 1; done; exit \$CODE" >/dev/null || exit 1
+		i=$((i + 1))
+	done &&
+	wait_for "test \$(count_status RUNNING) = '$N'" 60 &&
+	kill -9 $(sup_pid) &&
+	# The jobs end while no supervisor runs: each shim records its own result.
+	touch "$HOME/gate" &&
+	wait_for "test \$(db_active) = 0" 60 &&
+	skiff node up >/dev/null &&
+	test $(count_status RUNNING) = 0 &&
+	skiff node queue --json >q.json &&
+	python3 - <<-\EOF
+	import json
+	jobs = json.load(open("q.json"))
+	assert len(jobs) == 200, len(jobs)
+	for j in jobs:
+	    want = (j["id"] - jobs[0]["id"]) % 7
+	    assert j["exit_codes"] == [want], j
+	    assert j["status"] == ("SUCCEEDED" if want == 0 else "FAILED"), j
+	EOF
+'
+
+test_expect_success 'kill -9 of the supervisor; restart re-adopts running jobs' '
+	a=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do sleep 0.1; done; exit 5") &&
+	b=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	wait_for "test \$(count_status RUNNING) = 2" &&
+	kill -9 $(sup_pid) &&
+	skiff node up >out && grep -q "supervisor started" out &&
+	grep -q "2 running job(s) re-adopted" "$SKIFF_HOME/supervisor.log" &&
+	test $(count_status RUNNING) = 2 &&
+	touch "$HOME/gate2" &&
+	wait_for "test \$(count_status RUNNING) = 0" &&
+	skiff node logs --status $a >/dev/null; test $? = 100 &&
+	skiff node logs --status $b >/dev/null &&
+	skiff node status --json >st.json &&
+	python3 -c "import json; d=json.load(open(\"st.json\")); assert d[\"running\"] == 0 and d[\"cpus_free\"] == d[\"cpus\"], d"
+'
+
+test_expect_success 'jobs that predate a reboot are FAILED_DRIVER' '
+	id=$(skiff node submit --cpus 0 "sleep 4$$; true") &&
+	wait_for "pgrep -f \"^sleep 4$$\" >/dev/null" &&
+	skiff node down >/dev/null &&
+	SKIFF_TEST_BOOT_ID=00000000-0000-0000-0000-00000000beef skiff node up >/dev/null &&
+	test "$(skiff node logs --status $id)" = FAILED_DRIVER &&
+	skiff node down >/dev/null && skiff node up >/dev/null &&
+	pkill -f "^sleep 4$$"; true
+'
+
+test_expect_success 'the control socket refuses another uid (SO_PEERCRED)' '
+	if [ "$(id -u)" != 0 ]; then
+		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
+		echo "# skipped: needs root to switch uid"; exit 0
+	fi
+	skiff node up >/dev/null &&
+	# Open the file modes up so that only the peer-credential check stands in the way.
+	chmod 711 "$SKIFF_HOME" "$TRASH" && chmod 666 "$SKIFF_HOME/supervisor.sock" &&
+	chmod 755 "$SKIFF_BIN" &&
+	expect_fail 4 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env SKIFF_HOME="$SKIFF_HOME" "$SKIFF_BIN" node status 2>err &&
+	grep -q "serves only its own user" err &&
+	grep -q "refused a connection from uid 65534" "$SKIFF_HOME/supervisor.log" &&
+	chmod 700 "$SKIFF_HOME" && chmod 600 "$SKIFF_HOME/supervisor.sock"
+'
+
+test_expect_success 'autostop runs the stop hook after the idle time, not before' '
+	mkdir -p "$SKIFF_HOME/hooks" &&
+	printf "#!/bin/sh\necho \$SKIFF_AUTOSTOP >\"%s/hook-ran\"\n" "$HOME" >"$SKIFF_HOME/hooks/stop" &&
+	chmod +x "$SKIFF_HOME/hooks/stop" &&
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate3 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
+	skiff node autostop 0.02 --wait-for jobs >/dev/null &&
+	skiff node status --json | grep -q "\"idle_minutes\": 0.02" &&
+	# A running job is activity: the hook must wait for it.
+	sleep 2 && test ! -e "$HOME/hook-ran" &&
+	touch "$HOME/gate3" &&
+	wait_for "test -e \"$HOME/hook-ran\"" 15 &&
+	test "$(cat "$HOME/hook-ran")" = stop &&
+	grep -q "autostop: idle for 0.02 minute(s); running the stop hook" "$SKIFF_HOME/supervisor.log"
+'
+
+test_expect_success 'autostop --cancel turns it off' '
+	skiff node autostop 5 --down >/dev/null &&
+	skiff node status --json | grep -q "\"down\": true" &&
+	skiff node autostop --cancel >/dev/null &&
+	skiff node status --json | grep -q "\"autostop\": null"
+'
+
+test_expect_success 'skiff init as PID 1 reaps orphaned zombies and returns CMD status' '
+	if [ "$(id -u)" != 0 ]; then
+		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
+		echo "# skipped: needs root for a PID namespace"; exit 0
+	fi
+	skiff node down >/dev/null &&
+	# The grandchild is orphaned at once and exits after 0.3 s: only PID 1 can reap it.
+	expect_fail 7 unshare --pid --fork --mount-proc env SKIFF_HOME="$TRASH/inithome" \
+		"$SKIFF_BIN" init -- sh -c "
+			sh -c \"sleep 0.3 &\"
+			sleep 1.5
+			ps -eo pid,stat,comm > \"$TRASH/ps.out\"
+			echo \$\$ > \"$TRASH/cmd.pid\"
+			exit 7" &&
+	cat ps.out &&
+	! awk "\$2 ~ /^Z/" ps.out | grep . &&
+	grep -q " skiff" ps.out
+'
+
+test_expect_success 'skiff init forwards SIGTERM to CMD and exits with its status' '
+	if [ "$(id -u)" != 0 ]; then
+		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
+		echo "# skipped: needs root for a PID namespace"; exit 0
+	fi
+	(unshare --pid --fork --kill-child env SKIFF_HOME="$TRASH/inithome2" \
+		"$SKIFF_BIN" init -- sh -c "trap \"exit 42\" TERM; touch \"$TRASH/ready\"; while :; do sleep 0.05; done" ;
+	 echo $? >rc) &
+	wait_for "test -e ready" &&
+	u=$(pgrep -f "^unshare --pid --fork --kill-child env SKIFF_HOME=$TRASH/inithome2") &&
+	init=$(pgrep -P $u) &&
+	kill -TERM $init &&
+	wait_for "test -s rc" &&
+	test "$(cat rc)" = 42
+'
+
+test_done

@@ -1,0 +1,133 @@
+/* The state layer: WAL, migrations, guarded transitions, the job table. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+#include "state/db.h"
+#include "state/node.h"
+#include "tests/unit/harness.h"
+
+static char dir[] = "/tmp/skiff-unit-state.XXXXXX";
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void test_open_and_migrate(void)
+{
+	static const char *const v2[] = {"CREATE TABLE a (x INTEGER)",
+					 "ALTER TABLE a ADD COLUMN y TEXT"};
+	struct st_schema s1 = {"t", v2, 1}, s2 = {"t", v2, 2};
+	char *path = xasprintf("%s/m.db", dir);
+	struct st_db *db;
+	struct stat st;
+	sqlite3_stmt *q;
+
+	ok(!st_open(path, &s1, 0, &db), "open at version 1");
+	is_int(st_version(db), 1, "user_version 1");
+	q = st_prepare(db, "PRAGMA journal_mode");
+	ok(q && st_step(db, q) == 1 && !strcmp(st_col_text(q, 0), "wal"), "WAL mode");
+	sqlite3_reset(q);
+	st_close(db);
+	ok(!stat(path, &st) && (st.st_mode & 0777) == 0600, "file is 0600");
+	ok(!st_open(path, &s2, 0, &db), "reopen migrates forward");
+	is_int(st_version(db), 2, "user_version 2");
+	ok(!st_exec(db, "INSERT INTO a (x, y) VALUES (1, 'z')"), "new column usable");
+	st_close(db);
+	ok(st_open(path, &s1, 0, &db) < 0 && !db, "an older binary refuses a newer db");
+	ok(!st_open(path, &s2, ST_READONLY, &db), "read-only open");
+	ok(st_exec(db, "INSERT INTO a (x) VALUES (2)") < 0, "read-only refuses writes");
+	ok(!st_integrity_check(db), "integrity_check ok");
+	st_close(db);
+	free(path);
+}
+
+static void test_tx(void)
+{
+	static const char *const m[] = {"CREATE TABLE k (v INTEGER)"};
+	struct st_schema s = {"t", m, 1};
+	char *path = xasprintf("%s/tx.db", dir);
+	struct st_db *db;
+	sqlite3_stmt *q;
+
+	ok(!st_open(path, &s, 0, &db), "open");
+	ok(!st_begin(db), "begin");
+	ok(st_begin(db) < 0, "nested begin is refused");
+	st_exec(db, "INSERT INTO k VALUES (1)");
+	st_rollback(db);
+	q = st_prepare(db, "SELECT count(*) FROM k");
+	ok(st_step(db, q) == 1 && sqlite3_column_int(q, 0) == 0, "rollback undid the insert");
+	sqlite3_reset(q);
+	ok(!st_begin(db) && !st_exec(db, "INSERT INTO k VALUES (1)") && !st_commit(db),
+	   "commit");
+	q = st_prepare(db, "SELECT count(*) FROM k");
+	ok(st_step(db, q) == 1 && sqlite3_column_int(q, 0) == 1, "commit kept it");
+	sqlite3_reset(q);
+	ok(st_prepare(db, "SELEC nonsense") == NULL, "bad SQL is an error, not a crash");
+	st_close(db);
+	free(path);
+}
+
+static void test_jobs(void)
+{
+	char *path = xasprintf("%s/node.db", dir);
+	struct st_db *db;
+	struct job j = {0}, g;
+	static char envs[] = "A=1\0B=two words\0";
+
+	ok(!st_open(path, &st_node_schema, 0, &db), "node schema");
+	j.name = "n";
+	j.cpus = 0.5;
+	j.run = "echo hi";
+	j.envs = envs;
+	j.envs_len = sizeof(envs) - 1;
+	j.cancel_grace = 10;
+	ok(!st_job_insert(db, &j) && j.id == 1, "insert job 1");
+	ok(!st_job_get(db, 1, &g), "get it");
+	is_str(g.run, "echo hi", "run");
+	ok(g.envs_len == sizeof(envs) - 1 && !memcmp(g.envs, envs, g.envs_len), "envs blob");
+	is_int(g.status, JOB_PENDING, "PENDING");
+	ok(g.setup == NULL, "no setup is NULL");
+	job_free(&g);
+	is_int(st_job_get(db, 99, &g), -ENOENT, "missing job");
+	ok(!st_job_set_status(db, 1, JOB_MASK(JOB_PENDING), JOB_RUNNING, NULL), "PENDING->RUNNING");
+	is_int(st_job_set_status(db, 1, JOB_MASK(JOB_PENDING), JOB_RUNNING, NULL), -ESTALE,
+	       "guarded: not PENDING any more");
+	ok(!st_job_finish(db, 1, JOB_FAILED, "3", NULL), "finish FAILED");
+	is_int(st_job_finish(db, 1, JOB_FAILED_DRIVER, "", "late"), -ESTALE,
+	       "the first final word stands");
+	ok(!st_job_get(db, 1, &g), "get");
+	is_int(g.status, JOB_FAILED, "still FAILED");
+	is_str(g.exit_codes, "3", "exit code kept");
+	ok(g.started_at > 0 && g.ended_at >= g.started_at, "times set");
+	job_free(&g);
+	ok(!st_kv_set(db, "k", "1.5"), "kv set");
+	ok(st_kv_get_double(db, "k", 0) == 1.5, "kv get");
+	ok(!st_kv_set(db, "k", NULL) && st_kv_get_double(db, "k", 7) == 7, "kv delete");
+	is_str(job_status_name(JOB_FAILED_SETUP), "FAILED_SETUP", "status names");
+	is_int(job_status_parse("CANCELLED"), JOB_CANCELLED, "parse");
+	ok(job_status_terminal(JOB_FAILED_DRIVER) && !job_status_terminal(JOB_RUNNING),
+	   "terminal states");
+	st_close(db);
+	free(path);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	plan_run(test_open_and_migrate);
+	plan_run(test_tx);
+	plan_run(test_jobs);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return done_testing();
+}
