@@ -54,6 +54,9 @@ int print_out(const char *s, size_t len);
 
 DECLARE_CMD(__shim);
 DECLARE_CMD(__supervisor);
+DECLARE_CMD(__sync_manifest);
+DECLARE_CMD(__sync_recv);
+DECLARE_CMD(__sync_send);
 DECLARE_CMD(check);
 DECLARE_CMD(help);
 DECLARE_CMD(init);
