@@ -208,6 +208,32 @@ int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *
 	return r < 0 ? r : 0;
 }
 
+int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
+			void *arg)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id, priority, cpus, memory, gpus, bypassed "
+					  "FROM jobs WHERE status = 1 AND shim_pid = 0 ORDER BY id");
+	int r;
+
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) == 1) {
+		struct job_sched j;
+
+		j.id = sqlite3_column_int64(st, 0);
+		j.priority = sqlite3_column_int(st, 1);
+		j.cpus = sqlite3_column_double(st, 2);
+		j.memory = sqlite3_column_double(st, 3);
+		j.gpus = sqlite3_column_int(st, 4);
+		j.bypassed = sqlite3_column_int(st, 5);
+		r = fn(&j, arg);
+		if (r)
+			break;
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
 		      const char *reason)
 {

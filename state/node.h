@@ -76,6 +76,18 @@ int st_job_get(struct st_db *db, int64_t id, struct job *out);
 int st_job_each(struct st_db *db, unsigned status_mask, int (*fn)(struct job *j, void *arg),
 		void *arg);
 
+/* What the scheduler needs of a PENDING job that has no shim yet. */
+struct job_sched {
+	int64_t id;
+	int priority;
+	double cpus, memory;
+	int gpus;
+	int bypassed;
+};
+/* Calls fn for each PENDING, undispatched job (a light query: no scripts, no envs). */
+int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
+			void *arg);
+
 /* Sets status (and started_at/ended_at as the status implies) if it is one of `from`. */
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
 		      const char *reason);

@@ -147,13 +147,12 @@ struct pending_scan {
 	size_t n, cap;
 };
 
-static int collect_pending(struct job *j, void *arg)
+static int collect_pending(const struct job_sched *j, void *arg)
 {
 	struct pending_scan *ps = arg;
 	struct sched_job *s;
 
-	if (j->shim_pid || sup_find_run(j->id))
-		return 0;
+	/* Dispatch records shim_pid in the round's transaction, so none is running yet. */
 	if (ps->n == ps->cap) {
 		if (ps->cap >= MAX_PENDING_SCAN)
 			return 1;
@@ -248,7 +247,7 @@ void sup_schedule(void)
 	S.sched_needed = 0;
 	if (S.stopping)
 		return;
-	if (st_job_each(S.db, JOB_MASK(JOB_PENDING), collect_pending, &ps) || !ps.n)
+	if (st_job_each_pending(S.db, collect_pending, &ps) || !ps.n)
 		goto out;
 	sched_sort(ps.jobs, ps.n);
 	if (!sched_pick(&avail, ps.jobs, ps.n, S.max_bypass))
