@@ -302,7 +302,12 @@ static void op_submit(struct conn *c, const struct msg *req)
 	msg_add(&m, "log_dir", log_dir ? log_dir : j.log_dir);
 	sup_reply(c, &m);
 	msg_release(&m);
-	S.sched_needed = 1;
+	/*
+	 * Every job that fits was started by the last round, so a new job that does not fit
+	 * what is free cannot change anything: with a long queue, accepting stays O(1).
+	 */
+	if (sched_fits(&S.free, &want))
+		S.sched_needed = 1;
 	free(log_dir);
 	buf_release(&envs);
 	return;
