@@ -52,15 +52,29 @@ int print_out(const char *s, size_t len);
 	int cmd_##n(int argc, char **argv);                                                        \
 	extern const char cmd_##n##_usage[]
 
+DECLARE_CMD(__gang);
+DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);
 DECLARE_CMD(__supervisor);
 DECLARE_CMD(__sync_manifest);
 DECLARE_CMD(__sync_recv);
 DECLARE_CMD(__sync_send);
+DECLARE_CMD(__verify_self);
+DECLARE_CMD(autostop);
+DECLARE_CMD(cancel);
 DECLARE_CMD(check);
+DECLARE_CMD(down);
+DECLARE_CMD(exec);
 DECLARE_CMD(help);
 DECLARE_CMD(init);
+DECLARE_CMD(launch);
+DECLARE_CMD(logs);
 DECLARE_CMD(node);
+DECLARE_CMD(queue);
+DECLARE_CMD(ssh);
+DECLARE_CMD(start);
+DECLARE_CMD(status);
+DECLARE_CMD(stop);
 DECLARE_CMD(version);
 
 #endif

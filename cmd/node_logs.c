@@ -28,7 +28,7 @@
 #define TAIL_WINDOW ((off_t)8 << 20)
 
 const char node_logs_usage[] =
-	"usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status]\n"
+	"usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status [--wait]]\n"
 	"\n"
 	"Prints the job's setup log then its run log. By default it follows them until\n"
 	"the job ends (Ctrl-C stops following; the job keeps running).\n"
@@ -36,6 +36,7 @@ const char node_logs_usage[] =
 	"  --no-follow   print what there is and exit\n"
 	"  --tail N      start with only the last N lines\n"
 	"  --status      print the job's status only\n"
+	"  --wait        with --status: first wait until the job has ended\n"
 	"\n"
 	"Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
 	"101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
@@ -119,7 +120,7 @@ out:
 int node_logs(int argc, char **argv)
 {
 	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
-	int i, follow = 1, only_status = 0, inf = -1, rc = EXIT_FAIL, woke = 0;
+	int i, follow = 1, only_status = 0, wait = 0, inf = -1, rc = EXIT_FAIL, woke = 0;
 	long tail = -1;
 	int64_t id = 0;
 	struct st_db *db = NULL;
@@ -132,6 +133,8 @@ int node_logs(int argc, char **argv)
 			follow = 0;
 		} else if (!strcmp(argv[i], "--status")) {
 			only_status = 1;
+		} else if (!strcmp(argv[i], "--wait")) {
+			wait = 1;
 		} else if (!strcmp(argv[i], "--tail")) {
 			if (i + 1 >= argc || parse_long(argv[i + 1], 0, 1L << 40, &tail))
 				return usage_error("node logs", "--tail needs a number of lines");
@@ -156,14 +159,16 @@ int node_logs(int argc, char **argv)
 		rc = EXIT_JOB_NOT_FOUND;
 		goto out;
 	}
-	if (only_status) {
+	if (only_status && !wait) {
 		printf("%s\n", job_status_name(jb.status));
 		rc = exit_for(jb.status);
 		goto out;
 	}
-	for (i = 0; i < 2; i++)
+	if (only_status)
+		follow = 1; /* --status --wait: follow the status, print no log */
+	for (i = 0; i < 2 && !only_status; i++)
 		logs[i].path = xasprintf("%s/%s", jb.log_dir, logs[i].name);
-	if (tail >= 0) {
+	if (tail >= 0 && !only_status) {
 		/* Count from the end: the run log's lines first, then the setup log's. */
 		long left = tail;
 
@@ -201,7 +206,7 @@ int node_logs(int argc, char **argv)
 	for (;;) {
 		int done = job_status_terminal(jb.status);
 
-		if (drain(&logs[0]) || drain(&logs[1]))
+		if (!only_status && (drain(&logs[0]) || drain(&logs[1])))
 			goto out;
 		if (done || !follow)
 			break;
@@ -227,7 +232,9 @@ int node_logs(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (follow)
+	if (only_status)
+		printf("%s\n", job_status_name(jb.status));
+	else if (follow && log_get_level() >= LOG_INFO)
 		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)id,
 			job_status_terminal(jb.status) ? "finished" : "is still running",
 			job_status_name(jb.status));

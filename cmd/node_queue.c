@@ -20,7 +20,7 @@
 #include "lib/banned.h"
 
 const char node_queue_usage[] =
-	"usage: skiff node queue [--json] [-s|--skip-finished] [JOB...]\n"
+	"usage: skiff node queue [--json|--porcelain] [-s|--skip-finished] [JOB...]\n"
 	"\n"
 	"Lists the node's jobs, newest last: ID, NAME, SUBMITTED, STARTED, DURATION,\n"
 	"RESOURCES, STATUS, EXIT CODES and LOG. Starts the supervisor if it is down, so\n"
@@ -30,6 +30,10 @@ const char node_queue_usage[] =
 	"                        submitted_at, started_at, ended_at (epoch seconds or null),\n"
 	"                        exit_codes (list), resources {cpus, memory, gpus},\n"
 	"                        gpu_ids, log_dir, reason\n"
+	"  --porcelain           one line per job for programs: id, status, submitted_at,\n"
+	"                        started_at, ended_at, exit codes, cpus, memory, gpus,\n"
+	"                        log_dir, name, reason; tab-separated, with \\\\, \\t and \\n\n"
+	"                        escaped in the text fields\n"
 	"  -s, --skip-finished   only jobs that have not ended\n";
 
 const char node_cancel_usage[] =
@@ -195,6 +199,39 @@ static void duration(double from, double to, char *out, size_t size)
 		xsnprintf(out, size, "%ldh %ldm", d / 3600, (d % 3600) / 60);
 }
 
+/* Tab-separated text with \\, \t and \n escaped: for programs (the launcher). */
+static void porcelain_text(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			buf_adds(b, "\\\\");
+		else if (*s == '\t')
+			buf_adds(b, "\\t");
+		else if (*s == '\n')
+			buf_adds(b, "\\n");
+		else
+			buf_addch(b, *s);
+	}
+}
+
+static int emit_porcelain(struct job *jb, void *arg)
+{
+	struct queue *q = arg;
+
+	if (!wanted(q, jb->id))
+		return 0;
+	buf_addf(q->out, "%lld\t%s\t%.3f\t%.3f\t%.3f\t%s\t%g\t%g\t%d\t", (long long)jb->id,
+		 job_status_name(jb->status), jb->submitted_at, jb->started_at, jb->ended_at,
+		 *jb->exit_codes ? jb->exit_codes : "-", jb->cpus, jb->memory, jb->gpus);
+	porcelain_text(q->out, jb->log_dir);
+	buf_addch(q->out, '\t');
+	porcelain_text(q->out, jb->name);
+	buf_addch(q->out, '\t');
+	porcelain_text(q->out, jb->reason);
+	buf_addch(q->out, '\n');
+	return 0;
+}
+
 static int emit_row(struct job *jb, void *arg)
 {
 	struct queue *q = arg;
@@ -224,6 +261,8 @@ int node_queue(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			as_json = 1;
+		} else if (!strcmp(argv[i], "--porcelain")) {
+			as_json = 2;
 		} else if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--skip-finished")) {
 			skip = 1;
 		} else if (argv[i][0] == '-') {
@@ -246,7 +285,9 @@ int node_queue(int argc, char **argv)
 	}
 	q.out = &out;
 	q.now = now_wall();
-	if (as_json) {
+	if (as_json == 2) {
+		r = st_job_each(db, skip ? JOB_MASK_ACTIVE : JOB_MASK_ALL, emit_porcelain, &q);
+	} else if (as_json) {
 		json_init(&j, &out, 1);
 		q.j = &j;
 		json_arr_begin(&j);

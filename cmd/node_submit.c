@@ -23,6 +23,7 @@ const char node_submit_usage[] =
 	"                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
 	"                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
 	"                         [--log-dir DIR] [--json] YAML|COMMAND...\n"
+	"       skiff node submit [--json] --spec -\n"
 	"\n"
 	"Submits one job to this node's supervisor (started if needed) and prints its id.\n"
 	"The job is a task YAML (its setup, run, envs, secrets and resources), or a shell\n"
@@ -42,7 +43,10 @@ const char node_submit_usage[] =
 	"  --cwd DIR            working directory (default: the task's workdir, else $HOME)\n"
 	"  --log-dir DIR        where setup.log and run.log go (default\n"
 	"                       $SKIFF_HOME/logs/ID)\n"
-	"  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n";
+	"  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
+	"  --spec -             read the whole job from stdin as one control-socket\n"
+	"                       message (what the launcher sends: secrets stay out of\n"
+	"                       command lines)\n";
 
 struct submit {
 	const char *name, *setup, *cwd, *log_dir, *priority;
@@ -111,6 +115,20 @@ int node_submit(int argc, char **argv)
 		if (!strcmp(a, "--json")) {
 			s.as_json = 1;
 			continue;
+		}
+		if (!strcmp(a, "--spec")) {
+			/* The launcher's form: the whole job as one message on stdin. */
+			if (i + 2 != argc || strcmp(argv[i + 1], "-")) {
+				rc = usage_error("node submit", "--spec takes '-' and nothing after it");
+				goto out;
+			}
+			if (proto_recv(0, &req, 60000) || !msg_get(&req, "op") ||
+			    strcmp(msg_get(&req, "op"), "submit")) {
+				error("node submit --spec: expected a submit message on stdin");
+				rc = EXIT_USAGE;
+				goto out;
+			}
+			goto send;
 		}
 		if (!strcmp(a, "--cpus"))
 			slot = &s.cpus;
@@ -206,6 +224,7 @@ int node_submit(int argc, char **argv)
 		msg_add(&req, "log_dir", s.log_dir);
 	if (add_kvs(&req, &t->envs) || add_kvs(&req, &t->secrets))
 		goto out;
+send:
 	if (sup_call(SUP_AUTOSTART, &req, &rep))
 		goto out;
 	if (s.as_json) {

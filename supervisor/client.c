@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 
 #define START_TIMEOUT_MS 15000
 #define CALL_TIMEOUT_MS 120000
+#define REPLACE_TIMEOUT_MS 10000
 
 static int try_connect(const char *path)
 {
@@ -63,14 +65,60 @@ out:
 	buf_release(&b);
 }
 
-int sup_start(pid_t *pid, int *already)
+/*
+ * Stops the running supervisor of another skiff binary and waits (bounded) until it has
+ * let go of the lock, so that ours can take it. Its jobs keep running under their shims;
+ * ours re-adopts them. The lock, not the pid, says it is gone: a dead supervisor may
+ * linger as a zombie until its parent reaps it.
+ */
+static int stop_other(const struct node_paths *p, pid_t pid)
+{
+	int64_t deadline = now_ms() + REPLACE_TIMEOUT_MS;
+	int fd, r = 0;
+
+	fd = try_connect(p->sock);
+	if (fd >= 0) {
+		struct msg req, rep;
+
+		msg_init(&req);
+		msg_init(&rep);
+		msg_add(&req, "op", "shutdown");
+		if (!proto_send(fd, &req))
+			proto_recv(fd, &rep, 5000);
+		msg_release(&req);
+		msg_release(&rep);
+		close(fd);
+	}
+	fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : error_errno("cannot open '%s'", p->lock);
+	while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			r = error_errno("cannot lock '%s'", p->lock);
+			break;
+		}
+		if (now_ms() > deadline) {
+			r = error("the supervisor of another skiff (pid %ld) did not stop "
+				  "within %d s",
+				  (long)pid, REPLACE_TIMEOUT_MS / 1000);
+			break;
+		}
+		poll(NULL, 0, 5);
+	}
+	/* Closing drops our shared lock at once. */
+	close(fd);
+	return r;
+}
+
+/* may_replace: a running supervisor of another binary is stopped and ours started. */
+static int start(pid_t *pid, int *already, int may_replace)
 {
 	const struct node_paths *p = node_paths();
 	char *argv[] = {NULL, "__supervisor", NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	int64_t deadline;
 	pid_t child;
-	int fd, log_fd, r, exited = 0;
+	int fd, log_fd, r, exited = 0, replace = 0;
 
 	*already = 0;
 	if (!p)
@@ -85,14 +133,26 @@ int sup_start(pid_t *pid, int *already)
 		msg_add(&req, "op", "ping");
 		if (!proto_send(fd, &req) && !proto_recv(fd, &rep, 5000) &&
 		    !msg_get_int(&rep, "pid", &v)) {
+			const char *theirs = msg_get(&rep, "sha256"), *ours = self_sha256(NULL);
+
 			*pid = (pid_t)v;
 			*already = 1;
+			/* An older skiff says no sha256 at all. */
+			if (may_replace && ours && (!theirs || strcmp(theirs, ours))) {
+				debug("replacing the supervisor (pid %ld, sha256 %.12s) with this "
+				      "skiff's (sha256 %.12s)",
+				      (long)v, theirs ? theirs : "unknown", ours);
+				replace = 1;
+			}
 		}
 		msg_release(&req);
 		msg_release(&rep);
 		close(fd);
-		if (*already)
+		if (*already && !replace)
 			return 0;
+		*already = 0;
+		if (replace && (r = stop_other(p, (pid_t)v)))
+			return r;
 	}
 	if (fd == -ENAMETOOLONG)
 		return error("socket path '%s' is too long: use a shorter SKIFF_HOME", p->sock);
@@ -121,7 +181,7 @@ int sup_start(pid_t *pid, int *already)
 		fd = try_connect(p->sock);
 		if (fd >= 0) {
 			close(fd);
-			r = sup_start(pid, already);
+			r = start(pid, already, 0);
 			if (!r)
 				*already = 0;
 			/* If another start won the race, the running one is as good. */
@@ -144,6 +204,11 @@ int sup_start(pid_t *pid, int *already)
 		}
 		poll(NULL, 0, 2);
 	}
+}
+
+int sup_start(pid_t *pid, int *already)
+{
+	return start(pid, already, 1);
 }
 
 int sup_connect(unsigned flags)

@@ -158,6 +158,8 @@ void sup_accept(int lfd)
 
 static void op_ping(struct conn *c, const struct msg *req)
 {
+	/* Which binary we are: a `node up` by another one replaces us (sup_start()). */
+	const char *sha = self_sha256(NULL);
 	struct msg m;
 
 	(void)req;
@@ -165,6 +167,8 @@ static void op_ping(struct conn *c, const struct msg *req)
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "pid", getpid());
 	msg_add(&m, "version", skiff_version);
+	if (sha)
+		msg_add(&m, "sha256", sha);
 	sup_reply(c, &m);
 	msg_release(&m);
 }

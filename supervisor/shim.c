@@ -164,6 +164,7 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	char *argv[] = {(char *)shell_path(), "-c", (char *)script, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *home = user_home();
+	char *cwd = NULL;
 	struct env env;
 	int fd, r;
 
@@ -173,7 +174,10 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	build_env(sh, &env, gpus);
 	o.argv = argv;
 	o.envp = env.v;
-	o.cwd = sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
+	/* "~/x" is the node's own home: the launcher cannot know it. */
+	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
+		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
+	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
 	o.fd_out = fd;
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;
@@ -189,6 +193,7 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 			write_all(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 	}
 	close(fd);
+	free(cwd);
 	if (!r)
 		with_db(db_set_proc, sh, NULL);
 	db_idle();

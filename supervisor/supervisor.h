@@ -45,6 +45,9 @@ int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
 /*
  * Starts the supervisor unless one answers already. *pid receives its pid and
  * *already whether it was running. Returns 0 when it accepts requests.
+ * A running supervisor of another skiff binary (its ping's sha256 differs from ours,
+ * or it has none) is stopped and ours started: an upgrade in place; its jobs keep
+ * running under their shims and are re-adopted.
  */
 int sup_start(pid_t *pid, int *already);
 

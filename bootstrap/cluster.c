@@ -1,0 +1,292 @@
+#include "bootstrap/cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bootstrap/infra.h"
+#include "bootstrap/install.h"
+#include "bootstrap/sync.h"
+#include "lib/log.h"
+#include "lib/quote.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define BOOT_TIMEOUT_MS 120000
+#define SUBMIT_TIMEOUT_MS 60000
+#define QUERY_TIMEOUT_MS 30000
+
+int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n)
+{
+	struct infra inf;
+	int infra = !infra_parse(c->infra, &inf);
+	size_t i;
+
+	memset(cl, 0, sizeof(*cl));
+	if (!infra)
+		return error("cluster %s: unknown infra '%s'", c->name, c->infra);
+	cl->name = xstrdup(c->name);
+	cl->infra = xstrdup(c->infra);
+	cl->nodes = xcalloc(n ? n : 1, sizeof(*cl->nodes));
+	cl->n = n;
+	for (i = 0; i < n; i++) {
+		const struct cluster_node *cn = &nodes[i];
+		struct cnode *nd = &cl->nodes[i];
+
+		nd->rank = cn->rank;
+		nd->ip = xstrdup(*cn->ip ? cn->ip : "127.0.0.1");
+		nd->name = *cn->home ? xasprintf("%s-%d", c->name, cn->rank) : xstrdup(cn->ip);
+		nd->r = infra ? infra_runner(&inf, cn) : NULL;
+		if (!nd->r) {
+			infra_release(&inf);
+			return error("node %s: cannot set up its runner", nd->name);
+		}
+		nd->exe = *cn->skiff_exe ? xstrdup(cn->skiff_exe) : NULL;
+	}
+	infra_release(&inf);
+	return 0;
+}
+
+void cl_close(struct clive *cl)
+{
+	size_t i;
+
+	for (i = 0; i < cl->n; i++) {
+		runner_free(cl->nodes[i].r);
+		free(cl->nodes[i].name);
+		free(cl->nodes[i].ip);
+		free(cl->nodes[i].exe);
+	}
+	free(cl->nodes);
+	free(cl->name);
+	free(cl->infra);
+	memset(cl, 0, sizeof(*cl));
+}
+
+/*
+ * One child process per node, so that N nodes bootstrap in the time of the slowest.
+ * Each child reports "COPIED STARTED EXE" on its pipe; errors go to stderr as usual.
+ */
+int cl_bootstrap(struct clive *cl)
+{
+	pid_t *pids = xcalloc(cl->n, sizeof(*pids));
+	int *fds = xcalloc(cl->n, sizeof(*fds));
+	size_t i;
+	int failed = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		int p[2];
+
+		fds[i] = -1;
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			failed = error_errno("pipe");
+			break;
+		}
+		fflush(NULL);
+		pids[i] = fork();
+		if (pids[i] < 0) {
+			close(p[0]);
+			close(p[1]);
+			failed = error_errno("fork");
+			break;
+		}
+		if (pids[i] == 0) {
+			struct install_result res = {0};
+			char line[400];
+			int len;
+
+			close(p[0]);
+			if (boot_install_and_up(cl->nodes[i].r, &res))
+				_exit(1);
+			len = snprintf(line, sizeof(line), "%d %d %s\n", res.copied,
+				       res.sup_started, res.remote_exe);
+			_exit(len > 0 && write_all(p[1], line, (size_t)len) == 0 ? 0 : 1);
+		}
+		close(p[1]);
+		fds[i] = p[0];
+	}
+	for (i = 0; i < cl->n; i++) {
+		struct buf b = BUF_INIT(4096);
+		int status = 0;
+
+		if (fds[i] < 0)
+			continue;
+		buf_read_fd(&b, fds[i]);
+		close(fds[i]);
+		if (pids[i] > 0)
+			waitpid(pids[i], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			failed = -1;
+		} else {
+			struct cnode *nd = &cl->nodes[i];
+			char *sp1 = strchr(b.p, ' ');
+			char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+
+			if (!sp2) {
+				failed = error("node %s: bootstrap said nothing", nd->name);
+			} else {
+				nd->copied = b.p[0] == '1';
+				nd->sup_started = sp1[1] == '1';
+				buf_rtrim(&b);
+				free(nd->exe);
+				nd->exe = xstrdup(sp2 + 1);
+			}
+		}
+		buf_release(&b);
+	}
+	free(pids);
+	free(fds);
+	return failed ? -1 : 0;
+}
+
+static int need_exe(struct cnode *nd)
+{
+	if (!nd->exe || !*nd->exe)
+		return error("node %s: skiff is not installed there (relaunch the cluster)",
+			     nd->name);
+	return 0;
+}
+
+int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status)
+{
+	struct runner_io io = {RUNNER_NULL, RUNNER_INHERIT, RUNNER_INHERIT};
+	char *script;
+	int r;
+
+	if (need_exe(nd))
+		return -EINVAL;
+	script = xasprintf("%s %s", nd->exe, args);
+	r = runner_run(nd->r, script, &io, timeout_ms, status);
+	free(script);
+	return r;
+}
+
+int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int timeout_ms,
+		     int *status)
+{
+	struct buf err = BUF_INIT(1 << 20);
+	char *script;
+	int r;
+
+	if (need_exe(nd))
+		return -EINVAL;
+	script = xasprintf("%s %s", nd->exe, args);
+	r = runner_capture(nd->r, script, NULL, 0, out, &err, timeout_ms, status);
+	if (!r && *status) {
+		buf_rtrim(&err);
+		if (err.len)
+			fprintf(stderr, "%s\n", err.p);
+	}
+	free(script);
+	buf_release(&err);
+	return r;
+}
+
+int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
+{
+	struct sync_manifest remote;
+	struct sync_stats st = {0};
+	struct buf q = BUF_INIT(4096), out = BUF_INIT(SYNC_MANIFEST_MAX), err = BUF_INIT(1 << 20);
+	char *script = NULL, tmpl[] = "/tmp/skiff-sync.XXXXXX";
+	int fd = -1, status = 0, r;
+	unsigned flags = is_file ? SYNC_FILE : 0;
+
+	sync_manifest_init(&remote);
+	if (need_exe(nd))
+		return -EINVAL;
+	/* dst is expanded by the node (its own $HOME), so it is passed quoted as is. */
+	sh_quote(&q, dst);
+	script = xasprintf("%s __sync-manifest %s%s", nd->exe, is_file ? "--file " : "", q.p);
+	r = runner_capture(nd->r, script, NULL, 0, &out, &err, QUERY_TIMEOUT_MS, &status);
+	if (!r && status) {
+		buf_rtrim(&err);
+		r = error("node %s: cannot read what is at %s: %s", nd->name, dst, err.p);
+	}
+	if (r)
+		goto out;
+	r = sync_manifest_parse(&remote, out.p, out.len, nd->name);
+	if (r)
+		goto out;
+	/* The stream goes through a temp file: the runner's stdin is then a plain file. */
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0) {
+		r = error_errno("cannot create a temp file for the sync");
+		goto out;
+	}
+	unlink(tmpl);
+	r = sync_pack(src, &remote, fd, flags | SYNC_GZIP, &st);
+	if (r)
+		goto out;
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		r = error_errno("lseek");
+		goto out;
+	}
+	free(script);
+	script = xasprintf("%s __sync-recv %s%s", nd->exe, is_file ? "--file " : "", q.p);
+	buf_reset(&out);
+	buf_reset(&err);
+	{
+		struct runner_io io = {fd, RUNNER_NULL, RUNNER_INHERIT};
+
+		r = runner_run(nd->r, script, &io, BOOT_TIMEOUT_MS, &status);
+	}
+	if (!r && status)
+		r = error("node %s: the sync to %s failed (status %d)", nd->name, dst, status);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(script);
+	sync_manifest_release(&remote);
+	buf_release(&q);
+	buf_release(&out);
+	buf_release(&err);
+	return r;
+}
+
+int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
+{
+	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR), out = BUF_INIT(1 << 16);
+	struct buf err = BUF_INIT(1 << 16);
+	unsigned char hdr[PROTO_HDR];
+	char *script;
+	int status = 0, r;
+	long id;
+
+	if (need_exe(nd))
+		return -EINVAL;
+	proto_header(spec, hdr);
+	buf_add(&in, hdr, sizeof(hdr));
+	buf_add(&in, spec->raw.p, spec->raw.len);
+	script = xasprintf("%s node submit --spec -", nd->exe);
+	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, SUBMIT_TIMEOUT_MS, &status);
+	if (!r && status) {
+		buf_rtrim(&err);
+		r = error("node %s: submit failed: %s", nd->name, err.len ? err.p : "no message");
+	}
+	if (!r) {
+		buf_rtrim(&out);
+		if (parse_long(out.p, 1, INT64_MAX, &id))
+			r = error("node %s: submit answered '%.80s', not a job id", nd->name, out.p);
+		else
+			*job_id = id;
+	}
+	free(script);
+	buf_release(&in);
+	buf_release(&out);
+	buf_release(&err);
+	return r;
+}
+
+int cl_queue_json(struct cnode *nd, struct buf *out)
+{
+	int status = 0;
+	int r = cl_capture_skiff(nd, "node queue --json", out, QUERY_TIMEOUT_MS, &status);
+
+	if (!r && status)
+		r = error("node %s: cannot read its queue (status %d)", nd->name, status);
+	return r;
+}

@@ -1,0 +1,62 @@
+#ifndef SKIFF_CLUSTER_H
+#define SKIFF_CLUSTER_H
+
+/*
+ * A launched cluster, live: one runner per node plus the skiff binary on it, and the
+ * operations the launcher commands are made of (bootstrap, sync, submit, query, cancel).
+ * Everything that crosses to a node goes through the runner as a quoted script, or as
+ * data on stdin (job specs, tar streams): secrets never appear in a command line.
+ *
+ * A node that cannot be reached fails the operation with an error naming it, within the
+ * runner's timeouts; nothing here waits forever.
+ */
+
+#include <stdint.h>
+
+#include "bootstrap/runner.h"
+#include "state/launcher.h"
+#include "supervisor/proto.h"
+
+struct cnode {
+	int rank;
+	char *name;       /* for messages */
+	char *ip;
+	struct runner *r;
+	char *exe;        /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
+	int copied;       /* bootstrap: the binary was sent */
+	int sup_started;  /* bootstrap: the supervisor was started */
+};
+
+struct clive {
+	char *name;
+	char *infra;
+	struct cnode *nodes;
+	size_t n;
+};
+
+/* Builds runners for the booked nodes (no I/O). */
+int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);
+void cl_close(struct clive *cl);
+
+/* Installs skiff and starts the supervisor on every node, in parallel. */
+int cl_bootstrap(struct clive *cl);
+
+/* Syncs a local dir (or file, with is_file) to dst on one node (dst may start with ~/). */
+int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);
+
+/* Submits one rank's job (an op=submit message) through `node submit --spec -`. */
+int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
+
+/*
+ * The node's queue as JSON text (`node queue --json`), parsed into per-job status and
+ * exit codes on demand by cl_job_field(). out is owned by the caller.
+ */
+int cl_queue_json(struct cnode *nd, struct buf *out);
+
+/* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
+int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);
+/* Same, capturing stdout. */
+int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int timeout_ms,
+		     int *status);
+
+#endif

@@ -1,0 +1,593 @@
+/*
+ * The launcher's cluster commands: status, queue, logs, cancel, down, stop, start,
+ * autostop, ssh; and the hidden gang watcher. Each talks to the nodes through their
+ * runners and to the launcher db; a node's own job states stay on the node.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bootstrap/infra.h"
+#include "cmd/cmd.h"
+#include "cmd/launcher.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/quote.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "lib/banned.h"
+
+#define NODE_CALL_MS 30000
+
+/* ---- shared ------------------------------------------------------------------------ */
+
+int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl)
+{
+	struct cluster_node *nodes = NULL;
+	size_t n = 0;
+	int r = st_cluster_nodes(ldb, c->name, &nodes, &n);
+
+	if (r)
+		return error("cluster %s has no nodes recorded", c->name);
+	r = cl_open(cl, c, nodes, n);
+	cluster_nodes_free(nodes, n);
+	return r;
+}
+
+int lc_load(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl)
+{
+	if (st_cluster_get(ldb, name, c))
+		return error("cluster %s does not exist (see 'skiff status')", name);
+	if (lc_open_cluster(ldb, c, cl)) {
+		cluster_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+void lc_resources_text(const struct task *t, int nodes, char *out, size_t size)
+{
+	const struct task_resources *r = t->nres ? &t->res[0] : NULL;
+	struct buf b = BUF_INIT(0);
+
+	buf_addf(&b, "%dx[", nodes);
+	buf_addf(&b, "cpus=%s", r && r->cpus.text ? r->cpus.text : "0.5");
+	if (r && r->memory.text)
+		buf_addf(&b, ", mem=%s", r->memory.text);
+	if (r && r->accel.name)
+		buf_addf(&b, ", %s:%g", r->accel.name, r->accel.count);
+	buf_addch(&b, ']');
+	xsnprintf(out, size, "%.*s", (int)(size - 1), b.p);
+	buf_release(&b);
+}
+
+int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
+{
+	char args[96];
+	size_t i;
+	int status, r = 0;
+
+	if (minutes >= 0)
+		xsnprintf(args, sizeof(args), "node autostop %d%s >/dev/null", minutes,
+			  down ? " --down" : "");
+	else
+		xsnprintf(args, sizeof(args), "node autostop --cancel >/dev/null");
+	for (i = 0; i < cl->n && !r; i++) {
+		r = cl_exec_skiff(&cl->nodes[i], args, NODE_CALL_MS, &status);
+		if (!r && status)
+			r = error("node %s: cannot set autostop", cl->nodes[i].name);
+	}
+	if (!r)
+		r = st_cluster_set_autostop(ldb, cl->name, minutes, minutes >= 0 && down);
+	return r;
+}
+
+/* ---- job states across ranks --------------------------------------------------------- */
+
+struct rank_job {
+	int status; /* enum job_status, -1 unknown */
+	double submitted_at, started_at, ended_at;
+	int exit_code; /* -1 none */
+	double cpus, memory;
+	int gpus;
+	char log_dir[512];
+};
+
+/* Finds job `id` in a node's `queue --porcelain` text. */
+static int porcelain_find(const char *text, int64_t id, struct rank_job *out)
+{
+	const char *line = text;
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		char status[32], codes[256], logdir[512];
+		long long jid;
+		double sub, st, en, cpus, mem;
+		int gpus;
+
+		if (sscanf(line, "%lld\t%31[^\t]\t%lf\t%lf\t%lf\t%255[^\t]\t%lf\t%lf\t%d\t%511[^\t]",
+			   &jid, status, &sub, &st, &en, codes, &cpus, &mem, &gpus, logdir) >= 9 &&
+		    jid == id) {
+			out->status = job_status_parse(status);
+			out->submitted_at = sub;
+			out->started_at = st;
+			out->ended_at = en;
+			out->exit_code = strcmp(codes, "-") ? (int)strtol(codes, NULL, 10) : -1;
+			out->cpus = cpus;
+			out->memory = mem;
+			out->gpus = gpus;
+			xsnprintf(out->log_dir, sizeof(out->log_dir), "%s", logdir);
+			return 0;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+/* One status for a gang: the first failure wins, then cancel, then the least advanced. */
+static int aggregate(const struct rank_job *r, int n)
+{
+	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER,
+				    JOB_CANCELLED};
+	int i, k, lowest = -1;
+
+	for (i = 0; i < n; i++)
+		if (r[i].status < 0 || !job_status_terminal(r[i].status))
+			if (lowest < 0 || (r[i].status >= 0 && r[i].status < lowest))
+				lowest = r[i].status < 0 ? JOB_PENDING : r[i].status;
+	for (k = 0; k < (int)ARRAY_SIZE(order); k++)
+		for (i = 0; i < n; i++)
+			if (r[i].status == order[k])
+				return lowest >= 0 && order[k] == JOB_CANCELLED ? lowest : order[k];
+	return lowest >= 0 ? lowest : JOB_SUCCEEDED;
+}
+
+struct node_queues {
+	struct buf *text; /* per node: `node queue --porcelain` */
+	int *ok;
+};
+
+static void fetch_queues(struct clive *cl, struct node_queues *q)
+{
+	size_t i;
+
+	q->text = xcalloc(cl->n, sizeof(*q->text));
+	q->ok = xcalloc(cl->n, sizeof(*q->ok));
+	for (i = 0; i < cl->n; i++) {
+		int status = 0;
+
+		buf_init(&q->text[i], (size_t)64 << 20);
+		q->ok[i] = !cl_capture_skiff(&cl->nodes[i], "node queue --porcelain", &q->text[i],
+					     NODE_CALL_MS, &status) &&
+			   !status;
+	}
+}
+
+static void free_queues(struct clive *cl, struct node_queues *q)
+{
+	size_t i;
+
+	for (i = 0; i < cl->n; i++)
+		buf_release(&q->text[i]);
+	free(q->text);
+	free(q->ok);
+}
+
+/* The rank jobs of cluster job cj; returns the number of ranks. */
+static int rank_jobs(const struct cluster_job *cj, struct clive *cl, struct node_queues *q,
+		     struct rank_job *out, int max)
+{
+	const char *p = cj->node_job_ids;
+	int n = 0;
+
+	while (*p && n < max && n < (int)cl->n) {
+		char *end;
+		long long id = strtoll(p, &end, 10);
+
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].status = -1;
+		out[n].exit_code = -1;
+		if (!q->ok[n] || porcelain_find(q->text[n].p, id, &out[n]))
+			out[n].status = q->ok[n] ? JOB_FAILED_DRIVER : -1;
+		n++;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static int status_exit(int status)
+{
+	switch (status) {
+	case JOB_SUCCEEDED: return EXIT_OK;
+	case JOB_CANCELLED: return EXIT_JOB_CANCELLED;
+	case JOB_FAILED:
+	case JOB_FAILED_SETUP:
+	case JOB_FAILED_DRIVER: return EXIT_JOB_FAILED;
+	default: return EXIT_JOB_NOT_FINISHED;
+	}
+}
+
+/* ---- queue --------------------------------------------------------------------------- */
+
+int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct buf *out)
+{
+	struct cluster_job *v = NULL;
+	struct node_queues q;
+	struct json j;
+	size_t n = 0, i;
+	double now = now_wall();
+
+	if (st_cluster_job_list(ldb, cl->name, &v, &n))
+		return -1;
+	fetch_queues(cl, &q);
+	if (as_json) {
+		json_init(&j, out, 1);
+		json_arr_begin(&j);
+	} else {
+		buf_addf(out, "%-5s %-20s %-11s %-13s %-12s %s\n", "ID", "NAME", "SUBMITTED",
+			 "STATUS", "EXIT CODES", "LOG");
+	}
+	for (i = 0; i < n; i++) {
+		struct rank_job rj[64];
+		int nr = rank_jobs(&v[i], cl, &q, rj, 64), k, status = aggregate(rj, nr), failed;
+		double started = 0, ended = 0;
+
+		if (skip && job_status_terminal(status))
+			continue;
+		failed = status == JOB_FAILED || status == JOB_FAILED_SETUP ||
+			 status == JOB_FAILED_DRIVER;
+		for (k = 0; k < nr; k++) {
+			if (rj[k].started_at > 0 && (!started || rj[k].started_at < started))
+				started = rj[k].started_at;
+			if (rj[k].ended_at > ended)
+				ended = rj[k].ended_at;
+		}
+		if (as_json) {
+			json_obj_begin(&j);
+			json_key(&j, "id");
+			json_int(&j, v[i].id);
+			json_key(&j, "name");
+			json_str(&j, v[i].name);
+			json_key(&j, "status");
+			json_str(&j, job_status_name(status));
+			json_key(&j, "submitted_at");
+			json_double(&j, v[i].submitted_at);
+			json_key(&j, "started_at");
+			if (started > 0)
+				json_double(&j, started);
+			else
+				json_null(&j);
+			json_key(&j, "ended_at");
+			if (job_status_terminal(status) && ended > 0)
+				json_double(&j, ended);
+			else
+				json_null(&j);
+			json_key(&j, "exit_codes");
+			json_arr_begin(&j);
+			for (k = 0; k < nr; k++) {
+				if (rj[k].exit_code >= 0 && !(failed && rj[k].status == JOB_CANCELLED))
+					json_int(&j, rj[k].exit_code);
+				else if (failed && rj[k].status == JOB_CANCELLED)
+					json_int(&j, 137); /* stopped because another rank failed */
+				else
+					json_null(&j);
+			}
+			json_arr_end(&j);
+			json_key(&j, "resources");
+			json_obj_begin(&j);
+			json_key(&j, "cpus");
+			json_double(&j, nr ? rj[0].cpus : 0);
+			json_key(&j, "memory");
+			json_double(&j, nr ? rj[0].memory : 0);
+			json_key(&j, "gpus");
+			json_int(&j, nr ? rj[0].gpus : 0);
+			json_key(&j, "num_nodes");
+			json_int(&j, v[i].num_nodes);
+			json_obj_end(&j);
+			json_key(&j, "log_dir");
+			json_str(&j, nr ? rj[0].log_dir : "");
+			json_key(&j, "node_job_ids");
+			json_str(&j, v[i].node_job_ids);
+			json_obj_end(&j);
+		} else {
+			struct buf codes = BUF_INIT(0);
+			char sub[32];
+			long ago = (long)(now - v[i].submitted_at);
+
+			for (k = 0; k < nr; k++) {
+				int code = failed && rj[k].status == JOB_CANCELLED ? 137
+											: rj[k].exit_code;
+
+				if (code >= 0)
+					buf_addf(&codes, "%s%d", codes.len ? "," : "", code);
+			}
+			if (ago < 60)
+				xsnprintf(sub, sizeof(sub), "%lds ago", ago);
+			else if (ago < 3600)
+				xsnprintf(sub, sizeof(sub), "%ldm ago", ago / 60);
+			else
+				xsnprintf(sub, sizeof(sub), "%ldh ago", ago / 3600);
+			buf_addf(out, "%-5lld %-20.20s %-11s %-13s %-12s %s\n", (long long)v[i].id,
+				 *v[i].name ? v[i].name : "-", sub, job_status_name(status),
+				 codes.len ? codes.p : "-", nr ? rj[0].log_dir : "");
+			buf_release(&codes);
+		}
+	}
+	if (as_json) {
+		json_arr_end(&j);
+		json_finish(&j);
+	}
+	free_queues(cl, &q);
+	cluster_jobs_free(v, n);
+	return 0;
+}
+
+/* ---- logs ---------------------------------------------------------------------------- */
+
+struct stream {
+	pid_t pid;
+	int fd;
+	struct buf line;
+	char prefix[96];
+};
+
+static void flush_line(struct stream *s, int final)
+{
+	char *nl;
+
+	while ((nl = memchr(s->line.p, '\n', s->line.len)) || (final && s->line.len)) {
+		size_t n = nl ? (size_t)(nl - s->line.p) + 1 : s->line.len;
+
+		write_all(1, s->prefix, strlen(s->prefix));
+		write_all(1, s->line.p, n);
+		if (!nl)
+			write_all(1, "\n", 1);
+		memmove(s->line.p, s->line.p + n, s->line.len - n);
+		buf_setlen(&s->line, s->line.len - n);
+	}
+}
+
+int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail)
+{
+	struct cluster_job cj;
+	struct node_queues q;
+	struct rank_job rj[64];
+	struct stream *ss;
+	char args[128], tailarg[32] = "";
+	int n, i, live = 0, rc, status;
+
+	if (st_cluster_job_get(ldb, cl->name, job, &cj)) {
+		error("cluster %s has no job %lld", cl->name, (long long)job);
+		return EXIT_JOB_NOT_FOUND;
+	}
+	if (tail >= 0)
+		xsnprintf(tailarg, sizeof(tailarg), " --tail %ld", tail);
+	n = 0;
+	for (const char *p = cj.node_job_ids; *p; p++)
+		n += *p == ',';
+	n = *cj.node_job_ids ? n + 1 : 0;
+	if (n > (int)cl->n)
+		n = (int)cl->n;
+	if (n == 1) {
+		/* One rank: the node's own `logs` streams and gives the exit code. */
+		xsnprintf(args, sizeof(args), "node logs %s%s %s", follow ? "--follow" : "--no-follow",
+			  tailarg, cj.node_job_ids);
+		rc = cl_exec_skiff(&cl->nodes[0], args, -1, &status);
+		cluster_job_free(&cj);
+		if (rc == -EHOSTUNREACH)
+			return EXIT_UNAVAILABLE;
+		return rc ? EXIT_FAIL : status;
+	}
+	ss = xcalloc((size_t)(n ? n : 1), sizeof(*ss));
+	{
+		const char *p = cj.node_job_ids;
+
+		for (i = 0; i < n; i++) {
+			struct runner_io io = {RUNNER_NULL, -1, RUNNER_INHERIT};
+			int pfd[2];
+			char *script, *end;
+			long long id = strtoll(p, &end, 10);
+
+			p = *end == ',' ? end + 1 : end;
+			ss[i].fd = -1;
+			buf_init(&ss[i].line, 1 << 20);
+			xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
+				  cl->nodes[i].ip);
+			if (pipe2(pfd, O_CLOEXEC) < 0)
+				continue;
+			io.out_fd = pfd[1];
+			/* -q: one "finished" line for the gang, printed below, not one per rank. */
+			script = xasprintf("%s -q node logs %s%s %lld", cl->nodes[i].exe,
+					   follow ? "--follow" : "--no-follow", tailarg, id);
+			if (!runner_spawn(cl->nodes[i].r, script, 0, &io, &ss[i].pid)) {
+				ss[i].fd = pfd[0];
+				live++;
+			} else {
+				close(pfd[0]);
+			}
+			close(pfd[1]);
+			free(script);
+		}
+	}
+	while (live) {
+		struct pollfd pf[64];
+		int np = 0, map[64];
+
+		for (i = 0; i < n && np < 64; i++)
+			if (ss[i].fd >= 0) {
+				pf[np].fd = ss[i].fd;
+				pf[np].events = POLLIN;
+				map[np++] = i;
+			}
+		if (poll(pf, (nfds_t)np, -1) < 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			struct stream *s = &ss[map[i]];
+			char blk[8192];
+			ssize_t got;
+
+			if (!pf[i].revents)
+				continue;
+			got = read(s->fd, blk, sizeof(blk));
+			if (got > 0) {
+				buf_add(&s->line, blk, (size_t)got);
+				flush_line(s, 0);
+				continue;
+			}
+			flush_line(s, 1);
+			close(s->fd);
+			s->fd = -1;
+			waitpid(s->pid, NULL, 0);
+			live--;
+		}
+	}
+	/* The gang's status is the aggregate of its ranks'. */
+	fetch_queues(cl, &q);
+	n = rank_jobs(&cj, cl, &q, rj, 64);
+	status = aggregate(rj, n);
+	free_queues(cl, &q);
+	for (i = 0; i < n; i++)
+		buf_release(&ss[i].line);
+	free(ss);
+	cluster_job_free(&cj);
+	rc = status_exit(status);
+	if (follow)
+		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)job,
+			job_status_terminal(status) ? "finished" : "is still running",
+			job_status_name(status));
+	return !follow && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
+}
+
+/* ---- the gang watcher ------------------------------------------------------------------ */
+
+void lc_start_gang_watch(const char *cluster, int64_t job)
+{
+	char idbuf[32];
+	char *argv[] = {(char *)self_path(NULL), "__gang", (char *)cluster, idbuf, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char *logp = xasprintf("%s/gang.log", skiff_home());
+	int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	pid_t pid;
+
+	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)job);
+	o.argv = argv;
+	o.fd_out = fd >= 0 ? fd : -1;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	if (!argv[0] || spawn(&o, &pid))
+		warning("cannot start the gang watcher: if a rank fails, cancel the others with "
+			"'skiff cancel %s %lld'",
+			cluster, (long long)job);
+	if (fd >= 0)
+		close(fd);
+	free(logp);
+	/* Not reaped: it outlives us by design (re-parented to init). */
+}
+
+const char cmd___gang_usage[] =
+	"usage: skiff __gang CLUSTER JOB\n"
+	"\n"
+	"Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
+	"unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
+
+int cmd___gang(int argc, char **argv)
+{
+	struct st_db *ldb = NULL;
+	struct cluster c;
+	struct clive cl = {0};
+	struct cluster_job cj;
+	pid_t pids[64];
+	int fds[64], failed = -1, n = 0, i, live = 0;
+	long long ids[64];
+	long job;
+
+	log_set_prog("skiff-gang");
+	if (argc != 3 || parse_long(argv[2], 1, INT64_MAX, &job))
+		return usage_error("__gang", "expected CLUSTER JOB");
+	if (st_launcher_open(0, &ldb) || lc_load(ldb, argv[1], &c, &cl))
+		return EXIT_FAIL;
+	if (st_cluster_job_get(ldb, argv[1], job, &cj))
+		return error("no job %ld on %s", job, argv[1]), EXIT_FAIL;
+	for (const char *p = cj.node_job_ids; *p && n < 64 && n < (int)cl.n; n++) {
+		char *end;
+
+		ids[n] = strtoll(p, &end, 10);
+		p = *end == ',' ? end + 1 : end;
+	}
+	for (i = 0; i < n; i++) {
+		struct runner_io io = {RUNNER_NULL, -1, RUNNER_NULL};
+		int pfd[2];
+		char *script = xasprintf("%s node logs --status --wait %lld", cl.nodes[i].exe,
+					 ids[i]);
+
+		fds[i] = -1;
+		if (!pipe2(pfd, O_CLOEXEC)) {
+			io.out_fd = pfd[1];
+			if (!runner_spawn(cl.nodes[i].r, script, 0, &io, &pids[i])) {
+				fds[i] = pfd[0];
+				live++;
+			} else {
+				close(pfd[0]);
+			}
+			close(pfd[1]);
+		}
+		free(script);
+	}
+	while (live) {
+		struct pollfd pf[64];
+		int np = 0, map[64];
+
+		for (i = 0; i < n; i++)
+			if (fds[i] >= 0) {
+				pf[np].fd = fds[i];
+				pf[np].events = POLLIN;
+				map[np++] = i;
+			}
+		if (poll(pf, (nfds_t)np, -1) < 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			int k = map[i], st = 0, bad;
+			struct buf b = BUF_INIT(4096);
+
+			if (!pf[i].revents)
+				continue;
+			buf_read_fd(&b, fds[k]);
+			close(fds[k]);
+			fds[k] = -1;
+			live--;
+			waitpid(pids[k], &st, 0);
+			buf_rtrim(&b);
+			bad = strcmp(b.p, "SUCCEEDED") && strcmp(b.p, "CANCELLED");
+			if (bad && failed < 0) {
+				failed = k;
+				info("job %ld: rank %d ended %s; stopping the other ranks", job, k,
+				     b.len ? b.p : "(node unreachable)");
+				for (int o = 0; o < n; o++) {
+					char args[64];
+					int s2;
+
+					if (o == k || fds[o] < 0)
+						continue;
+					xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null",
+						  ids[o]);
+					cl_exec_skiff(&cl.nodes[o], args, NODE_CALL_MS, &s2);
+				}
+			}
+			buf_release(&b);
+		}
+	}
+	cluster_job_free(&cj);
+	cluster_free(&c);
+	cl_close(&cl);
+	st_close(ldb);
+	return EXIT_OK;
+}

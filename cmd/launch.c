@@ -1,0 +1,582 @@
+/*
+ * `skiff launch` and `skiff exec`: run a task on a cluster, creating the cluster first
+ * when launch names one that does not exist.
+ *
+ *   launch: pick nodes -> bootstrap (copy skiff, supervisor up) -> sync workdir and file
+ *           mounts -> submit setup+run on every rank -> follow the logs
+ *   exec:   sync workdir -> submit run only -> follow the logs
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap/cluster.h"
+#include "bootstrap/infra.h"
+#include "cmd/cmd.h"
+#include "cmd/launcher.h"
+#include "cmd/progress.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/quote.h"
+#include "lib/self.h"
+#include "lib/task.h"
+#include "lib/util.h"
+#include "state/launcher.h"
+#include "lib/banned.h"
+
+const char cmd_launch_usage[] =
+	"usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--infra INFRA]\n"
+	"                    [task flags] YAML|COMMAND...\n"
+	"\n"
+	"Runs a task on a cluster: creates the cluster NAME (or a new one) on INFRA when it\n"
+	"does not exist, copies skiff to its nodes, syncs the workdir and file mounts, runs\n"
+	"setup on every node and run on num_nodes nodes, and follows the logs. On an\n"
+	"existing cluster it re-syncs and runs setup and run again.\n"
+	"\n"
+	"  -c, --cluster NAME   the cluster (default: a new name)\n"
+	"  -d, --detach-run     submit and return; do not follow the logs\n"
+	"  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
+	"  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
+	"  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
+	"  --infra INFRA        local (default), ssh/POOL\n"
+	"\n"
+	"Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
+	"--num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N, --workdir DIR, -n NAME.\n"
+	"\n"
+	"The exit status is the job's, as for 'skiff logs' (0, 100 failed, 103 cancelled),\n"
+	"or 0 with --detach-run once it is submitted.\n";
+
+const char cmd_exec_usage[] =
+	"usage: skiff exec [-d] [task flags] CLUSTER YAML|COMMAND...\n"
+	"\n"
+	"Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
+	"task's run step, then follows the logs (as 'skiff launch' does).\n";
+
+struct launch_opts {
+	const char *cluster;
+	const char *infra;
+	int detach;
+	int idle_minutes; /* -1: not given */
+	int down;
+	int exec;
+};
+
+/* SkyPilot's SKYPILOT_CLUSTER_INFO for an infra spec. */
+static char *cluster_info(const char *cluster, const char *infra)
+{
+	struct buf b = BUF_INIT(0);
+	struct json j;
+	const char *slash = strchr(infra, '/');
+	char *cloud = slash ? xstrndup(infra, (size_t)(slash - infra)) : xstrdup(infra);
+
+	json_init(&j, &b, 0);
+	json_obj_begin(&j);
+	json_key(&j, "cluster_name");
+	json_str(&j, cluster);
+	json_key(&j, "cloud");
+	json_str(&j, cloud);
+	json_key(&j, "region");
+	json_str(&j, slash ? slash + 1 : NULL);
+	json_key(&j, "zone");
+	json_null(&j);
+	json_obj_end(&j);
+	free(cloud);
+	return buf_detach(&b, NULL);
+}
+
+static void add_env(struct msg *m, const char *k, const char *v)
+{
+	msg_addf(m, "env", "%s=%s", k, v);
+}
+
+/* One rank's submit message: the task's scripts, envs and resources plus the gang envs. */
+static void build_spec(struct msg *m, const struct task *t, const struct clive *cl,
+		       int rank, int nranks, int64_t cluster_job, const char *task_id,
+		       int with_setup)
+{
+	const struct task_resources *res = t->nres ? &t->res[0] : NULL;
+	struct buf ips = BUF_INIT(0);
+	char num[32];
+	char *info = cluster_info(cl->name, cl->infra);
+	double cpus = 0.5, mem = 0;
+	int gpus = 0, i;
+	size_t k;
+
+	if (res && res->cpus.text)
+		cpus = res->cpus.value;
+	if (res && res->memory.text)
+		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus : res->memory.value;
+	if (res && res->accel.name)
+		gpus = (int)ceil(res->accel.count);
+	msg_add(m, "op", "submit");
+	msg_add(m, "name", t->name ? t->name : "");
+	msg_addf(m, "cpus", "%g", cpus);
+	msg_addf(m, "memory", "%g", mem);
+	msg_add_int(m, "gpus", gpus);
+	if (res && (res->set & TR_PRIORITY))
+		msg_add_int(m, "priority", res->priority);
+	if (with_setup && t->setup)
+		msg_add(m, "setup", t->setup);
+	if (t->run)
+		msg_add(m, "run", t->run);
+	else if (!with_setup || !t->setup)
+		msg_add(m, "run", "true");
+	if (t->workdir.kind != TASK_WORKDIR_NONE)
+		msg_add(m, "cwd", "~/sky_workdir");
+	for (k = 0; k < t->envs.n; k++)
+		if (t->envs.v[k].value)
+			add_env(m, t->envs.v[k].key, t->envs.v[k].value);
+	for (k = 0; k < t->secrets.n; k++)
+		if (t->secrets.v[k].value)
+			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
+	for (i = 0; i < nranks; i++)
+		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].ip);
+	for (i = 0; i < 2; i++) {
+		const char *p = i ? "SKIFF_" : "SKYPILOT_";
+		char key[64];
+
+		xsnprintf(num, sizeof(num), "%d", rank);
+		xsnprintf(key, sizeof(key), "%sNODE_RANK", p);
+		add_env(m, key, num);
+		xsnprintf(key, sizeof(key), "%sSETUP_NODE_RANK", p);
+		add_env(m, key, num);
+		xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
+		add_env(m, key, ips.p);
+		xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
+		add_env(m, key, ips.p);
+		xsnprintf(num, sizeof(num), "%d", nranks);
+		xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
+		add_env(m, key, num);
+		xsnprintf(num, sizeof(num), "%d", gpus);
+		xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
+		add_env(m, key, num);
+		xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
+		add_env(m, key, num);
+		xsnprintf(key, sizeof(key), "%sTASK_ID", p);
+		add_env(m, key, task_id);
+		xsnprintf(key, sizeof(key), "%sCLUSTER_INFO", p);
+		add_env(m, key, info);
+	}
+	xsnprintf(num, sizeof(num), "%lld", (long long)cluster_job);
+	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
+	add_env(m, "SKIFF_CLUSTER", cl->name);
+	buf_release(&ips);
+	free(info);
+}
+
+/* Expands a leading ~/ of a local path with the launcher's home. */
+static char *local_path(const char *p)
+{
+	const char *home = user_home();
+
+	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
+		return xasprintf("%s%s", home, p + 1);
+	return xstrdup(p);
+}
+
+static int sync_task(struct clive *cl, const struct task *t)
+{
+	struct step st;
+	size_t i, k;
+	int r = 0, files = 0;
+
+	if (t->workdir.kind == TASK_WORKDIR_GIT)
+		return error("workdir: a git URL is not supported yet; use a local directory");
+	if (t->workdir.kind == TASK_WORKDIR_NONE && !t->nmounts)
+		return 0;
+	step_begin(&st, "sync");
+	for (i = 0; i < cl->n && !r; i++) {
+		if (t->workdir.kind == TASK_WORKDIR_PATH) {
+			char *src = local_path(t->workdir.path);
+
+			r = cl_sync(&cl->nodes[i], src, "~/sky_workdir", 0);
+			free(src);
+			files++;
+		}
+		for (k = 0; k < t->nmounts && !r; k++) {
+			const struct task_mount *mt = &t->mounts[k];
+			char *src;
+			struct stat sb;
+			int is_file;
+
+			if (!mt->src) {
+				r = error("file_mounts: %s: storage mounts (buckets) are not supported "
+					  "by this skiff",
+					  mt->dst);
+				break;
+			}
+			if (strstr(mt->src, "://")) {
+				r = error("file_mounts: %s: '%s' is a URL; only local paths can be "
+					  "mounted by this skiff",
+					  mt->dst, mt->src);
+				break;
+			}
+			src = local_path(mt->src);
+			if (stat(src, &sb) < 0) {
+				r = error_errno("file_mounts: %s: cannot use '%s'", mt->dst, src);
+				free(src);
+				break;
+			}
+			is_file = !S_ISDIR(sb.st_mode);
+			r = cl_sync(&cl->nodes[i], src, mt->dst, is_file);
+			free(src);
+			files++;
+		}
+	}
+	if (r) {
+		step_fail(&st);
+		return r;
+	}
+	step_done(&st, "%d path(s) to %zu node(s)", files / (int)(cl->n ? cl->n : 1), cl->n);
+	return 0;
+}
+
+/* Submits the job on ranks 0..nranks-1; records it in the launcher db. */
+static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
+		      const char *entry, int with_setup, int64_t *cluster_job)
+{
+	struct cluster_job cj = {0};
+	struct buf ids = BUF_INIT(0);
+	struct step st;
+	char task_id[160], stamp[32];
+	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if ((size_t)nranks > cl->n)
+		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
+			     cl->n);
+	cj.name = t->name ? t->name : "";
+	cj.num_nodes = nranks;
+	cj.node_job_ids = "";
+	cj.log_dir = "";
+	cj.entrypoint = (char *)entry;
+	r = st_cluster_job_add(ldb, cl->name, &cj);
+	if (r)
+		return r;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
+	xsnprintf(task_id, sizeof(task_id), "sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
+	step_begin(&st, "submit");
+	for (i = 0; i < nranks; i++) {
+		struct msg m;
+		int64_t id = 0;
+
+		msg_init(&m);
+		build_spec(&m, t, cl, i, nranks, cj.id, task_id, with_setup);
+		r = cl_submit(&cl->nodes[i], &m, &id);
+		msg_release(&m);
+		if (r) {
+			step_fail(&st);
+			goto out;
+		}
+		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)id);
+	}
+	r = st_cluster_job_set_node_ids(ldb, cl->name, cj.id, ids.p);
+	if (r)
+		goto out;
+	step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
+	*cluster_job = cj.id;
+	if (nranks > 1)
+		lc_start_gang_watch(cl->name, cj.id);
+out:
+	buf_release(&ids);
+	return r;
+}
+
+static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
+			     struct task_overrides *ov, int *first)
+{
+	int i, r;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		long v;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1]) {
+			/* exec CLUSTER: options may come before or after the cluster name. */
+			if (lo->exec && !lo->cluster) {
+				lo->cluster = a;
+				continue;
+			}
+			break;
+		}
+		if (!lo->exec && (!strcmp(a, "-c") || !strcmp(a, "--cluster"))) {
+			if (++i >= argc)
+				return usage_error("launch", "%s needs a cluster name", a);
+			lo->cluster = argv[i];
+		} else if (!strcmp(a, "-d") || !strcmp(a, "--detach-run")) {
+			lo->detach = 1;
+		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
+			continue;
+		} else if (!lo->exec && (!strcmp(a, "-i") || !strcmp(a, "--idle-minutes-to-autostop"))) {
+			if (++i >= argc || parse_long(argv[i], 0, 525600, &v))
+				return usage_error("launch", "%s needs minutes (0..525600)", a);
+			lo->idle_minutes = v ? (int)v : 1; /* as SkyPilot: 0 means 1 */
+		} else if (!lo->exec && !strcmp(a, "--down")) {
+			lo->down = 1;
+		} else if (!lo->exec && !strcmp(a, "--infra")) {
+			if (++i >= argc)
+				return usage_error("launch", "--infra needs a value (local, ssh/POOL)");
+			lo->infra = argv[i];
+		} else {
+			r = task_overrides_arg(ov, argc, argv, &i);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return usage_error(lo->exec ? "exec" : "launch", "unknown option '%s'", a);
+			i--;
+		}
+	}
+	*first = i;
+	return 0;
+}
+
+static int load_task(int argc, char **argv, int i, struct task_list *tl,
+		     const struct task_overrides *ov, struct buf *entry)
+{
+	struct yerrors errs = YERRORS_INIT;
+	int r;
+
+	if (i >= argc)
+		return usage_error("launch", "expected a task YAML or a command");
+	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
+		buf_adds(entry, argv[i]);
+		r = task_parse_file(tl, argv[i], &errs);
+		if (r) {
+			yerr_print(&errs, stderr);
+			yerr_release(&errs);
+			return r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
+		}
+	} else {
+		for (; i < argc; i++) {
+			if (entry->len)
+				buf_addch(entry, ' ');
+			buf_adds(entry, argv[i]);
+		}
+		task_from_command(tl, entry->p);
+	}
+	if (tl->n != 1) {
+		yerr_release(&errs);
+		return usage_error("launch", "'%s' is a pipeline of %zu tasks: run it with "
+					     "'skiff jobs launch'",
+				   entry->p, tl->n);
+	}
+	if (task_list_apply_overrides(tl, ov, &errs) || task_list_check_required(tl, &errs, 0)) {
+		yerr_print(&errs, stderr);
+		yerr_release(&errs);
+		return EXIT_INVALID;
+	}
+	yerr_print(&errs, stderr); /* warnings */
+	yerr_release(&errs);
+	return 0;
+}
+
+static void warn_ignored_fields(const struct task *t, const char *infra)
+{
+	const char *names[32];
+	size_t n, i;
+	struct buf b = BUF_INIT(0);
+
+	n = task_cloud_only_fields(t, starts_with(infra, "ssh") ? TASK_INFRA_SSH : TASK_INFRA_LOCAL,
+				   names, ARRAY_SIZE(names));
+	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
+		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
+	if (n)
+		warning("ignored on %s infra (only a cloud can honour them): %s", infra, b.p);
+	buf_release(&b);
+}
+
+/* Creates the cluster: pick and book nodes (status INIT). */
+static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
+			  const struct task *t, const char *entry)
+{
+	struct infra inf;
+	struct cluster c = {0};
+	struct cluster_node *nodes = NULL;
+	struct step st;
+	int n = t->num_nodes > 0 ? (int)t->num_nodes : 1, r;
+	char res[128];
+
+	r = infra_parse(spec, &inf);
+	if (r)
+		return r;
+	r = infra_resolve(&inf);
+	if (r)
+		goto out;
+	step_begin(&st, "nodes");
+	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
+	if (r) {
+		step_fail(&st);
+		goto out;
+	}
+	lc_resources_text(t, n, res, sizeof(res));
+	c.name = (char *)name;
+	c.infra = inf.spec;
+	c.status = CLUSTER_INIT;
+	c.resources = res;
+	c.autostop_minutes = -1;
+	c.last_task = (char *)entry;
+	c.head_ip = nodes[0].ip;
+	r = st_cluster_create(ldb, &c, nodes, (size_t)n);
+	if (r) {
+		step_fail(&st);
+		goto out;
+	}
+	step_done(&st, "%d node(s) on %s: %s%s", n, inf.spec, nodes[0].ip, n > 1 ? ", ..." : "");
+out:
+	if (nodes)
+		cluster_nodes_free(nodes, (size_t)n);
+	infra_release(&inf);
+	return r;
+}
+
+static int bootstrap(struct st_db *ldb, struct clive *cl)
+{
+	struct step st;
+	size_t i, copied = 0, started = 0;
+
+	step_begin(&st, "bootstrap");
+	if (cl_bootstrap(cl)) {
+		step_fail(&st);
+		return -1;
+	}
+	for (i = 0; i < cl->n; i++) {
+		copied += cl->nodes[i].copied;
+		started += cl->nodes[i].sup_started;
+		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
+	}
+	step_done(&st, "skiff copied to %zu, already on %zu; %zu supervisor(s) started", copied,
+		  cl->n - copied, started);
+	return 0;
+}
+
+/* A node whose skiff is not this launcher's binary gets it (upgrade in place). */
+static int outdated(const struct clive *cl)
+{
+	const char *sha = self_sha256(NULL);
+	size_t i;
+
+	for (i = 0; i < cl->n; i++)
+		if (!cl->nodes[i].exe || !sha || !strstr(cl->nodes[i].exe, sha))
+			return 1;
+	return 0;
+}
+
+static int run_task(int argc, char **argv, struct launch_opts *lo)
+{
+	struct task_overrides ov = TASK_OVERRIDES_INIT;
+	struct task_list tl = TASK_LIST_INIT;
+	struct buf entry = BUF_INIT(0);
+	struct st_db *ldb = NULL;
+	struct clive cl = {0};
+	struct cluster c = {0};
+	const struct task *t;
+	char *name = NULL;
+	int64_t job = 0;
+	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0;
+
+	r = parse_launch_args(argc, argv, lo, &ov, &i);
+	if (r)
+		return r;
+	if (lo->exec && !lo->cluster)
+		return usage_error("exec", "expected a cluster name");
+	r = load_task(argc, argv, i, &tl, &ov, &entry);
+	if (r) {
+		rc = r;
+		goto out;
+	}
+	t = tl.tasks[0];
+	if (st_launcher_open(0, &ldb))
+		goto out;
+	name = lo->cluster ? xstrdup(lo->cluster) : infra_cluster_name_new(ldb);
+	if (infra_validate_cluster_name(name)) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	existed = !st_cluster_get(ldb, name, &c);
+	if (existed)
+		cluster_free(&c);
+	if (lo->exec && !existed) {
+		error("cluster %s does not exist (launch it first with 'skiff launch -c %s')", name,
+		      name);
+		goto out;
+	}
+	if (!existed) {
+		const char *spec = lo->infra ? lo->infra
+				   : t->nres && t->res[0].infra ? t->res[0].infra : "local";
+
+		fprintf(stderr, "Launching cluster %s\n", name);
+		if (create_cluster(ldb, name, spec, t, entry.p))
+			goto out;
+	} else {
+		fprintf(stderr, "%s on cluster %s\n", lo->exec ? "Submitting job" : "Launching",
+			name);
+	}
+	if (st_cluster_get(ldb, name, &c))
+		goto out;
+	have_c = 1;
+	if (lo->infra && existed && strcmp(lo->infra, c.infra))
+		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, lo->infra);
+	warn_ignored_fields(t, c.infra);
+	if (lc_open_cluster(ldb, &c, &cl))
+		goto out;
+	if (!lo->exec || c.status != CLUSTER_UP || outdated(&cl)) {
+		if (bootstrap(ldb, &cl))
+			goto out;
+		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
+	}
+	if (lo->idle_minutes >= 0 || lo->down) {
+		int minutes = lo->idle_minutes >= 0 ? lo->idle_minutes : 1;
+
+		if (lc_set_autostop(ldb, &cl, minutes, lo->down))
+			goto out;
+	}
+	st_cluster_set_last_task(ldb, name, entry.p);
+	if (sync_task(&cl, t))
+		goto out;
+	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job))
+		goto out;
+	if (lo->detach) {
+		fprintf(stderr, "Job %lld submitted; follow it with 'skiff logs %s %lld'\n",
+			(long long)job, name, (long long)job);
+		rc = EXIT_OK;
+		goto out;
+	}
+	rc = lc_follow_logs(ldb, &cl, job, 1, -1);
+out:
+	if (have_c)
+		cluster_free(&c);
+	cl_close(&cl);
+	st_close(ldb);
+	free(name);
+	buf_release(&entry);
+	task_list_release(&tl);
+	task_overrides_release(&ov);
+	return rc;
+}
+
+int cmd_launch(int argc, char **argv)
+{
+	struct launch_opts lo = {.idle_minutes = -1};
+
+	return run_task(argc, argv, &lo);
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	struct launch_opts lo = {.idle_minutes = -1, .exec = 1};
+
+	return run_task(argc, argv, &lo);
+}

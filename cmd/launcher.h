@@ -1,0 +1,31 @@
+#ifndef SKIFF_CMD_LAUNCHER_H
+#define SKIFF_CMD_LAUNCHER_H
+
+/* What the launcher commands (cmd/launch.c, cmd/cluster.c) share. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bootstrap/cluster.h"
+#include "lib/task.h"
+#include "state/launcher.h"
+
+/* A cluster's live view (runners for its booked nodes). */
+int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl);
+/* Loads cluster `name` and opens it; prints an error naming it when it does not exist. */
+int lc_load(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl);
+/* "2x[cpus=4, H100:1]"-style display text of a task's resources. */
+void lc_resources_text(const struct task *t, int nodes, char *out, size_t size);
+/* Sets autostop on every node (and in the launcher db); minutes < 0 cancels. */
+int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
+/*
+ * Streams a cluster job's logs (all ranks, prefixed when more than one) and returns the
+ * exit code `logs` gives: 0, 100, 101, 102, 103.
+ */
+int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail);
+/* The cluster's jobs as a table or a JSON list (aggregated over ranks). */
+int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct buf *out);
+/* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
+void lc_start_gang_watch(const char *cluster, int64_t job);
+
+#endif

@@ -1,0 +1,714 @@
+#include "state/launcher.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static const char *const status_names[CLUSTER_N_STATUS] = {"INIT", "UP", "STOPPED"};
+
+const char *cluster_status_name(int status)
+{
+	return status >= 0 && status < CLUSTER_N_STATUS ? status_names[status] : "UNKNOWN";
+}
+
+int cluster_status_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < CLUSTER_N_STATUS; i++)
+		if (!strcmp(status_names[i], name))
+			return i;
+	return -1;
+}
+
+/*
+ * WITHOUT ROWID: every table is looked up by its text primary key. The UNIQUE on node_key
+ * is what makes double booking impossible; the foreign keys (st_open() turns them on)
+ * make a cluster's nodes and jobs go with it. clusters.next_job_id is the job id counter,
+ * so ids are never reused while the cluster exists.
+ */
+static const char *const migrations[] = {
+        /* 0 -> 1 */
+        "CREATE TABLE clusters ("
+        "  name TEXT PRIMARY KEY,"
+        "  infra TEXT NOT NULL,"
+        "  status INTEGER NOT NULL CHECK (status BETWEEN 0 AND 2),"
+        "  num_nodes INTEGER NOT NULL CHECK (num_nodes >= 1),"
+        "  resources TEXT NOT NULL DEFAULT '',"
+        "  created_at REAL NOT NULL,"
+        "  launched_at REAL NOT NULL DEFAULT 0,"
+        "  autostop_minutes INTEGER NOT NULL DEFAULT -1,"
+        "  autostop_down INTEGER NOT NULL DEFAULT 0,"
+        "  last_task TEXT NOT NULL DEFAULT '',"
+        "  head_ip TEXT NOT NULL DEFAULT '',"
+        "  next_job_id INTEGER NOT NULL DEFAULT 1"
+        ") WITHOUT ROWID;"
+        "CREATE TABLE cluster_nodes ("
+        "  cluster TEXT NOT NULL REFERENCES clusters(name) ON DELETE CASCADE,"
+        "  rank INTEGER NOT NULL CHECK (rank >= 0),"
+        "  node_key TEXT NOT NULL UNIQUE,"
+        "  ip TEXT NOT NULL,"
+        "  user TEXT NOT NULL DEFAULT '',"
+        "  port INTEGER NOT NULL DEFAULT 0,"
+        "  identity_file TEXT NOT NULL DEFAULT '',"
+        "  proxy_jump TEXT NOT NULL DEFAULT '',"
+        "  home TEXT NOT NULL DEFAULT '',"
+        "  skiff_exe TEXT NOT NULL DEFAULT '',"
+        "  PRIMARY KEY (cluster, rank)"
+        ") WITHOUT ROWID;"
+        "CREATE INDEX cluster_nodes_addr ON cluster_nodes(ip, port);"
+        "CREATE TABLE cluster_jobs ("
+        "  cluster TEXT NOT NULL REFERENCES clusters(name) ON DELETE CASCADE,"
+        "  id INTEGER NOT NULL CHECK (id >= 1),"
+        "  name TEXT NOT NULL DEFAULT '',"
+        "  num_nodes INTEGER NOT NULL CHECK (num_nodes >= 1),"
+        "  submitted_at REAL NOT NULL,"
+        "  node_job_ids TEXT NOT NULL DEFAULT '',"
+        "  log_dir TEXT NOT NULL DEFAULT '',"
+        "  entrypoint TEXT NOT NULL DEFAULT '',"
+        "  PRIMARY KEY (cluster, id)"
+        ") WITHOUT ROWID;",
+};
+
+const struct st_schema st_launcher_schema = {"launcher", migrations, 1};
+
+int st_launcher_open(unsigned flags, struct st_db **out)
+{
+	const char *home = skiff_home();
+	char *path;
+	int r;
+
+	*out = NULL;
+	if (!home)
+		return -ENOENT;
+	if (!(flags & ST_READONLY)) {
+		r = ensure_private_dir(home);
+		if (r) {
+			errno = -r;
+			return error_errno("cannot use state directory '%s'", home);
+		}
+	}
+	path = xasprintf("%s/launcher.db", home);
+	if ((flags & ST_READONLY) && access(path, F_OK) < 0 && errno == ENOENT)
+		r = -ENOENT;
+	else
+		r = st_open(path, &st_launcher_schema, flags, out);
+	free(path);
+	return r;
+}
+
+/* ---- structs ------------------------------------------------------------------------- */
+
+void cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->infra);
+	free(c->resources);
+	free(c->last_task);
+	free(c->head_ip);
+	memset(c, 0, sizeof(*c));
+}
+
+void clusters_free(struct cluster *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		cluster_free(&v[i]);
+	free(v);
+}
+
+void cluster_node_free(struct cluster_node *n)
+{
+	if (!n)
+		return;
+	free(n->cluster);
+	free(n->node_key);
+	free(n->ip);
+	free(n->user);
+	free(n->identity_file);
+	free(n->proxy_jump);
+	free(n->home);
+	free(n->skiff_exe);
+	memset(n, 0, sizeof(*n));
+}
+
+void cluster_nodes_free(struct cluster_node *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		cluster_node_free(&v[i]);
+	free(v);
+}
+
+void cluster_job_free(struct cluster_job *j)
+{
+	if (!j)
+		return;
+	free(j->cluster);
+	free(j->name);
+	free(j->node_job_ids);
+	free(j->log_dir);
+	free(j->entrypoint);
+	memset(j, 0, sizeof(*j));
+}
+
+void cluster_jobs_free(struct cluster_job *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		cluster_job_free(&v[i]);
+	free(v);
+}
+
+static const char *or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	return xstrdup(st_col_text(st, i));
+}
+
+/*
+ * Rows are collected into a growing array; a failed step frees what was read, so a
+ * caller never sees half a list.
+ */
+static void *grow(void *v, size_t n, size_t *alloc, size_t size)
+{
+	if (n < *alloc)
+		return v;
+	*alloc = *alloc ? *alloc * 2 : 8;
+	return xrealloc(v, *alloc * size);
+}
+
+/* ---- clusters ------------------------------------------------------------------------ */
+
+#define CLUSTER_COLS                                                                               \
+	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
+	"autostop_down, last_task, head_ip"
+
+static void load_cluster(sqlite3_stmt *st, struct cluster *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = col_dup(st, 0);
+	c->infra = col_dup(st, 1);
+	c->status = sqlite3_column_int(st, 2);
+	c->num_nodes = sqlite3_column_int(st, 3);
+	c->resources = col_dup(st, 4);
+	c->created_at = sqlite3_column_double(st, 5);
+	c->launched_at = sqlite3_column_double(st, 6);
+	c->autostop_minutes = sqlite3_column_int(st, 7);
+	c->autostop_down = sqlite3_column_int(st, 8);
+	c->last_task = col_dup(st, 9);
+	c->head_ip = col_dup(st, 10);
+}
+
+/* 1 if the cluster exists, 0 if not, or an error. */
+static int cluster_exists(struct st_db *db, const char *name)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT 1 FROM clusters WHERE name = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, name);
+	r = st_step(db, st);
+	sqlite3_reset(st);
+	return r;
+}
+
+int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port, char **cluster)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	*cluster = NULL;
+	st = st_prepare(db, "SELECT cluster FROM cluster_nodes WHERE node_key = ?");
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, node_key);
+	r = st_step(db, st);
+	if (r == 1)
+		*cluster = col_dup(st, 0);
+	sqlite3_reset(st);
+	if (r || !ip)
+		return r < 0 ? r : 0;
+	st = st_prepare(db, "SELECT cluster FROM cluster_nodes WHERE ip = ? AND port = ? "
+	                    "ORDER BY cluster, rank LIMIT 1");
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, ip);
+	st_bind_int(st, 2, port);
+	r = st_step(db, st);
+	if (r == 1)
+		*cluster = col_dup(st, 0);
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+static int insert_node(struct st_db *db, const char *cluster, const struct cluster_node *n)
+{
+	sqlite3_stmt *st = st_prepare(
+	        db,
+	        "INSERT INTO cluster_nodes (cluster, rank, node_key, ip, user, port, "
+	        "identity_file, proxy_jump, home, skiff_exe) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, cluster);
+	st_bind_int(st, 2, n->rank);
+	st_bind_text(st, 3, n->node_key);
+	st_bind_text(st, 4, n->ip);
+	st_bind_text(st, 5, or_empty(n->user));
+	st_bind_int(st, 6, n->port);
+	st_bind_text(st, 7, or_empty(n->identity_file));
+	st_bind_text(st, 8, or_empty(n->proxy_jump));
+	st_bind_text(st, 9, or_empty(n->home));
+	st_bind_text(st, 10, or_empty(n->skiff_exe));
+	return st_step_done(db, st);
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int check_create_args(const struct cluster *c, const struct cluster_node *nodes, size_t n)
+{
+	const char **keys;
+	size_t i;
+	int r = 0;
+
+	if (!c->name || !*c->name || !c->infra || !*c->infra)
+		return error("cannot create a cluster without a name and an infra");
+	if (c->status < 0 || c->status >= CLUSTER_N_STATUS)
+		return error("cluster '%s': bad status %d", c->name, c->status);
+	if (!n || n > 1000000)
+		return error("cluster '%s': bad number of nodes %zu", c->name, n);
+	for (i = 0; i < n; i++) {
+		if (nodes[i].rank != (int)i)
+			return error("cluster '%s': node %zu has rank %d: ranks must be 0..%zu in "
+			             "order",
+			             c->name, i, nodes[i].rank, n - 1);
+		if (!nodes[i].node_key || !*nodes[i].node_key || !nodes[i].ip)
+			return error("cluster '%s': node %zu has no key or address", c->name, i);
+	}
+	/* The UNIQUE constraint would refuse it too, in sqlite's words. */
+	keys = xcalloc(n, sizeof(*keys));
+	for (i = 0; i < n; i++)
+		keys[i] = nodes[i].node_key;
+	qsort(keys, n, sizeof(*keys), cmp_str_ptr);
+	for (i = 1; i < n && !r; i++)
+		if (!strcmp(keys[i - 1], keys[i]))
+			r = error("cluster '%s': node '%s' is listed twice", c->name, keys[i]);
+	free(keys);
+	return r;
+}
+
+int st_cluster_create(struct st_db *db, const struct cluster *c, const struct cluster_node *nodes,
+                      size_t n)
+{
+	sqlite3_stmt *st;
+	double now = now_wall();
+	size_t i;
+	int r;
+
+	if (check_create_args(c, nodes, n))
+		return -EINVAL;
+	r = st_begin(db);
+	if (r)
+		return r;
+	/*
+	 * The write lock is held from here on: the checks below cannot go stale before the
+	 * inserts, so a taken node gets a message naming its holder rather than sqlite's
+	 * constraint error. The UNIQUE and PRIMARY KEY constraints stay the last word.
+	 */
+	r = cluster_exists(db, c->name);
+	if (r < 0)
+		goto fail;
+	if (r) {
+		r = -EEXIST;
+		error("cluster '%s' already exists", c->name);
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		char *holder;
+
+		r = st_node_holder(db, nodes[i].node_key, NULL, 0, &holder);
+		if (r)
+			goto fail;
+		if (holder) {
+			error("cannot book node '%s' for cluster '%s': it is in use by cluster '%s'",
+			      nodes[i].node_key, c->name, holder);
+			free(holder);
+			r = -EBUSY;
+			goto fail;
+		}
+	}
+	st = st_prepare(db, "INSERT INTO clusters (name, infra, status, num_nodes, resources, "
+	                    "created_at, launched_at, autostop_minutes, autostop_down, last_task, "
+	                    "head_ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_text(st, 1, c->name);
+	st_bind_text(st, 2, c->infra);
+	st_bind_int(st, 3, c->status);
+	st_bind_int(st, 4, (int64_t)n);
+	st_bind_text(st, 5, or_empty(c->resources));
+	st_bind_double(st, 6, now);
+	st_bind_double(st, 7, now);
+	st_bind_int(st, 8, c->autostop_minutes < 0 ? -1 : c->autostop_minutes);
+	st_bind_int(st, 9, c->autostop_minutes < 0 ? 0 : !!c->autostop_down);
+	st_bind_text(st, 10, or_empty(c->last_task));
+	st_bind_text(st, 11, or_empty(c->head_ip));
+	r = st_step_done(db, st);
+	if (r)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		r = insert_node(db, c->name, &nodes[i]);
+		if (r)
+			goto fail;
+	}
+	return st_commit(db);
+fail:
+	st_rollback(db);
+	return r;
+}
+
+int st_cluster_get(struct st_db *db, const char *name, struct cluster *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " CLUSTER_COLS " FROM clusters WHERE name = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, name);
+	r = st_step(db, st);
+	if (r == 1)
+		load_cluster(st, out);
+	sqlite3_reset(st);
+	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int st_cluster_list(struct st_db *db, struct cluster **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " CLUSTER_COLS " FROM clusters ORDER BY name");
+	struct cluster *v = NULL;
+	size_t k = 0, alloc = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) == 1) {
+		v = grow(v, k, &alloc, sizeof(*v));
+		load_cluster(st, &v[k++]);
+	}
+	sqlite3_reset(st);
+	if (r < 0) {
+		clusters_free(v, k);
+		return r;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT cluster, rank, node_key, ip, user, port, "
+	                                  "identity_file, proxy_jump, home, skiff_exe "
+	                                  "FROM cluster_nodes WHERE cluster = ? ORDER BY rank");
+	struct cluster_node *v = NULL;
+	size_t k = 0, alloc = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, cluster);
+	while ((r = st_step(db, st)) == 1) {
+		struct cluster_node *c;
+
+		v = grow(v, k, &alloc, sizeof(*v));
+		c = &v[k++];
+		c->cluster = col_dup(st, 0);
+		c->rank = sqlite3_column_int(st, 1);
+		c->node_key = col_dup(st, 2);
+		c->ip = col_dup(st, 3);
+		c->user = col_dup(st, 4);
+		c->port = sqlite3_column_int(st, 5);
+		c->identity_file = col_dup(st, 6);
+		c->proxy_jump = col_dup(st, 7);
+		c->home = col_dup(st, 8);
+		c->skiff_exe = col_dup(st, 9);
+	}
+	sqlite3_reset(st);
+	if (r < 0 || !k) {
+		cluster_nodes_free(v, k);
+		return r < 0 ? r : -ENOENT;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* After an UPDATE of one cluster: 0 if it changed a row, else -ENOENT. */
+static int changed_or_enoent(struct st_db *db, int r)
+{
+	if (r)
+		return r;
+	return st_changes(db) ? 0 : -ENOENT;
+}
+
+int st_cluster_set_status(struct st_db *db, const char *name, unsigned from_mask, int status)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if (status < 0 || status >= CLUSTER_N_STATUS)
+		return error("cluster '%s': bad status %d", name, status);
+	st = st_prepare(db, "UPDATE clusters SET status = ?2, launched_at = CASE "
+	                    "WHEN ?2 = 1 AND status != 1 THEN ?3 ELSE launched_at END "
+	                    "WHERE name = ?1 AND ((1 << status) & ?4)");
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, name);
+	st_bind_int(st, 2, status);
+	st_bind_double(st, 3, now_wall());
+	st_bind_int(st, 4, from_mask);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	if (st_changes(db))
+		return 0;
+	r = cluster_exists(db, name);
+	return r < 0 ? r : r ? -ESTALE : -ENOENT;
+}
+
+int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE clusters SET autostop_minutes = ?, "
+	                                  "autostop_down = ? WHERE name = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, minutes < 0 ? -1 : minutes);
+	st_bind_int(st, 2, minutes < 0 ? 0 : !!down);
+	st_bind_text(st, 3, name);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE clusters SET head_ip = ? WHERE name = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(ip));
+	st_bind_text(st, 2, name);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE clusters SET last_task = ? WHERE name = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(entrypoint));
+	st_bind_text(st, 2, name);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_nodes SET skiff_exe = ? "
+	                                  "WHERE cluster = ? AND rank = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(exe));
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, rank);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_delete(struct st_db *db, const char *name)
+{
+	sqlite3_stmt *st = st_prepare(db, "DELETE FROM clusters WHERE name = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, name);
+	/* One statement: the cascade to cluster_nodes and cluster_jobs is part of it. */
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+/* ---- cluster jobs -------------------------------------------------------------------- */
+
+#define JOB_COLS "cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint"
+
+static void load_job(sqlite3_stmt *st, struct cluster_job *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->cluster = col_dup(st, 0);
+	j->id = sqlite3_column_int64(st, 1);
+	j->name = col_dup(st, 2);
+	j->num_nodes = sqlite3_column_int(st, 3);
+	j->submitted_at = sqlite3_column_double(st, 4);
+	j->node_job_ids = col_dup(st, 5);
+	j->log_dir = col_dup(st, 6);
+	j->entrypoint = col_dup(st, 7);
+}
+
+int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j)
+{
+	sqlite3_stmt *st;
+	int64_t id;
+	double now = now_wall();
+	int r;
+
+	if (j->num_nodes < 1)
+		return error("cluster '%s': a job needs at least one node", cluster);
+	r = st_begin(db);
+	if (r)
+		return r;
+	st = st_prepare(db, "SELECT next_job_id FROM clusters WHERE name = ?");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_text(st, 1, cluster);
+	r = st_step(db, st);
+	id = r == 1 ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_reset(st);
+	if (r <= 0) {
+		if (!r)
+			r = -ENOENT;
+		goto fail;
+	}
+	st = st_prepare(db, "UPDATE clusters SET next_job_id = ? WHERE name = ?");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_int(st, 1, id + 1);
+	st_bind_text(st, 2, cluster);
+	r = st_step_done(db, st);
+	if (r)
+		goto fail;
+	st = st_prepare(db, "INSERT INTO cluster_jobs (cluster, id, name, num_nodes, submitted_at, "
+	                    "node_job_ids, log_dir, entrypoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_text(st, 1, cluster);
+	st_bind_int(st, 2, id);
+	st_bind_text(st, 3, or_empty(j->name));
+	st_bind_int(st, 4, j->num_nodes);
+	st_bind_double(st, 5, now);
+	st_bind_text(st, 6, or_empty(j->node_job_ids));
+	st_bind_text(st, 7, or_empty(j->log_dir));
+	st_bind_text(st, 8, or_empty(j->entrypoint));
+	r = st_step_done(db, st);
+	if (r)
+		goto fail;
+	r = st_commit(db);
+	if (r)
+		return r;
+	j->id = id;
+	j->submitted_at = now;
+	return 0;
+fail:
+	st_rollback(db);
+	return r;
+}
+
+int st_cluster_job_get(struct st_db *db, const char *cluster, int64_t id, struct cluster_job *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " JOB_COLS " FROM cluster_jobs "
+	                                  "WHERE cluster = ? AND id = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, cluster);
+	st_bind_int(st, 2, id);
+	r = st_step(db, st);
+	if (r == 1)
+		load_job(st, out);
+	sqlite3_reset(st);
+	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int st_cluster_job_list(struct st_db *db, const char *cluster, struct cluster_job **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " JOB_COLS " FROM cluster_jobs "
+	                                  "WHERE cluster = ? ORDER BY id");
+	struct cluster_job *v = NULL;
+	size_t k = 0, alloc = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, cluster);
+	while ((r = st_step(db, st)) == 1) {
+		v = grow(v, k, &alloc, sizeof(*v));
+		load_job(st, &v[k++]);
+	}
+	sqlite3_reset(st);
+	if (r < 0) {
+		cluster_jobs_free(v, k);
+		return r;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t id,
+                                const char *node_job_ids)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_jobs SET node_job_ids = ? "
+	                                  "WHERE cluster = ? AND id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(node_job_ids));
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, id);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
+                               const char *log_dir)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_jobs SET log_dir = ? "
+	                                  "WHERE cluster = ? AND id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(log_dir));
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, id);
+	return changed_or_enoent(db, st_step_done(db, st));
+}

@@ -1,0 +1,165 @@
+#ifndef SKIFF_STATE_LAUNCHER_H
+#define SKIFF_STATE_LAUNCHER_H
+
+/*
+ * The launcher's own database ($SKIFF_HOME/launcher.db, opened with st_open() and
+ * st_launcher_schema): the clusters this machine launched, the nodes each one books, and
+ * the cluster jobs submitted to them. The nodes' job queues stay on the nodes (state/node.h);
+ * a cluster job here only maps the id users see to each rank's supervisor job id.
+ *
+ * Booking: a node is identified by a stable node_key ("POOL/IP:PORT" for an ssh pool host,
+ * "local/CLUSTER/RANK" for a local node) that is UNIQUE in cluster_nodes, so the database
+ * itself refuses to give one node to two clusters, whatever the C code does. A cluster and
+ * its nodes are created in one transaction and deleted together (ON DELETE CASCADE frees
+ * the nodes and drops the cluster's jobs).
+ *
+ * Every writer that reads before it writes does so inside BEGIN IMMEDIATE, so concurrent
+ * launchers cannot both book a node or both take a job id. Status changes are guarded
+ * by the statuses they may come from, like the node's job table.
+ *
+ * Ownership: get/list functions fill caller-owned structs whose strings are malloc'd and
+ * never NULL ("" when unset); release them with the matching _free function. Nothing here
+ * keeps a pointer to what it is given.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state/db.h"
+
+/* SkyPilot's cluster statuses (AUTOSTOPPING is not kept: the nodes' supervisors own it). */
+enum cluster_status {
+	CLUSTER_INIT = 0, /* being launched, or a launch failed part way: relaunch to retry */
+	CLUSTER_UP,
+	CLUSTER_STOPPED,
+	CLUSTER_N_STATUS
+};
+
+#define CLUSTER_MASK(s) (1u << (s))
+#define CLUSTER_MASK_ALL ((1u << CLUSTER_N_STATUS) - 1)
+
+const char *cluster_status_name(int status); /* "INIT", "UP", "STOPPED"; "UNKNOWN" */
+int cluster_status_parse(const char *name);  /* -1 if not a status */
+
+struct cluster {
+	char *name;
+	char *infra;          /* canonical infra spec: "local", "ssh/POOL" */
+	int status;           /* enum cluster_status */
+	int num_nodes;        /* >= 1: the rows in cluster_nodes */
+	char *resources;      /* display text for `status`, e.g. "2x(cpus=4, H100:1)" */
+	double created_at;    /* epoch seconds: the row was created */
+	double launched_at;   /* epoch seconds: the last time it became UP; 0: never */
+	int autostop_minutes; /* -1: off */
+	int autostop_down;    /* 1: autodown instead of autostop */
+	char *last_task;      /* the entry point (YAML path or command) last launched or exec'd */
+	char *head_ip;        /* rank 0's address; "" until known */
+};
+
+void cluster_free(struct cluster *c);            /* releases the strings; c itself is not freed */
+void clusters_free(struct cluster *v, size_t n); /* releases each, then frees v */
+
+struct cluster_node {
+	char *cluster;
+	int rank;            /* 0 = head; ranks are 0..num_nodes-1 */
+	char *node_key;      /* stable id, UNIQUE across clusters (see above) */
+	char *ip;            /* address other nodes reach it at ("127.0.0.1" for local) */
+	char *user;          /* ssh user; "": ssh's default */
+	int port;            /* ssh port (22 unless the pool says otherwise); 0 for local */
+	char *identity_file; /* absolute path; "": ssh's default */
+	char *proxy_jump;    /* ssh -J value; "": none */
+	char *home;          /* local nodes: the node's private directory (its $HOME); "" for ssh */
+	char *skiff_exe;     /* remote path of the installed binary; "" until bootstrapped */
+};
+
+void cluster_node_free(struct cluster_node *n);
+void cluster_nodes_free(struct cluster_node *v, size_t n);
+
+struct cluster_job {
+	char *cluster;
+	int64_t id; /* per cluster, from 1, never reused while the cluster exists */
+	char *name;
+	int num_nodes;       /* the job runs on cluster ranks 0..num_nodes-1 */
+	double submitted_at; /* epoch seconds */
+	char *node_job_ids;  /* "17,3,5": job id on rank 0's, 1's, ... supervisor; "" until sent */
+	char *log_dir;       /* where `logs` finds the job's logs (launcher's choice); may be "" */
+	char *entrypoint;    /* YAML path or command */
+};
+
+void cluster_job_free(struct cluster_job *j);
+void cluster_jobs_free(struct cluster_job *v, size_t n);
+
+extern const struct st_schema st_launcher_schema;
+
+/*
+ * Opens (creating it and $SKIFF_HOME, 0700, if needed) $SKIFF_HOME/launcher.db: what every
+ * launcher command starts with. flags as for st_open() (ST_READONLY fails with -ENOENT,
+ * not printed, when no cluster was ever launched). *out is NULL on failure.
+ */
+int st_launcher_open(unsigned flags, struct st_db **out);
+
+/* ---- clusters ----------------------------------------------------------------------- */
+
+/*
+ * Creates cluster c (status INIT, created_at = launched_at = now; c->num_nodes is ignored
+ * and set from n) and books nodes[0..n) in one transaction: all or nothing. Only c's name,
+ * infra, status, resources, autostop_* , last_task and head_ip are read; in nodes, every
+ * field but `cluster` (set to c->name). Ranks must be 0..n-1.
+ * Returns 0; -EEXIST if the cluster exists; -EBUSY if a node is booked by another cluster
+ * (the message names the node and that cluster: a launcher that picked nodes before another
+ * one booked them may pick again); -EINVAL for bad arguments; -EIO. Errors are printed.
+ */
+int st_cluster_create(struct st_db *db, const struct cluster *c, const struct cluster_node *nodes,
+                      size_t n);
+/* 0, -ENOENT (not printed), or an error. */
+int st_cluster_get(struct st_db *db, const char *name, struct cluster *out);
+/* All clusters by name; *out is NULL when there are none. Free with clusters_free(). */
+int st_cluster_list(struct st_db *db, struct cluster **out, size_t *n);
+/* The cluster's nodes in rank order; -ENOENT if it has none. Free with cluster_nodes_free(). */
+int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node **out, size_t *n);
+
+/*
+ * Sets the status if the current one is in from_mask (CLUSTER_MASK bits); becoming UP
+ * from another status sets launched_at to now. 0; -ENOENT no such cluster; -ESTALE the
+ * status was not in from_mask (not printed: the caller decides).
+ */
+int st_cluster_set_status(struct st_db *db, const char *name, unsigned from_mask, int status);
+/* minutes -1 turns autostop off (down is then stored as 0). 0 or -ENOENT. */
+int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down);
+int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip);
+int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint);
+/* Records the binary installed on one node (after bootstrap). 0 or -ENOENT. */
+int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe);
+
+/* Deletes the cluster, frees its nodes and drops its jobs. 0 or -ENOENT. */
+int st_cluster_delete(struct st_db *db, const char *name);
+
+/*
+ * Which cluster holds a node: the one that booked node_key, else (when ip is not NULL)
+ * one that booked any node at ip:port under another key (the same host listed in two
+ * pools). *cluster is a malloc'd name, or NULL when the node is free. 0 or an error.
+ */
+int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port,
+                   char **cluster);
+
+/* ---- cluster jobs --------------------------------------------------------------------- */
+
+/*
+ * Adds a job to a cluster, taking the cluster's next job id in the same transaction.
+ * Reads j->name, num_nodes, node_job_ids, log_dir, entrypoint (NULL: ""); sets
+ * j->id and j->submitted_at (j->cluster is not touched). 0; -ENOENT no such cluster.
+ */
+int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j);
+/* 0, -ENOENT (not printed), or an error. */
+int st_cluster_job_get(struct st_db *db, const char *cluster, int64_t id, struct cluster_job *out);
+/*
+ * The cluster's jobs in id order (oldest first); *out is NULL when there are none (also
+ * when the cluster does not exist). Free with cluster_jobs_free().
+ */
+int st_cluster_job_list(struct st_db *db, const char *cluster, struct cluster_job **out, size_t *n);
+/* The per-rank supervisor job ids, once submitted. 0 or -ENOENT. */
+int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t id,
+                                const char *node_job_ids);
+int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
+                               const char *log_dir);
+
+#endif

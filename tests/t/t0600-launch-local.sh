@@ -1,0 +1,155 @@
+#!/bin/sh
+# The launcher on the embedded default infra (local nodes on this machine).
+. "$(dirname "$0")/lib.sh"
+
+test_cleanup_hook() {
+	for c in $(skiff status --json 2>/dev/null | python3 -c "import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
+		skiff down "$c" >/dev/null 2>&1
+	done
+	pkill -KILL -f "$TRASH" 2>/dev/null
+}
+
+field() {
+	python3 -c "import json,sys; d=json.load(sys.stdin); print(json.dumps($1))"
+}
+
+test_expect_success 'launch runs the example on local infra and prints its output' '
+	cp "$SRC_DIR/examples/hello.yaml" . &&
+	skiff launch -c c1 hello.yaml >out 2>err &&
+	grep -q "^hello from skiff job 1 on " out &&
+	grep -q "bootstrap" err && grep -q "submit" err &&
+	skiff status >st && grep -q "^c1 .*local .*UP" st
+'
+
+test_expect_success 'status --json has name, status, infra, nodes, head, autostop' '
+	skiff status --json >st.json &&
+	python3 - <<-\EOF
+	import json
+	c = [c for c in json.load(open("st.json")) if c["name"] == "c1"][0]
+	assert c["status"] == "UP" and c["infra"] == "local", c
+	assert len(c["nodes"]) == 1 and c["head"] == c["nodes"][0]["ip"], c
+	assert c["autostop"] is None, c
+	EOF
+'
+
+test_expect_success 'a second launch reuses the node: nothing is copied again' '
+	skiff launch -c c1 "echo again" >out 2>err &&
+	grep -q "^again\$" out &&
+	grep -q "copied to 0, already on 1" err
+'
+
+test_expect_success 'exec runs a command on the cluster; queue lists the jobs' '
+	skiff exec c1 "echo exec-ok; exit 0" >out &&
+	grep -q "^exec-ok\$" out &&
+	skiff queue c1 --json >q.json &&
+	python3 - <<-\EOF
+	import json
+	jobs = json.load(open("q.json"))
+	assert [j["id"] for j in jobs] == [1, 2, 3], jobs
+	for j in jobs:
+	    assert j["status"] == "SUCCEEDED" and j["exit_codes"] == [0], j
+	    for k in ("name", "submitted_at", "started_at", "ended_at", "resources", "log_dir"):
+	        assert k in j, k
+	EOF
+'
+
+test_expect_success 'a failing job: launch exits 100, logs --status says so' '
+	expect_fail 100 skiff exec c1 "exit 4" >/dev/null 2>&1 &&
+	expect_fail 100 skiff logs c1 --status >/dev/null 2>&1 &&
+	skiff queue c1 --json | field "d[-1][\"exit_codes\"]" | grep -q "\[4\]"
+'
+
+test_expect_success 'env and secret values arrive verbatim; secrets stay out of command lines' '
+	v=$(printf "a b\"c'"'"'d \$(touch pwned) \`x\`\nline2") &&
+	skiff exec c1 -d --env "V=$v" --secret "S3CR=hunter2-$$" \
+		"printf %s \"\$V\" >envout; sleep 2; printf %s \"\$S3CR\" >secout" >/dev/null 2>&1 &&
+	sleep 0.5 &&
+	! grep -l "hunter[2]-$$" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
+	skiff logs c1 >/dev/null 2>&1 &&
+	home=$(ls -d "$SKIFF_HOME"/local/c1/0) &&
+	printf %s "$v" >want && cmp want "$home/envout" &&
+	test "$(cat "$home/secout")" = "hunter2-$$" &&
+	test ! -e "$home/pwned" && test ! -e pwned
+'
+
+test_expect_success 'workdir is synced and the job runs in it; .gitignore is honoured' '
+	mkdir -p wd/sub && echo payload >wd/data.txt && echo nested >wd/sub/n.txt &&
+	echo "secret.key" >wd/.gitignore && echo nope >wd/secret.key &&
+	cat >wd.yaml <<-\EOF &&
+	workdir: ./wd
+	run: |
+	  cat data.txt sub/n.txt
+	  test ! -e secret.key && echo ignored-ok
+	EOF
+	skiff exec c1 wd.yaml >out &&
+	grep -q "^payload\$" out && grep -q "^nested\$" out && grep -q "^ignored-ok\$" out
+'
+
+test_expect_success 'file_mounts put a local file and a directory on the node' '
+	mkdir -p mdir && echo m1 >mdir/a && echo single >onefile &&
+	cat >fm.yaml <<-EOF &&
+	file_mounts:
+	  ~/mnt/dir: $TRASH/mdir
+	  ~/mnt/file.txt: $TRASH/onefile
+	run: cat ~/mnt/dir/a ~/mnt/file.txt
+	EOF
+	skiff exec c1 fm.yaml >out &&
+	grep -q "^m1\$" out && grep -q "^single\$" out
+'
+
+test_expect_success 'detach, then cancel: CANCELLED and logs exits 103' '
+	skiff exec c1 -d "sleep 9$$" >/dev/null 2>&1 &&
+	wait_for "pgrep -f \"^sleep 9$$\" >/dev/null" &&
+	skiff cancel c1 >/dev/null &&
+	wait_for "! pgrep -f \"^sleep 9$$\" >/dev/null" &&
+	expect_fail 103 skiff logs c1 --status >/dev/null 2>&1
+'
+
+test_expect_success 'a 3-node gang: ranks, IPs in rank order, SKYPILOT_* envs' '
+	cat >gang.yaml <<-\EOF &&
+	num_nodes: 3
+	run: |
+	  echo "rank=$SKYPILOT_NODE_RANK of=$SKYPILOT_NUM_NODES twin=$SKIFF_NODE_RANK"
+	  echo "ips=$(echo "$SKYPILOT_NODE_IPS" | wc -l) task=$SKYPILOT_TASK_ID"
+	  echo "info=$SKYPILOT_CLUSTER_INFO"
+	EOF
+	skiff launch -c g3 gang.yaml >out 2>err &&
+	for r in 0 1 2; do grep -q "^(rank $r, [0-9.]*) rank=$r of=3 twin=$r\$" out || exit 1; done &&
+	test $(grep -c "ips=3 task=sky-.*_g3_1\$" out) = 3 &&
+	grep -q "\"cluster_name\":\"g3\"" out
+'
+
+test_expect_success 'gang: the first rank to fail stops the others (137) and fails the job' '
+	expect_fail 100 skiff exec --num-nodes 3 g3 \
+		"if [ \$SKYPILOT_NODE_RANK = 1 ]; then sleep 0.5; exit 7; fi; sleep 3$$" >out 2>&1 &&
+	wait_for "! pgrep -f \"^sleep 3$$\" >/dev/null" 20 &&
+	skiff queue g3 --json | field "d[-1][\"exit_codes\"]" >codes &&
+	test "$(cat codes)" = "[137, 7, 137]" &&
+	skiff queue g3 --json | field "d[-1][\"status\"]" | grep -q FAILED
+'
+
+test_expect_success 'autostop is set on the cluster and shown by status' '
+	skiff autostop c1 -i 7 >/dev/null &&
+	skiff status --json | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin) if c[\"name\"]==\"c1\"][0]; assert c[\"autostop\"]=={\"idle_minutes\":7,\"down\":False}, c"
+'
+
+test_expect_success 'stop and start keep the cluster; down removes it and its nodes' '
+	skiff stop c1 >/dev/null && skiff status | grep -q "^c1 .*STOPPED" &&
+	skiff start c1 >/dev/null && skiff status | grep -q "^c1 .*UP" &&
+	skiff exec c1 "echo back" | grep -q "^back\$" &&
+	skiff down c1 g3 >out && grep -q "cluster c1 terminated" out &&
+	! skiff status | grep -q "^c1 " &&
+	test ! -e "$SKIFF_HOME/local/c1" &&
+	expect_fail 1 skiff queue c1 2>err && grep -q "does not exist" err
+'
+
+test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
+	expect_fail 1 skiff exec nosuch "true" 2>err && grep -q "does not exist" err &&
+	expect_fail 2 skiff launch -c "Bad_Name" "true" 2>/dev/null &&
+	printf "resources:\n  cpu: 2\nrun: x\n" >bad.yaml &&
+	expect_fail 3 skiff launch -c ok1 bad.yaml 2>err &&
+	grep -q "bad.yaml:2:3:" err &&
+	! skiff status | grep -q "^ok1 "
+'
+
+test_done

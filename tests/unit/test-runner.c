@@ -1,0 +1,539 @@
+/*
+ * Runners (bootstrap/runner*.c): the exact argv the ssh runner builds for several
+ * targets, and that hostile script text reaches the node's sh byte for byte.
+ *
+ * No fake ssh: the ssh argv is checked word for word, and its remote command (the one
+ * string sshd hands to the login shell as `SHELL -c STRING`) is run here the way sshd
+ * runs it, by every POSIX shell on this machine (sh, dash, bash, busybox sh). The local
+ * runner is run for real. The real ssh round trip is in tests/t/t0500-bootstrap.sh; a
+ * real ssh client failing to connect (to a closed local port) is here.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/unit/harness.h"
+#include "bootstrap/runner.h"
+#include "lib/buf.h"
+#include "lib/quote.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static char tmp[64];
+
+/* The argv joined with '|' (the expected values hold no '|'). */
+static char *argv_str(const struct argv *a)
+{
+	struct buf b = BUF_INIT(0);
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		if (i)
+			buf_addch(&b, '|');
+		buf_adds(&b, a->v[i]);
+	}
+	return buf_detach(&b, NULL);
+}
+
+static char *build(struct runner *r, const char *script, int interactive)
+{
+	struct argv a;
+	char *s;
+	int rc;
+
+	argv_init(&a);
+	rc = r->ops->build_argv(r, script, interactive, &a);
+	s = rc ? xasprintf("error %d", rc) : argv_str(&a);
+	argv_release(&a);
+	return s;
+}
+
+static char *common_opts(const char *known_dir, const char *sock_dir)
+{
+	return xasprintf("-o|StrictHostKeyChecking=accept-new|-o|UserKnownHostsFile=%s/known_hosts|"
+	                 "-o|ConnectTimeout=10|-o|ServerAliveInterval=3|-o|ServerAliveCountMax=3|"
+	                 "-o|ControlMaster=auto|-o|ControlPath=%s/%%C|-o|ControlPersist=300|"
+	                 "-o|KexAlgorithms=^curve25519-sha256|-o|LogLevel=INFO",
+	                 known_dir, sock_dir);
+}
+
+static void test_argv_helpers(void)
+{
+	struct argv a;
+	char *s;
+
+	argv_init(&a);
+	ok(a.n == 0, "an empty argv has no words");
+	argv_push(&a, "one");
+	argv_pushf(&a, "%s-%d", "two", 2);
+	ok(a.n == 2 && a.v[2] == NULL, "push and pushf add words, NULL-terminated");
+	s = argv_str(&a);
+	is_str(s, "one|two-2", "the words");
+	free(s);
+	argv_release(&a);
+	argv_release(&a);
+	ok(a.n == 0 && a.v == NULL, "release leaves it empty, twice is fine");
+}
+
+static void test_ssh_argv(void)
+{
+	struct ssh_target t = {0};
+	struct runner *r;
+	char *got, *want, *opts, *cd = xasprintf("%s/cm", tmp);
+
+	opts = common_opts(cd, cd);
+	t.host = "10.0.0.5";
+	t.control_dir = cd;
+	r = runner_ssh_new("n1", &t);
+	ok(r != NULL, "a bare host");
+	got = build(r, "echo hi", 0);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|10.0.0.5|sh -c 'echo hi'", opts);
+	is_str(got, want, "bare host: -T, BatchMode, the common options, --, host, one command");
+	free(got);
+	free(want);
+	ok(!strcmp(r->ip, "10.0.0.5") && !strcmp(r->name, "n1"), "name and ip");
+
+	r->diag_path = "/d/diag.1";
+	got = build(r, "true", 0);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.1|--|10.0.0.5|sh -c true", opts);
+	is_str(got, want, "with a diag file: -E FILE");
+	free(got);
+	free(want);
+	r->diag_path = NULL;
+	runner_free(r);
+
+	t.user = "alice";
+	t.port = 2222;
+	t.identity_file = "/keys/id 50%";
+	t.proxy_jump = "bob@bastion:22";
+	t.ssh_config = "/etc/skiff/ssh config";
+	r = runner_ssh_new("n2", &t);
+	ok(r != NULL, "a full target");
+	got = build(r, "a 'b' $c", 0);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-F|/etc/skiff/ssh config|-p|2222|"
+	                 "-i|/keys/id 50%%%%|-o|IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|"
+	                 "10.0.0.5|sh -c 'a '\\''b'\\'' $c'",
+	                 opts);
+	is_str(got, want, "config, port, identity (%% escaped), jump, user; the script quoted");
+	free(got);
+	free(want);
+
+	got = build(r, "top", 1);
+	want = xasprintf("ssh|-tt|%s|-F|/etc/skiff/ssh config|-p|2222|-i|/keys/id 50%%%%|-o|"
+	                 "IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|10.0.0.5|sh -c top",
+	                 opts);
+	is_str(got, want, "interactive: -tt, no BatchMode (a passphrase may be asked)");
+	free(got);
+	free(want);
+
+	got = build(r, NULL, 1);
+	want = xasprintf("ssh|-tt|%s|-F|/etc/skiff/ssh config|-p|2222|-i|/keys/id 50%%%%|-o|"
+	                 "IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|10.0.0.5",
+	                 opts);
+	is_str(got, want, "interactive without a script: a login shell (no command)");
+	free(got);
+	free(want);
+	got = build(r, NULL, 0);
+	is_str(got, "error -22", "no script and not interactive: -EINVAL");
+	free(got);
+	runner_free(r);
+	free(opts);
+	free(cd);
+}
+
+static void test_ssh_control_dir(void)
+{
+	struct ssh_target t = {0};
+	struct runner *r;
+	char *got, *want, *opts, *fb = xasprintf("/tmp/skiff-ssh.%ld", (long)geteuid());
+	char *longdir = xasprintf("%s/a-directory-name-that-is-long", tmp);
+	char *spaced = xasprintf("%s/with space", tmp);
+	struct stat st;
+
+	t.host = "h";
+	t.control_dir = longdir;
+	r = runner_ssh_new("n", &t);
+	opts = common_opts(longdir, fb);
+	got = build(r, "x", 0);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|sh -c x", opts);
+	is_str(got, want, "a long control dir: sockets under /tmp/skiff-ssh.UID, known_hosts not");
+	ok(!stat(fb, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700 &&
+	           st.st_uid == geteuid(),
+	   "the fallback dir is ours, 0700");
+	ok(!stat(longdir, &st) && (st.st_mode & 0777) == 0700, "the control dir is created 0700");
+	ok(!strcmp(r->diag_dir, fb), "diag files go to the socket dir");
+	free(got);
+	free(want);
+	free(opts);
+	runner_free(r);
+
+	t.control_dir = spaced;
+	r = runner_ssh_new("n", &t);
+	opts = common_opts(fb, fb);
+	got = build(r, "x", 0);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|sh -c x", opts);
+	is_str(got, want, "a control dir with a blank: both in the fallback (ssh would split it)");
+	free(got);
+	free(want);
+	free(opts);
+	runner_free(r);
+
+	t.control_dir = NULL;
+	r = runner_ssh_new("n", &t);
+	ok(r && !strcmp(r->diag_dir, fb), "no control dir: the fallback");
+	runner_free(r);
+	free(fb);
+	free(longdir);
+	free(spaced);
+}
+
+static void test_ssh_bad_targets(void)
+{
+	static const char *const hosts[] = {"-oProxyCommand=touch /tmp/x", "", "a b", "a\nb",
+	                                    "h\t"};
+	struct ssh_target t = {0};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(hosts); i++) {
+		t.host = hosts[i];
+		ok(runner_ssh_new("n", &t) == NULL, "bad host %zu is refused", i);
+	}
+	t.host = NULL;
+	ok(runner_ssh_new("n", &t) == NULL, "no host is refused");
+	t.host = "h";
+	t.user = "-oProxyCommand=x";
+	ok(runner_ssh_new("n", &t) == NULL, "a user starting with '-' is refused");
+	t.user = NULL;
+	t.proxy_jump = "-oProxyCommand=x";
+	ok(runner_ssh_new("n", &t) == NULL, "a jump host starting with '-' is refused");
+	t.proxy_jump = NULL;
+	t.port = 70000;
+	ok(runner_ssh_new("n", &t) == NULL, "port 70000 is refused");
+}
+
+/* Hostile script text: every value must come back byte for byte. */
+static const char *const hostile[] = {
+        "it's",
+        "$(touch /tmp/skiff-test-runner-pwned)",
+        "`touch /tmp/skiff-test-runner-pwned`",
+        "line one\nline two\n",
+        "\xff\xfe non-UTF-8 \x80\xc3",
+        "'",
+        "''\"\"",
+        "back\\slash\\",
+        "$HOME ${HOME} $0 $1 $@ $* $$",
+        "* ? [a-z] ~ ~root",
+        "-n",
+        "  spaced  \t tab ",
+        "!event ; | & && || > < >> << ( ) { }",
+        "# not a comment",
+        "",
+};
+
+/* All bytes 1..255, twice. */
+static char *all_bytes(void)
+{
+	char *s = xmalloc(511);
+	int i;
+
+	for (i = 0; i < 510; i++)
+		s[i] = (char)(i % 255 + 1);
+	s[510] = '\0';
+	return s;
+}
+
+/* `printf %s QUOTED`: prints the value back. */
+static char *printf_script(const char *v)
+{
+	struct buf b = BUF_INIT(0);
+
+	buf_adds(&b, "printf %s ");
+	sh_quote(&b, v);
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * sshd runs the remote command as `LOGIN_SHELL -c STRING`: do exactly that with each
+ * POSIX shell here, with the STRING our ssh argv ends with.
+ */
+static void test_ssh_remote_parse(void)
+{
+	static const char *const shells[][2] = {
+	        {"/bin/sh", NULL},      {"/bin/dash", NULL}, {"/bin/bash", NULL},
+	        {"/bin/busybox", "sh"}, {"/bin/zsh", NULL},
+	};
+	struct ssh_target t = {.host = "h"};
+	char *cd = xasprintf("%s/cm", tmp);
+	struct runner *r;
+	char *bytes = all_bytes();
+	size_t i, k;
+
+	t.control_dir = cd;
+	r = runner_ssh_new("n", &t);
+	for (k = 0; k < ARRAY_SIZE(shells); k++) {
+		int fails = 0, n = 0;
+
+		if (access(shells[k][0], X_OK))
+			continue;
+		for (i = 0; i <= ARRAY_SIZE(hostile); i++) {
+			const char *v = i < ARRAY_SIZE(hostile) ? hostile[i] : bytes;
+			char *script = printf_script(v);
+			struct argv a;
+			struct buf out = BUF_INIT(0);
+			char *av[5];
+			int st = -1, j = 0, rc;
+
+			argv_init(&a);
+			r->ops->build_argv(r, script, 0, &a);
+			av[j++] = (char *)shells[k][0];
+			if (shells[k][1])
+				av[j++] = (char *)shells[k][1];
+			av[j++] = "-c";
+			av[j++] = a.v[a.n - 1];
+			av[j] = NULL;
+			rc = run_capture(av, NULL, NULL, &out, NULL, &st);
+			n++;
+			if (rc || st || out.len != strlen(v) || memcmp(out.p, v, out.len)) {
+				fails++;
+				printf("# %s: value %zu came back as '%s' (rc %d, status %d)\n",
+				       shells[k][0], i, out.p, rc, st);
+			}
+			buf_release(&out);
+			argv_release(&a);
+			free(script);
+		}
+		ok(!fails && n, "%s %s -c <ssh's remote command>: %d hostile values come back",
+		   shells[k][0], shells[k][1] ? shells[k][1] : "", n);
+	}
+	ok(access("/tmp/skiff-test-runner-pwned", F_OK), "nothing was ever executed from a value");
+	runner_free(r);
+	free(bytes);
+	free(cd);
+}
+
+static void test_local_round_trip(void)
+{
+	char *home = xasprintf("%s/node", tmp);
+	struct runner *r = runner_local_new("loc", home);
+	char *bytes = all_bytes();
+	int fails = 0;
+	size_t i;
+
+	ok(r != NULL, "local runner");
+	for (i = 0; i <= ARRAY_SIZE(hostile); i++) {
+		const char *v = i < ARRAY_SIZE(hostile) ? hostile[i] : bytes;
+		char *script = printf_script(v);
+		struct buf out = BUF_INIT(0), err = BUF_INIT(0);
+		int st = -1, rc;
+
+		rc = runner_capture(r, script, NULL, 0, &out, &err, 10000, &st);
+		if (rc || st || out.len != strlen(v) || memcmp(out.p, v, out.len)) {
+			fails++;
+			printf("# value %zu came back as '%s' (rc %d, status %d, err '%s')\n", i,
+			       out.p, rc, st, err.p);
+		}
+		buf_release(&out);
+		buf_release(&err);
+		free(script);
+	}
+	ok(!fails, "runner_capture of printf %%s QUOTED returns the bytes of %zu hostile values",
+	   ARRAY_SIZE(hostile) + 1);
+	ok(access("/tmp/skiff-test-runner-pwned", F_OK), "nothing was ever executed from a value");
+	runner_free(r);
+	free(bytes);
+	free(home);
+}
+
+static void test_local_stdin_env_status(void)
+{
+	char *home = xasprintf("%s/node2", tmp), *want, real[PATH_MAX];
+	struct runner *r;
+	struct buf out = BUF_INIT(0), err = BUF_INIT(0);
+	size_t n = 1 << 20, i;
+	char *in = xmalloc(n);
+	int st = -1, rc;
+
+	setenv("SKIFF_HOME", "/launcher/home", 1);
+	r = runner_local_new("loc", home);
+	ok(r && realpath(home, real), "local runner creates its home");
+	for (i = 0; i < n; i++)
+		in[i] = (char)(i * 7 + i / 256);
+	rc = runner_capture(r, "cat", in, n, &out, &err, 10000, &st);
+	ok(!rc && !st && out.len == n && !memcmp(out.p, in, n),
+	   "1 MiB of every byte value (NUL too) goes through stdin and back");
+	buf_reset(&out);
+	rc = runner_capture(r,
+	                    "printf '%s|%s|%s|' \"$HOME\" \"$PWD\" \"${SKIFF_HOME-unset}\"; pwd -P",
+	                    NULL, 0, &out, &err, 10000, &st);
+	want = xasprintf("%s|%s|unset|%s\n", real, real, real);
+	ok(!rc && !st, "env script ran");
+	is_str(out.p, want, "HOME and PWD are the node's home, SKIFF_HOME is not passed on");
+	free(want);
+
+	rc = runner_capture(r, "echo out; echo err >&2; exit 3", NULL, 0, &out, &err, 10000, &st);
+	ok(!rc && st == 3, "exit status 3 comes back");
+	ok(strstr(err.p, "err\n") && !strstr(out.p, "err"), "stderr is captured apart");
+	rc = runner_capture(r, "exit 255", NULL, 0, NULL, NULL, 10000, &st);
+	ok(!rc && st == 255, "a local 255 is the script's, not a transport failure");
+	rc = runner_capture(r, "kill -TERM $$", NULL, 0, NULL, NULL, 10000, &st);
+	ok(!rc && st == 128 + SIGTERM, "killed by a signal: 128 + signal");
+	rc = runner_run(r, "exit 4", NULL, 10000, &st);
+	ok(!rc && st == 4, "runner_run: exit status");
+	{
+		struct buf small = BUF_INIT(1000);
+
+		rc = runner_capture(r, "head -c 100000 /dev/zero; exit 0", NULL, 0, &small, NULL,
+		                    10000, &st);
+		ok(rc == -ENOBUFS && small.len == 1000,
+		   "output over the buf's max: -ENOBUFS, what fit is kept (%zu bytes)", small.len);
+		buf_release(&small);
+	}
+	{
+		pid_t pid;
+		int raw = 0;
+		struct runner_io io = {RUNNER_NULL, RUNNER_NULL, RUNNER_NULL};
+
+		rc = runner_spawn(r, "exit 7", 0, &io, &pid);
+		ok(!rc && !spawn_wait(pid, &raw) && status_to_code(raw) == 7,
+		   "runner_spawn: the caller reaps the exit status");
+	}
+	unsetenv("SKIFF_HOME");
+	runner_free(r);
+	buf_release(&out);
+	buf_release(&err);
+	free(in);
+	free(home);
+}
+
+/* A process is gone (or a zombie nobody reaped yet), polling up to 5 s. */
+static int gone(pid_t pid)
+{
+	char path[64], data[512], *p;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		FILE *f;
+
+		xsnprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+		f = fopen(path, "r");
+		if (!f)
+			return 1;
+		p = fgets(data, sizeof(data), f) ? strrchr(data, ')') : NULL;
+		fclose(f);
+		if (p && (p[2] == 'Z' || p[2] == 'X'))
+			return 1;
+		poll_ms(10);
+	}
+	return 0;
+}
+
+static void test_local_timeout_and_leftovers(void)
+{
+	char *home = xasprintf("%s/node3", tmp);
+	struct runner *r = runner_local_new("loc", home);
+	struct buf out = BUF_INIT(0);
+	long bg = 0;
+	int st = -1, rc;
+
+	rc = runner_capture(r, "sleep 60 & echo $!; wait", NULL, 0, &out, NULL, 300, &st);
+	ok(rc == -ETIMEDOUT, "a script past its timeout: -ETIMEDOUT");
+	buf_rtrim(&out);
+	rc = parse_long(out.p, 1, INT_MAX, &bg);
+	ok(!rc && gone((pid_t)bg), "its whole process group was killed (the background sleep too)");
+	buf_reset(&out);
+	rc = runner_run(r, "sleep 60", NULL, 200, &st);
+	ok(rc == -ETIMEDOUT, "runner_run times out too");
+
+	rc = runner_capture(r, "sleep 60 & echo $!", NULL, 0, &out, NULL, 20000, &st);
+	buf_rtrim(&out);
+	ok(!rc && !st && !parse_long(out.p, 1, INT_MAX, &bg),
+	   "a background process that keeps stdout open does not hold the call");
+	if (bg > 0)
+		kill((pid_t)bg, SIGKILL);
+	runner_free(r);
+	buf_release(&out);
+	free(home);
+}
+
+/* A free local port, closed again: connecting there is refused. */
+static int closed_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void test_ssh_transport_failure(void)
+{
+	struct ssh_target t = {.host = "127.0.0.1"};
+	char *cd = xasprintf("%s/cm2", tmp);
+	struct runner *r;
+	struct buf out = BUF_INIT(0), err = BUF_INIT(0);
+	int st = -1, rc;
+
+	if (run_capture((char *[]){"ssh", "-V", NULL}, NULL, NULL, NULL, &err, &st) == -ENOENT) {
+		printf("# no ssh client here: the real ssh failure is left to t0500\n");
+		free(cd);
+		return;
+	}
+	buf_reset(&err);
+	t.port = closed_port();
+	t.control_dir = cd;
+	r = runner_ssh_new("lo", &t);
+	rc = runner_run(r, "true", NULL, 20000, &st);
+	ok(rc == -EHOSTUNREACH, "ssh to a closed port: -EHOSTUNREACH (got %d)", rc);
+	ok(strstr(r->last_error.p, "Connection refused") && strstr(r->last_error.p, "127.0.0.1"),
+	   "ssh's own message is in last_error: '%s'", r->last_error.p);
+	rc = runner_capture(r, "true", "x", 1, &out, &err, 20000, &st);
+	ok(rc == -EHOSTUNREACH && !strstr(err.p, "Connection refused"),
+	   "runner_capture too, and ssh's message is not mixed into the script's stderr");
+	ok(runner_ssh_close_master(r) == 0, "closing a master that does not exist is fine");
+	runner_free(r);
+	buf_release(&out);
+	buf_release(&err);
+	free(cd);
+}
+
+int main(void)
+{
+	alarm(120);
+	signal(SIGPIPE, SIG_DFL);
+	xsnprintf(tmp, sizeof(tmp), "/tmp/skr.XXXXXX");
+	if (!mkdtemp(tmp))
+		return 1;
+	unlink("/tmp/skiff-test-runner-pwned");
+	plan_run(test_argv_helpers);
+	plan_run(test_ssh_argv);
+	plan_run(test_ssh_control_dir);
+	plan_run(test_ssh_bad_targets);
+	plan_run(test_ssh_remote_parse);
+	plan_run(test_local_round_trip);
+	plan_run(test_local_stdin_env_status);
+	plan_run(test_local_timeout_and_leftovers);
+	plan_run(test_ssh_transport_failure);
+	{
+		char *rm[] = {"rm", "-rf", tmp, NULL};
+		int st = -1;
+
+		if (run_capture(rm, NULL, NULL, NULL, NULL, &st) || st)
+			printf("# could not remove %s\n", tmp);
+	}
+	return done_testing();
+}
