@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra.h"
+#include "bootstrap/sync.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "lib/json.h"
@@ -465,6 +466,69 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			job_status_terminal(status) ? "finished" : "is still running",
 			job_status_name(status));
 	return !follow && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
+}
+
+/* ---- sync-down ---------------------------------------------------------------------- */
+
+int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *where)
+{
+	struct cluster_job cj;
+	struct node_queues q;
+	struct rank_job rj[64];
+	const char *home = user_home();
+	int n, i, r = 0;
+
+	if (!home)
+		return error("no home directory to put ~/sky_logs in");
+	if (st_cluster_job_get(ldb, cl->name, job, &cj)) {
+		error("cluster %s has no job %lld", cl->name, (long long)job);
+		return -ENOENT;
+	}
+	fetch_queues(cl, &q);
+	n = rank_jobs(&cj, cl, &q, rj, 64);
+	buf_addf(where, "%s/sky_logs/%s/%lld", home, cl->name, (long long)job);
+	for (i = 0; i < n && !r; i++) {
+		struct runner_io io = {RUNNER_NULL, -1, RUNNER_INHERIT};
+		struct buf q1 = BUF_INIT(0);
+		struct sync_stats st = {0};
+		char *dst = xasprintf("%s/rank-%d", where->p, i);
+		char *script;
+		int pfd[2], status = 0;
+		pid_t pid;
+
+		if (!*rj[i].log_dir) {
+			r = error("node %s: job %lld has no log directory", cl->nodes[i].name,
+				  (long long)job);
+			free(dst);
+			break;
+		}
+		sh_quote(&q1, rj[i].log_dir);
+		/* The node packs its log dir; we unpack it with the same safe extractor. */
+		script = xasprintf("%s __sync-send --no-ignore %s", cl->nodes[i].exe, q1.p);
+		if (mkdir_p(dst, 0700) || pipe2(pfd, O_CLOEXEC)) {
+			r = error_errno("cannot create '%s'", dst);
+		} else {
+			io.out_fd = pfd[1];
+			r = runner_spawn(cl->nodes[i].r, script, 0, &io, &pid);
+			close(pfd[1]);
+			if (!r) {
+				r = sync_unpack(pfd[0], dst, 0, 0, &st);
+				close(pfd[0]);
+				waitpid(pid, &status, 0);
+				if (!r && (!WIFEXITED(status) || WEXITSTATUS(status)))
+					r = error("node %s: could not send the logs of job %lld",
+						  cl->nodes[i].name, (long long)job);
+			} else {
+				close(pfd[0]);
+			}
+		}
+		free(script);
+		free(dst);
+		buf_release(&q1);
+	}
+	free_queues(cl, &q);
+	cluster_job_free(&cj);
+	return r;
 }
 
 /* ---- the gang watcher ------------------------------------------------------------------ */

@@ -36,9 +36,12 @@ const char cmd_queue_usage[] =
 
 const char cmd_logs_usage[] =
 	"usage: skiff logs CLUSTER [JOB] [--follow|--no-follow] [--tail N] [--status]\n"
+	"       skiff logs CLUSTER [JOB] -s|--sync-down\n"
 	"\n"
 	"Streams a job's logs (the latest job by default), every rank's lines prefixed\n"
 	"with its rank when the job has several. Ctrl-C stops following; the job runs on.\n"
+	"--sync-down copies every rank's setup.log and run.log of the job to\n"
+	"~/sky_logs/CLUSTER/JOB/rank-N/ over the runner's own channel.\n"
 	"Exit status: 0 succeeded, 100 failed, 101 not finished, 102 not found,\n"
 	"103 cancelled.\n";
 
@@ -271,10 +274,12 @@ int cmd_logs(int argc, char **argv)
 	struct clive cl;
 	const char *name = NULL;
 	long tail = -1, jid = 0;
-	int follow = 1, only_status = 0, a, rc;
+	int follow = 1, only_status = 0, sync_down = 0, a, rc;
 
 	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--follow"))
+		if (!strcmp(argv[a], "-s") || !strcmp(argv[a], "--sync-down"))
+			sync_down = 1;
+		else if (!strcmp(argv[a], "--follow"))
 			follow = 1;
 		else if (!strcmp(argv[a], "--no-follow"))
 			follow = 0;
@@ -305,6 +310,13 @@ int cmd_logs(int argc, char **argv)
 	if (!jid) {
 		error("cluster %s has no jobs", name);
 		rc = EXIT_JOB_NOT_FOUND;
+	} else if (sync_down) {
+		struct buf where = BUF_INIT(0);
+
+		rc = lc_sync_down(ldb, &cl, jid, &where) ? EXIT_FAIL : EXIT_OK;
+		if (rc == EXIT_OK)
+			printf("logs of job %ld synced to %s\n", jid, where.p);
+		buf_release(&where);
 	} else if (only_status) {
 		rc = lc_follow_logs(ldb, &cl, jid, -1, 0);
 	} else {

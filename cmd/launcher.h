@@ -25,6 +25,11 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
 int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail);
 /* The cluster's jobs as a table or a JSON list (aggregated over ranks). */
 int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct buf *out);
+/*
+ * Brings every rank's log dir of a job back to ~/sky_logs/CLUSTER/JOB/rank-N (appends
+ * that parent path to where).
+ */
+int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *where);
 /* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
 void lc_start_gang_watch(const char *cluster, int64_t job);
 

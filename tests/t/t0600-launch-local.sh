@@ -128,6 +128,14 @@ test_expect_success 'gang: the first rank to fail stops the others (137) and fai
 	skiff queue g3 --json | field "d[-1][\"status\"]" | grep -q FAILED
 '
 
+test_expect_success 'logs --sync-down brings every rank'"'"'s logs to ~/sky_logs' '
+	skiff logs g3 1 --sync-down >out &&
+	grep -q "sky_logs/g3/1" out &&
+	for r in 0 1 2; do
+		grep -q "^rank=$r of=3" "$HOME/sky_logs/g3/1/rank-$r/run.log" || exit 1
+	done
+'
+
 test_expect_success 'autostop is set on the cluster and shown by status' '
 	skiff autostop c1 -i 7 >/dev/null &&
 	skiff status --json | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin) if c[\"name\"]==\"c1\"][0]; assert c[\"autostop\"]=={\"idle_minutes\":7,\"down\":False}, c"
