@@ -19,12 +19,12 @@
 
 struct cnode {
 	int rank;
-	char *name;       /* for messages */
+	char *name; /* for messages */
 	char *ip;
 	struct runner *r;
-	char *exe;        /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
-	int copied;       /* bootstrap: the binary was sent */
-	int sup_started;  /* bootstrap: the supervisor was started */
+	char *exe;       /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
+	int copied;      /* bootstrap: the binary was sent */
+	int sup_started; /* bootstrap: the supervisor was started */
 };
 
 struct clive {
@@ -57,6 +57,6 @@ int cl_queue_json(struct cnode *nd, struct buf *out);
 int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);
 /* Same, capturing stdout. */
 int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int timeout_ms,
-		     int *status);
+                     int *status);
 
 #endif

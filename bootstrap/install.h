@@ -20,11 +20,12 @@
 #include "bootstrap/runner.h"
 
 struct install_result {
-	int copied;         /* 1: the binary was sent; 0: it was there already */
-	char remote_exe[256]; /* shell word for the binary on the node: "$HOME/.skiff/bin/skiff-SHA" */
-	long sup_pid;       /* the node's supervisor */
-	int sup_started;    /* 1: this call started it */
-	size_t sent;        /* bytes of the binary sent to the node (0 when copied == 0) */
+	int copied;           /* 1: the binary was sent; 0: it was there already */
+	char remote_exe[256]; /* shell word for the binary on the node: "$HOME/.skiff/bin/skiff-SHA"
+	                       */
+	long sup_pid;         /* the node's supervisor */
+	int sup_started;      /* 1: this call started it */
+	size_t sent;          /* bytes of the binary sent to the node (0 when copied == 0) */
 };
 
 /* Installs (if needed) and brings the supervisor up. 0 or a negative error (printed). */
@@ -42,15 +43,14 @@ enum boot_install_flags {
  * stdin, verify them against `sha`, rename into place, run). sha: 64 lowercase hex
  * digits, else -EINVAL. POSIX sh only: busybox ash, dash and bash run it.
  */
-int boot_install_script(struct buf *out, int copy, const char *sha, size_t size,
-			unsigned flags);
+int boot_install_script(struct buf *out, int copy, const char *sha, size_t size, unsigned flags);
 /*
  * The second round trip alone: sends len bytes of data as the binary whose sha256 is sha
  * and size is size (a test sends a truncated or altered copy this way). 0 or a negative
  * error (printed).
  */
-int boot_install_send(struct runner *r, const char *data, size_t len, const char *sha,
-		      size_t size, unsigned flags, struct install_result *res);
+int boot_install_send(struct runner *r, const char *data, size_t len, const char *sha, size_t size,
+                      unsigned flags, struct install_result *res);
 /* This executable's bytes (read once) and their sha256; 0 or -errno (printed). */
 int boot_self_image(const char **data, size_t *len, const char **sha);
 

@@ -68,8 +68,8 @@ struct runner_ops {
 
 struct runner {
 	const struct runner_ops *ops;
-	char *name;         /* node name for messages ("tn1", "local-2") */
-	char *ip;           /* the node's address as other nodes see it */
+	char *name;            /* node name for messages ("tn1", "local-2") */
+	char *ip;              /* the node's address as other nodes see it */
 	struct buf last_error; /* the transport's last complaint (ssh's own messages) */
 	void *priv;
 	/*
@@ -105,21 +105,21 @@ struct runner_io {
  * to connect, authenticate or keep the connection, and never for a remote exit status.
  */
 int runner_run(struct runner *r, const char *script, const struct runner_io *io, int timeout_ms,
-	       int *status);
+               int *status);
 /*
  * runner_run() with stdin from `in` (in_len bytes, may be NULL) and stdout/stderr
  * captured, each bounded by its buf's max (past it: what fit is kept, the pipe closed,
  * and -ENOBUFS returned after the process exited). out NULL: /dev/null; err NULL: ours.
  */
 int runner_capture(struct runner *r, const char *script, const char *in, size_t in_len,
-		   struct buf *out, struct buf *err, int timeout_ms, int *status);
+                   struct buf *out, struct buf *err, int timeout_ms, int *status);
 /*
  * Starts script without waiting (streaming logs, interactive shells); the caller reaps
  * *pid with spawn_wait(). No timeout, no death signal, no diag file: ssh's messages go to
  * the given stderr. Interactive: stays in our process group (the terminal's).
  */
-int runner_spawn(struct runner *r, const char *script, int interactive,
-		 const struct runner_io *io, pid_t *pid);
+int runner_spawn(struct runner *r, const char *script, int interactive, const struct runner_io *io,
+                 pid_t *pid);
 void runner_free(struct runner *r);
 
 /* For runner implementations: a zeroed runner with name and ip copied, last_error empty. */

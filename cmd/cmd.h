@@ -12,9 +12,9 @@
 #include <stddef.h>
 
 #define EXIT_OK 0
-#define EXIT_FAIL 1 /* the operation failed */
-#define EXIT_USAGE 2 /* bad command line */
-#define EXIT_INVALID 3 /* bad input file: task YAML, config, pool file */
+#define EXIT_FAIL 1        /* the operation failed */
+#define EXIT_USAGE 2       /* bad command line */
+#define EXIT_INVALID 3     /* bad input file: task YAML, config, pool file */
 #define EXIT_UNAVAILABLE 4 /* a needed service (supervisor, node) cannot be reached */
 /* `logs` / `logs --status`, as in SkyPilot */
 #define EXIT_JOB_FAILED 100

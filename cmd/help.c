@@ -7,10 +7,10 @@
 #include "lib/banned.h"
 
 const char cmd_help_usage[] =
-	"usage: skiff help [COMMAND]\n"
-	"\n"
-	"Lists skiff's commands, or shows the help of one command (the same as\n"
-	"'skiff COMMAND --help').\n";
+        "usage: skiff help [COMMAND]\n"
+        "\n"
+        "Lists skiff's commands, or shows the help of one command (the same as\n"
+        "'skiff COMMAND --help').\n";
 
 int cmd_help(int argc, char **argv)
 {

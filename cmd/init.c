@@ -5,12 +5,12 @@
 #include "lib/banned.h"
 
 const char cmd_init_usage[] =
-	"usage: skiff init [-- CMD [ARGS...]]\n"
-	"\n"
-	"Runs as a container's entrypoint (PID 1): reaps zombies, starts the node\n"
-	"supervisor for $SKIFF_HOME, and runs CMD if given, forwarding SIGTERM, SIGINT,\n"
-	"SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH to it. Exits with CMD's status\n"
-	"(128+N if a signal N ended it), or runs until SIGTERM when there is no CMD.\n";
+        "usage: skiff init [-- CMD [ARGS...]]\n"
+        "\n"
+        "Runs as a container's entrypoint (PID 1): reaps zombies, starts the node\n"
+        "supervisor for $SKIFF_HOME, and runs CMD if given, forwarding SIGTERM, SIGINT,\n"
+        "SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH to it. Exits with CMD's status\n"
+        "(128+N if a signal N ended it), or runs until SIGTERM when there is no CMD.\n";
 
 int cmd_init(int argc, char **argv)
 {

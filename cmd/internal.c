@@ -12,14 +12,14 @@
 #include "lib/banned.h"
 
 const char cmd___supervisor_usage[] =
-	"usage: skiff __supervisor\n"
-	"\n"
-	"Internal: the node supervisor daemon. Started by 'skiff node up'.\n";
+        "usage: skiff __supervisor\n"
+        "\n"
+        "Internal: the node supervisor daemon. Started by 'skiff node up'.\n";
 
 const char cmd___shim_usage[] =
-	"usage: skiff __shim JOB_ID\n"
-	"\n"
-	"Internal: runs one job under supervision. Started by the supervisor.\n";
+        "usage: skiff __shim JOB_ID\n"
+        "\n"
+        "Internal: runs one job under supervision. Started by the supervisor.\n";
 
 int cmd___supervisor(int argc, char **argv)
 {

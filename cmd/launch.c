@@ -32,32 +32,32 @@
 #include "lib/banned.h"
 
 const char cmd_launch_usage[] =
-	"usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--infra INFRA]\n"
-	"                    [task flags] YAML|COMMAND...\n"
-	"\n"
-	"Runs a task on a cluster: creates the cluster NAME (or a new one) on INFRA when it\n"
-	"does not exist, copies skiff to its nodes, syncs the workdir and file mounts, runs\n"
-	"setup on every node and run on num_nodes nodes, and follows the logs. On an\n"
-	"existing cluster it re-syncs and runs setup and run again.\n"
-	"\n"
-	"  -c, --cluster NAME   the cluster (default: a new name)\n"
-	"  -d, --detach-run     submit and return; do not follow the logs\n"
-	"  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
-	"  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
-	"  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
-	"  --infra INFRA        local (default), ssh/POOL\n"
-	"\n"
-	"Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
-	"--num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N, --workdir DIR, -n NAME.\n"
-	"\n"
-	"The exit status is the job's, as for 'skiff logs' (0, 100 failed, 103 cancelled),\n"
-	"or 0 with --detach-run once it is submitted.\n";
+        "usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--infra INFRA]\n"
+        "                    [task flags] YAML|COMMAND...\n"
+        "\n"
+        "Runs a task on a cluster: creates the cluster NAME (or a new one) on INFRA when it\n"
+        "does not exist, copies skiff to its nodes, syncs the workdir and file mounts, runs\n"
+        "setup on every node and run on num_nodes nodes, and follows the logs. On an\n"
+        "existing cluster it re-syncs and runs setup and run again.\n"
+        "\n"
+        "  -c, --cluster NAME   the cluster (default: a new name)\n"
+        "  -d, --detach-run     submit and return; do not follow the logs\n"
+        "  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
+        "  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
+        "  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
+        "  --infra INFRA        local (default), ssh/POOL\n"
+        "\n"
+        "Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
+        "--num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N, --workdir DIR, -n NAME.\n"
+        "\n"
+        "The exit status is the job's, as for 'skiff logs' (0, 100 failed, 103 cancelled),\n"
+        "or 0 with --detach-run once it is submitted.\n";
 
 const char cmd_exec_usage[] =
-	"usage: skiff exec [-d] [task flags] CLUSTER YAML|COMMAND...\n"
-	"\n"
-	"Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
-	"task's run step, then follows the logs (as 'skiff launch' does).\n";
+        "usage: skiff exec [-d] [task flags] CLUSTER YAML|COMMAND...\n"
+        "\n"
+        "Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
+        "task's run step, then follows the logs (as 'skiff launch' does).\n";
 
 struct launch_opts {
 	const char *cluster;
@@ -97,9 +97,8 @@ static void add_env(struct msg *m, const char *k, const char *v)
 }
 
 /* One rank's submit message: the task's scripts, envs and resources plus the gang envs. */
-static void build_spec(struct msg *m, const struct task *t, const struct clive *cl,
-		       int rank, int nranks, int64_t cluster_job, const char *task_id,
-		       int with_setup)
+static void build_spec(struct msg *m, const struct task *t, const struct clive *cl, int rank,
+                       int nranks, int64_t cluster_job, const char *task_id, int with_setup)
 {
 	const struct task_resources *res = t->nres ? &t->res[0] : NULL;
 	struct buf ips = BUF_INIT(0);
@@ -112,7 +111,8 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 	if (res && res->cpus.text)
 		cpus = res->cpus.value;
 	if (res && res->memory.text)
-		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus : res->memory.value;
+		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus
+		                                       : res->memory.value;
 	if (res && res->accel.name)
 		gpus = (int)ceil(res->accel.count);
 	msg_add(m, "op", "submit");
@@ -207,15 +207,16 @@ static int sync_task(struct clive *cl, const struct task *t)
 			int is_file;
 
 			if (!mt->src) {
-				r = error("file_mounts: %s: storage mounts (buckets) are not supported "
-					  "by this skiff",
-					  mt->dst);
+				r = error(
+				        "file_mounts: %s: storage mounts (buckets) are not supported "
+				        "by this skiff",
+				        mt->dst);
 				break;
 			}
 			if (strstr(mt->src, "://")) {
 				r = error("file_mounts: %s: '%s' is a URL; only local paths can be "
-					  "mounted by this skiff",
-					  mt->dst, mt->src);
+				          "mounted by this skiff",
+				          mt->dst, mt->src);
 				break;
 			}
 			src = local_path(mt->src);
@@ -239,8 +240,8 @@ static int sync_task(struct clive *cl, const struct task *t)
 }
 
 /* Submits the job on ranks 0..nranks-1; records it in the launcher db. */
-static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
-		      const char *entry, int with_setup, int64_t *cluster_job)
+static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t, const char *entry,
+                      int with_setup, int64_t *cluster_job)
 {
 	struct cluster_job cj = {0};
 	struct buf ids = BUF_INIT(0);
@@ -252,7 +253,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 
 	if ((size_t)nranks > cl->n)
 		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
-			     cl->n);
+		             cl->n);
 	cj.name = t->name ? t->name : "";
 	cj.num_nodes = nranks;
 	cj.node_job_ids = "";
@@ -292,7 +293,7 @@ out:
 }
 
 static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
-			     struct task_overrides *ov, int *first)
+                             struct task_overrides *ov, int *first)
 {
 	int i, r;
 
@@ -320,7 +321,8 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			lo->detach = 1;
 		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
 			continue;
-		} else if (!lo->exec && (!strcmp(a, "-i") || !strcmp(a, "--idle-minutes-to-autostop"))) {
+		} else if (!lo->exec &&
+		           (!strcmp(a, "-i") || !strcmp(a, "--idle-minutes-to-autostop"))) {
 			if (++i >= argc || parse_long(argv[i], 0, 525600, &v))
 				return usage_error("launch", "%s needs minutes (0..525600)", a);
 			lo->idle_minutes = v ? (int)v : 1; /* as SkyPilot: 0 means 1 */
@@ -328,14 +330,16 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			lo->down = 1;
 		} else if (!lo->exec && !strcmp(a, "--infra")) {
 			if (++i >= argc)
-				return usage_error("launch", "--infra needs a value (local, ssh/POOL)");
+				return usage_error("launch",
+				                   "--infra needs a value (local, ssh/POOL)");
 			lo->infra = argv[i];
 		} else {
 			r = task_overrides_arg(ov, argc, argv, &i);
 			if (r < 0)
 				return EXIT_USAGE;
 			if (!r)
-				return usage_error(lo->exec ? "exec" : "launch", "unknown option '%s'", a);
+				return usage_error(lo->exec ? "exec" : "launch",
+				                   "unknown option '%s'", a);
 			i--;
 		}
 	}
@@ -344,7 +348,7 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 }
 
 static int load_task(int argc, char **argv, int i, struct task_list *tl,
-		     const struct task_overrides *ov, struct buf *entry)
+                     const struct task_overrides *ov, struct buf *entry)
 {
 	struct yerrors errs = YERRORS_INIT;
 	int r;
@@ -369,9 +373,10 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 	}
 	if (tl->n != 1) {
 		yerr_release(&errs);
-		return usage_error("launch", "'%s' is a pipeline of %zu tasks: run it with "
-					     "'skiff jobs launch'",
-				   entry->p, tl->n);
+		return usage_error("launch",
+		                   "'%s' is a pipeline of %zu tasks: run it with "
+		                   "'skiff jobs launch'",
+		                   entry->p, tl->n);
 	}
 	if (task_list_apply_overrides(tl, ov, &errs) || task_list_check_required(tl, &errs, 0)) {
 		yerr_print(&errs, stderr);
@@ -390,7 +395,7 @@ static void warn_ignored_fields(const struct task *t, const char *infra)
 	struct buf b = BUF_INIT(0);
 
 	n = task_cloud_only_fields(t, starts_with(infra, "ssh") ? TASK_INFRA_SSH : TASK_INFRA_LOCAL,
-				   names, ARRAY_SIZE(names));
+	                           names, ARRAY_SIZE(names));
 	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
 		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
 	if (n)
@@ -400,7 +405,7 @@ static void warn_ignored_fields(const struct task *t, const char *infra)
 
 /* Creates the cluster: pick and book nodes (status INIT). */
 static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
-			  const struct task *t, const char *entry)
+                          const struct task *t, const char *entry)
 {
 	struct infra inf;
 	struct cluster c = {0};
@@ -458,7 +463,7 @@ static int bootstrap(struct st_db *ldb, struct clive *cl)
 		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
 	}
 	step_done(&st, "skiff copied to %zu, already on %zu; %zu supervisor(s) started", copied,
-		  cl->n - copied, started);
+	          cl->n - copied, started);
 	return 0;
 }
 
@@ -514,15 +519,16 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		goto out;
 	}
 	if (!existed) {
-		const char *spec = lo->infra ? lo->infra
-				   : t->nres && t->res[0].infra ? t->res[0].infra : "local";
+		const char *spec = lo->infra                    ? lo->infra
+		                   : t->nres && t->res[0].infra ? t->res[0].infra
+		                                                : "local";
 
 		fprintf(stderr, "Launching cluster %s\n", name);
 		if (create_cluster(ldb, name, spec, t, entry.p))
 			goto out;
 	} else {
 		fprintf(stderr, "%s on cluster %s\n", lo->exec ? "Submitting job" : "Launching",
-			name);
+		        name);
 	}
 	if (st_cluster_get(ldb, name, &c))
 		goto out;
@@ -550,7 +556,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		goto out;
 	if (lo->detach) {
 		fprintf(stderr, "Job %lld submitted; follow it with 'skiff logs %s %lld'\n",
-			(long long)job, name, (long long)job);
+		        (long long)job, name, (long long)job);
 		rc = EXIT_OK;
 		goto out;
 	}

@@ -18,38 +18,39 @@
 
 /* Sorted by name: `skiff help` lists them in this order. */
 static const struct cmd commands[] = {
-	{"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},
-	{"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",
-	 cmd___runner_test_usage},
-	{"__shim", cmd___shim, CMD_HIDDEN, "run one job (internal)", cmd___shim_usage},
-	{"__supervisor", cmd___supervisor, CMD_HIDDEN, "the node supervisor (internal)",
-	 cmd___supervisor_usage},
-	{"__sync-manifest", cmd___sync_manifest, CMD_HIDDEN, "print a sync manifest (internal)",
-	 cmd___sync_manifest_usage},
-	{"__sync-recv", cmd___sync_recv, CMD_HIDDEN, "apply a sync stream (internal)",
-	 cmd___sync_recv_usage},
-	{"__sync-send", cmd___sync_send, CMD_HIDDEN, "write a sync stream (internal)",
-	 cmd___sync_send_usage},
-	{"__verify-self", cmd___verify_self, CMD_HIDDEN, "check this binary's sha256 (internal)",
-	 cmd___verify_self_usage},
-	{"autostop", cmd_autostop, 0, "stop or tear down a cluster when idle", cmd_autostop_usage},
-	{"cancel", cmd_cancel, 0, "cancel jobs on a cluster", cmd_cancel_usage},
-	{"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
-	{"down", cmd_down, 0, "tear clusters down", cmd_down_usage},
-	{"exec", cmd_exec, 0, "run a task on an existing cluster (no setup)", cmd_exec_usage},
-	{"help", cmd_help, 0, "show help for skiff or a command", cmd_help_usage},
-	{"init", cmd_init, 0, "be a container's init: reap, forward signals, run the supervisor",
-	 cmd_init_usage},
-	{"launch", cmd_launch, 0, "launch a cluster and run a task on it", cmd_launch_usage},
-	{"logs", cmd_logs, 0, "stream a cluster job's logs", cmd_logs_usage},
-	{"node", cmd_node, CMD_GROUP, "node supervisor and its job queue (submit, queue, logs, ...)",
-	 cmd_node_usage},
-	{"queue", cmd_queue, 0, "list a cluster's jobs", cmd_queue_usage},
-	{"ssh", cmd_ssh, 0, "a shell on a cluster's head node", cmd_ssh_usage},
-	{"start", cmd_start, 0, "start stopped clusters", cmd_start_usage},
-	{"status", cmd_status, 0, "list clusters", cmd_status_usage},
-	{"stop", cmd_stop, 0, "stop clusters (nodes stay booked)", cmd_stop_usage},
-	{"version", cmd_version, 0, "show version, commit and bundled libraries", cmd_version_usage},
+        {"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},
+        {"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",
+         cmd___runner_test_usage},
+        {"__shim", cmd___shim, CMD_HIDDEN, "run one job (internal)", cmd___shim_usage},
+        {"__supervisor", cmd___supervisor, CMD_HIDDEN, "the node supervisor (internal)",
+         cmd___supervisor_usage},
+        {"__sync-manifest", cmd___sync_manifest, CMD_HIDDEN, "print a sync manifest (internal)",
+         cmd___sync_manifest_usage},
+        {"__sync-recv", cmd___sync_recv, CMD_HIDDEN, "apply a sync stream (internal)",
+         cmd___sync_recv_usage},
+        {"__sync-send", cmd___sync_send, CMD_HIDDEN, "write a sync stream (internal)",
+         cmd___sync_send_usage},
+        {"__verify-self", cmd___verify_self, CMD_HIDDEN, "check this binary's sha256 (internal)",
+         cmd___verify_self_usage},
+        {"autostop", cmd_autostop, 0, "stop or tear down a cluster when idle", cmd_autostop_usage},
+        {"cancel", cmd_cancel, 0, "cancel jobs on a cluster", cmd_cancel_usage},
+        {"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
+        {"down", cmd_down, 0, "tear clusters down", cmd_down_usage},
+        {"exec", cmd_exec, 0, "run a task on an existing cluster (no setup)", cmd_exec_usage},
+        {"help", cmd_help, 0, "show help for skiff or a command", cmd_help_usage},
+        {"init", cmd_init, 0, "be a container's init: reap, forward signals, run the supervisor",
+         cmd_init_usage},
+        {"launch", cmd_launch, 0, "launch a cluster and run a task on it", cmd_launch_usage},
+        {"logs", cmd_logs, 0, "stream a cluster job's logs", cmd_logs_usage},
+        {"node", cmd_node, CMD_GROUP,
+         "node supervisor and its job queue (submit, queue, logs, ...)", cmd_node_usage},
+        {"queue", cmd_queue, 0, "list a cluster's jobs", cmd_queue_usage},
+        {"ssh", cmd_ssh, 0, "a shell on a cluster's head node", cmd_ssh_usage},
+        {"start", cmd_start, 0, "start stopped clusters", cmd_start_usage},
+        {"status", cmd_status, 0, "list clusters", cmd_status_usage},
+        {"stop", cmd_stop, 0, "stop clusters (nodes stay booked)", cmd_stop_usage},
+        {"version", cmd_version, 0, "show version, commit and bundled libraries",
+         cmd_version_usage},
 };
 
 const struct cmd *cmd_table(size_t *n)
@@ -137,9 +138,9 @@ int cmd_dispatch(const char *group, const struct cmd *t, size_t n, int argc, cha
 		suggest(group, t, n, argv[0]);
 		return EXIT_USAGE;
 	}
-	if ((c->flags & CMD_GROUP) ? argc > 1 && (!strcmp(argv[1], "--help") ||
-						  !strcmp(argv[1], "-h"))
-				   : wants_help(argc, argv)) {
+	if ((c->flags & CMD_GROUP)
+	            ? argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+	            : wants_help(argc, argv)) {
 		fputs(c->usage, stdout);
 		return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 	}

@@ -20,52 +20,52 @@
 #include "lib/banned.h"
 
 static const char node_up_usage[] =
-	"usage: skiff node up [--cpus N] [--memory GB] [--gpus N] [--cancel-grace SECONDS]\n"
-	"                     [--max-bypass N]\n"
-	"\n"
-	"Starts the node supervisor for $SKIFF_HOME (default ~/.skiff) unless it runs\n"
-	"already, and returns once it accepts requests. One supervisor runs per state dir.\n"
-	"\n"
-	"The options override what the node offers to jobs (detected: cores, memory, GPUs)\n"
-	"and are kept in the node's database; an empty value goes back to the detected one.\n"
-	"  --cpus N             CPUs jobs may reserve (fractions allowed)\n"
-	"  --memory GB          memory in GiB jobs may reserve\n"
-	"  --gpus N             accelerators jobs may reserve\n"
-	"  --cancel-grace S     seconds between SIGTERM and SIGKILL on cancel (default 10)\n"
-	"  --max-bypass N       how often a waiting job may be overtaken by smaller ones\n"
-	"                       before nothing behind it starts (default 20; 0 = strict FIFO)\n";
+        "usage: skiff node up [--cpus N] [--memory GB] [--gpus N] [--cancel-grace SECONDS]\n"
+        "                     [--max-bypass N]\n"
+        "\n"
+        "Starts the node supervisor for $SKIFF_HOME (default ~/.skiff) unless it runs\n"
+        "already, and returns once it accepts requests. One supervisor runs per state dir.\n"
+        "\n"
+        "The options override what the node offers to jobs (detected: cores, memory, GPUs)\n"
+        "and are kept in the node's database; an empty value goes back to the detected one.\n"
+        "  --cpus N             CPUs jobs may reserve (fractions allowed)\n"
+        "  --memory GB          memory in GiB jobs may reserve\n"
+        "  --gpus N             accelerators jobs may reserve\n"
+        "  --cancel-grace S     seconds between SIGTERM and SIGKILL on cancel (default 10)\n"
+        "  --max-bypass N       how often a waiting job may be overtaken by smaller ones\n"
+        "                       before nothing behind it starts (default 20; 0 = strict FIFO)\n";
 
 static const char node_down_usage[] =
-	"usage: skiff node down\n"
-	"\n"
-	"Stops the node supervisor. Running jobs keep running under their shims and are\n"
-	"re-adopted by the next 'skiff node up'.\n";
+        "usage: skiff node down\n"
+        "\n"
+        "Stops the node supervisor. Running jobs keep running under their shims and are\n"
+        "re-adopted by the next 'skiff node up'.\n";
 
 static const char node_status_usage[] =
-	"usage: skiff node status [--json]\n"
-	"\n"
-	"Shows the supervisor's version, pid and uptime, the node's resources (total and\n"
-	"free) and how many jobs run and wait. Starts the supervisor if it is down.\n";
+        "usage: skiff node status [--json]\n"
+        "\n"
+        "Shows the supervisor's version, pid and uptime, the node's resources (total and\n"
+        "free) and how many jobs run and wait. Starts the supervisor if it is down.\n";
 
 static const char node_autostop_usage[] =
-	"usage: skiff node autostop IDLE_MINUTES [--down] [--wait-for jobs|jobs_and_ssh|none]\n"
-	"       skiff node autostop --cancel\n"
-	"\n"
-	"After IDLE_MINUTES (fractions allowed) without activity, the supervisor runs the\n"
-	"infra's hook: $SKIFF_HOME/hooks/stop, or hooks/down with --down. Activity is a\n"
-	"job that has not ended and, with jobs_and_ssh (the default), a login session.\n"
-	"With none, the timer runs regardless of activity. The setting lasts until the\n"
-	"node reboots.\n";
+        "usage: skiff node autostop IDLE_MINUTES [--down] [--wait-for jobs|jobs_and_ssh|none]\n"
+        "       skiff node autostop --cancel\n"
+        "\n"
+        "After IDLE_MINUTES (fractions allowed) without activity, the supervisor runs the\n"
+        "infra's hook: $SKIFF_HOME/hooks/stop, or hooks/down with --down. Activity is a\n"
+        "job that has not ended and, with jobs_and_ssh (the default), a login session.\n"
+        "With none, the timer runs regardless of activity. The setting lasts until the\n"
+        "node reboots.\n";
 
 static int node_up(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"cpus", required_argument, NULL, 'c'},
-		{"memory", required_argument, NULL, 'm'},
-		{"gpus", required_argument, NULL, 'g'},
-		{"cancel-grace", required_argument, NULL, 'k'},
-		{"max-bypass", required_argument, NULL, 'b'},
-		{NULL, 0, NULL, 0},
+	        {"cpus", required_argument, NULL, 'c'},
+	        {"memory", required_argument, NULL, 'm'},
+	        {"gpus", required_argument, NULL, 'g'},
+	        {"cancel-grace", required_argument, NULL, 'k'},
+	        {"max-bypass", required_argument, NULL, 'b'},
+	        {NULL, 0, NULL, 0},
 	};
 	struct msg cfg, rep;
 	pid_t pid;
@@ -75,8 +75,12 @@ static int node_up(int argc, char **argv)
 	msg_add(&cfg, "op", "config");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		const char *key = c == 'c' ? "cpus" : c == 'm' ? "memory" : c == 'g' ? "gpus"
-				  : c == 'k' ? "cancel_grace" : c == 'b' ? "max_bypass" : NULL;
+		const char *key = c == 'c'   ? "cpus"
+		                  : c == 'm' ? "memory"
+		                  : c == 'g' ? "gpus"
+		                  : c == 'k' ? "cancel_grace"
+		                  : c == 'b' ? "max_bypass"
+		                             : NULL;
 		double v;
 
 		if (!key) {
@@ -85,8 +89,10 @@ static int node_up(int argc, char **argv)
 		}
 		if (*optarg && (parse_double(optarg, &v) || v < 0)) {
 			msg_release(&cfg);
-			return usage_error("node up", "bad value '%s' for --%s: expected a number "
-						      ">= 0", optarg, key);
+			return usage_error("node up",
+			                   "bad value '%s' for --%s: expected a number "
+			                   ">= 0",
+			                   optarg, key);
 		}
 		msg_add(&cfg, key, optarg);
 		have_cfg = 1;
@@ -184,9 +190,9 @@ static int node_status(int argc, char **argv)
 	}
 	if (as_json) {
 		static const char *const nums[] = {
-			"pid",       "uptime",      "cpus",    "memory",     "gpus",
-			"cpus_free", "memory_free", "gpus_free", "running", "setting_up",
-			"pending",   "max_bypass",  "cancel_grace",
+		        "pid",       "uptime",      "cpus",         "memory",  "gpus",
+		        "cpus_free", "memory_free", "gpus_free",    "running", "setting_up",
+		        "pending",   "max_bypass",  "cancel_grace",
 		};
 		struct buf b = BUF_INIT(0);
 		struct json j;
@@ -216,7 +222,7 @@ static int node_status(int argc, char **argv)
 			json_double(&j, v);
 			json_key(&j, "down");
 			json_bool(&j, msg_get(&rep, "autostop_down") &&
-					      !strcmp(msg_get(&rep, "autostop_down"), "1"));
+			                      !strcmp(msg_get(&rep, "autostop_down"), "1"));
 			json_key(&j, "wait_for");
 			json_str(&j, msg_get(&rep, "autostop_wait_for"));
 			json_obj_end(&j);
@@ -258,10 +264,10 @@ static int node_status(int argc, char **argv)
 static int node_autostop(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"down", no_argument, NULL, 'd'},
-		{"wait-for", required_argument, NULL, 'w'},
-		{"cancel", no_argument, NULL, 'x'},
-		{NULL, 0, NULL, 0},
+	        {"down", no_argument, NULL, 'd'},
+	        {"wait-for", required_argument, NULL, 'w'},
+	        {"cancel", no_argument, NULL, 'x'},
+	        {NULL, 0, NULL, 0},
 	};
 	const char *wait_for = NULL;
 	struct msg req, rep;
@@ -285,12 +291,12 @@ static int node_autostop(int argc, char **argv)
 		return usage_error("node autostop", "expected IDLE_MINUTES");
 	if (!cancel && (parse_double(argv[optind], &idle) || idle < 0))
 		return usage_error("node autostop", "bad IDLE_MINUTES '%s': expected a number >= 0",
-				   argv[optind]);
+		                   argv[optind]);
 	if (wait_for && strcmp(wait_for, "jobs") && strcmp(wait_for, "jobs_and_ssh") &&
 	    strcmp(wait_for, "none"))
 		return usage_error("node autostop",
-				   "bad --wait-for '%s': expected jobs, jobs_and_ssh or none",
-				   wait_for);
+		                   "bad --wait-for '%s': expected jobs, jobs_and_ssh or none",
+		                   wait_for);
 	msg_init(&req);
 	msg_add(&req, "op", "autostop");
 	if (cancel) {
@@ -315,35 +321,35 @@ static int node_autostop(int argc, char **argv)
 }
 
 static const struct cmd node_cmds[] = {
-	{"autostop", node_autostop, 0, "stop or tear down the node when idle", node_autostop_usage},
-	{"cancel", node_cancel, 0, "cancel jobs", node_cancel_usage},
-	{"down", node_down, 0, "stop the supervisor (jobs keep running)", node_down_usage},
-	{"logs", node_logs, 0, "show or follow a job's logs", node_logs_usage},
-	{"queue", node_queue, 0, "list the node's jobs", node_queue_usage},
-	{"status", node_status, 0, "show the supervisor and the node's resources",
-	 node_status_usage},
-	{"submit", node_submit, 0, "submit a job (task YAML or command)", node_submit_usage},
-	{"up", node_up, 0, "start the supervisor", node_up_usage},
+        {"autostop", node_autostop, 0, "stop or tear down the node when idle", node_autostop_usage},
+        {"cancel", node_cancel, 0, "cancel jobs", node_cancel_usage},
+        {"down", node_down, 0, "stop the supervisor (jobs keep running)", node_down_usage},
+        {"logs", node_logs, 0, "show or follow a job's logs", node_logs_usage},
+        {"queue", node_queue, 0, "list the node's jobs", node_queue_usage},
+        {"status", node_status, 0, "show the supervisor and the node's resources",
+         node_status_usage},
+        {"submit", node_submit, 0, "submit a job (task YAML or command)", node_submit_usage},
+        {"up", node_up, 0, "start the supervisor", node_up_usage},
 };
 
 const char cmd_node_usage[] =
-	"usage: skiff node COMMAND [ARGS]\n"
-	"\n"
-	"The node side of skiff: a supervisor per state dir ($SKIFF_HOME, default ~/.skiff)\n"
-	"with a durable job queue, a resource-aware scheduler and per-job supervision.\n"
-	"The launcher drives these on every node; they also work by hand.\n"
-	"\n"
-	"Commands:\n"
-	"  up         start the supervisor\n"
-	"  down       stop the supervisor (jobs keep running)\n"
-	"  status     show the supervisor and the node's resources\n"
-	"  submit     submit a job (task YAML or command)\n"
-	"  queue      list the node's jobs\n"
-	"  logs       show or follow a job's logs\n"
-	"  cancel     cancel jobs\n"
-	"  autostop   stop or tear down the node when idle\n"
-	"\n"
-	"See 'skiff node COMMAND --help'.\n";
+        "usage: skiff node COMMAND [ARGS]\n"
+        "\n"
+        "The node side of skiff: a supervisor per state dir ($SKIFF_HOME, default ~/.skiff)\n"
+        "with a durable job queue, a resource-aware scheduler and per-job supervision.\n"
+        "The launcher drives these on every node; they also work by hand.\n"
+        "\n"
+        "Commands:\n"
+        "  up         start the supervisor\n"
+        "  down       stop the supervisor (jobs keep running)\n"
+        "  status     show the supervisor and the node's resources\n"
+        "  submit     submit a job (task YAML or command)\n"
+        "  queue      list the node's jobs\n"
+        "  logs       show or follow a job's logs\n"
+        "  cancel     cancel jobs\n"
+        "  autostop   stop or tear down the node when idle\n"
+        "\n"
+        "See 'skiff node COMMAND --help'.\n";
 
 int cmd_node(int argc, char **argv)
 {

@@ -28,18 +28,18 @@
 #define TAIL_WINDOW ((off_t)8 << 20)
 
 const char node_logs_usage[] =
-	"usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status [--wait]]\n"
-	"\n"
-	"Prints the job's setup log then its run log. By default it follows them until\n"
-	"the job ends (Ctrl-C stops following; the job keeps running).\n"
-	"\n"
-	"  --no-follow   print what there is and exit\n"
-	"  --tail N      start with only the last N lines\n"
-	"  --status      print the job's status only\n"
-	"  --wait        with --status: first wait until the job has ended\n"
-	"\n"
-	"Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
-	"101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
+        "usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status [--wait]]\n"
+        "\n"
+        "Prints the job's setup log then its run log. By default it follows them until\n"
+        "the job ends (Ctrl-C stops following; the job keeps running).\n"
+        "\n"
+        "  --no-follow   print what there is and exit\n"
+        "  --tail N      start with only the last N lines\n"
+        "  --status      print the job's status only\n"
+        "  --wait        with --status: first wait until the job has ended\n"
+        "\n"
+        "Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
+        "101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
 
 static int exit_for(int status)
 {
@@ -236,8 +236,8 @@ int node_logs(int argc, char **argv)
 		printf("%s\n", job_status_name(jb.status));
 	else if (follow && log_get_level() >= LOG_INFO)
 		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)id,
-			job_status_terminal(jb.status) ? "finished" : "is still running",
-			job_status_name(jb.status));
+		        job_status_terminal(jb.status) ? "finished" : "is still running",
+		        job_status_name(jb.status));
 	rc = exit_for(jb.status);
 	if (!follow && rc == EXIT_JOB_NOT_FINISHED)
 		rc = EXIT_OK;

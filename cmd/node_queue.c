@@ -20,29 +20,29 @@
 #include "lib/banned.h"
 
 const char node_queue_usage[] =
-	"usage: skiff node queue [--json|--porcelain] [-s|--skip-finished] [JOB...]\n"
-	"\n"
-	"Lists the node's jobs, newest last: ID, NAME, SUBMITTED, STARTED, DURATION,\n"
-	"RESOURCES, STATUS, EXIT CODES and LOG. Starts the supervisor if it is down, so\n"
-	"that the states shown are reconciled with the processes that really run.\n"
-	"\n"
-	"  --json                a JSON list of job objects: id, name, status, priority,\n"
-	"                        submitted_at, started_at, ended_at (epoch seconds or null),\n"
-	"                        exit_codes (list), resources {cpus, memory, gpus},\n"
-	"                        gpu_ids, log_dir, reason\n"
-	"  --porcelain           one line per job for programs: id, status, submitted_at,\n"
-	"                        started_at, ended_at, exit codes, cpus, memory, gpus,\n"
-	"                        log_dir, name, reason; tab-separated, with \\\\, \\t and \\n\n"
-	"                        escaped in the text fields\n"
-	"  -s, --skip-finished   only jobs that have not ended\n";
+        "usage: skiff node queue [--json|--porcelain] [-s|--skip-finished] [JOB...]\n"
+        "\n"
+        "Lists the node's jobs, newest last: ID, NAME, SUBMITTED, STARTED, DURATION,\n"
+        "RESOURCES, STATUS, EXIT CODES and LOG. Starts the supervisor if it is down, so\n"
+        "that the states shown are reconciled with the processes that really run.\n"
+        "\n"
+        "  --json                a JSON list of job objects: id, name, status, priority,\n"
+        "                        submitted_at, started_at, ended_at (epoch seconds or null),\n"
+        "                        exit_codes (list), resources {cpus, memory, gpus},\n"
+        "                        gpu_ids, log_dir, reason\n"
+        "  --porcelain           one line per job for programs: id, status, submitted_at,\n"
+        "                        started_at, ended_at, exit codes, cpus, memory, gpus,\n"
+        "                        log_dir, name, reason; tab-separated, with \\\\, \\t and \\n\n"
+        "                        escaped in the text fields\n"
+        "  -s, --skip-finished   only jobs that have not ended\n";
 
 const char node_cancel_usage[] =
-	"usage: skiff node cancel JOB... | -a|--all\n"
-	"\n"
-	"Cancels jobs: a waiting job is dropped; a running one gets SIGTERM on its process\n"
-	"group and every process that escaped it, then SIGKILL after the grace period\n"
-	"(skiff node up --cancel-grace). Nothing of the job survives. Any number of jobs\n"
-	"is one request.\n";
+        "usage: skiff node cancel JOB... | -a|--all\n"
+        "\n"
+        "Cancels jobs: a waiting job is dropped; a running one gets SIGTERM on its process\n"
+        "group and every process that escaped it, then SIGKILL after the grace period\n"
+        "(skiff node up --cancel-grace). Nothing of the job survives. Any number of jobs\n"
+        "is one request.\n";
 
 struct st_db *node_open_db(void)
 {
@@ -221,8 +221,8 @@ static int emit_porcelain(struct job *jb, void *arg)
 	if (!wanted(q, jb->id))
 		return 0;
 	buf_addf(q->out, "%lld\t%s\t%.3f\t%.3f\t%.3f\t%s\t%g\t%g\t%d\t", (long long)jb->id,
-		 job_status_name(jb->status), jb->submitted_at, jb->started_at, jb->ended_at,
-		 *jb->exit_codes ? jb->exit_codes : "-", jb->cpus, jb->memory, jb->gpus);
+	         job_status_name(jb->status), jb->submitted_at, jb->started_at, jb->ended_at,
+	         *jb->exit_codes ? jb->exit_codes : "-", jb->cpus, jb->memory, jb->gpus);
 	porcelain_text(q->out, jb->log_dir);
 	buf_addch(q->out, '\t');
 	porcelain_text(q->out, jb->name);
@@ -244,8 +244,8 @@ static int emit_row(struct job *jb, void *arg)
 	duration(jb->started_at, jb->ended_at > 0 ? jb->ended_at : q->now, dur, sizeof(dur));
 	resources_text(jb, res, sizeof(res));
 	buf_addf(q->out, "%-6lld %-16.16s %-10s %-10s %-9s %-20s %-13s %-6s %s\n",
-		 (long long)jb->id, *jb->name ? jb->name : "-", sub, start, dur, res,
-		 job_status_name(jb->status), *jb->exit_codes ? jb->exit_codes : "-", jb->log_dir);
+	         (long long)jb->id, *jb->name ? jb->name : "-", sub, start, dur, res,
+	         job_status_name(jb->status), *jb->exit_codes ? jb->exit_codes : "-", jb->log_dir);
 	return 0;
 }
 
@@ -297,7 +297,7 @@ int node_queue(int argc, char **argv)
 			r = json_finish(&j);
 	} else {
 		buf_addf(&out, "%-6s %-16s %-10s %-10s %-9s %-20s %-13s %-6s %s\n", "ID", "NAME",
-			 "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "EXIT", "LOG");
+		         "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "EXIT", "LOG");
 		r = st_job_each(db, skip ? JOB_MASK_ACTIVE : JOB_MASK_ALL, emit_row, &q);
 	}
 	st_close(db);

@@ -19,34 +19,34 @@
 #include "lib/banned.h"
 
 const char node_submit_usage[] =
-	"usage: skiff node submit [-n NAME] [--cpus N] [--memory GB] [--gpus N]\n"
-	"                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
-	"                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
-	"                         [--log-dir DIR] [--json] YAML|COMMAND...\n"
-	"       skiff node submit [--json] --spec -\n"
-	"\n"
-	"Submits one job to this node's supervisor (started if needed) and prints its id.\n"
-	"The job is a task YAML (its setup, run, envs, secrets and resources), or a shell\n"
-	"command that becomes its run. Flags override the YAML.\n"
-	"\n"
-	"  -n, --name NAME      job name\n"
-	"  --cpus N             CPUs to reserve (fractional; 0 reserves none; default 0.5,\n"
-	"                       or the task's resources.cpus)\n"
-	"  --memory GB          memory to reserve in GiB (default 0, or resources.memory)\n"
-	"  --gpus N             accelerators to reserve; the job sees them in\n"
-	"                       CUDA_VISIBLE_DEVICES (default: resources.accelerators)\n"
-	"  --env K=V, --env K   set an environment variable (K alone: from this shell)\n"
-	"  --env-file FILE      dotenv file of variables\n"
-	"  --secret K=V         like --env, but never shown by skiff\n"
-	"  --priority P         -1000..1000, higher first (default 0)\n"
-	"  --setup SCRIPT       a setup script to run before the job (SETTING_UP)\n"
-	"  --cwd DIR            working directory (default: the task's workdir, else $HOME)\n"
-	"  --log-dir DIR        where setup.log and run.log go (default\n"
-	"                       $SKIFF_HOME/logs/ID)\n"
-	"  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
-	"  --spec -             read the whole job from stdin as one control-socket\n"
-	"                       message (what the launcher sends: secrets stay out of\n"
-	"                       command lines)\n";
+        "usage: skiff node submit [-n NAME] [--cpus N] [--memory GB] [--gpus N]\n"
+        "                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
+        "                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
+        "                         [--log-dir DIR] [--json] YAML|COMMAND...\n"
+        "       skiff node submit [--json] --spec -\n"
+        "\n"
+        "Submits one job to this node's supervisor (started if needed) and prints its id.\n"
+        "The job is a task YAML (its setup, run, envs, secrets and resources), or a shell\n"
+        "command that becomes its run. Flags override the YAML.\n"
+        "\n"
+        "  -n, --name NAME      job name\n"
+        "  --cpus N             CPUs to reserve (fractional; 0 reserves none; default 0.5,\n"
+        "                       or the task's resources.cpus)\n"
+        "  --memory GB          memory to reserve in GiB (default 0, or resources.memory)\n"
+        "  --gpus N             accelerators to reserve; the job sees them in\n"
+        "                       CUDA_VISIBLE_DEVICES (default: resources.accelerators)\n"
+        "  --env K=V, --env K   set an environment variable (K alone: from this shell)\n"
+        "  --env-file FILE      dotenv file of variables\n"
+        "  --secret K=V         like --env, but never shown by skiff\n"
+        "  --priority P         -1000..1000, higher first (default 0)\n"
+        "  --setup SCRIPT       a setup script to run before the job (SETTING_UP)\n"
+        "  --cwd DIR            working directory (default: the task's workdir, else $HOME)\n"
+        "  --log-dir DIR        where setup.log and run.log go (default\n"
+        "                       $SKIFF_HOME/logs/ID)\n"
+        "  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
+        "  --spec -             read the whole job from stdin as one control-socket\n"
+        "                       message (what the launcher sends: secrets stay out of\n"
+        "                       command lines)\n";
 
 struct submit {
 	const char *name, *setup, *cwd, *log_dir, *priority;
@@ -119,7 +119,8 @@ int node_submit(int argc, char **argv)
 		if (!strcmp(a, "--spec")) {
 			/* The launcher's form: the whole job as one message on stdin. */
 			if (i + 2 != argc || strcmp(argv[i + 1], "-")) {
-				rc = usage_error("node submit", "--spec takes '-' and nothing after it");
+				rc = usage_error("node submit",
+				                 "--spec takes '-' and nothing after it");
 				goto out;
 			}
 			if (proto_recv(0, &req, 60000) || !msg_get(&req, "op") ||
@@ -182,9 +183,10 @@ int node_submit(int argc, char **argv)
 		task_from_command(&tl, cmd.p);
 	}
 	if (tl.n != 1) {
-		rc = usage_error("node submit", "'%s' holds a pipeline of %zu tasks; a node job "
-						"is one task",
-				 tl.file ? tl.file : "", tl.n);
+		rc = usage_error("node submit",
+		                 "'%s' holds a pipeline of %zu tasks; a node job "
+		                 "is one task",
+		                 tl.file ? tl.file : "", tl.n);
 		goto out;
 	}
 	if (task_list_apply_overrides(&tl, &ov, &errs) || task_list_check_required(&tl, &errs, 0)) {

@@ -29,7 +29,7 @@ void step_done(struct step *s, const char *fmt, ...)
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s  %-10s %-52s %6.2fs\n", s->live ? "\r\033[K" : "", s->what, detail,
-		(double)(now_ms() - s->t0) / 1000.0);
+	        (double)(now_ms() - s->t0) / 1000.0);
 }
 
 void step_fail(struct step *s)

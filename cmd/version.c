@@ -12,13 +12,13 @@
 #include "lib/banned.h"
 
 const char cmd_version_usage[] =
-	"usage: skiff version [--json]\n"
-	"\n"
-	"Prints skiff's version, the git commit it was built from, the sha256 of the running\n"
-	"executable (the content address nodes install it under) and the versions of the\n"
-	"libraries linked into it.\n"
-	"\n"
-	"  --json    print one JSON object\n";
+        "usage: skiff version [--json]\n"
+        "\n"
+        "Prints skiff's version, the git commit it was built from, the sha256 of the running\n"
+        "executable (the content address nodes install it under) and the versions of the\n"
+        "libraries linked into it.\n"
+        "\n"
+        "  --json    print one JSON object\n";
 
 int cmd_version(int argc, char **argv)
 {

@@ -201,7 +201,7 @@ out:
 void buf_rtrim(struct buf *b)
 {
 	while (b->len && (b->p[b->len - 1] == '\n' || b->p[b->len - 1] == ' ' ||
-			  b->p[b->len - 1] == '\t' || b->p[b->len - 1] == '\r'))
+	                  b->p[b->len - 1] == '\t' || b->p[b->len - 1] == '\r'))
 		b->len--;
 	if (b->cap)
 		b->p[b->len] = '\0';

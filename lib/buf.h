@@ -29,7 +29,10 @@ struct buf {
 
 #define BUF_DEFAULT_MAX ((size_t)64 << 20)
 extern char buf_empty[1];
-#define BUF_INIT(m) {buf_empty, 0, 0, (m)}
+#define BUF_INIT(m)                                                                                \
+	{                                                                                          \
+		buf_empty, 0, 0, (m)                                                               \
+	}
 
 void buf_init(struct buf *b, size_t max);
 /* Frees the memory and leaves b empty and reusable. */

@@ -241,13 +241,34 @@ int json_quote(struct buf *b, const char *s, size_t n)
 		size_t k;
 
 		switch (c) {
-		case '"': r = buf_add(b, "\\\"", 2); i++; continue;
-		case '\\': r = buf_add(b, "\\\\", 2); i++; continue;
-		case '\n': r = buf_add(b, "\\n", 2); i++; continue;
-		case '\r': r = buf_add(b, "\\r", 2); i++; continue;
-		case '\t': r = buf_add(b, "\\t", 2); i++; continue;
-		case '\b': r = buf_add(b, "\\b", 2); i++; continue;
-		case '\f': r = buf_add(b, "\\f", 2); i++; continue;
+		case '"':
+			r = buf_add(b, "\\\"", 2);
+			i++;
+			continue;
+		case '\\':
+			r = buf_add(b, "\\\\", 2);
+			i++;
+			continue;
+		case '\n':
+			r = buf_add(b, "\\n", 2);
+			i++;
+			continue;
+		case '\r':
+			r = buf_add(b, "\\r", 2);
+			i++;
+			continue;
+		case '\t':
+			r = buf_add(b, "\\t", 2);
+			i++;
+			continue;
+		case '\b':
+			r = buf_add(b, "\\b", 2);
+			i++;
+			continue;
+		case '\f':
+			r = buf_add(b, "\\f", 2);
+			i++;
+			continue;
 		default: break;
 		}
 		if (c < 0x20 || c == 0x7f) {

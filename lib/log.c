@@ -56,7 +56,7 @@ static void emit(enum log_level lvl, const char *fmt, va_list ap, const char *su
 		gmtime_r(&ts.tv_sec, &tm);
 		n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 		r = snprintf(line + n, sizeof(line) - n, ".%03ldZ [%ld] ", ts.tv_nsec / 1000000,
-			     (long)getpid());
+		             (long)getpid());
 		if (r > 0)
 			n += (size_t)r;
 	}

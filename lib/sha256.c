@@ -9,7 +9,7 @@
 #include "lib/banned.h"
 
 _Static_assert(sizeof(mbedtls_sha256_context) <= sizeof(struct sha256_ctx),
-	       "struct sha256_ctx is too small for mbedtls_sha256_context");
+               "struct sha256_ctx is too small for mbedtls_sha256_context");
 
 static mbedtls_sha256_context *ctx(struct sha256_ctx *c)
 {

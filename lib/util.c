@@ -394,7 +394,8 @@ int edit_distance(const char *a, const char *b)
 		prev = row[0];
 		row[0] = (int)i;
 		for (j = 1; j <= lb; j++) {
-			int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+			int cost = tolower((unsigned char)a[i - 1]) !=
+			           tolower((unsigned char)b[j - 1]);
 			int best = prev + cost;
 
 			if (row[j] + 1 < best)

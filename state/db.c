@@ -252,8 +252,8 @@ static int migrate(struct st_db *db, const struct st_schema *schema)
 	}
 	if (v > schema->n_migrations) {
 		r = error("%s database '%s' has schema version %d, newer than this skiff knows "
-			  "(%d): upgrade skiff",
-			  db->name, db->path, v, schema->n_migrations);
+		          "(%d): upgrade skiff",
+		          db->name, db->path, v, schema->n_migrations);
 		goto fail;
 	}
 	if (v == schema->n_migrations) {
@@ -282,7 +282,7 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 {
 	struct st_db *db = xcalloc(1, sizeof(*db));
 	int oflags = (flags & ST_READONLY) ? SQLITE_OPEN_READONLY
-					   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	                                   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	mode_t old_umask;
 	int r, rc;
 
@@ -323,7 +323,7 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 
 		if (v != schema->n_migrations) {
 			r = error("%s database '%s' has schema version %d, expected %d", db->name,
-				  path, v, schema->n_migrations);
+			          path, v, schema->n_migrations);
 			goto fail;
 		}
 	}

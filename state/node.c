@@ -9,8 +9,8 @@
 #include "lib/banned.h"
 
 static const char *const status_names[JOB_N_STATUS] = {
-	"INIT",      "PENDING", "SETTING_UP",   "RUNNING",   "FAILED_DRIVER",
-	"SUCCEEDED", "FAILED",  "FAILED_SETUP", "CANCELLED",
+        "INIT",      "PENDING", "SETTING_UP",   "RUNNING",   "FAILED_DRIVER",
+        "SUCCEEDED", "FAILED",  "FAILED_SETUP", "CANCELLED",
 };
 
 const char *job_status_name(int status)
@@ -34,44 +34,44 @@ int job_status_terminal(int status)
 }
 
 static const char *const migrations[] = {
-	/* 0 -> 1 */
-	"CREATE TABLE jobs ("
-	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  name TEXT NOT NULL DEFAULT '',"
-	"  status INTEGER NOT NULL,"
-	"  priority INTEGER NOT NULL DEFAULT 0,"
-	"  cpus REAL NOT NULL DEFAULT 0.5,"
-	"  memory REAL NOT NULL DEFAULT 0,"
-	"  gpus INTEGER NOT NULL DEFAULT 0,"
-	"  setup TEXT,"
-	"  run TEXT,"
-	"  cwd TEXT,"
-	"  log_dir TEXT NOT NULL DEFAULT '',"
-	"  envs BLOB,"
-	"  submitted_at REAL NOT NULL,"
-	"  started_at REAL NOT NULL DEFAULT 0,"
-	"  ended_at REAL NOT NULL DEFAULT 0,"
-	"  exit_codes TEXT NOT NULL DEFAULT '',"
-	"  gpu_ids TEXT NOT NULL DEFAULT '',"
-	"  reason TEXT NOT NULL DEFAULT '',"
-	"  shim_pid INTEGER NOT NULL DEFAULT 0,"
-	"  shim_start INTEGER NOT NULL DEFAULT 0,"
-	"  job_pid INTEGER NOT NULL DEFAULT 0,"
-	"  job_start INTEGER NOT NULL DEFAULT 0,"
-	"  boot_id TEXT NOT NULL DEFAULT '',"
-	"  cancel_requested INTEGER NOT NULL DEFAULT 0,"
-	"  bypassed INTEGER NOT NULL DEFAULT 0,"
-	"  cancel_grace REAL NOT NULL DEFAULT 10"
-	");"
-	"CREATE INDEX jobs_active ON jobs(status) WHERE status < 4;"
-	"CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+        /* 0 -> 1 */
+        "CREATE TABLE jobs ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  name TEXT NOT NULL DEFAULT '',"
+        "  status INTEGER NOT NULL,"
+        "  priority INTEGER NOT NULL DEFAULT 0,"
+        "  cpus REAL NOT NULL DEFAULT 0.5,"
+        "  memory REAL NOT NULL DEFAULT 0,"
+        "  gpus INTEGER NOT NULL DEFAULT 0,"
+        "  setup TEXT,"
+        "  run TEXT,"
+        "  cwd TEXT,"
+        "  log_dir TEXT NOT NULL DEFAULT '',"
+        "  envs BLOB,"
+        "  submitted_at REAL NOT NULL,"
+        "  started_at REAL NOT NULL DEFAULT 0,"
+        "  ended_at REAL NOT NULL DEFAULT 0,"
+        "  exit_codes TEXT NOT NULL DEFAULT '',"
+        "  gpu_ids TEXT NOT NULL DEFAULT '',"
+        "  reason TEXT NOT NULL DEFAULT '',"
+        "  shim_pid INTEGER NOT NULL DEFAULT 0,"
+        "  shim_start INTEGER NOT NULL DEFAULT 0,"
+        "  job_pid INTEGER NOT NULL DEFAULT 0,"
+        "  job_start INTEGER NOT NULL DEFAULT 0,"
+        "  boot_id TEXT NOT NULL DEFAULT '',"
+        "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+        "  bypassed INTEGER NOT NULL DEFAULT 0,"
+        "  cancel_grace REAL NOT NULL DEFAULT 10"
+        ");"
+        "CREATE INDEX jobs_active ON jobs(status) WHERE status < 4;"
+        "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 const struct st_schema st_node_schema = {"node", migrations, 1};
 
 #define JOB_COLS                                                                                   \
-	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "        \
-	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, " \
+	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
+	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
 	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace"
 
 void job_free(struct job *j)
@@ -136,9 +136,10 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 int st_job_insert(struct st_db *db, struct job *j)
 {
 	sqlite3_stmt *st = st_prepare(
-		db, "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
-		    "log_dir, envs, submitted_at, cancel_grace) "
-		    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        db,
+	        "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
+	        "log_dir, envs, submitted_at, cancel_grace) "
+	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	int r;
 
 	if (!st)
@@ -188,10 +189,10 @@ int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *
 	/* The partial index covers the active statuses, the common query. */
 	if ((mask & ~JOB_MASK_ACTIVE) == 0)
 		st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE status < 4 "
-				    "AND ((1 << status) & ?) ORDER BY id");
+		                    "AND ((1 << status) & ?) ORDER BY id");
 	else
 		st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE ((1 << status) & ?) "
-				    "ORDER BY id");
+		                    "ORDER BY id");
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, mask);
@@ -209,10 +210,11 @@ int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *
 }
 
 int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
-			void *arg)
+                        void *arg)
 {
-	sqlite3_stmt *st = st_prepare(db, "SELECT id, priority, cpus, memory, gpus, bypassed "
-					  "FROM jobs WHERE status = 1 AND shim_pid = 0 ORDER BY id");
+	sqlite3_stmt *st =
+	        st_prepare(db, "SELECT id, priority, cpus, memory, gpus, bypassed "
+	                       "FROM jobs WHERE status = 1 AND shim_pid = 0 ORDER BY id");
 	int r;
 
 	if (!st)
@@ -235,18 +237,18 @@ int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, v
 }
 
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
-		      const char *reason)
+                      const char *reason)
 {
 	sqlite3_stmt *st;
 	double now = now_wall();
 	int r;
 
 	st = st_prepare(db, "UPDATE jobs SET status = ?2, "
-			    "started_at = CASE WHEN ?2 = 3 AND started_at = 0 THEN ?3 "
-			    "ELSE started_at END, "
-			    "ended_at = CASE WHEN ?2 >= 4 THEN ?3 ELSE 0 END, "
-			    "reason = CASE WHEN ?4 IS NULL THEN reason ELSE ?4 END "
-			    "WHERE id = ?1 AND ((1 << status) & ?5)");
+	                    "started_at = CASE WHEN ?2 = 3 AND started_at = 0 THEN ?3 "
+	                    "ELSE started_at END, "
+	                    "ended_at = CASE WHEN ?2 >= 4 THEN ?3 ELSE 0 END, "
+	                    "reason = CASE WHEN ?4 IS NULL THEN reason ELSE ?4 END "
+	                    "WHERE id = ?1 AND ((1 << status) & ?5)");
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, id);
@@ -261,10 +263,10 @@ int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int stat
 }
 
 int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, const char *boot,
-		    const char *gpu_ids)
+                    const char *gpu_ids)
 {
 	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET shim_pid = ?, shim_start = ?, "
-					  "boot_id = ?, gpu_ids = ? WHERE id = ?");
+	                                  "boot_id = ?, gpu_ids = ? WHERE id = ?");
 
 	if (!st)
 		return -EIO;
@@ -278,7 +280,8 @@ int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, con
 
 int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start)
 {
-	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET job_pid = ?, job_start = ? WHERE id = ?");
+	sqlite3_stmt *st =
+	        st_prepare(db, "UPDATE jobs SET job_pid = ?, job_start = ? WHERE id = ?");
 
 	if (!st)
 		return -EIO;
@@ -289,15 +292,15 @@ int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start)
 }
 
 int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,
-		  const char *reason)
+                  const char *reason)
 {
 	sqlite3_stmt *st;
 	int r;
 
 	/* Only a job that is still active takes a final status: the first result wins. */
 	st = st_prepare(db, "UPDATE jobs SET status = ?, exit_codes = ?, ended_at = ?, "
-			    "reason = CASE WHEN ? IS NULL THEN reason ELSE ? END "
-			    "WHERE id = ? AND status < 4");
+	                    "reason = CASE WHEN ? IS NULL THEN reason ELSE ? END "
+	                    "WHERE id = ? AND status < 4");
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, status);
@@ -355,7 +358,7 @@ int st_kv_set(struct st_db *db, const char *key, const char *value)
 		return st_step_done(db, st);
 	}
 	st = st_prepare(db, "INSERT INTO kv (key, value) VALUES (?, ?) "
-			    "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+	                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
 	if (!st)
 		return -EIO;
 	st_bind_text(st, 1, key);

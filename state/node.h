@@ -38,26 +38,26 @@ struct job {
 	char *name;
 	int status;
 	int priority;
-	double cpus;    /* reserved CPUs (0.5 when the job declares none) */
-	double memory;  /* reserved memory in GiB */
-	int gpus;       /* reserved accelerator count */
-	char *setup;    /* shell script or NULL */
-	char *run;      /* shell script or NULL */
-	char *cwd;      /* working directory or NULL (the state dir's home) */
+	double cpus;   /* reserved CPUs (0.5 when the job declares none) */
+	double memory; /* reserved memory in GiB */
+	int gpus;      /* reserved accelerator count */
+	char *setup;   /* shell script or NULL */
+	char *run;     /* shell script or NULL */
+	char *cwd;     /* working directory or NULL (the state dir's home) */
 	char *log_dir;
-	char *envs;     /* "K=V\0K=V\0..." */
+	char *envs; /* "K=V\0K=V\0..." */
 	size_t envs_len;
 	double submitted_at, started_at, ended_at; /* epoch seconds; 0 = not yet */
-	char *exit_codes; /* comma-separated per rank, "" until known */
-	char *gpu_ids;    /* e.g. "0,1": given as CUDA_VISIBLE_DEVICES */
-	char *reason;     /* why it failed or was cancelled, in words */
+	char *exit_codes;                          /* comma-separated per rank, "" until known */
+	char *gpu_ids;                             /* e.g. "0,1": given as CUDA_VISIBLE_DEVICES */
+	char *reason;                              /* why it failed or was cancelled, in words */
 	pid_t shim_pid;
 	uint64_t shim_start; /* process start time of the shim (pid reuse guard) */
 	pid_t job_pid;       /* leader of the job's process group */
 	uint64_t job_start;
 	char boot_id[37];
 	int cancel_requested;
-	int bypassed; /* times a later job was started ahead of this one (backfill) */
+	int bypassed;        /* times a later job was started ahead of this one (backfill) */
 	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
 };
 
@@ -74,7 +74,7 @@ int st_job_get(struct st_db *db, int64_t id, struct job *out);
  * since_id > 0 limits to ids >= since_id. fn may not use the db.
  */
 int st_job_each(struct st_db *db, unsigned status_mask, int (*fn)(struct job *j, void *arg),
-		void *arg);
+                void *arg);
 
 /* What the scheduler needs of a PENDING job that has no shim yet. */
 struct job_sched {
@@ -86,18 +86,18 @@ struct job_sched {
 };
 /* Calls fn for each PENDING, undispatched job (a light query: no scripts, no envs). */
 int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
-			void *arg);
+                        void *arg);
 
 /* Sets status (and started_at/ended_at as the status implies) if it is one of `from`. */
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
-		      const char *reason);
+                      const char *reason);
 /* Records the shim that was dispatched for a PENDING job. */
 int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, const char *boot,
-		    const char *gpu_ids);
+                    const char *gpu_ids);
 int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start);
 /* The shim's final word: exit codes, final status, end time. */
 int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,
-		  const char *reason);
+                  const char *reason);
 int st_job_add_bypass(struct st_db *db, int64_t id);
 int st_job_request_cancel(struct st_db *db, int64_t id);
 int st_job_set_log_dir(struct st_db *db, int64_t id, const char *dir);

@@ -152,7 +152,7 @@ void sup_autostop_check(void)
 
 	if (S.hook_pid && now >= S.hook_deadline) {
 		warning("autostop: hook (pid %ld) ran past its timeout; killing it",
-			(long)S.hook_pid);
+		        (long)S.hook_pid);
 		kill(-S.hook_pid, SIGKILL);
 		S.hook_deadline = now + 1000;
 	}
@@ -176,8 +176,8 @@ void sup_hook_reaped(pid_t pid, int status)
 		info("autostop: hook finished");
 	else
 		warning("autostop: hook failed (%s %d)",
-			WIFEXITED(status) ? "exit status" : "signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		        WIFEXITED(status) ? "exit status" : "signal",
+		        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 void sup_op_autostop(struct conn *c, const struct msg *req)
@@ -190,13 +190,15 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 
 	if (!msg_get(req, "cancel")) {
 		if (msg_get_double(req, "idle_minutes", &idle) || idle < 0)
-			return sup_reply_error(c, "bad idle minutes '%s': expected a number >= 0",
-					       msg_get(req, "idle_minutes") ? msg_get(req, "idle_minutes")
-									   : "");
+			return sup_reply_error(
+			        c, "bad idle minutes '%s': expected a number >= 0",
+			        msg_get(req, "idle_minutes") ? msg_get(req, "idle_minutes") : "");
 		v = msg_get(req, "wait_for");
 		if (v && (wait_for = parse_wait_for(v)) < 0)
-			return sup_reply_error(c, "bad wait_for '%s': expected jobs, jobs_and_ssh "
-					       "or none", v);
+			return sup_reply_error(c,
+			                       "bad wait_for '%s': expected jobs, jobs_and_ssh "
+			                       "or none",
+			                       v);
 		if (!v)
 			wait_for = WAIT_JOBS_AND_SSH;
 		down = msg_get(req, "down") && strcmp(msg_get(req, "down"), "0");
@@ -210,8 +212,9 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 		st_kv_set(S.db, "autostop_idle_minutes", num);
 		st_kv_set(S.db, "autostop_down", down ? "1" : "0");
 		st_kv_set(S.db, "autostop_wait_for",
-			  wait_for == WAIT_JOBS ? "jobs" : wait_for == WAIT_NONE ? "none"
-										: "jobs_and_ssh");
+		          wait_for == WAIT_JOBS   ? "jobs"
+		          : wait_for == WAIT_NONE ? "none"
+		                                  : "jobs_and_ssh");
 		st_kv_set(S.db, "autostop_boot", S.boot);
 	}
 	if (st_commit(S.db))

@@ -99,8 +99,8 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 		}
 		if (now_ms() > deadline) {
 			r = error("the supervisor of another skiff (pid %ld) did not stop "
-				  "within %d s",
-				  (long)pid, REPLACE_TIMEOUT_MS / 1000);
+			          "within %d s",
+			          (long)pid, REPLACE_TIMEOUT_MS / 1000);
 			break;
 		}
 		poll(NULL, 0, 5);
@@ -189,7 +189,8 @@ static int start(pid_t *pid, int *already, int may_replace)
 		}
 		if (!exited && waitpid(child, &status, WNOHANG) == child) {
 			exited = 1;
-			if (!(WIFEXITED(status) && WEXITSTATUS(status) == SUP_EXIT_ALREADY_RUNNING)) {
+			if (!(WIFEXITED(status) &&
+			      WEXITSTATUS(status) == SUP_EXIT_ALREADY_RUNNING)) {
 				error("the supervisor exited at start-up (status %d)",
 				      status_to_code(status));
 				show_log_tail(p->log);

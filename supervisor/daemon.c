@@ -130,8 +130,8 @@ static void shim_gone(struct runjob *r, const char *how)
 	if (!job_status_terminal(j.status)) {
 		char reason[160];
 
-		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s",
-			  (long)j.shim_pid, how);
+		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j.shim_pid,
+		          how);
 		if (proc_is(j.job_pid, j.job_start))
 			kill(-j.job_pid, SIGKILL);
 		if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason))
@@ -356,7 +356,7 @@ static int reconcile_one(struct job *j, void *arg)
 	if (strcmp(j->boot_id, S.boot)) {
 		rc->rebooted++;
 		st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
-			      "the node rebooted before the job ended");
+		              "the node rebooted before the job ended");
 		return 0;
 	}
 	if (!j->shim_pid)
@@ -378,7 +378,7 @@ static int reconcile_one(struct job *j, void *arg)
 	if (proc_is(j->job_pid, j->job_start))
 		kill(-j->job_pid, SIGKILL);
 	st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
-		      "job driver (shim) died while the supervisor was down");
+	              "job driver (shim) died while the supervisor was down");
 	return 0;
 }
 
@@ -406,8 +406,8 @@ static int open_listener(void)
 
 	if (strlen(p->sock) >= sizeof(addr.sun_path))
 		return error("socket path '%s' is too long (max %zu bytes): use a shorter "
-			     "SKIFF_HOME",
-			     p->sock, sizeof(addr.sun_path) - 1);
+		             "SKIFF_HOME",
+		             p->sock, sizeof(addr.sun_path) - 1);
 	memcpy(addr.sun_path, p->sock, strlen(p->sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -501,9 +501,7 @@ static void handle_signals(void)
 
 	while (read(S.sig_fd, &si, sizeof(si)) == sizeof(si)) {
 		switch (si.ssi_signo) {
-		case SIGCHLD:
-			reap_children();
-			break;
+		case SIGCHLD: reap_children(); break;
 		case SIGTERM:
 		case SIGINT:
 			info("signal %d: shutting down (jobs keep running)", (int)si.ssi_signo);
@@ -610,18 +608,10 @@ int sup_main(void)
 			uint64_t u = evs[i].data.u64;
 
 			switch (TAG_OF(u)) {
-			case TAG_LISTEN:
-				sup_accept(S.lfd);
-				break;
-			case TAG_SIGNAL:
-				handle_signals();
-				break;
-			case TAG_CONN:
-				sup_conn_event((int)VAL_OF(u), evs[i].events);
-				break;
-			case TAG_PIDFD:
-				pidfd_ready((int64_t)VAL_OF(u));
-				break;
+			case TAG_LISTEN: sup_accept(S.lfd); break;
+			case TAG_SIGNAL: handle_signals(); break;
+			case TAG_CONN: sup_conn_event((int)VAL_OF(u), evs[i].events); break;
+			case TAG_PIDFD: pidfd_ready((int64_t)VAL_OF(u)); break;
 			}
 		}
 		if (S.poll_orphans)

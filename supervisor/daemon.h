@@ -50,7 +50,7 @@ struct sup {
 	double idle_minutes; /* < 0: off */
 	int autostop_down;
 	int wait_for;
-	int64_t last_active;      /* now_ms() of the last activity */
+	int64_t last_active;       /* now_ms() of the last activity */
 	int64_t autostop_deadline; /* now_ms() when to check idleness; 0: none */
 	pid_t hook_pid;
 	int64_t hook_deadline;

@@ -203,8 +203,8 @@ void proto_header(const struct msg *m, unsigned char hdr[PROTO_HDR])
 
 int proto_parse_header(const unsigned char hdr[PROTO_HDR], size_t *len)
 {
-	uint32_t n = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) |
-		     ((uint32_t)hdr[2] << 8) | hdr[3];
+	uint32_t n = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) |
+	             hdr[3];
 
 	if (n > PROTO_MAX_MSG)
 		return -EPROTO;

@@ -35,7 +35,7 @@ void msg_release(struct msg *m);
 /* Appends a field; -EINVAL for a bad key or a value with NUL, -ENOBUFS past the limit. */
 int msg_add(struct msg *m, const char *key, const char *val);
 int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 int msg_add_int(struct msg *m, const char *key, int64_t v);
 /*
  * Parses `len` bytes of fields (no header) into m, copying them. Returns 0 or -EPROTO

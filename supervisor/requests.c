@@ -59,7 +59,7 @@ static void conn_flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
 		ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		                 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -132,7 +132,7 @@ void sup_accept(int lfd)
 			cred.uid = (uid_t)-1;
 		if (cred.uid != geteuid())
 			warning("refused a connection from uid %ld (pid %ld)", (long)cred.uid,
-				(long)cred.pid);
+			        (long)cred.pid);
 		if ((size_t)fd >= nconns_cap) {
 			size_t cap = nconns_cap ? nconns_cap : 64;
 
@@ -212,7 +212,9 @@ static void op_status(struct conn *c, const struct msg *req)
 	msg_addf(&m, "autostop_idle_minutes", "%g", S.idle_minutes);
 	msg_add_int(&m, "autostop_down", S.autostop_down);
 	msg_add(&m, "autostop_wait_for",
-		S.wait_for == WAIT_JOBS ? "jobs" : S.wait_for == WAIT_NONE ? "none" : "jobs_and_ssh");
+	        S.wait_for == WAIT_JOBS   ? "jobs"
+	        : S.wait_for == WAIT_NONE ? "none"
+	                                  : "jobs_and_ssh");
 	msg_add_int(&m, "max_bypass", S.max_bypass);
 	msg_addf(&m, "cancel_grace", "%g", S.cancel_grace);
 	sup_reply(c, &m);
@@ -248,38 +250,41 @@ static void op_submit(struct conn *c, const struct msg *req)
 	j.cpus = 0.5;
 	j.cancel_grace = S.cancel_grace;
 	if (msg_get(req, "cpus") && (msg_get_double(req, "cpus", &j.cpus) || j.cpus < 0))
-		return sup_reply_error(c, "bad cpus '%s': expected a number >= 0", msg_get(req, "cpus"));
-	if (msg_get(req, "memory") &&
-	    (msg_get_double(req, "memory", &j.memory) || j.memory < 0))
-		return sup_reply_error(c, "bad memory '%s': expected GiB >= 0", msg_get(req, "memory"));
+		return sup_reply_error(c, "bad cpus '%s': expected a number >= 0",
+		                       msg_get(req, "cpus"));
+	if (msg_get(req, "memory") && (msg_get_double(req, "memory", &j.memory) || j.memory < 0))
+		return sup_reply_error(c, "bad memory '%s': expected GiB >= 0",
+		                       msg_get(req, "memory"));
 	if (msg_get(req, "gpus")) {
 		int64_t g;
 
 		if (msg_get_int(req, "gpus", &g) || g < 0 || g > SCHED_MAX_GPUS)
-			return sup_reply_error(c, "bad gpus '%s': expected 0..%d", msg_get(req, "gpus"),
-					   SCHED_MAX_GPUS);
+			return sup_reply_error(c, "bad gpus '%s': expected 0..%d",
+			                       msg_get(req, "gpus"), SCHED_MAX_GPUS);
 		j.gpus = (int)g;
 	}
 	if (msg_get(req, "priority") &&
 	    (msg_get_int(req, "priority", &prio) || prio < -1000 || prio > 1000))
 		return sup_reply_error(c, "bad priority '%s': expected -1000..1000",
-				   msg_get(req, "priority"));
+		                       msg_get(req, "priority"));
 	j.priority = (int)prio;
 	if (!msg_get(req, "run") && !msg_get(req, "setup"))
 		return sup_reply_error(c, "nothing to run: the job has neither run nor setup");
 	want = (struct sched_res){j.cpus, j.memory, j.gpus};
 	cap = (struct sched_res){S.cap.cpus, S.cap.memory, S.cap.gpus};
 	if (!sched_fits(&cap, &want))
-		return sup_reply_error(c,
-				   "the job asks for %g CPUs, %g GiB and %d GPUs, but this node "
-				   "has %g CPUs, %.1f GiB and %d GPUs in all",
-				   j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
+		return sup_reply_error(
+		        c,
+		        "the job asks for %g CPUs, %g GiB and %d GPUs, but this node "
+		        "has %g CPUs, %.1f GiB and %d GPUs in all",
+		        j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
 	for (i = 0; i < req->n; i++) {
 		if (strcmp(req->keys[i], "env"))
 			continue;
 		if (!valid_env(req->vals[i]))
 			return buf_release(&envs),
-			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE", req->vals[i]);
+			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE",
+			                       req->vals[i]);
 		buf_add(&envs, req->vals[i], strlen(req->vals[i]) + 1);
 	}
 	j.name = (char *)msg_get(req, "name");
@@ -424,7 +429,8 @@ out:
 	free(cc.kill_starts);
 	if (r) {
 		msg_release(&m);
-		return sup_reply_error(c, "cannot cancel: node database error (see supervisor.log)");
+		return sup_reply_error(c,
+		                       "cannot cancel: node database error (see supervisor.log)");
 	}
 	msg_add(&m, "ok", "1");
 	sup_reply(c, &m);
@@ -448,7 +454,8 @@ static void op_config(struct conn *c, const struct msg *req)
 			continue;
 		}
 		if (parse_double(val, &v) || v < 0)
-			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i], val);
+			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i],
+			                       val);
 		if (st_kv_set(S.db, keys[i], val))
 			return sup_reply_error(c, "cannot store %s", keys[i]);
 	}
@@ -477,9 +484,10 @@ static const struct {
 	const char *name;
 	void (*fn)(struct conn *c, const struct msg *req);
 } ops[] = {
-	{"autostop", sup_op_autostop}, {"cancel", op_cancel}, {"config", op_config},
-	{"ping", op_ping},         {"shutdown", op_shutdown}, {"status", op_status},
-	{"submit", op_submit},
+        {"autostop", sup_op_autostop}, {"cancel", op_cancel},
+        {"config", op_config},         {"ping", op_ping},
+        {"shutdown", op_shutdown},     {"status", op_status},
+        {"submit", op_submit},
 };
 
 static void handle(struct conn *c, const struct msg *req)
@@ -490,7 +498,7 @@ static void handle(struct conn *c, const struct msg *req)
 	if (c->denied) {
 		c->closing = 1;
 		return sup_reply_error(c, "permission denied: the supervisor serves only its "
-					  "own user");
+		                          "own user");
 	}
 	if (!op)
 		return sup_reply_error(c, "request has no op");
@@ -521,7 +529,8 @@ void sup_conn_event(int fd, uint32_t events)
 			r = buf_grow(&c->in, c->in.max - c->in.len);
 		if (r) {
 			c->closing = 1;
-			sup_reply_error(c, "request too large (max %zu bytes)", (size_t)PROTO_MAX_MSG);
+			sup_reply_error(c, "request too large (max %zu bytes)",
+			                (size_t)PROTO_MAX_MSG);
 			return;
 		}
 		n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1, MSG_DONTWAIT);
@@ -542,7 +551,7 @@ void sup_conn_event(int fd, uint32_t events)
 			if (proto_parse_header((unsigned char *)c->in.p, &need)) {
 				c->closing = 1;
 				sup_reply_error(c, "request too large (max %zu bytes)",
-					    (size_t)PROTO_MAX_MSG);
+				                (size_t)PROTO_MAX_MSG);
 				return;
 			}
 			if (c->in.len < PROTO_HDR + need)

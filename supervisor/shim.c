@@ -57,7 +57,7 @@ struct shim {
 static struct st_db *shim_db;
 
 static int with_db(int (*fn)(struct st_db *db, struct shim *sh, void *arg), struct shim *sh,
-		   void *arg)
+                   void *arg)
 {
 	const struct node_paths *p = node_paths();
 
@@ -89,9 +89,9 @@ static int db_set_status(struct st_db *db, struct shim *sh, void *arg)
 	struct status_arg *a = arg;
 
 	return st_job_set_status(db, sh->id,
-				 JOB_MASK(JOB_PENDING) | JOB_MASK(JOB_SETTING_UP) |
-					 JOB_MASK(JOB_RUNNING),
-				 a->status, a->reason);
+	                         JOB_MASK(JOB_PENDING) | JOB_MASK(JOB_SETTING_UP) |
+	                                 JOB_MASK(JOB_RUNNING),
+	                         a->status, a->reason);
 }
 
 static int db_finish(struct st_db *db, struct shim *sh, void *arg)
@@ -188,7 +188,7 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 		int n;
 
 		n = snprintf(msg, sizeof(msg), "skiff: error: cannot start the job in '%s': %s\n",
-			     o.cwd, strerror(-r));
+		             o.cwd, strerror(-r));
 		if (n > 0)
 			write_all(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 	}
@@ -290,7 +290,7 @@ static int finish(struct shim *sh, int status, const char *codes, const char *re
 
 	if (with_db(db_finish, sh, &a))
 		return error("job %lld: cannot record its final status %s", (long long)sh->id,
-			     job_status_name(status));
+		             job_status_name(status));
 	return 0;
 }
 
@@ -319,10 +319,11 @@ int shim_main(int64_t job_id)
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	if (with_db(db_load, &sh, NULL))
-		return error("job %lld: cannot load it from the node database", (long long)job_id), 1;
+		return error("job %lld: cannot load it from the node database", (long long)job_id),
+		       1;
 	if (sh.job.shim_pid != getpid())
 		return error("job %lld belongs to shim %ld, not to us", (long long)job_id,
-			     (long)sh.job.shim_pid),
+		             (long)sh.job.shim_pid),
 		       1;
 	if (sh.job.cancel_requested) {
 		finish(&sh, JOB_CANCELLED, "", "cancelled by the user before it started");
@@ -330,7 +331,7 @@ int shim_main(int64_t job_id)
 	}
 	if (mkdir_p(sh.job.log_dir, 0700)) {
 		error_errno("job %lld: cannot create log dir '%s'", (long long)job_id,
-			    sh.job.log_dir);
+		            sh.job.log_dir);
 		finish(&sh, JOB_FAILED_DRIVER, "", "cannot create the log directory");
 		goto out;
 	}

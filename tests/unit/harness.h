@@ -23,7 +23,7 @@ static int tap_count, tap_failed;
 #define plan_run(fn) (printf("# %s\n", #fn), fn())
 
 __attribute__((format(printf, 4, 5), unused)) static int tap_ok(int pass, const char *file,
-								   int line, const char *fmt, ...)
+                                                                int line, const char *fmt, ...)
 {
 	va_list ap;
 

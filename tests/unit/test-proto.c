@@ -62,13 +62,10 @@ static void test_hostile(void)
 		size_t len;
 		const char *what;
 	} bad[] = {
-		{"op", 2, "no NUL after the key"},
-		{"op\0", 3, "key without a value"},
-		{"op\0submit", 9, "value without NUL"},
-		{"\0x\0", 3, "empty key"},
-		{"OP\0x\0", 5, "upper-case key"},
-		{"o p\0x\0", 6, "space in key"},
-		{"op\0x\0\xff\0y\0", 9, "binary key"},
+	        {"op", 2, "no NUL after the key"},      {"op\0", 3, "key without a value"},
+	        {"op\0submit", 9, "value without NUL"}, {"\0x\0", 3, "empty key"},
+	        {"OP\0x\0", 5, "upper-case key"},       {"o p\0x\0", 6, "space in key"},
+	        {"op\0x\0\xff\0y\0", 9, "binary key"},
 	};
 	size_t i;
 

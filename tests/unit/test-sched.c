@@ -4,8 +4,7 @@
 #include "supervisor/sched.h"
 #include "tests/unit/harness.h"
 
-static struct sched_job J(int64_t id, int prio, double cpus, double mem, int gpus, int bypassed)
-{
+static struct sched_job J(int64_t id, int prio, double cpus, double mem, int gpus, int bypassed) {
 	struct sched_job j = {0};
 
 	j.id = id;
@@ -17,10 +16,11 @@ static struct sched_job J(int64_t id, int prio, double cpus, double mem, int gpu
 	return j;
 }
 
-static void test_order(void)
+static void
+test_order(void)
 {
 	struct sched_job js[] = {J(3, 0, 1, 0, 0, 0), J(1, 0, 1, 0, 0, 0), J(2, 5, 1, 0, 0, 0),
-				 J(4, -1, 1, 0, 0, 0)};
+	                         J(4, -1, 1, 0, 0, 0)};
 
 	sched_sort(js, 4);
 	is_int(js[0].id, 2, "highest priority first");
@@ -32,8 +32,9 @@ static void test_order(void)
 static void test_fit_and_fractions(void)
 {
 	struct sched_res free = {1.0, 4, 0};
-	struct sched_job js[] = {J(1, 0, 0.1, 0, 0, 0), J(2, 0, 0.2, 0, 0, 0), J(3, 0, 0.7, 0, 0, 0),
-				 J(4, 0, 0, 0, 0, 0), J(5, 0, 0.01, 0, 0, 0)};
+	struct sched_job js[] = {J(1, 0, 0.1, 0, 0, 0), J(2, 0, 0.2, 0, 0, 0),
+	                         J(3, 0, 0.7, 0, 0, 0), J(4, 0, 0, 0, 0, 0),
+	                         J(5, 0, 0.01, 0, 0, 0)};
 
 	is_int(sched_pick(&free, js, 5, 20), 4, "0.1+0.2+0.7 fit in 1 CPU, and a 0-CPU job too");
 	ok(js[0].start && js[1].start && js[2].start && js[3].start, "the four start");
@@ -47,7 +48,7 @@ static void test_backfill(void)
 	/* 2 CPUs free; a 4-CPU job waits, small ones behind it run. */
 	struct sched_res free = {2, 100, 0};
 	struct sched_job js[] = {J(1, 0, 4, 0, 0, 0), J(2, 0, 1, 0, 0, 0), J(3, 0, 1, 0, 0, 0),
-				 J(4, 0, 1, 0, 0, 0)};
+	                         J(4, 0, 1, 0, 0, 0)};
 
 	is_int(sched_pick(&free, js, 4, 20), 2, "two small jobs backfill");
 	ok(!js[0].start && js[1].start && js[2].start && !js[3].start, "jobs 2 and 3 start");
@@ -90,7 +91,7 @@ static void test_memory_and_gpus(void)
 {
 	struct sched_res free = {8, 16, 2};
 	struct sched_job js[] = {J(1, 0, 1, 12, 0, 0), J(2, 0, 1, 8, 0, 0), J(3, 0, 1, 4, 1, 0),
-				 J(4, 0, 1, 0, 2, 0)};
+	                         J(4, 0, 1, 0, 2, 0)};
 
 	is_int(sched_pick(&free, js, 4, 20), 2, "memory and GPUs are packed too");
 	ok(js[0].start && !js[1].start && js[2].start && !js[3].start, "12+4 GiB, 1 GPU");

@@ -25,7 +25,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 static void test_open_and_migrate(void)
 {
 	static const char *const v2[] = {"CREATE TABLE a (x INTEGER)",
-					 "ALTER TABLE a ADD COLUMN y TEXT"};
+	                                 "ALTER TABLE a ADD COLUMN y TEXT"};
 	struct st_schema s1 = {"t", v2, 1}, s2 = {"t", v2, 2};
 	char *path = xasprintf("%s/m.db", dir);
 	struct st_db *db;
@@ -67,8 +67,7 @@ static void test_tx(void)
 	q = st_prepare(db, "SELECT count(*) FROM k");
 	ok(st_step(db, q) == 1 && sqlite3_column_int(q, 0) == 0, "rollback undid the insert");
 	sqlite3_reset(q);
-	ok(!st_begin(db) && !st_exec(db, "INSERT INTO k VALUES (1)") && !st_commit(db),
-	   "commit");
+	ok(!st_begin(db) && !st_exec(db, "INSERT INTO k VALUES (1)") && !st_commit(db), "commit");
 	q = st_prepare(db, "SELECT count(*) FROM k");
 	ok(st_step(db, q) == 1 && sqlite3_column_int(q, 0) == 1, "commit kept it");
 	sqlite3_reset(q);
