@@ -105,6 +105,19 @@ test_expect_success 'detach, then cancel: CANCELLED and logs exits 103' '
 	expect_fail 103 skiff logs c1 --status >/dev/null 2>&1
 '
 
+test_expect_success 'Ctrl-C while following logs leaves the job running' '
+	# A background job of a script ignores SIGINT: restore it, as a terminal has it.
+	python3 -c "import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execv(sys.argv[1], sys.argv[1:])" \
+		"$SKIFF_BIN" exec c1 "sleep 8$$; echo survived" >ctrlc.out 2>&1 &
+	wait_for "pgrep -f \"^sleep 8$$\" >/dev/null" &&
+	launcher=$(pgrep -f "exec c1 sleep 8$$") &&
+	kill -INT -$(ps -o pgid= -p $launcher | tr -d " ") &&
+	wait_for "! kill -0 $launcher 2>/dev/null" &&
+	pgrep -f "^sleep 8$$" >/dev/null &&
+	test "$(skiff logs c1 --status 2>/dev/null; echo $?)" != 0 &&
+	skiff cancel c1 >/dev/null
+'
+
 test_expect_success 'a 3-node gang: ranks, IPs in rank order, SKYPILOT_* envs' '
 	cat >gang.yaml <<-\EOF &&
 	num_nodes: 3
