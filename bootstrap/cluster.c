@@ -75,8 +75,16 @@ int cl_bootstrap(struct clive *cl)
 {
 	pid_t *pids = xcalloc(cl->n, sizeof(*pids));
 	int *fds = xcalloc(cl->n, sizeof(*fds));
-	size_t i;
+	const char *img, *sha;
+	size_t i, img_len;
 	int failed = 0;
+
+	/* Load (and hash) our image once, before the children fork, so they share it. */
+	if (boot_self_image(&img, &img_len, &sha)) {
+		free(pids);
+		free(fds);
+		return -1;
+	}
 
 	for (i = 0; i < cl->n; i++) {
 		int p[2];

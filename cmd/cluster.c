@@ -134,22 +134,38 @@ static int porcelain_find(const char *text, int64_t id, struct rank_job *out)
 	return -ENOENT;
 }
 
-/* One status for a gang: the first failure wins, then cancel, then the least advanced. */
+/*
+ * One status for a gang: the first failure wins, then cancel, then the least advanced.
+ * A rank whose node cannot be reached (status -1) is unknown. While a reachable rank
+ * still runs, the gang runs. Once every reachable rank has ended and one of them did not
+ * succeed, the gang is FAILED_DRIVER: it cannot finish without the lost rank (the gang
+ * watcher stops the others when a node is lost, as when a rank fails). Otherwise, with a
+ * rank unknown, so is the gang's status (-1).
+ */
 static int aggregate(const struct rank_job *r, int n)
 {
 	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER,
 				    JOB_CANCELLED};
-	int i, k, lowest = -1;
+	int i, k, lowest = -1, unknown = 0;
 
-	for (i = 0; i < n; i++)
-		if (r[i].status < 0 || !job_status_terminal(r[i].status))
-			if (lowest < 0 || (r[i].status >= 0 && r[i].status < lowest))
-				lowest = r[i].status < 0 ? JOB_PENDING : r[i].status;
+	for (i = 0; i < n; i++) {
+		if (r[i].status < 0)
+			unknown++;
+		else if (!job_status_terminal(r[i].status) && (lowest < 0 || r[i].status < lowest))
+			lowest = r[i].status;
+	}
 	for (k = 0; k < (int)ARRAY_SIZE(order); k++)
 		for (i = 0; i < n; i++)
-			if (r[i].status == order[k])
-				return lowest >= 0 && order[k] == JOB_CANCELLED ? lowest : order[k];
-	return lowest >= 0 ? lowest : JOB_SUCCEEDED;
+			if (r[i].status == order[k]) {
+				if (order[k] != JOB_CANCELLED)
+					return order[k];
+				return lowest >= 0 ? lowest
+				       : unknown   ? JOB_FAILED_DRIVER
+				                   : order[k];
+			}
+	if (lowest >= 0)
+		return lowest;
+	return unknown ? -1 : JOB_SUCCEEDED;
 }
 
 struct node_queues {
@@ -157,9 +173,16 @@ struct node_queues {
 	int *ok;
 };
 
-static void fetch_queues(struct clive *cl, struct node_queues *q)
+/*
+ * Every node's queue, one node after the other; a node that cannot be reached is named
+ * on stderr (by the runner) and its ranks are unknown. Nodes marked in skip (may be NULL)
+ * are not asked: they are known to be unreachable. Returns the number of nodes that did
+ * not answer.
+ */
+static int fetch_queues(struct clive *cl, struct node_queues *q, const int *skip)
 {
 	size_t i;
+	int missing = 0;
 
 	q->text = xcalloc(cl->n, sizeof(*q->text));
 	q->ok = xcalloc(cl->n, sizeof(*q->ok));
@@ -167,10 +190,13 @@ static void fetch_queues(struct clive *cl, struct node_queues *q)
 		int status = 0;
 
 		buf_init(&q->text[i], (size_t)64 << 20);
-		q->ok[i] = !cl_capture_skiff(&cl->nodes[i], "node queue --porcelain", &q->text[i],
-					     NODE_CALL_MS, &status) &&
-			   !status;
+		q->ok[i] = (!skip || !skip[i]) &&
+		           !cl_capture_skiff(&cl->nodes[i], "node queue --porcelain", &q->text[i],
+		                             NODE_CALL_MS, &status) &&
+		           !status;
+		missing += !q->ok[i];
 	}
+	return missing;
 }
 
 static void free_queues(struct clive *cl, struct node_queues *q)
@@ -226,10 +252,11 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 	struct json j;
 	size_t n = 0, i;
 	double now = now_wall();
+	int missing;
 
 	if (st_cluster_job_list(ldb, cl->name, &v, &n))
 		return -1;
-	fetch_queues(cl, &q);
+	missing = fetch_queues(cl, &q, NULL);
 	if (as_json) {
 		json_init(&j, out, 1);
 		json_arr_begin(&j);
@@ -310,6 +337,8 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 
 				if (code >= 0)
 					buf_addf(&codes, "%s%d", codes.len ? "," : "", code);
+				else if (rj[k].status < 0) /* its node could not be reached */
+					buf_addf(&codes, "%s?", codes.len ? "," : "");
 			}
 			if (ago < 60)
 				xsnprintf(sub, sizeof(sub), "%lds ago", ago);
@@ -329,7 +358,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 	}
 	free_queues(cl, &q);
 	cluster_jobs_free(v, n);
-	return 0;
+	return missing ? 1 : 0; /* 1: printed, but some node could not be reached */
 }
 
 /* ---- logs ---------------------------------------------------------------------------- */
@@ -357,13 +386,41 @@ static void flush_line(struct stream *s, int final)
 	}
 }
 
+/*
+ * The streams run in process groups of their own (runner_spawn), so Ctrl-C on `logs`
+ * does not reach them: the handler stops them, then the signal kills us as before.
+ */
+static pid_t follow_pids[64];
+static volatile sig_atomic_t follow_npids;
+
+static void follow_stop(int sig)
+{
+	int i;
+
+	for (i = 0; i < follow_npids; i++)
+		if (follow_pids[i] > 0)
+			kill(-follow_pids[i], SIGTERM);
+	raise(sig); /* SA_RESETHAND: the default action, once this handler returns */
+}
+
+/*
+ * follow: 1 streams until the job ends, 0 prints what there is, -1 prints only the
+ * gang's status (`logs --status`). Every rank's stream is `node logs -q` on its node,
+ * prefixed with the rank when there are several; the status at the end is the
+ * aggregate of the ranks' (so a one-rank job reports the cluster's job id, not the
+ * node's). A stream that ends with ssh's 255 lost its node (`node logs` never exits
+ * 255): that node is not asked again, and its rank is unknown.
+ */
 int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail)
 {
 	struct cluster_job cj;
 	struct node_queues q;
 	struct rank_job rj[64];
 	struct stream *ss;
-	char args[128], tailarg[32] = "";
+	static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa, old_sa[3];
+	char tailarg[32] = "";
+	int *lost;
 	int n, i, live = 0, rc, status;
 
 	if (st_cluster_job_get(ldb, cl->name, job, &cj)) {
@@ -378,17 +435,17 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 	n = *cj.node_job_ids ? n + 1 : 0;
 	if (n > (int)cl->n)
 		n = (int)cl->n;
-	if (n == 1) {
-		/* One rank: the node's own `logs` streams and gives the exit code. */
-		xsnprintf(args, sizeof(args), "node logs %s%s %s", follow ? "--follow" : "--no-follow",
-			  tailarg, cj.node_job_ids);
-		rc = cl_exec_skiff(&cl->nodes[0], args, -1, &status);
-		cluster_job_free(&cj);
-		if (rc == -EHOSTUNREACH)
-			return EXIT_UNAVAILABLE;
-		return rc ? EXIT_FAIL : status;
-	}
+	if (n > 64)
+		n = 64;
 	ss = xcalloc((size_t)(n ? n : 1), sizeof(*ss));
+	lost = xcalloc(cl->n ? cl->n : 1, sizeof(*lost));
+	follow_npids = 0;
+	sa.sa_handler = follow_stop;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		if (!sigaction(stop_sigs[i], NULL, &old_sa[i]) && old_sa[i].sa_handler != SIG_IGN)
+			sigaction(stop_sigs[i], &sa, NULL); /* an ignored signal stays ignored */
 	{
 		const char *p = cj.node_job_ids;
 
@@ -400,10 +457,12 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 
 			p = *end == ',' ? end + 1 : end;
 			ss[i].fd = -1;
+			ss[i].pid = -1;
 			buf_init(&ss[i].line, 1 << 20);
-			xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
-				  cl->nodes[i].ip);
-			if (pipe2(pfd, O_CLOEXEC) < 0)
+			if (n > 1)
+				xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
+				          cl->nodes[i].ip);
+			if (follow < 0 || !cl->nodes[i].exe || pipe2(pfd, O_CLOEXEC) < 0)
 				continue;
 			io.out_fd = pfd[1];
 			/* -q: one "finished" line for the gang, printed below, not one per rank. */
@@ -411,6 +470,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 					   follow ? "--follow" : "--no-follow", tailarg, id);
 			if (!runner_spawn(cl->nodes[i].r, script, 0, &io, &ss[i].pid)) {
 				ss[i].fd = pfd[0];
+				follow_pids[follow_npids++] = ss[i].pid;
 				live++;
 			} else {
 				close(pfd[0]);
@@ -435,6 +495,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			struct stream *s = &ss[map[i]];
 			char blk[8192];
 			ssize_t got;
+			int wst = 0;
 
 			if (!pf[i].revents)
 				continue;
@@ -444,27 +505,50 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 				flush_line(s, 0);
 				continue;
 			}
+			if (got < 0 && errno == EINTR)
+				continue;
 			flush_line(s, 1);
 			close(s->fd);
 			s->fd = -1;
-			waitpid(s->pid, NULL, 0);
+			while (waitpid(s->pid, &wst, 0) < 0 && errno == EINTR)
+				;
+			for (int k = 0; k < follow_npids; k++)
+				if (follow_pids[k] == s->pid)
+					follow_pids[k] = 0; /* reaped: its pid may be reused */
+			if (WIFEXITED(wst) && WEXITSTATUS(wst) == 255 &&
+			    !strcmp(cl->nodes[map[i]].r->ops->kind, "ssh")) {
+				lost[map[i]] = 1;
+				error("node %s (rank %d): lost the connection while following the job's "
+				      "logs",
+				      cl->nodes[map[i]].name, map[i]);
+			}
 			live--;
 		}
 	}
+	for (i = 0; i < 3; i++)
+		sigaction(stop_sigs[i], &old_sa[i], NULL);
+	follow_npids = 0;
 	/* The gang's status is the aggregate of its ranks'. */
-	fetch_queues(cl, &q);
-	n = rank_jobs(&cj, cl, &q, rj, 64);
+	fetch_queues(cl, &q, lost);
+	n = rank_jobs(&cj, cl, &q, rj, n);
 	status = aggregate(rj, n);
 	free_queues(cl, &q);
 	for (i = 0; i < n; i++)
 		buf_release(&ss[i].line);
 	free(ss);
+	free(lost);
 	cluster_job_free(&cj);
-	rc = status_exit(status);
-	if (follow)
+	if (follow < 0)
+		printf("%s\n", job_status_name(status));
+	else if (follow && log_get_level() >= LOG_INFO)
 		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)job,
-			job_status_terminal(status) ? "finished" : "is still running",
-			job_status_name(status));
+		        job_status_terminal(status) ? "finished"
+		        : status < 0                ? "is in an unknown state"
+		                                    : "is still running",
+		        job_status_name(status));
+	if (status < 0)
+		return EXIT_UNAVAILABLE;
+	rc = status_exit(status);
 	return !follow && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
 }
 
@@ -484,7 +568,7 @@ int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *w
 		error("cluster %s has no job %lld", cl->name, (long long)job);
 		return -ENOENT;
 	}
-	fetch_queues(cl, &q);
+	fetch_queues(cl, &q, NULL);
 	n = rank_jobs(&cj, cl, &q, rj, 64);
 	buf_addf(where, "%s/sky_logs/%s/%lld", home, cl->name, (long long)job);
 	for (i = 0; i < n && !r; i++) {
@@ -563,6 +647,19 @@ const char cmd___gang_usage[] =
 	"Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
 	"unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
 
+/* Cancels node job `id` on nd; 0 when the node answered (whatever it said). */
+static int gang_cancel(struct cnode *nd, long long id)
+{
+	char args[64];
+	int st = 0;
+
+	xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null 2>&1", id);
+	return cl_exec_skiff(nd, args, NODE_CALL_MS, &st) ? -1 : 0;
+}
+
+/* The gang watcher gives up on a lost node after this long (the cluster's down ends it). */
+#define GANG_RETRY_MAX_MS ((int64_t)24 * 3600 * 1000)
+
 int cmd___gang(int argc, char **argv)
 {
 	struct st_db *ldb = NULL;
@@ -570,7 +667,8 @@ int cmd___gang(int argc, char **argv)
 	struct clive cl = {0};
 	struct cluster_job cj;
 	pid_t pids[64];
-	int fds[64], failed = -1, n = 0, i, live = 0;
+	int fds[64], pending[64] = {0}, failed = -1, n = 0, i, live = 0, npending = 0, moved;
+	int64_t start, delay;
 	long long ids[64];
 	long job;
 
@@ -631,22 +729,53 @@ int cmd___gang(int argc, char **argv)
 			waitpid(pids[k], &st, 0);
 			buf_rtrim(&b);
 			bad = strcmp(b.p, "SUCCEEDED") && strcmp(b.p, "CANCELLED");
+			/* No status: the node was lost, and its rank may still run there. */
+			if (!b.len)
+				pending[k] = 1;
 			if (bad && failed < 0) {
 				failed = k;
 				info("job %ld: rank %d ended %s; stopping the other ranks", job, k,
 				     b.len ? b.p : "(node unreachable)");
 				for (int o = 0; o < n; o++) {
-					char args[64];
-					int s2;
-
 					if (o == k || fds[o] < 0)
 						continue;
-					xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null",
-						  ids[o]);
-					cl_exec_skiff(&cl.nodes[o], args, NODE_CALL_MS, &s2);
+					if (gang_cancel(&cl.nodes[o], ids[o]))
+						pending[o] = 1;
 				}
 			}
 			buf_release(&b);
+		}
+	}
+	/*
+	 * Ranks on nodes that could not be reached may run on there: stop them when their
+	 * node is back: until the cluster is taken down, trying after 5 s, then every 10,
+	 * 20 and at most 30 s (a try on a node that is still away fails within ssh's 10 s
+	 * ConnectTimeout).
+	 */
+	for (i = 0; i < n; i++)
+		npending += pending[i];
+	if (npending)
+		info("job %ld: %d rank(s) on unreachable nodes; stopping them when they are back",
+		     job, npending);
+	start = now_ms();
+	for (delay = 5000; npending && now_ms() - start < GANG_RETRY_MAX_MS;
+	     delay = delay < 15000 ? delay * 2 : 30000) {
+		struct cluster_job again;
+
+		poll_ms((int)delay);
+		if (st_cluster_job_get(ldb, argv[1], job, &again))
+			break; /* the cluster was taken down */
+		moved = strcmp(again.node_job_ids, cj.node_job_ids);
+		cluster_job_free(&again);
+		if (moved)
+			break; /* ... and launched again: that job is another one */
+		for (i = 0; i < n; i++) {
+			if (!pending[i] || gang_cancel(&cl.nodes[i], ids[i]))
+				continue;
+			pending[i] = 0;
+			npending--;
+			info("job %ld: rank %d stopped on %s, which is back", job, i,
+			     cl.nodes[i].name);
 		}
 	}
 	cluster_job_free(&cj);

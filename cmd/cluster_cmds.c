@@ -244,8 +244,9 @@ int cmd_queue(int argc, char **argv)
 		st_close(ldb);
 		return EXIT_FAIL;
 	}
-	rc = lc_queue(ldb, &cl, as_json, skip, &out) || print_out(out.p, out.len) ? EXIT_FAIL
-										   : EXIT_OK;
+	/* 1: a node could not be reached (named on stderr): what is known is printed. */
+	rc = lc_queue(ldb, &cl, as_json, skip, &out);
+	rc = rc < 0 || print_out(out.p, out.len) ? EXIT_FAIL : rc ? EXIT_UNAVAILABLE : EXIT_OK;
 	buf_release(&out);
 	cluster_free(&c);
 	cl_close(&cl);

@@ -470,7 +470,7 @@ static int bootstrap(struct st_db *ldb, struct clive *cl)
 /* A node whose skiff is not this launcher's binary gets it (upgrade in place). */
 static int outdated(const struct clive *cl)
 {
-	const char *sha = self_sha256(NULL);
+	const char *sha = self_sha256_cached();
 	size_t i;
 
 	for (i = 0; i < cl->n; i++)

@@ -23,4 +23,12 @@ const char *self_path(const char *argv0);
 /* sha256 of the running executable (computed once), or NULL. */
 const char *self_sha256(const char *argv0);
 
+/*
+ * The same, cheaply, for hot paths (every exec, every ping): an installed copy's name
+ * (skiff-<sha256>, verified when it was installed), else a cache in $SKIFF_HOME/cache
+ * keyed by the file's device, inode, size and mtime, else computed (and cached). `skiff
+ * version` and `__verify-self` always hash for real.
+ */
+const char *self_sha256_cached(void);
+
 #endif

@@ -133,7 +133,7 @@ static int start(pid_t *pid, int *already, int may_replace)
 		msg_add(&req, "op", "ping");
 		if (!proto_send(fd, &req) && !proto_recv(fd, &rep, 5000) &&
 		    !msg_get_int(&rep, "pid", &v)) {
-			const char *theirs = msg_get(&rep, "sha256"), *ours = self_sha256(NULL);
+			const char *theirs = msg_get(&rep, "sha256"), *ours = self_sha256_cached();
 
 			*pid = (pid_t)v;
 			*already = 1;

@@ -159,7 +159,7 @@ void sup_accept(int lfd)
 static void op_ping(struct conn *c, const struct msg *req)
 {
 	/* Which binary we are: a `node up` by another one replaces us (sup_start()). */
-	const char *sha = self_sha256(NULL);
+	const char *sha = self_sha256_cached();
 	struct msg m;
 
 	(void)req;

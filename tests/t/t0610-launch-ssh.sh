@@ -1,0 +1,386 @@
+#!/bin/sh
+# The launcher on an SSH node pool (tests/lib/nodes.sh): tn1 and tn3 are namespace
+# nodes, tn2 is the busybox-only chroot (no bash, no python, no libc). A 3-node gang with
+# a workdir, hostile envs and setup; booking (no double booking, down frees); a rank that
+# fails; a node partitioned mid-job; skiff ssh; file_mounts on the busybox node; cancel.
+# Root only (skipped otherwise, a failure in CI). The same commands on local infra are
+# in t0600.
+. "$(dirname "$0")/lib.sh"
+. "$SRC_DIR/tests/lib/nodes.sh"
+
+nodes_require_root
+nodes_install_deps || { echo "Bail out! cannot install the packages the test nodes need"; exit 1; }
+command -v python3 >/dev/null || test_skip_all "needs python3 to read the --json outputs"
+
+# The busybox node has no libc: only a static skiff runs there (not the ASan build). With
+# another build the pool is three namespace nodes and the busybox checks are skipped.
+BB=2
+USER2=$NODES_BB_USER
+file -L "$SKIFF_BIN" | grep -q "statically linked" || { BB=; USER2=$NODES_USER; }
+
+# The launcher's ssh sockets live in $SKIFF_HOME/ssh when that path is short enough
+# (docs/bootstrap.md), as ~/.skiff/ssh is; $TRASH/home is not (and a state dir may not be
+# a symlink). A short SKIFF_HOME keeps this test's ControlMasters its own, not in the
+# shared /tmp/skiff-ssh.UID; the cleanup copies it into $TRASH (kept on failure, and
+# scanned for sanitizer reports).
+_t=${TMPDIR:-/tmp}
+[ "${#_t}" -le 12 ] || _t=/tmp
+export SKIFF_HOME=$_t/sk610.$$
+rm -rf "$SKIFF_HOME"
+mkdir -m 700 "$SKIFF_HOME" || { echo "Bail out! cannot create $SKIFF_HOME"; exit 1; }
+export SKIFF_SSH_NODE_POOLS=$NODES_POOL_FILE
+INFRA=ssh/$NODES_POOL
+IPS=10.200.0.11,10.200.0.12,10.200.0.13
+
+# The gang watchers (`skiff __gang`) started by this test's launcher.
+our_watchers() {
+	for _p in /proc/[0-9]*; do
+		{ tr '\0' '\n' <"$_p/cmdline" | grep -qx __gang; } 2>/dev/null || continue
+		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null ||
+			continue
+		echo "${_p#/proc/}"
+	done
+}
+
+# Takes down every cluster (a failed test may leave one booking the nodes, which would
+# fail the next scenario's launch too).
+down_all() {
+	for _c in $("$SKIFF_BIN" status --json 2>/dev/null | python3 -c \
+		"import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
+		timeout 60 "$SKIFF_BIN" down "$_c" >/dev/null 2>&1
+	done
+}
+
+test_cleanup_hook() {
+	down_all
+	_w=$(our_watchers)
+	# shellcheck disable=SC2086
+	[ -z "$_w" ] || kill -KILL $_w 2>/dev/null
+	# The nodes' supervisor and job logs, into $TRASH: kept on failure, and scanned for
+	# sanitizer reports (test-asan) like the launcher's own.
+	for _d in "$NODES_DIR"/tn*/home/.skiff "$NODES_DIR"/tn*/rootfs/home/*/.skiff; do
+		[ -d "$_d" ] || continue
+		_n=${_d#"$NODES_DIR"/}
+		_n=${_n%%/*}
+		mkdir -p "$TRASH/nodes/$_n" && cp -R "$_d/supervisor.log" "$_d/logs" "$TRASH/nodes/$_n/"
+	done 2>/dev/null
+	nodes_down
+	cp -a "$SKIFF_HOME" "$TRASH/home" 2>/dev/null
+	rm -rf "$SKIFF_HOME"
+}
+
+# node_procs I MARK: the processes on node I whose command line holds MARK (not this
+# probe's own shell). POSIX sh and tr only: the busybox node has no pgrep.
+node_procs() {
+	nodes_ssh "$1" "mark='$2';"' for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = "$$" ] && continue
+		c=$(tr "\0" " " <"$p/cmdline" 2>/dev/null) || continue
+		case $c in *"$mark"*) echo "${p#/proc/} $c" ;; esac
+	done'
+}
+
+# none_left MARK: no process of MARK on any node.
+none_left() {
+	for _i in 1 2 3; do
+		[ -z "$(node_procs "$_i" "$1")" ] || return 1
+	done
+}
+
+# all_running MARK: a process of MARK on every node.
+all_running() {
+	for _i in 1 2 3; do
+		[ -n "$(node_procs "$_i" "$1")" ] || return 1
+	done
+}
+
+# json EXPR FILE: print a Python expression over the JSON in FILE (as d), as JSON.
+json() {
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(($1)))" "$2"
+}
+
+# node_job_id RANK FILE: the node's own job id of rank RANK of the last job in `queue
+# --json` FILE (pool hosts keep their queue from cluster to cluster: ids differ).
+node_job_id() {
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d[-1]['node_job_ids'].split(',')[$1])" "$2"
+}
+
+now() { date +%s.%N; }
+secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# The job's skiff on node I (the link bootstrap leaves), for node-side checks.
+node_skiff() {
+	_i=$1
+	shift
+	nodes_ssh "$_i" "\"\$HOME/.skiff/bin/skiff\" $*"
+}
+
+# ---- inputs (written here: test bodies are single-quoted) ------------------------------
+
+mkdir -p "$TRASH/wd/sub" "$TRASH/mounts/dir"
+echo payload >"$TRASH/wd/data.txt"
+echo nested >"$TRASH/wd/sub/n.txt"
+printf 'secret.key\n*.log\n' >"$TRASH/wd/.gitignore"
+echo nope >"$TRASH/wd/secret.key"
+echo nope >"$TRASH/wd/debug.log"
+echo "mounted file" >"$TRASH/mounts/cfg.txt"
+echo "mounted dir" >"$TRASH/mounts/dir/a.txt"
+
+# Quotes, a command substitution, backticks, a parameter and a newline: none may be
+# expanded anywhere between the YAML and the job.
+cat >"$TRASH/gang.yaml" <<'EOF'
+name: gang
+num_nodes: 3
+workdir: ./wd
+envs:
+  HOSTILE: "it's \"q\" $(touch pwned) `touch pwned2` ${HOME}\nsecond line"
+setup: |
+  echo "setup ran on $(hostname) in $PWD" >~/setup-marker
+run: |
+  echo "rank=$SKYPILOT_NODE_RANK host=$(hostname) ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,) n=$SKYPILOT_NUM_NODES"
+  echo "rank=$SKYPILOT_NODE_RANK bash=${BASH_VERSION:-none} sh=$(readlink /proc/$$/exe)"
+  printf '%s' "$HOSTILE" >~/hostile.out
+  echo "rank=$SKYPILOT_NODE_RANK $(cat data.txt sub/n.txt | tr '\n' ' ')"
+  test ! -e secret.key && test ! -e debug.log && echo "rank=$SKYPILOT_NODE_RANK ignored-ok"
+EOF
+printf '%s\n%s' "it's \"q\" \$(touch pwned) \`touch pwned2\` \${HOME}" "second line" \
+	>"$TRASH/hostile.want"
+
+cat >"$TRASH/fm.yaml" <<EOF
+file_mounts:
+  ~/mnt/cfg.txt: $TRASH/mounts/cfg.txt
+  ~/mnt/dir: $TRASH/mounts/dir
+run: |
+  cat ~/mnt/cfg.txt ~/mnt/dir/a.txt
+  echo "on \$(hostname) bash=\${BASH_VERSION:-none}"
+EOF
+
+# ---- 1. a 3-node gang ------------------------------------------------------------------
+
+test_expect_success "nodes up: tn1, tn3 namespace nodes${BB:+, tn2 busybox-only}" '
+	nodes_up 3 ${BB:+--busybox $BB}
+'
+
+test_expect_success 'launch a 3-node gang: every rank on its own node, IPs head first' '
+	t0=$(now) &&
+	skiff launch -c s1 --infra "$INFRA" --num-nodes 3 gang.yaml >out 2>err
+	rc=$?
+	secs_since $t0 >"$TRASH/launch.s"
+	cat err out
+	test $rc = 0 &&
+	grep -q "nodes .*3 node(s) on $INFRA: 10.200.0.11, " err &&
+	grep -q "bootstrap .*skiff copied to 3, already on 0; 3 supervisor(s) started" err &&
+	grep -q "sync .*1 path(s) to 3 node(s)" err &&
+	for r in 0 1 2; do
+		ip=10.200.0.1$((r + 1)) &&
+		grep -qx "(rank $r, $ip) rank=$r host=tn$((r + 1)) ips=$IPS n=3" out &&
+		grep -qx "(rank $r, $ip) rank=$r payload nested " out &&
+		grep -qx "(rank $r, $ip) rank=$r ignored-ok" out || { echo "rank $r"; exit 1; }
+	done &&
+	grep -q "^skiff: job 1 finished (status: SUCCEEDED)\$" err
+'
+[ -s "$TRASH/launch.s" ] && echo "# launch of 3 fresh nodes (copy, supervisors, sync, run):" \
+	"$(cat "$TRASH/launch.s") s"
+
+if [ -n "$BB" ]; then
+	test_expect_success 'the busybox node ran its rank with /bin/sh (no bash there)' '
+		! nodes_ssh 2 "command -v bash" &&
+		grep -qx "(rank 1, 10.200.0.12) rank=1 bash=none sh=/bin/busybox" out &&
+		grep -q "^(rank 0, 10.200.0.11) rank=0 bash=5.* sh=.*/bash\$" out
+	'
+fi
+
+test_expect_success 'the hostile env arrived verbatim on every node, and nothing ran' '
+	for i in 1 2 3; do
+		nodes_ssh $i "cat ~/hostile.out" >got$i && cmp hostile.want got$i || exit 1
+		test "$(nodes_ssh $i "ls -a ~ ~/sky_workdir | grep -c pwned")" = 0 || exit 1
+	done &&
+	test ! -e pwned && test ! -e wd/pwned
+'
+
+test_expect_success 'setup ran on every node, in the workdir; ignored files were not sent' '
+	for i in 1 2 3; do
+		home=$(nodes_ssh $i "echo \$HOME") &&
+		test "$(nodes_ssh $i "cat ~/setup-marker")" = "setup ran on tn$i in $home/sky_workdir" &&
+		nodes_ssh $i "test -f ~/sky_workdir/data.txt && test -f ~/sky_workdir/sub/n.txt &&
+			test ! -e ~/sky_workdir/secret.key && test ! -e ~/sky_workdir/debug.log" ||
+			{ echo "tn$i"; exit 1; }
+	done
+'
+
+test_expect_success 'status --json: 3 nodes with their IPs and users, head 10.200.0.11' '
+	skiff status --json >st.json &&
+	cat st.json &&
+	test "$(json "[c[\"name\"] for c in d]" st.json)" = "[\"s1\"]" &&
+	test "$(json "d[0][\"status\"], d[0][\"infra\"], d[0][\"num_nodes\"], d[0][\"head\"]" st.json)" = \
+		"[\"UP\", \"$INFRA\", 3, \"10.200.0.11\"]" &&
+	test "$(json "[(n[\"rank\"], n[\"ip\"], n[\"port\"]) for n in d[0][\"nodes\"]]" st.json)" = \
+		"[[0, \"10.200.0.11\", 22], [1, \"10.200.0.12\", 22], [2, \"10.200.0.13\", 22]]" &&
+	test "$(json "[n[\"user\"] for n in d[0][\"nodes\"]]" st.json)" = \
+		"[\"$NODES_USER\", \"$USER2\", \"$NODES_USER\"]" &&
+	skiff status >st && grep -q "^s1 .*$INFRA .*UP .*10.200.0.11\$" st
+'
+
+test_expect_success 'queue --json: SUCCEEDED with exit codes [0, 0, 0]' '
+	skiff queue s1 --json >q.json &&
+	test "$(json "[(j[\"id\"], j[\"name\"], j[\"status\"], j[\"exit_codes\"]) for j in d]" q.json)" = \
+		"[[1, \"gang\", \"SUCCEEDED\", [0, 0, 0]]]" &&
+	skiff logs s1 --status >st && test "$(cat st)" = SUCCEEDED
+'
+
+# ---- 2. booking --------------------------------------------------------------------------
+
+test_expect_success 'no double booking: a 1-node cluster is refused, naming the holder' '
+	expect_fail 1 skiff launch -c s2 --infra "$INFRA" "echo never" >out 2>err &&
+	cat err &&
+	grep -q "error: pool .$NODES_POOL. has 3 nodes, 3 are in use by cluster s1; need 1" err &&
+	! grep -q never out &&
+	skiff status --json >st.json &&
+	test "$(json "[c[\"name\"] for c in d]" st.json)" = "[\"s1\"]"
+'
+
+test_expect_success 'down frees the hosts and stops their supervisors' '
+	skiff down s1 >out && grep -qx "cluster s1 terminated" out &&
+	test "$(skiff status)" = "No existing clusters." &&
+	for i in 1 2 3; do
+		test -z "$(node_procs $i __supervisor)" || { echo "tn$i: supervisor left"; exit 1; }
+	done
+'
+
+test_expect_success 'then the second cluster gets the first host; down it too' '
+	skiff launch -c s2 --infra "$INFRA" "echo on \$(hostname)" >out 2>err &&
+	cat err out &&
+	test "$(cat out)" = "on tn1" &&
+	grep -q "copied to 0, already on 1" err &&
+	skiff down s2 >/dev/null &&
+	test "$(skiff status)" = "No existing clusters."
+'
+
+# ---- 3. a rank fails ---------------------------------------------------------------------
+
+# Job markers: "sleep N000.PID" is matched by no other test's "^sleep D<its pid>" pattern
+# (tn1 and tn3 processes are visible on the host, and some tests pkill by pattern).
+
+test_expect_success 'gang failure: rank 2 exits 5; the others are stopped; launch exits 100' '
+	down_all &&
+	expect_fail 100 skiff launch -c g --infra "$INFRA" --num-nodes 3 \
+		"if [ \$SKYPILOT_NODE_RANK = 2 ]; then sleep 1; exit 5; fi; sleep 3000.$$" >out 2>err &&
+	cat err &&
+	grep -q "^skiff: job 1 finished (status: FAILED)\$" err &&
+	skiff queue g --json >q.json &&
+	test "$(json "d[-1][\"status\"], d[-1][\"exit_codes\"]" q.json)" = "[\"FAILED\", [137, 137, 5]]" &&
+	wait_for "none_left \"sleep 3000.$$\"" 20 &&
+	grep -q "job 1: rank 2 ended FAILED; stopping the other ranks" "$SKIFF_HOME/gang.log" &&
+	expect_fail 100 skiff logs g --status >st && test "$(cat st)" = FAILED &&
+	skiff down g >/dev/null
+'
+
+# ---- 4. a node dies mid-job --------------------------------------------------------------
+
+test_expect_success 'a long 3-node job runs on every node' '
+	down_all &&
+	skiff launch -c p -d --infra "$INFRA" --num-nodes 3 "echo started; sleep 4000.$$" 2>err &&
+	wait_for "all_running \"sleep 4000.$$\"" 20 &&
+	skiff queue p --json >q.json &&
+	test "$(json "d[-1][\"status\"]" q.json)" = "\"RUNNING\""
+'
+
+test_expect_success 'tn3 partitioned: logs comes back, naming it; the job is FAILED_DRIVER' '
+	nodes_partition 3 || exit 1
+	t0=$(now)
+	timeout 60 "$SKIFF_BIN" logs p >out 2>err
+	rc=$?
+	secs_since $t0 >"$TRASH/partition-logs.s"
+	cat out err
+	test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }
+	test $rc = 100 &&
+	grep -qx "(rank 0, 10.200.0.11) started" out &&
+	grep -q "^skiff: error: node 10.200.0.13 (rank 2): lost the connection" err &&
+	grep -q "^skiff: job 1 finished (status: FAILED_DRIVER)\$" err &&
+	grep -q "job 1: rank 2 ended (node unreachable); stopping the other ranks" "$SKIFF_HOME/gang.log"
+'
+
+test_expect_success 'tn3 partitioned: queue comes back, naming it, with exit 4' '
+	t0=$(now)
+	timeout 60 "$SKIFF_BIN" queue p --json >q.json 2>err
+	rc=$?
+	secs_since $t0 >"$TRASH/partition-queue.s"
+	cat err q.json
+	test $rc != 124 || { echo "queue hung until the timeout 60 guard"; exit 1; }
+	test $rc = 4 &&
+	grep -q "^skiff: error: node 10.200.0.13 (10.200.0.13): ssh: connect to host 10.200.0.13" err &&
+	test "$(json "d[-1][\"status\"], d[-1][\"exit_codes\"]" q.json)" = \
+		"[\"FAILED_DRIVER\", [137, 137, null]]"
+'
+[ -s "$TRASH/partition-logs.s" ] && echo "# partitioned tn3: logs reported it after" \
+	"$(cat "$TRASH/partition-logs.s") s, queue after $(cat "$TRASH/partition-queue.s") s"
+
+test_expect_success 'the ranks on tn1 and tn2 ended CANCELLED, and nothing of them runs' '
+	for i in 1 2; do
+		id=$(node_job_id $((i - 1)) q.json) &&
+		test "$(node_skiff $i node logs --status $id)" = CANCELLED || { echo tn$i; exit 1; }
+	done &&
+	wait_for "test -z \"\$(node_procs 1 \"sleep 4000.$$\")\" && test -z \"\$(node_procs 2 \"sleep 4000.$$\")\"" 20
+'
+
+test_expect_success 'healed: the watcher stops the lost rank on tn3; down works' '
+	nodes_heal 3 &&
+	t0=$(now) &&
+	wait_for "test -z \"\$(node_procs 3 \"sleep 4000.$$\" 2>/dev/null)\"" 90 &&
+	secs_since $t0 >"$TRASH/heal.s" &&
+	test "$(node_skiff 3 node logs --status $(node_job_id 2 q.json))" = CANCELLED &&
+	grep -q "job 1: rank 2 stopped on 10.200.0.13, which is back" "$SKIFF_HOME/gang.log" &&
+	skiff queue p --json >q.json &&
+	json "d[-1][\"status\"]" q.json | grep -qx "\"FAILED_DRIVER\"\\|\"CANCELLED\"" &&
+	skiff down p >out 2>err && cat err && ! grep -q warning err
+'
+[ -s "$TRASH/heal.s" ] && echo "# the lost rank was stopped $(cat "$TRASH/heal.s") s after the heal"
+
+# ---- 5. ssh, and file_mounts on the busybox node ----------------------------------------
+
+test_expect_success 'skiff ssh runs a command on the head node' '
+	down_all &&
+	skiff launch -c h1 --infra "$INFRA" true >/dev/null 2>&1 &&
+	test "$(skiff ssh h1 hostname)" = tn1 &&
+	test "$(skiff ssh h1 "echo \"\$(hostname) \$((6 * 7))\"")" = "tn1 42" &&
+	expect_fail 3 skiff ssh h1 "exit 3"
+'
+
+test_expect_success 'exec with file_mounts on a one-node cluster (the busybox node)' '
+	skiff launch -c bb --infra "$INFRA" true >/dev/null 2>&1 &&
+	skiff status --json >st.json &&
+	test "$(json "[c[\"head\"] for c in d if c[\"name\"] == \"bb\"]" st.json)" = "[\"10.200.0.12\"]" &&
+	test "$(skiff ssh bb hostname)" = tn2 &&
+	skiff exec bb fm.yaml >out 2>err &&
+	cat err out &&
+	grep -qx "mounted file" out && grep -qx "mounted dir" out &&
+	if [ -n "$BB" ]; then grep -qx "on tn2 bash=none" out; else grep -q "^on tn2 " out; fi &&
+	grep -q "^skiff: job 2 finished (status: SUCCEEDED)\$" err &&
+	skiff down h1 bb >/dev/null
+'
+
+# ---- 6. cancel ---------------------------------------------------------------------------
+
+test_expect_success 'cancel of a running 3-node job stops it on every node' '
+	down_all &&
+	skiff launch -c cx -d --infra "$INFRA" --num-nodes 3 "sleep 6000.$$" 2>/dev/null &&
+	wait_for "all_running \"sleep 6000.$$\"" 20 &&
+	stops=$(grep -c "stopping the other ranks" "$SKIFF_HOME/gang.log") &&
+	skiff cancel cx >out && grep -qx "cancelled the job(s) on cluster cx" out &&
+	wait_for "none_left \"sleep 6000.$$\"" 20 &&
+	expect_fail 103 skiff logs cx --status >st && test "$(cat st)" = CANCELLED &&
+	skiff queue cx --json >q.json &&
+	test "$(json "d[-1][\"status\"]" q.json)" = "\"CANCELLED\"" &&
+	test "$(grep -c "stopping the other ranks" "$SKIFF_HOME/gang.log")" = "$stops" &&
+	for i in 1 2 3; do
+		id=$(node_job_id $((i - 1)) q.json) &&
+		test "$(node_skiff $i node logs --status $id)" = CANCELLED || { echo tn$i; exit 1; }
+	done &&
+	skiff down cx >/dev/null
+'
+
+test_expect_success 'nothing is left: no clusters, no gang watchers' '
+	test "$(skiff status)" = "No existing clusters." &&
+	wait_for "test -z \"\$(our_watchers)\"" 20
+'
+
+test_done
