@@ -23,7 +23,10 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
  * exit code `logs` gives: 0, 100, 101, 102, 103.
  */
 int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail);
-/* The cluster's jobs as a table or a JSON list (aggregated over ranks). */
+/*
+ * The cluster's jobs as a table or a JSON list (aggregated over ranks). Returns 0, 1 when
+ * some node did not answer (what is known is still in out), or -1 on an error.
+ */
 int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct buf *out);
 /*
  * Brings every rank's log dir of a job back to ~/sky_logs/CLUSTER/JOB/rank-N (appends
