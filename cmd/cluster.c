@@ -366,6 +366,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 struct stream {
 	pid_t pid;
 	int fd;
+	int code; /* exit status of the remote `node logs`, -1 unknown */
 	struct buf line;
 	char prefix[96];
 };
@@ -458,6 +459,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			p = *end == ',' ? end + 1 : end;
 			ss[i].fd = -1;
 			ss[i].pid = -1;
+			ss[i].code = -1;
 			buf_init(&ss[i].line, 1 << 20);
 			if (n > 1)
 				xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
@@ -515,6 +517,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			for (int k = 0; k < follow_npids; k++)
 				if (follow_pids[k] == s->pid)
 					follow_pids[k] = 0; /* reaped: its pid may be reused */
+			s->code = WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
 			if (WIFEXITED(wst) && WEXITSTATUS(wst) == 255 &&
 			    !strcmp(cl->nodes[map[i]].r->ops->kind, "ssh")) {
 				lost[map[i]] = 1;
@@ -528,11 +531,19 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 	for (i = 0; i < 3; i++)
 		sigaction(stop_sigs[i], &old_sa[i], NULL);
 	follow_npids = 0;
-	/* The gang's status is the aggregate of its ranks'. */
-	fetch_queues(cl, &q, lost);
-	n = rank_jobs(&cj, cl, &q, rj, n);
-	status = aggregate(rj, n);
-	free_queues(cl, &q);
+	/*
+	 * One rank that followed to the end told its result by its exit status: SUCCEEDED
+	 * and CANCELLED are unambiguous, so no further round trip. Otherwise the gang's
+	 * status is the aggregate of its ranks', read from the nodes.
+	 */
+	if (n == 1 && follow > 0 && !lost[0] && (ss[0].code == 0 || ss[0].code == 103)) {
+		status = ss[0].code ? JOB_CANCELLED : JOB_SUCCEEDED;
+	} else {
+		fetch_queues(cl, &q, lost);
+		n = rank_jobs(&cj, cl, &q, rj, n);
+		status = aggregate(rj, n);
+		free_queues(cl, &q);
+	}
 	for (i = 0; i < n; i++)
 		buf_release(&ss[i].line);
 	free(ss);
