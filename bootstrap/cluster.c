@@ -271,7 +271,11 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	buf_add(&in, spec->raw.p, spec->raw.len);
 	script = xasprintf("%s node submit --spec -", nd->exe);
 	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, SUBMIT_TIMEOUT_MS, &status);
-	if (!r && status) {
+	if (!r && status == 127) {
+		/* The shell found no skiff there: the caller may bootstrap and retry. */
+		debug("node %s: skiff is gone from the node (%s)", nd->name, err.p);
+		r = -ENOEXEC;
+	} else if (!r && status) {
 		buf_rtrim(&err);
 		r = error("node %s: submit failed: %s", nd->name, err.len ? err.p : "no message");
 	}

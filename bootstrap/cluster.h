@@ -44,7 +44,10 @@ int cl_bootstrap(struct clive *cl);
 /* Syncs a local dir (or file, with is_file) to dst on one node (dst may start with ~/). */
 int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);
 
-/* Submits one rank's job (an op=submit message) through `node submit --spec -`. */
+/*
+ * Submits one rank's job (an op=submit message) through `node submit --spec -`.
+ * -ENOEXEC (not printed) when the node no longer has its skiff: bootstrap, then retry.
+ */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
 
 /*

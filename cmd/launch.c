@@ -239,6 +239,8 @@ static int sync_task(struct clive *cl, const struct task *t)
 	return 0;
 }
 
+static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
+
 /* Submits the job on ranks 0..nranks-1; records it in the launcher db. */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t, const char *entry,
                       int with_setup, int64_t *cluster_job)
@@ -273,6 +275,15 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 		msg_init(&m);
 		build_spec(&m, t, cl, i, nranks, cj.id, task_id, with_setup);
 		r = cl_submit(&cl->nodes[i], &m, &id);
+		if (r == -ENOEXEC) {
+			/* Its skiff was removed behind our back: put it back, once. */
+			r = bootstrap_nodes(ldb, cl);
+			if (!r)
+				r = cl_submit(&cl->nodes[i], &m, &id);
+			if (r == -ENOEXEC)
+				r = error("node %s: skiff is missing there even after a bootstrap",
+					  cl->nodes[i].name);
+		}
 		msg_release(&m);
 		if (r) {
 			step_fail(&st);
@@ -447,7 +458,7 @@ out:
 	return r;
 }
 
-static int bootstrap(struct st_db *ldb, struct clive *cl)
+static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 {
 	struct step st;
 	size_t i, copied = 0, started = 0;
@@ -538,8 +549,13 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	warn_ignored_fields(t, c.infra);
 	if (lc_open_cluster(ldb, &c, &cl))
 		goto out;
-	if (!lo->exec || c.status != CLUSTER_UP || outdated(&cl)) {
-		if (bootstrap(ldb, &cl))
+	/*
+	 * An UP cluster whose nodes run this very binary needs no bootstrap round trip:
+	 * `node submit` starts a supervisor that is down, and a node that lost its binary
+	 * is bootstrapped again when the submit finds it missing.
+	 */
+	if (c.status != CLUSTER_UP || outdated(&cl)) {
+		if (bootstrap_nodes(ldb, &cl))
 			goto out;
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
 	}
