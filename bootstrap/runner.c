@@ -327,18 +327,6 @@ static int feed(struct pump *p)
 	return 0;
 }
 
-static int pidfd_open_(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	long fd = syscall(SYS_pidfd_open, pid, 0);
-
-	return fd < 0 ? -errno : (int)fd;
-#else
-	(void)pid;
-	return -ENOSYS;
-#endif
-}
-
 /*
  * Feeds stdin and drains the sinks until the process exits or the deadline passes.
  * Returns 0 (raw wait status in *raw), -ETIMEDOUT (the process, or its group, was
@@ -358,7 +346,7 @@ static int pump_wait(struct pump *p, int *raw)
 	sigpending(&pending);
 	was_pending = sigismember(&pending, SIGPIPE);
 
-	p->pidfd = pidfd_open_(p->pid);
+	p->pidfd = pidfd_open_pid(p->pid);
 	while (!exited) {
 		int wait_ms = -1;
 

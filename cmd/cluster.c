@@ -18,6 +18,7 @@
 #include "bootstrap/sync.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
+#include "cmd/node.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/quote.h"
@@ -79,7 +80,7 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
 
 	if (minutes >= 0)
 		xsnprintf(args, sizeof(args), "node autostop %d%s >/dev/null", minutes,
-			  down ? " --down" : "");
+		          down ? " --down" : "");
 	else
 		xsnprintf(args, sizeof(args), "node autostop --cancel >/dev/null");
 	for (i = 0; i < cl->n && !r; i++) {
@@ -115,8 +116,9 @@ static int porcelain_find(const char *text, int64_t id, struct rank_job *out)
 		double sub, st, en, cpus, mem;
 		int gpus;
 
-		if (sscanf(line, "%lld\t%31[^\t]\t%lf\t%lf\t%lf\t%255[^\t]\t%lf\t%lf\t%d\t%511[^\t]",
-			   &jid, status, &sub, &st, &en, codes, &cpus, &mem, &gpus, logdir) >= 9 &&
+		if (sscanf(line,
+		           "%lld\t%31[^\t]\t%lf\t%lf\t%lf\t%255[^\t]\t%lf\t%lf\t%d\t%511[^\t]",
+		           &jid, status, &sub, &st, &en, codes, &cpus, &mem, &gpus, logdir) >= 9 &&
 		    jid == id) {
 			out->status = job_status_parse(status);
 			out->submitted_at = sub;
@@ -144,8 +146,7 @@ static int porcelain_find(const char *text, int64_t id, struct rank_job *out)
  */
 static int aggregate(const struct rank_job *r, int n)
 {
-	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER,
-				    JOB_CANCELLED};
+	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER, JOB_CANCELLED};
 	int i, k, lowest = -1, unknown = 0;
 
 	for (i = 0; i < n; i++) {
@@ -211,7 +212,7 @@ static void free_queues(struct clive *cl, struct node_queues *q)
 
 /* The rank jobs of cluster job cj; returns the number of ranks. */
 static int rank_jobs(const struct cluster_job *cj, struct clive *cl, struct node_queues *q,
-		     struct rank_job *out, int max)
+                     struct rank_job *out, int max)
 {
 	const char *p = cj->node_job_ids;
 	int n = 0;
@@ -229,18 +230,6 @@ static int rank_jobs(const struct cluster_job *cj, struct clive *cl, struct node
 		p = *end == ',' ? end + 1 : end;
 	}
 	return n;
-}
-
-static int status_exit(int status)
-{
-	switch (status) {
-	case JOB_SUCCEEDED: return EXIT_OK;
-	case JOB_CANCELLED: return EXIT_JOB_CANCELLED;
-	case JOB_FAILED:
-	case JOB_FAILED_SETUP:
-	case JOB_FAILED_DRIVER: return EXIT_JOB_FAILED;
-	default: return EXIT_JOB_NOT_FINISHED;
-	}
 }
 
 /* ---- queue --------------------------------------------------------------------------- */
@@ -262,7 +251,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		json_arr_begin(&j);
 	} else {
 		buf_addf(out, "%-5s %-20s %-11s %-13s %-12s %s\n", "ID", "NAME", "SUBMITTED",
-			 "STATUS", "EXIT CODES", "LOG");
+		         "STATUS", "EXIT CODES", "LOG");
 	}
 	for (i = 0; i < n; i++) {
 		struct rank_job rj[64];
@@ -272,7 +261,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		if (skip && job_status_terminal(status))
 			continue;
 		failed = status == JOB_FAILED || status == JOB_FAILED_SETUP ||
-			 status == JOB_FAILED_DRIVER;
+		         status == JOB_FAILED_DRIVER;
 		for (k = 0; k < nr; k++) {
 			if (rj[k].started_at > 0 && (!started || rj[k].started_at < started))
 				started = rj[k].started_at;
@@ -302,7 +291,8 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 			json_key(&j, "exit_codes");
 			json_arr_begin(&j);
 			for (k = 0; k < nr; k++) {
-				if (rj[k].exit_code >= 0 && !(failed && rj[k].status == JOB_CANCELLED))
+				if (rj[k].exit_code >= 0 &&
+				    !(failed && rj[k].status == JOB_CANCELLED))
 					json_int(&j, rj[k].exit_code);
 				else if (failed && rj[k].status == JOB_CANCELLED)
 					json_int(&j, 137); /* stopped because another rank failed */
@@ -332,8 +322,9 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 			long ago = (long)(now - v[i].submitted_at);
 
 			for (k = 0; k < nr; k++) {
-				int code = failed && rj[k].status == JOB_CANCELLED ? 137
-											: rj[k].exit_code;
+				int code = failed && rj[k].status == JOB_CANCELLED
+				                   ? 137
+				                   : rj[k].exit_code;
 
 				if (code >= 0)
 					buf_addf(&codes, "%s%d", codes.len ? "," : "", code);
@@ -347,8 +338,8 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 			else
 				xsnprintf(sub, sizeof(sub), "%ldh ago", ago / 3600);
 			buf_addf(out, "%-5lld %-20.20s %-11s %-13s %-12s %s\n", (long long)v[i].id,
-				 *v[i].name ? v[i].name : "-", sub, job_status_name(status),
-				 codes.len ? codes.p : "-", nr ? rj[0].log_dir : "");
+			         *v[i].name ? v[i].name : "-", sub, job_status_name(status),
+			         codes.len ? codes.p : "-", nr ? rj[0].log_dir : "");
 			buf_release(&codes);
 		}
 	}
@@ -469,7 +460,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			io.out_fd = pfd[1];
 			/* -q: one "finished" line for the gang, printed below, not one per rank. */
 			script = xasprintf("%s -q node logs %s%s %lld", cl->nodes[i].exe,
-					   follow ? "--follow" : "--no-follow", tailarg, id);
+			                   follow ? "--follow" : "--no-follow", tailarg, id);
 			if (!runner_spawn(cl->nodes[i].r, script, 0, &io, &ss[i].pid)) {
 				ss[i].fd = pfd[0];
 				follow_pids[follow_npids++] = ss[i].pid;
@@ -559,7 +550,7 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 		        job_status_name(status));
 	if (status < 0)
 		return EXIT_UNAVAILABLE;
-	rc = status_exit(status);
+	rc = job_exit_code(status);
 	return !follow && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
 }
 
@@ -593,7 +584,7 @@ int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *w
 
 		if (!*rj[i].log_dir) {
 			r = error("node %s: job %lld has no log directory", cl->nodes[i].name,
-				  (long long)job);
+			          (long long)job);
 			free(dst);
 			break;
 		}
@@ -612,7 +603,7 @@ int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *w
 				waitpid(pid, &status, 0);
 				if (!r && (!WIFEXITED(status) || WEXITSTATUS(status)))
 					r = error("node %s: could not send the logs of job %lld",
-						  cl->nodes[i].name, (long long)job);
+					          cl->nodes[i].name, (long long)job);
 			} else {
 				close(pfd[0]);
 			}
@@ -644,8 +635,8 @@ void lc_start_gang_watch(const char *cluster, int64_t job)
 	o.pgrp = SPAWN_SESSION_NEW;
 	if (!argv[0] || spawn(&o, &pid))
 		warning("cannot start the gang watcher: if a rank fails, cancel the others with "
-			"'skiff cancel %s %lld'",
-			cluster, (long long)job);
+		        "'skiff cancel %s %lld'",
+		        cluster, (long long)job);
 	if (fd >= 0)
 		close(fd);
 	free(logp);
@@ -653,10 +644,10 @@ void lc_start_gang_watch(const char *cluster, int64_t job)
 }
 
 const char cmd___gang_usage[] =
-	"usage: skiff __gang CLUSTER JOB\n"
-	"\n"
-	"Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
-	"unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
+        "usage: skiff __gang CLUSTER JOB\n"
+        "\n"
+        "Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
+        "unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
 
 /* Cancels node job `id` on nd; 0 when the node answered (whatever it said). */
 static int gang_cancel(struct cnode *nd, long long id)
@@ -699,8 +690,8 @@ int cmd___gang(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		struct runner_io io = {RUNNER_NULL, -1, RUNNER_NULL};
 		int pfd[2];
-		char *script = xasprintf("%s node logs --status --wait %lld", cl.nodes[i].exe,
-					 ids[i]);
+		char *script =
+		        xasprintf("%s node logs --status --wait %lld", cl.nodes[i].exe, ids[i]);
 
 		fds[i] = -1;
 		if (!pipe2(pfd, O_CLOEXEC)) {

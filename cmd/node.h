@@ -14,6 +14,9 @@ extern const char node_queue_usage[];
 extern const char node_logs_usage[];
 extern const char node_cancel_usage[];
 
+/* A job status as `logs` reports it: 0, 100 failed, 101 not finished, 103 cancelled. */
+int job_exit_code(int status);
+
 struct st_db;
 /*
  * Opens the node db read-only for a query, making sure a supervisor has reconciled it

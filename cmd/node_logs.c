@@ -41,7 +41,7 @@ const char node_logs_usage[] =
         "Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
         "101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
 
-static int exit_for(int status)
+int job_exit_code(int status)
 {
 	switch (status) {
 	case JOB_SUCCEEDED: return EXIT_OK;
@@ -161,7 +161,7 @@ int node_logs(int argc, char **argv)
 	}
 	if (only_status && !wait) {
 		printf("%s\n", job_status_name(jb.status));
-		rc = exit_for(jb.status);
+		rc = job_exit_code(jb.status);
 		goto out;
 	}
 	if (only_status)
@@ -239,7 +239,7 @@ int node_logs(int argc, char **argv)
 		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)id,
 		        job_status_terminal(jb.status) ? "finished" : "is still running",
 		        job_status_name(jb.status));
-	rc = exit_for(jb.status);
+	rc = job_exit_code(jb.status);
 	if (!follow && rc == EXIT_JOB_NOT_FINISHED)
 		rc = EXIT_OK;
 out:

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,6 +380,18 @@ uint64_t proc_start_time(pid_t pid)
 	if (!p || sscanf(p + 1, "%llu", &v) != 1)
 		return 0;
 	return v;
+}
+
+int pidfd_open_pid(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	long fd = syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -errno : (int)fd;
+#else
+	(void)pid;
+	return -ENOSYS;
+#endif
 }
 
 int edit_distance(const char *a, const char *b)

@@ -62,6 +62,9 @@ void boot_id(char out[37]);
  */
 uint64_t proc_start_time(pid_t pid);
 
+/* pidfd_open(2) (no libc wrapper in musl): a CLOEXEC fd, or -errno (-ENOSYS on old kernels). */
+int pidfd_open_pid(pid_t pid);
+
 /* Levenshtein distance, capped: for did-you-mean suggestions. */
 int edit_distance(const char *a, const char *b);
 /* The candidate closest to s, or NULL if none is close enough to suggest. */

@@ -366,7 +366,7 @@ static int reconcile_one(struct job *j, void *arg)
 		r->shim_pid = j->shim_pid;
 		r->shim_start = j->shim_start;
 		reserve(r, j->cpus, j->memory, j->gpus, sched_gpu_parse(j->gpu_ids));
-		r->pidfd = proc_pidfd(j->shim_pid);
+		r->pidfd = pidfd_open_pid(j->shim_pid);
 		if (r->pidfd >= 0)
 			ep_add(r->pidfd, TAG_PIDFD, (uint64_t)j->id, EPOLLIN);
 		else

@@ -44,8 +44,6 @@ void node_detect_resources(struct node_resources *r);
 
 /* 1 if pid is alive and still the process that started at `start` (pid-reuse guard). */
 int proc_is(pid_t pid, uint64_t start);
-/* pidfd_open(2); -errno if unsupported. The fd is CLOEXEC. */
-int proc_pidfd(pid_t pid);
 /* Up to max pids whose parent is `parent`; returns how many (0 if none or on error). */
 int proc_children(pid_t parent, pid_t *out, int max);
 /*

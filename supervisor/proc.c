@@ -22,21 +22,6 @@ int proc_is(pid_t pid, uint64_t start)
 	return now && now == start;
 }
 
-int proc_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	long fd = syscall(SYS_pidfd_open, pid, 0);
-
-	if (fd < 0)
-		return -errno;
-	/* pidfd_open always sets O_CLOEXEC. */
-	return (int)fd;
-#else
-	(void)pid;
-	return -ENOSYS;
-#endif
-}
-
 /* Children from /proc/PID/task/TID/children (one line of pids per thread). */
 static int children_fast(pid_t parent, pid_t *out, int max)
 {
