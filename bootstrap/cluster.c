@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +113,7 @@ int cl_bootstrap(struct clive *cl)
 			if (boot_install_and_up(cl->nodes[i].r, &res))
 				_exit(1);
 			len = snprintf(line, sizeof(line), "%d %d %s\n", res.copied,
-				       res.sup_started, res.remote_exe);
+			               res.sup_started, res.remote_exe);
 			_exit(len > 0 && write_all(p[1], line, (size_t)len) == 0 ? 0 : 1);
 		}
 		close(p[1]);
@@ -155,7 +157,7 @@ static int need_exe(struct cnode *nd)
 {
 	if (!nd->exe || !*nd->exe)
 		return error("node %s: skiff is not installed there (relaunch the cluster)",
-			     nd->name);
+		             nd->name);
 	return 0;
 }
 
@@ -174,7 +176,7 @@ int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *statu
 }
 
 int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int timeout_ms,
-		     int *status)
+                     int *status)
 {
 	struct buf err = BUF_INIT(1 << 20);
 	char *script;
@@ -208,7 +210,7 @@ int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
 		return -EINVAL;
 	/* dst is expanded by the node (its own $HOME), so it is passed quoted as is. */
 	sh_quote(&q, dst);
-	script = xasprintf("%s __sync-manifest %s%s", nd->exe, is_file ? "--file " : "", q.p);
+	script = xasprintf("exec %s __sync-manifest %s%s", nd->exe, is_file ? "--file " : "", q.p);
 	r = runner_capture(nd->r, script, NULL, 0, &out, &err, QUERY_TIMEOUT_MS, &status);
 	if (!r && status) {
 		buf_rtrim(&err);
@@ -234,7 +236,7 @@ int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
 		goto out;
 	}
 	free(script);
-	script = xasprintf("%s __sync-recv %s%s", nd->exe, is_file ? "--file " : "", q.p);
+	script = xasprintf("exec %s __sync-recv %s%s", nd->exe, is_file ? "--file " : "", q.p);
 	buf_reset(&out);
 	buf_reset(&err);
 	{
@@ -269,7 +271,7 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	proto_header(spec, hdr);
 	buf_add(&in, hdr, sizeof(hdr));
 	buf_add(&in, spec->raw.p, spec->raw.len);
-	script = xasprintf("%s node submit --spec -", nd->exe);
+	script = xasprintf("exec %s node submit --spec -", nd->exe);
 	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, SUBMIT_TIMEOUT_MS, &status);
 	if (!r && status == 127) {
 		/* The shell found no skiff there: the caller may bootstrap and retry. */
@@ -282,7 +284,8 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	if (!r) {
 		buf_rtrim(&out);
 		if (parse_long(out.p, 1, INT64_MAX, &id))
-			r = error("node %s: submit answered '%.80s', not a job id", nd->name, out.p);
+			r = error("node %s: submit answered '%.80s', not a job id", nd->name,
+			          out.p);
 		else
 			*job_id = id;
 	}
@@ -290,6 +293,130 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	buf_release(&in);
 	buf_release(&out);
 	buf_release(&err);
+	return r;
+}
+
+/* Reads from fd until a newline is in b, EOF, an error or the deadline: 1, 0 (EOF), -errno. */
+static int read_line_until(int fd, struct buf *b, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pf = {fd, POLLIN, 0};
+		char blk[4096];
+		int64_t left = deadline - now_ms();
+		ssize_t got;
+
+		if (memchr(b->p, '\n', b->len))
+			return 1;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pf, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got = read(fd, blk, sizeof(blk));
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return 0;
+		if (buf_add(b, blk, (size_t)got))
+			return -ENOBUFS;
+	}
+}
+
+int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
+                     struct cl_follower *f)
+{
+	struct runner_io io = {-1, -1, RUNNER_INHERIT};
+	unsigned char hdr[PROTO_HDR];
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, r, wst = 0;
+	char *script, *nl;
+	long id;
+
+	f->pid = -1;
+	f->fd = -1;
+	buf_init(&f->rest, 1 << 20);
+	if (need_exe(nd))
+		return -EINVAL;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+		r = error_errno("cannot make a pipe");
+		goto fail;
+	}
+	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
+	script = xasprintf("[ -x %s ] || exit 127; exec %s -q node submit --follow --spec -",
+	                   nd->exe, nd->exe);
+	io.in_fd = in[0];
+	io.out_fd = out[1];
+	r = runner_spawn(nd->r, script, 0, &io, &f->pid);
+	free(script);
+	close(in[0]);
+	close(out[1]);
+	in[0] = out[1] = -1;
+	if (r)
+		goto fail;
+	proto_header(spec, hdr);
+	/* A node that quit early makes these fail (EPIPE): its exit status tells why. */
+	if (!write_all(in[1], hdr, sizeof(hdr)))
+		write_all(in[1], spec->raw.p, spec->raw.len);
+	close(in[1]);
+	in[1] = -1;
+	r = read_line_until(out[0], &f->rest, now_ms() + SUBMIT_TIMEOUT_MS);
+	if (r == 1) {
+		nl = memchr(f->rest.p, '\n', f->rest.len);
+		*nl = '\0';
+		if (parse_long(f->rest.p, 1, INT64_MAX, &id)) {
+			r = error("node %s: submit answered '%.80s', not a job id", nd->name,
+			          f->rest.p);
+			goto fail;
+		}
+		*job_id = id;
+		{
+			size_t skip = (size_t)(nl - f->rest.p) + 1;
+
+			memmove(f->rest.p, f->rest.p + skip, f->rest.len - skip);
+			buf_setlen(&f->rest, f->rest.len - skip);
+		}
+		f->fd = out[0];
+		return 0;
+	}
+	if (r == -ETIMEDOUT) {
+		kill(-f->pid, SIGKILL);
+		r = error("node %s: no answer to the submit in %d s", nd->name,
+		          SUBMIT_TIMEOUT_MS / 1000);
+	} else if (r < 0) {
+		r = error("node %s: cannot read the submit's answer: %s", nd->name, strerror(-r));
+	}
+	while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
+		;
+	f->pid = -1;
+	if (r)
+		goto fail;
+	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 127) {
+		debug("node %s: skiff is gone from the node", nd->name);
+		r = -ENOEXEC;
+	} else if (WIFEXITED(wst) && WEXITSTATUS(wst) == nd->r->ops->transport_status &&
+	           nd->r->ops->transport_status) {
+		r = error("node %s: submit failed: the connection failed (see above)", nd->name);
+	} else {
+		r = error("node %s: submit failed (exit status %d)", nd->name,
+		          WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst));
+	}
+fail:
+	if (f->pid > 0) {
+		kill(-f->pid, SIGTERM);
+		while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
+			;
+	}
+	f->pid = -1;
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	buf_release(&f->rest);
 	return r;
 }
 

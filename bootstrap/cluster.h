@@ -50,6 +50,22 @@ int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);
  */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
 
+/* A follower of one job's logs, started by cl_submit_follow(). */
+struct cl_follower {
+	pid_t pid;       /* the runner's process (its own process group); reap it */
+	int fd;          /* its stdout: the job's logs, after the id line */
+	struct buf rest; /* log bytes already read with the id line */
+};
+
+/*
+ * cl_submit() and following the job in one round trip: `node submit --follow --spec -`.
+ * On success the job id is in *job_id and f holds the running follower (the caller reads
+ * f->rest then f->fd to EOF, reaps f->pid, releases f->rest). On failure f holds
+ * nothing; -ENOEXEC (not printed) as for cl_submit(), any other error printed.
+ */
+int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
+                     struct cl_follower *f);
+
 /*
  * The node's queue as JSON text (`node queue --json`), parsed into per-job status and
  * exit codes on demand by cl_job_field(). out is owned by the caller.

@@ -403,7 +403,8 @@ static void follow_stop(int sig)
  * node's). A stream that ends with ssh's 255 lost its node (`node logs` never exits
  * 255): that node is not asked again, and its rank is unknown.
  */
-int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail)
+static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail,
+                       struct cl_follower *pre)
 {
 	struct cluster_job cj;
 	struct node_queues q;
@@ -455,11 +456,24 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 			if (n > 1)
 				xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
 				          cl->nodes[i].ip);
+			if (i == 0 && pre) {
+				/* Rank 0's follower is the submit itself (cl_submit_follow()). */
+				ss[0].fd = pre->fd;
+				ss[0].pid = pre->pid;
+				buf_add(&ss[0].line, pre->rest.p, pre->rest.len);
+				buf_release(&pre->rest);
+				pre->fd = -1;
+				pre->pid = -1;
+				follow_pids[follow_npids++] = ss[0].pid;
+				live++;
+				flush_line(&ss[0], 0);
+				continue;
+			}
 			if (follow < 0 || !cl->nodes[i].exe || pipe2(pfd, O_CLOEXEC) < 0)
 				continue;
 			io.out_fd = pfd[1];
 			/* -q: one "finished" line for the gang, printed below, not one per rank. */
-			script = xasprintf("%s -q node logs %s%s %lld", cl->nodes[i].exe,
+			script = xasprintf("exec %s -q node logs %s%s %lld", cl->nodes[i].exe,
 			                   follow ? "--follow" : "--no-follow", tailarg, id);
 			if (!runner_spawn(cl->nodes[i].r, script, 0, &io, &ss[i].pid)) {
 				ss[i].fd = pfd[0];
@@ -554,6 +568,16 @@ int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow,
 	return !follow && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
 }
 
+int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail)
+{
+	return follow_logs(ldb, cl, job, follow, tail, NULL);
+}
+
+int lc_follow_submitted(struct st_db *ldb, struct clive *cl, int64_t job, struct cl_follower *f)
+{
+	return follow_logs(ldb, cl, job, 1, -1, f);
+}
+
 /* ---- sync-down ---------------------------------------------------------------------- */
 
 int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *where)
@@ -590,7 +614,7 @@ int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *w
 		}
 		sh_quote(&q1, rj[i].log_dir);
 		/* The node packs its log dir; we unpack it with the same safe extractor. */
-		script = xasprintf("%s __sync-send --no-ignore %s", cl->nodes[i].exe, q1.p);
+		script = xasprintf("exec %s __sync-send --no-ignore %s", cl->nodes[i].exe, q1.p);
 		if (mkdir_p(dst, 0700) || pipe2(pfd, O_CLOEXEC)) {
 			r = error_errno("cannot create '%s'", dst);
 		} else {
@@ -690,8 +714,8 @@ int cmd___gang(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		struct runner_io io = {RUNNER_NULL, -1, RUNNER_NULL};
 		int pfd[2];
-		char *script =
-		        xasprintf("%s node logs --status --wait %lld", cl.nodes[i].exe, ids[i]);
+		char *script = xasprintf("exec %s node logs --status --wait %lld", cl.nodes[i].exe,
+		                         ids[i]);
 
 		fds[i] = -1;
 		if (!pipe2(pfd, O_CLOEXEC)) {

@@ -241,15 +241,19 @@ static int sync_task(struct clive *cl, const struct task *t)
 
 static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
 
-/* Submits the job on ranks 0..nranks-1; records it in the launcher db. */
+/*
+ * Submits the job on ranks 0..nranks-1; records it in the launcher db. f non-NULL: a
+ * single-rank job is submitted and followed in one round trip, f->pid > 0 then.
+ */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t, const char *entry,
-                      int with_setup, int64_t *cluster_job)
+                      int with_setup, int64_t *cluster_job, struct cl_follower *f)
 {
 	struct cluster_job cj = {0};
 	struct buf ids = BUF_INIT(0);
 	struct step st;
 	char task_id[160], stamp[32];
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r;
+	int follow1 = f && nranks == 1;
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -274,15 +278,17 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 
 		msg_init(&m);
 		build_spec(&m, t, cl, i, nranks, cj.id, task_id, with_setup);
-		r = cl_submit(&cl->nodes[i], &m, &id);
+		r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
+		            : cl_submit(&cl->nodes[i], &m, &id);
 		if (r == -ENOEXEC) {
 			/* Its skiff was removed behind our back: put it back, once. */
 			r = bootstrap_nodes(ldb, cl);
 			if (!r)
-				r = cl_submit(&cl->nodes[i], &m, &id);
+				r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
+				            : cl_submit(&cl->nodes[i], &m, &id);
 			if (r == -ENOEXEC)
 				r = error("node %s: skiff is missing there even after a bootstrap",
-					  cl->nodes[i].name);
+				          cl->nodes[i].name);
 		}
 		msg_release(&m);
 		if (r) {
@@ -500,6 +506,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	struct cluster c = {0};
 	const struct task *t;
 	char *name = NULL;
+	struct cl_follower fl = {.pid = -1, .fd = -1};
 	int64_t job = 0;
 	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0;
 
@@ -568,7 +575,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	st_cluster_set_last_task(ldb, name, entry.p);
 	if (sync_task(&cl, t))
 		goto out;
-	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job))
+	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : &fl))
 		goto out;
 	if (lo->detach) {
 		fprintf(stderr, "Job %lld submitted; follow it with 'skiff logs %s %lld'\n",
@@ -576,8 +583,16 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		rc = EXIT_OK;
 		goto out;
 	}
-	rc = lc_follow_logs(ldb, &cl, job, 1, -1);
+	rc = fl.pid > 0 ? lc_follow_submitted(ldb, &cl, job, &fl)
+	                : lc_follow_logs(ldb, &cl, job, 1, -1);
 out:
+	if (fl.pid > 0) {
+		/* Failed between the submit and following it: the job runs on, unwatched. */
+		kill(-fl.pid, SIGTERM);
+		waitpid(fl.pid, NULL, 0);
+		close(fl.fd);
+		buf_release(&fl.rest);
+	}
 	if (have_c)
 		cluster_free(&c);
 	cl_close(&cl);

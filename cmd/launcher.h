@@ -24,6 +24,11 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
  */
 int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail);
 /*
+ * lc_follow_logs(follow) of a single-rank job whose follower cl_submit_follow() started;
+ * takes f's process, fd and bytes over.
+ */
+int lc_follow_submitted(struct st_db *ldb, struct clive *cl, int64_t job, struct cl_follower *f);
+/*
  * The cluster's jobs as a table or a JSON list (aggregated over ranks). Returns 0, 1 when
  * some node did not answer (what is known is still in out), or -1 on an error.
  */

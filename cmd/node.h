@@ -23,6 +23,12 @@ struct st_db;
  * first (starting one if needed). NULL on error (printed).
  */
 struct st_db *node_open_db(void);
+/*
+ * The body of `node logs` for job id on an open node db: prints the logs (follow: until
+ * the job ends; tail >= 0: only the last lines; only_status: the status, after the end
+ * with wait) and returns the exit code `node logs` would.
+ */
+int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait);
 /* Parses a job id argument; -1 (with an error printed) if it is not one. */
 int64_t node_parse_job_id(const char *cmdname, const char *s);
 

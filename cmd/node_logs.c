@@ -24,6 +24,9 @@
 #define FOLLOW_STATUS_MS 250
 /* ... and how soon after a write to the db it looks again (see the follow loop). */
 #define FOLLOW_AFTER_EVENT_MS 5
+/* How long a follower looks by polling before it sets inotify watches, and how often. */
+#define FOLLOW_SPIN_MS 100
+#define FOLLOW_SPIN_MAX_MS 32
 /* --tail reads at most this much from the end of each log. */
 #define TAIL_WINDOW ((off_t)8 << 20)
 
@@ -117,14 +120,29 @@ out:
 	free(blk);
 }
 
+/* Watches a job's log dir and the node db's WAL; the inotify fd, or -1 (then: polling). */
+static int watch_job(const char *log_dir)
+{
+	int inf = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	char *wal;
+
+	if (inf < 0)
+		return -1;
+	if (mkdir_p(log_dir, 0700) == 0)
+		inotify_add_watch(inf, log_dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE);
+	/* Status changes are writes to the db's WAL: wake on those too. */
+	wal = xasprintf("%s-wal", node_paths()->db);
+	inotify_add_watch(inf, wal, IN_MODIFY);
+	free(wal);
+	return inf;
+}
+
 int node_logs(int argc, char **argv)
 {
-	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
-	int i, follow = 1, only_status = 0, wait = 0, inf = -1, rc = EXIT_FAIL, woke = 0;
+	int i, follow = 1, only_status = 0, wait = 0, rc;
 	long tail = -1;
 	int64_t id = 0;
-	struct st_db *db = NULL;
-	struct job jb = {0};
+	struct st_db *db;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
@@ -154,6 +172,18 @@ int node_logs(int argc, char **argv)
 	db = node_open_db();
 	if (!db)
 		return EXIT_UNAVAILABLE;
+	rc = node_logs_job(db, id, follow, tail, only_status, wait);
+	st_close(db);
+	return rc;
+}
+
+int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait)
+{
+	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
+	int i, inf = -1, watched = 0, spin = 1, rc = EXIT_FAIL, woke = 0;
+	int64_t t0;
+	struct job jb = {0};
+
 	if (st_job_get(db, id, &jb)) {
 		error("job %lld not found", (long long)id);
 		rc = EXIT_JOB_NOT_FOUND;
@@ -183,27 +213,14 @@ int node_logs(int argc, char **argv)
 					logs[i].off = lseek(logs[i].fd, 0, SEEK_END);
 		}
 	}
-	/* An ended job needs no watch (and closing an inotify fd costs ~10 ms). */
-	if (follow && !job_status_terminal(jb.status)) {
-		inf = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-		if (inf >= 0 && mkdir_p(jb.log_dir, 0700) == 0)
-			inotify_add_watch(inf, jb.log_dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE);
-		/* Status changes are writes to the db's WAL: wake on those too. */
-		if (inf >= 0) {
-			char *wal = xasprintf("%s-wal", node_paths()->db);
-
-			inotify_add_watch(inf, wal, IN_MODIFY);
-			free(wal);
-		}
-	}
-	/* The job may have ended before the watches were in place: look once more. */
-	if (follow && !job_status_terminal(jb.status)) {
-		job_free(&jb);
-		if (st_job_get(db, id, &jb)) {
-			error("job %lld vanished from the queue", (long long)id);
-			goto out;
-		}
-	}
+	/*
+	 * Following: first by looking often (1 ms, doubling to 32 ms), for about the first
+	 * 100 ms; then on inotify events. The last close of an inotify instance that had
+	 * watches waits for the kernel's teardown (an SRCU grace period, 5-20 ms), which
+	 * delays our exit and whoever waits on it (sshd, the launcher): a short job, the
+	 * common case of `exec`, never pays it.
+	 */
+	t0 = now_ms();
 	for (;;) {
 		int done = job_status_terminal(jb.status);
 
@@ -211,6 +228,12 @@ int node_logs(int argc, char **argv)
 			goto out;
 		if (done || !follow)
 			break;
+		if (inf < 0 && !watched && now_ms() - t0 >= FOLLOW_SPIN_MS) {
+			watched = 1;
+			inf = watch_job(jb.log_dir);
+			/* The job may have ended before the watches were in place: look again. */
+			woke = 1;
+		}
 		if (inf >= 0) {
 			struct pollfd pfd = {inf, POLLIN, 0};
 			char evbuf[4096];
@@ -225,7 +248,9 @@ int node_logs(int argc, char **argv)
 				while (read(inf, evbuf, sizeof(evbuf)) > 0)
 					;
 		} else {
-			poll_ms(FOLLOW_STATUS_MS);
+			poll_ms(watched ? FOLLOW_STATUS_MS : spin);
+			if (spin < FOLLOW_SPIN_MAX_MS)
+				spin *= 2;
 		}
 		job_free(&jb);
 		if (st_job_get(db, id, &jb)) {
@@ -251,6 +276,5 @@ out:
 	if (inf >= 0)
 		close(inf);
 	job_free(&jb);
-	st_close(db);
 	return rc;
 }

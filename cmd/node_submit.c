@@ -15,6 +15,7 @@
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
+#include "state/db.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
@@ -22,8 +23,8 @@ const char node_submit_usage[] =
         "usage: skiff node submit [-n NAME] [--cpus N] [--memory GB] [--gpus N]\n"
         "                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
         "                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
-        "                         [--log-dir DIR] [--json] YAML|COMMAND...\n"
-        "       skiff node submit [--json] --spec -\n"
+        "                         [--log-dir DIR] [--json] [--follow] YAML|COMMAND...\n"
+        "       skiff node submit [--json] [--follow] --spec -\n"
         "\n"
         "Submits one job to this node's supervisor (started if needed) and prints its id.\n"
         "The job is a task YAML (its setup, run, envs, secrets and resources), or a shell\n"
@@ -44,6 +45,8 @@ const char node_submit_usage[] =
         "  --log-dir DIR        where setup.log and run.log go (default\n"
         "                       $SKIFF_HOME/logs/ID)\n"
         "  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
+        "  --follow             after the id line, follow the job's logs as `node logs`\n"
+        "                       does, and exit with its status (one call, one round trip)\n"
         "  --spec -             read the whole job from stdin as one control-socket\n"
         "                       message (what the launcher sends: secrets stay out of\n"
         "                       command lines)\n";
@@ -51,7 +54,7 @@ const char node_submit_usage[] =
 struct submit {
 	const char *name, *setup, *cwd, *log_dir, *priority;
 	const char *cpus, *memory, *gpus;
-	int as_json;
+	int as_json, follow;
 };
 
 /* Reservation from the task's first resource alternative: "4+" reserves 4. */
@@ -114,6 +117,10 @@ int node_submit(int argc, char **argv)
 			break;
 		if (!strcmp(a, "--json")) {
 			s.as_json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--follow")) {
+			s.follow = 1;
 			continue;
 		}
 		if (!strcmp(a, "--spec")) {
@@ -246,6 +253,25 @@ send:
 	} else
 		printf("%s\n", msg_get(&rep, "id"));
 	rc = EXIT_OK;
+	if (s.follow) {
+		/* The id line first, on its own: the launcher records it before the logs. */
+		struct st_db *db;
+		long id;
+
+		fflush(stdout);
+		if (parse_long(msg_get(&rep, "id"), 1, INT64_MAX, &id)) {
+			error("the supervisor answered a bad job id");
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		db = node_open_db();
+		if (!db) {
+			rc = EXIT_UNAVAILABLE;
+			goto out;
+		}
+		rc = node_logs_job(db, id, 1, -1, 0, 0);
+		st_close(db);
+	}
 out:
 	buf_release(&cmd);
 	msg_release(&req);

@@ -288,9 +288,25 @@ static int finish(struct shim *sh, int status, const char *codes, const char *re
 {
 	struct status_arg a = {status, codes, reason};
 
+	char *path;
+	int fd;
+
 	if (with_db(db_finish, sh, &a))
 		return error("job %lld: cannot record its final status %s", (long long)sh->id,
 		             job_status_name(status));
+	/*
+	 * A follower (`node logs`) wakes on writes to the db's WAL, but a commit's WAL write
+	 * comes a moment before the commit is visible. Closing a log file after the commit
+	 * is an event (IN_CLOSE_WRITE on the log dir) that comes after it: the follower sees
+	 * the final status at once instead of on its next re-check.
+	 */
+	if (sh->job.log_dir && *sh->job.log_dir) {
+		path = xasprintf("%s/run.log", sh->job.log_dir);
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			close(fd);
+		free(path);
+	}
 	return 0;
 }
 

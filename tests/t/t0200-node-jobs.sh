@@ -102,6 +102,21 @@ test_expect_success 'logs: unknown job is 102; --status; --no-follow; --tail' '
 	printf "line4\nline5\n" >want && test_cmp want t
 '
 
+test_expect_success 'submit --follow: the id line, then the logs; the exit code of logs' '
+	skiff node submit --follow "echo one; sleep 0.3; echo two" >out 2>err &&
+	id=$(head -n1 out) && test "$id" -gt 0 &&
+	printf "one\ntwo\n" >want && tail -n +2 out >got && test_cmp want got &&
+	grep -q "^skiff: job $id finished (status: SUCCEEDED)" err &&
+	test "$(job_status "$id")" = SUCCEEDED &&
+	expect_fail 100 skiff -q node submit --follow "echo bad; exit 7" >out 2>err &&
+	id=$(head -n1 out) && test "$(sed -n 2p out)" = bad && test ! -s err &&
+	test "$(job_field "$id" exit_codes)" = "[7]" &&
+	printf "run: echo spec\n" >s.yaml &&
+	skiff node submit --json --follow s.yaml >out &&
+	head -n1 out | grep -q "^{\"id\":[0-9]*,\"log_dir\":\"" &&
+	test "$(sed -n 2p out)" = spec
+'
+
 test_expect_success 'cancel a running job: CANCELLED, exit 103, grandchildren killed' '
 	skiff node up --cancel-grace 2 >/dev/null &&
 	# The escaped process leaves the session and process group of the job.
