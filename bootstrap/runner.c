@@ -32,8 +32,6 @@
 
 /* How much of the transport's own log we read to explain a failure. */
 #define DIAG_MAX (64 << 10)
-/* Without pidfds (Linux < 5.3), how often we look whether the process exited. */
-#define NO_PIDFD_SLICE_MS 20
 
 /* --- argv ------------------------------------------------------------------------------ */
 
@@ -245,201 +243,6 @@ static int transport_failed(struct runner *r, struct call *c, int code)
 
 /* --- waiting: stdin feed, output sinks, pidfd, deadline -------------------------------- */
 
-struct sink {
-	int fd;
-	struct buf *b;
-};
-
-struct pump {
-	int in_fd;
-	const char *in;
-	size_t in_len, off;
-	int epipe;
-	struct sink snk[2];
-	pid_t pid;
-	int pidfd;
-	int group;        /* the process leads its own group: kill the group */
-	int64_t deadline; /* now_ms() value, or -1 */
-};
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/* One read: 1 if it read something, 0 if nothing is there (or EOF: fd closed), or -errno. */
-static int sink_read(struct sink *s)
-{
-	char tmp[32768];
-	size_t lim, room;
-	ssize_t n;
-	int r;
-
-	n = read(s->fd, tmp, sizeof(tmp));
-	if (n < 0) {
-		if (errno == EINTR || errno == EAGAIN)
-			return 0;
-		r = -errno;
-		close_fd(&s->fd);
-		return r;
-	}
-	if (n == 0) {
-		close_fd(&s->fd);
-		return 0;
-	}
-	r = buf_add(s->b, tmp, (size_t)n);
-	if (r == -ENOBUFS) {
-		lim = s->b->max ? s->b->max : BUF_DEFAULT_MAX;
-		room = lim - s->b->len;
-		if (room && buf_add(s->b, tmp, room))
-			r = -ENOMEM;
-	}
-	if (r) {
-		close_fd(&s->fd);
-		return r;
-	}
-	return 1;
-}
-
-static int feed(struct pump *p)
-{
-	size_t left = p->in_len - p->off;
-	ssize_t n = write(p->in_fd, p->in + p->off, left < 65536 ? left : 65536);
-
-	if (n < 0) {
-		if (errno == EINTR || errno == EAGAIN)
-			return 0;
-		/* The process stopped reading its stdin: its business, not an error. */
-		if (errno == EPIPE) {
-			p->epipe = 1;
-			close_fd(&p->in_fd);
-			return 0;
-		}
-		n = -errno;
-		close_fd(&p->in_fd);
-		return (int)n;
-	}
-	p->off += (size_t)n;
-	if (p->off == p->in_len)
-		close_fd(&p->in_fd);
-	return 0;
-}
-
-/*
- * Feeds stdin and drains the sinks until the process exits or the deadline passes.
- * Returns 0 (raw wait status in *raw), -ETIMEDOUT (the process, or its group, was
- * killed and reaped), or the first I/O error (-ENOBUFS...) after the process exited.
- */
-static int pump_wait(struct pump *p, int *raw)
-{
-	struct timespec zero = {0, 0};
-	sigset_t pipeset, old, pending;
-	struct pollfd pf[4];
-	int r = 0, rr, i, exited = 0, timed_out = 0, was_pending;
-
-	/* Writing to a process that quit raises SIGPIPE: block it here, swallow ours. */
-	sigemptyset(&pipeset);
-	sigaddset(&pipeset, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipeset, &old);
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE);
-
-	p->pidfd = pidfd_open_pid(p->pid);
-	while (!exited) {
-		int wait_ms = -1;
-
-		if (p->deadline >= 0) {
-			int64_t left = p->deadline - now_ms();
-
-			if (left <= 0) {
-				timed_out = 1;
-				break;
-			}
-			wait_ms = left > 3600000 ? 3600000 : (int)left;
-		}
-		if (p->pidfd < 0 && (wait_ms < 0 || wait_ms > NO_PIDFD_SLICE_MS))
-			wait_ms = NO_PIDFD_SLICE_MS;
-		pf[0].fd = p->in_fd;
-		pf[0].events = POLLOUT;
-		for (i = 0; i < 2; i++) {
-			pf[i + 1].fd = p->snk[i].fd;
-			pf[i + 1].events = POLLIN;
-		}
-		pf[3].fd = p->pidfd;
-		pf[3].events = POLLIN;
-		if (poll(pf, 4, wait_ms) < 0) {
-			if (errno == EINTR)
-				continue;
-			rr = -errno;
-			if (!r)
-				r = rr;
-			/* Cannot wait any more cleverly: kill it rather than hang. */
-			timed_out = 1;
-			break;
-		}
-		if (p->in_fd >= 0 && pf[0].revents) {
-			rr = feed(p);
-			if (rr && !r)
-				r = rr;
-		}
-		for (i = 0; i < 2; i++) {
-			if (p->snk[i].fd < 0 || !pf[i + 1].revents)
-				continue;
-			rr = sink_read(&p->snk[i]);
-			if (rr < 0 && !r)
-				r = rr;
-		}
-		if (p->pidfd < 0 || pf[3].revents) {
-			pid_t w = waitpid(p->pid, raw, WNOHANG);
-
-			if (w == p->pid)
-				exited = 1;
-			else if (w < 0 && errno != EINTR) {
-				rr = -errno;
-				if (!r)
-					r = rr;
-				exited = 1;
-			}
-		}
-	}
-	if (timed_out) {
-		kill(p->group ? -p->pid : p->pid, SIGKILL);
-		spawn_wait(p->pid, raw);
-		if (!r)
-			r = -ETIMEDOUT;
-	} else {
-		/* What it wrote before it exited is in the pipes; later writers are not ours. */
-		for (i = 0; i < 2; i++)
-			while (p->snk[i].fd >= 0 && (rr = sink_read(&p->snk[i])) > 0)
-				;
-	}
-	close_fd(&p->in_fd);
-	close_fd(&p->snk[0].fd);
-	close_fd(&p->snk[1].fd);
-	close_fd(&p->pidfd);
-	if (p->epipe && !was_pending)
-		sigtimedwait(&pipeset, NULL, &zero);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
-/* A pipe whose parent end is non-blocking; both ends CLOEXEC. */
-static int make_pipe(int fds[2], int parent_end)
-{
-	int r;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	r = set_nonblock(fds[parent_end]);
-	if (r) {
-		close_fd(&fds[0]);
-		close_fd(&fds[1]);
-	}
-	return r;
-}
-
 /* The child's fd for a runner_io value: -1 is /dev/null for spawn(). */
 static int io_fd(int v, int ours)
 {
@@ -461,9 +264,8 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
                     int *status)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
-	struct pump p = {.in_fd = -1, .snk = {{-1, out}, {-1, err}}, .pidfd = -1};
-	int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
-	int raw = 0, rc, step = 0, code;
+	struct spawn_io sio = {.timeout_ms = timeout_ms};
+	int raw = -1, rc, step = 0, code;
 	struct call c;
 	int64_t t0 = now_ms();
 
@@ -474,16 +276,11 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	if (rc)
 		goto out;
 	if (capture) {
-		if ((in && in_len && (rc = make_pipe(pin, 1))) ||
-		    (out && (rc = make_pipe(pout, 0))) ||
-		    (err && err != out && (rc = make_pipe(perr, 0)))) {
-			node_error(r, rc, "cannot make a pipe: %s", strerror(-rc));
-			goto out;
-		}
-		o.fd_in = pin[0];
-		o.fd_out = pout[1];
-		o.err_to_out = err && err == out;
-		o.fd_err = err ? perr[1] : io_fd(RUNNER_INHERIT, 2);
+		sio.in = in ? in : "";
+		sio.in_len = in ? in_len : 0;
+		sio.out = out;
+		sio.err = err;
+		o.fd_err = io_fd(RUNNER_INHERIT, 2); /* when err is NULL */
 		o.pgrp = SPAWN_PGRP_NEW;
 	} else {
 		o.fd_in = io_fd(io->in_fd, 0);
@@ -498,24 +295,12 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	o.cwd = c.cwd;
 	o.death_sig = SIGTERM;
 	o.failed_step = &step;
-	rc = spawn(&o, &p.pid);
-	close_fd(&pin[0]);
-	close_fd(&pout[1]);
-	close_fd(&perr[1]);
-	if (rc) {
+	rc = spawn_run(&o, &sio, &raw);
+	if (raw == -1) { /* it never started: no wait status */
 		node_error(r, rc, "cannot run '%s' (%s): %s", c.av.v[0], spawn_step_name(step),
 		           strerror(-rc));
 		goto out;
 	}
-	p.in_fd = pin[1];
-	p.in = in;
-	p.in_len = pin[1] >= 0 ? in_len : 0;
-	p.snk[0].fd = pout[0];
-	p.snk[1].fd = perr[0];
-	pin[1] = pout[0] = perr[0] = -1;
-	p.group = o.pgrp == SPAWN_PGRP_NEW;
-	p.deadline = timeout_ms >= 0 ? t0 + timeout_ms : -1;
-	rc = pump_wait(&p, &raw);
 	if (rc == -ETIMEDOUT) {
 		node_error(r, rc, "no answer within %d.%03d s; stopped '%s'", timeout_ms / 1000,
 		           timeout_ms % 1000, c.av.v[0]);
@@ -534,12 +319,6 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	debug("node %s: %s run took %lld ms, exit %d", r->name, r->ops->kind,
 	      (long long)(now_ms() - t0), code);
 out:
-	close_fd(&pin[0]);
-	close_fd(&pin[1]);
-	close_fd(&pout[0]);
-	close_fd(&pout[1]);
-	close_fd(&perr[0]);
-	close_fd(&perr[1]);
 	call_release(&c);
 	return rc;
 }

@@ -416,11 +416,26 @@ const char *spawn_step_name(int step)
 	}
 }
 
-/* ---- run_capture --------------------------------------------------------------------- */
+/* ---- spawn_run, run_capture ------------------------------------------------------------ */
+
+/* Without a pidfd (old kernels), look for the exit this often. */
+#define NO_PIDFD_SLICE_MS 20
 
 struct sink {
 	int fd;
 	struct buf *b;
+};
+
+struct pump {
+	int in_fd;
+	const char *in;
+	size_t in_len, off;
+	int epipe;
+	struct sink snk[2];
+	pid_t pid;
+	int pidfd;
+	int group;        /* the process leads its own group: kill the group */
+	int64_t deadline; /* now_ms() value, or -1 */
 };
 
 static void close_fd(int *fd)
@@ -430,7 +445,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* One read from a ready pipe. On overflow keeps what fits and closes the pipe. */
+/* One read: 1 if it read something, 0 if nothing is there (or EOF: fd closed), or -errno. */
 static int sink_read(struct sink *s)
 {
 	char tmp[32768];
@@ -452,46 +467,54 @@ static int sink_read(struct sink *s)
 	}
 	r = buf_add(s->b, tmp, (size_t)n);
 	if (r == -ENOBUFS) {
+		/* Over the limit: keep what fits, and close the pipe (the writer gets EPIPE). */
 		lim = s->b->max ? s->b->max : BUF_DEFAULT_MAX;
 		room = lim - s->b->len;
 		if (room && buf_add(s->b, tmp, room))
 			r = -ENOMEM;
 	}
-	if (r)
+	if (r) {
 		close_fd(&s->fd);
-	return r;
+		return r;
+	}
+	return 1;
 }
 
 /* Writes the next chunk of stdin. EPIPE means the child stopped reading: not an error. */
-static int feed(int *fd, const char *in, size_t len, size_t *off, int *epipe)
+static int feed(struct pump *p)
 {
-	size_t chunk = len - *off < 65536 ? len - *off : 65536;
-	ssize_t n = write(*fd, in + *off, chunk);
-	int r = 0;
+	size_t left = p->in_len - p->off;
+	ssize_t n = write(p->in_fd, p->in + p->off, left < 65536 ? left : 65536);
 
 	if (n < 0) {
 		if (errno == EINTR || errno == EAGAIN)
 			return 0;
-		if (errno == EPIPE)
-			*epipe = 1;
-		else
-			r = -errno;
-		close_fd(fd);
-		return r;
+		if (errno == EPIPE) {
+			p->epipe = 1;
+			close_fd(&p->in_fd);
+			return 0;
+		}
+		n = -errno;
+		close_fd(&p->in_fd);
+		return (int)n;
 	}
-	*off += (size_t)n;
-	if (*off == len)
-		close_fd(fd);
-	return r;
+	p->off += (size_t)n;
+	if (p->off == p->in_len)
+		close_fd(&p->in_fd);
+	return 0;
 }
 
-static int pump(int in_fd, const char *in, size_t in_len, struct sink *snk)
+/*
+ * Feeds stdin and drains the sinks until the process exits or the deadline passes.
+ * Returns 0 (raw wait status in *raw), -ETIMEDOUT (the process, or its group, was
+ * killed and reaped), or the first I/O error (-ENOBUFS...) after the process exited.
+ */
+static int pump_wait(struct pump *p, int *raw)
 {
 	struct timespec zero = {0, 0};
 	sigset_t pipeset, old, pending;
-	struct pollfd pf[3];
-	int r = 0, rr, i, epipe = 0, was_pending;
-	size_t off = 0;
+	struct pollfd pf[4];
+	int r = 0, rr, i, exited = 0, timed_out = 0, was_pending;
 
 	/*
 	 * A child that exits without reading stdin makes our write raise SIGPIPE. Block it
@@ -504,37 +527,80 @@ static int pump(int in_fd, const char *in, size_t in_len, struct sink *snk)
 	sigpending(&pending);
 	was_pending = sigismember(&pending, SIGPIPE);
 
-	while (in_fd >= 0 || snk[0].fd >= 0 || snk[1].fd >= 0) {
-		pf[0].fd = in_fd;
+	p->pidfd = pidfd_open_pid(p->pid);
+	while (!exited) {
+		int wait_ms = -1;
+
+		if (p->deadline >= 0) {
+			int64_t left = p->deadline - now_ms();
+
+			if (left <= 0) {
+				timed_out = 1;
+				break;
+			}
+			wait_ms = left > 3600000 ? 3600000 : (int)left;
+		}
+		if (p->pidfd < 0 && (wait_ms < 0 || wait_ms > NO_PIDFD_SLICE_MS))
+			wait_ms = NO_PIDFD_SLICE_MS;
+		pf[0].fd = p->in_fd;
 		pf[0].events = POLLOUT;
 		for (i = 0; i < 2; i++) {
-			pf[i + 1].fd = snk[i].fd;
+			pf[i + 1].fd = p->snk[i].fd;
 			pf[i + 1].events = POLLIN;
 		}
-		if (poll(pf, 3, -1) < 0) {
+		pf[3].fd = p->pidfd;
+		pf[3].events = POLLIN;
+		if (poll(pf, 4, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
-			r = -errno;
+			rr = -errno;
+			if (!r)
+				r = rr;
+			/* Cannot wait any more cleverly: kill it rather than hang. */
+			timed_out = 1;
 			break;
 		}
-		if (in_fd >= 0 && pf[0].revents) {
-			rr = feed(&in_fd, in, in_len, &off, &epipe);
+		if (p->in_fd >= 0 && pf[0].revents) {
+			rr = feed(p);
 			if (rr && !r)
 				r = rr;
 		}
 		for (i = 0; i < 2; i++) {
-			if (snk[i].fd < 0 || !pf[i + 1].revents)
+			if (p->snk[i].fd < 0 || !pf[i + 1].revents)
 				continue;
-			rr = sink_read(&snk[i]);
-			if (rr && !r)
+			rr = sink_read(&p->snk[i]);
+			if (rr < 0 && !r)
 				r = rr;
 		}
-	}
-	close_fd(&in_fd);
-	close_fd(&snk[0].fd);
-	close_fd(&snk[1].fd);
+		if (p->pidfd < 0 || pf[3].revents) {
+			pid_t w = waitpid(p->pid, raw, WNOHANG);
 
-	if (epipe && !was_pending)
+			if (w == p->pid)
+				exited = 1;
+			else if (w < 0 && errno != EINTR) {
+				rr = -errno;
+				if (!r)
+					r = rr;
+				exited = 1;
+			}
+		}
+	}
+	if (timed_out) {
+		kill(p->group ? -p->pid : p->pid, SIGKILL);
+		spawn_wait(p->pid, raw);
+		if (!r)
+			r = -ETIMEDOUT;
+	} else {
+		/* What it wrote before it exited is in the pipes; later writers are not ours. */
+		for (i = 0; i < 2; i++)
+			while (p->snk[i].fd >= 0 && (rr = sink_read(&p->snk[i])) > 0)
+				;
+	}
+	close_fd(&p->in_fd);
+	close_fd(&p->snk[0].fd);
+	close_fd(&p->snk[1].fd);
+	close_fd(&p->pidfd);
+	if (p->epipe && !was_pending)
 		sigtimedwait(&pipeset, NULL, &zero);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
@@ -555,51 +621,45 @@ static int capture_pipe(int fds[2], int parent_end)
 	return r;
 }
 
-int run_capture_opts(const struct spawn_opts *o, const char *in, size_t in_len, struct buf *out,
-                     struct buf *err, int *status)
+int spawn_run(const struct spawn_opts *o, const struct spawn_io *io, int *status)
 {
+	struct pump p = {.in_fd = -1, .snk = {{-1, io->out}, {-1, io->err}}, .pidfd = -1};
 	int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
-	struct sink snk[2] = {{-1, out}, {-1, err}};
 	struct spawn_opts so = *o;
-	pid_t pid;
-	int r = 0, rr, st = 0, parent_err;
+	int64_t t0 = now_ms();
+	int r = 0, raw = 0;
 
-	/*
-	 * Look before making pipes: with our fd 2 closed, one of them would land there and
-	 * the child would get it as its stderr.
-	 */
-	parent_err = fcntl(2, F_GETFD) < 0 ? -1 : 2;
-	if (!in)
-		in_len = 0;
-	if (in_len && (r = capture_pipe(inp, 1)))
+	if (io->in && io->in_len && (r = capture_pipe(inp, 1)))
 		goto out;
-	if (out && (r = capture_pipe(outp, 0)))
+	if (io->out && (r = capture_pipe(outp, 0)))
 		goto out;
-	if (err && err != out && (r = capture_pipe(errp, 0)))
+	if (io->err && io->err != io->out && (r = capture_pipe(errp, 0)))
 		goto out;
-
-	so.fd_in = inp[0];
-	so.fd_out = outp[1];
-	so.err_to_out = err && err == out;
-	so.fd_err = err ? errp[1] : parent_err;
-	r = spawn(&so, &pid);
-	if (r)
-		goto out;
+	if (io->in)
+		so.fd_in = inp[0]; /* -1 (/dev/null) for an empty stdin */
+	if (io->out)
+		so.fd_out = outp[1];
+	if (io->err && io->err == io->out)
+		so.err_to_out = 1;
+	else if (io->err)
+		so.fd_err = errp[1];
+	r = spawn(&so, &p.pid);
 	close_fd(&inp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
-
-	snk[0].fd = outp[0];
-	snk[1].fd = errp[0];
-	outp[0] = errp[0] = -1;
-	r = pump(inp[1], in, in_len, snk);
-	inp[1] = -1;
-
-	rr = spawn_wait(pid, &st);
-	if (rr && !r)
-		r = rr;
-	if (!rr && status)
-		*status = st;
+	if (r)
+		goto out;
+	p.in_fd = inp[1];
+	p.in = io->in;
+	p.in_len = inp[1] >= 0 ? io->in_len : 0;
+	p.snk[0].fd = outp[0];
+	p.snk[1].fd = errp[0];
+	inp[1] = outp[0] = errp[0] = -1;
+	p.group = so.pgrp != SPAWN_PGRP_NONE;
+	p.deadline = io->timeout_ms >= 0 ? t0 + io->timeout_ms : -1;
+	r = pump_wait(&p, &raw);
+	if (status)
+		*status = raw;
 out:
 	close_fd(&inp[0]);
 	close_fd(&inp[1]);
@@ -608,6 +668,26 @@ out:
 	close_fd(&errp[0]);
 	close_fd(&errp[1]);
 	return r;
+}
+
+int run_capture_opts(const struct spawn_opts *o, const char *in, size_t in_len, struct buf *out,
+                     struct buf *err, int *status)
+{
+	struct spawn_io io = {.in = in ? in : "",
+	                      .in_len = in ? in_len : 0,
+	                      .out = out,
+	                      .err = err,
+	                      .timeout_ms = -1};
+	struct spawn_opts so = *o;
+
+	so.fd_in = so.fd_out = -1;
+	so.err_to_out = 0;
+	/*
+	 * Look before making pipes: with our fd 2 closed, one of them would land there and
+	 * the child would get it as its stderr.
+	 */
+	so.fd_err = fcntl(2, F_GETFD) < 0 ? -1 : 2;
+	return spawn_run(&so, &io, status);
 }
 
 int run_capture(char *const *argv, char *const *envp, const char *in, struct buf *out,

@@ -13,9 +13,9 @@
  * Fds: spawn() never closes or takes ownership of the caller's fds. Every fd spawn()
  * and run_capture() create is CLOEXEC and closed before they return.
  *
- * Blocking: spawn() waits until the child has exec'd (or failed to); spawn_wait() and
- * run_capture() wait for the child to exit. The process must not reap children with
- * waitpid(-1) concurrently with run_capture().
+ * Blocking: spawn() waits until the child has exec'd (or failed to); spawn_wait(),
+ * spawn_run() and run_capture() wait for the child to exit. The process must not reap
+ * children with waitpid(-1) concurrently with spawn_run() or run_capture().
  */
 
 #include <stddef.h>
@@ -80,8 +80,30 @@ int spawn_wait(pid_t pid, int *status);
 int status_to_code(int status);
 const char *spawn_step_name(int step);
 
+/* What spawn_run() feeds, captures and waits for. */
+struct spawn_io {
+	const char *in; /* stdin from memory (in_len bytes); NULL: o->fd_in */
+	size_t in_len;
+	struct buf *out; /* captured stdout; NULL: o->fd_out */
+	struct buf *err; /* captured stderr (== out: the same pipe); NULL: o->fd_err */
+	int timeout_ms;  /* < 0: no limit */
+};
+
 /*
- * Runs argv to completion and captures its output.
+ * Starts o, feeds io->in, captures into io->out / io->err, and waits until the process
+ * exits, at most io->timeout_ms: then it (its group, unless o->pgrp is SPAWN_PGRP_NONE)
+ * is killed with SIGKILL, reaped, and the result is -ETIMEDOUT. It returns when the
+ * process exits, even if something it started still holds its stdout or stderr: what
+ * was in the pipes by then is captured, later writes are not. A child that exits without
+ * reading all of its stdin is not an error. Past out->max (err->max) the buf keeps what
+ * fit, that pipe is closed and the result is -ENOBUFS. Whenever the process started, it
+ * has been reaped and *status (may be NULL) holds its raw wait status. Returns 0,
+ * spawn()'s error, -ETIMEDOUT, or -ENOBUFS / -errno from the pipes.
+ */
+int spawn_run(const struct spawn_opts *o, const struct spawn_io *io, int *status);
+
+/*
+ * Runs argv to completion and captures its output (spawn_run() without a time limit).
  *
  * stdin is /dev/null, or `in` if it is not NULL (written concurrently with the reading,
  * so any size works; a child that exits without reading it all is not an error).
@@ -91,9 +113,10 @@ const char *spawn_step_name(int step);
  * child filling one cannot block.
  *
  * Past out->max (or err->max), the buf keeps what fit, our end of that pipe is closed (the
- * child gets SIGPIPE / EPIPE) and the result is -ENOBUFS. In every case where the child
- * started it has been reaped and *status holds its raw wait status when this returns.
- * Returns 0, spawn()'s error, or -ENOBUFS / -errno from the capture.
+ * child gets SIGPIPE / EPIPE) and the result is -ENOBUFS. It returns when the child
+ * exits (see spawn_run()). In every case where the child started it has been reaped and
+ * *status holds its raw wait status when this returns. Returns 0, spawn()'s error, or
+ * -ENOBUFS / -errno from the capture.
  */
 int run_capture(char *const *argv, char *const *envp, const char *in, struct buf *out,
                 struct buf *err, int *status);

@@ -704,6 +704,32 @@ static void test_death_sig(void)
 	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "it was killed by its death signal");
 }
 
+/* spawn_run(): a time limit, and no waiting on what the child left behind. */
+static void test_spawn_run(void)
+{
+	char *bg[] = {"/bin/sh", "-c", "echo before; (sleep 2; echo late) & exit 3", NULL};
+	char *slow[] = {"/bin/sh", "-c", "echo started; sleep 30", NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct buf out = BUF_INIT(0);
+	struct spawn_io io = {.out = &out, .timeout_ms = -1};
+	int st = -1;
+
+	o.argv = bg;
+	o.pgrp = SPAWN_PGRP_NEW;
+	is_int(spawn_run(&o, &io, &st), 0, "a child that leaves a writer behind");
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 3, "its exit status");
+	/* Had it waited for the pipe to close, "late" would be there too. */
+	is_str(out.p, "before\n", "what it wrote before it exited, not what came later");
+	buf_reset(&out);
+
+	o.argv = slow;
+	io.timeout_ms = 300;
+	is_int(spawn_run(&o, &io, &st), -ETIMEDOUT, "past the limit: -ETIMEDOUT");
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the child was killed and reaped");
+	is_str(out.p, "started\n", "its output so far is kept");
+	buf_release(&out);
+}
+
 int main(int argc, char **argv)
 {
 	ssize_t n;
@@ -738,6 +764,7 @@ int main(int argc, char **argv)
 	plan_run(test_keep_fds);
 	plan_run(test_signals);
 	plan_run(test_capture_large);
+	plan_run(test_spawn_run);
 	plan_run(test_capture_limits);
 	plan_run(test_env_path);
 	plan_run(test_status_to_code);
