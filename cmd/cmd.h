@@ -52,6 +52,7 @@ int print_out(const char *s, size_t len);
 	int cmd_##n(int argc, char **argv);                                                        \
 	extern const char cmd_##n##_usage[]
 
+DECLARE_CMD(__fetch);
 DECLARE_CMD(__gang);
 DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);

@@ -18,6 +18,8 @@
 
 /* Sorted by name: `skiff help` lists them in this order. */
 static const struct cmd commands[] = {
+        {"__fetch", cmd___fetch, CMD_HIDDEN, "download a URL into a cache (internal)",
+         cmd___fetch_usage},
         {"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},
         {"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",
          cmd___runner_test_usage},
