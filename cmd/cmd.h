@@ -54,6 +54,7 @@ int print_out(const char *s, size_t len);
 
 DECLARE_CMD(__fetch);
 DECLARE_CMD(__gang);
+DECLARE_CMD(__renv_build);
 DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);
 DECLARE_CMD(__supervisor);

@@ -19,6 +19,7 @@
 
 #include "bootstrap/cluster.h"
 #include "bootstrap/infra.h"
+#include "bootstrap/renv.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "cmd/progress.h"
@@ -255,6 +256,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r;
 	int follow1 = f && nranks == 1;
 	time_t now = time(NULL);
+	struct renv_launch rl;
 	struct tm tm;
 
 	if ((size_t)nranks > cl->n)
@@ -265,9 +267,14 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	cj.node_job_ids = "";
 	cj.log_dir = "";
 	cj.entrypoint = (char *)entry;
-	r = st_cluster_job_add(ldb, cl->name, &cj);
+	r = renv_launch_prepare(&rl, t);
 	if (r)
 		return r;
+	r = st_cluster_job_add(ldb, cl->name, &cj);
+	if (r) {
+		renv_launch_release(&rl);
+		return r;
+	}
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
 	xsnprintf(task_id, sizeof(task_id), "sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
@@ -278,8 +285,10 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 
 		msg_init(&m);
 		build_spec(&m, t, cl, i, nranks, cj.id, task_id, with_setup);
-		r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
-		            : cl_submit(&cl->nodes[i], &m, &id);
+		r = renv_launch_node(&rl, &cl->nodes[i], &m);
+		if (!r)
+			r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
+			            : cl_submit(&cl->nodes[i], &m, &id);
 		if (r == -ENOEXEC) {
 			/* Its skiff was removed behind our back: put it back, once. */
 			r = bootstrap_nodes(ldb, cl);
@@ -305,6 +314,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	if (nranks > 1)
 		lc_start_gang_watch(cl->name, cj.id);
 out:
+	renv_launch_release(&rl);
 	buf_release(&ids);
 	return r;
 }

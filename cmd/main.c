@@ -21,6 +21,8 @@ static const struct cmd commands[] = {
         {"__fetch", cmd___fetch, CMD_HIDDEN, "download a URL into a cache (internal)",
          cmd___fetch_usage},
         {"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},
+        {"__renv-build", cmd___renv_build, CMD_HIDDEN, "build a job's runtime env (internal)",
+         cmd___renv_build_usage},
         {"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",
          cmd___runner_test_usage},
         {"__shim", cmd___shim, CMD_HIDDEN, "run one job (internal)", cmd___shim_usage},

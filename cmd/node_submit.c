@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap/renv.h"
 #include "cmd/cmd.h"
 #include "cmd/node.h"
 #include "lib/json.h"
@@ -16,6 +17,7 @@
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/db.h"
+#include "supervisor/node.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
@@ -27,8 +29,8 @@ const char node_submit_usage[] =
         "       skiff node submit [--json] [--follow] --spec -\n"
         "\n"
         "Submits one job to this node's supervisor (started if needed) and prints its id.\n"
-        "The job is a task YAML (its setup, run, envs, secrets and resources), or a shell\n"
-        "command that becomes its run. Flags override the YAML.\n"
+        "The job is a task YAML (its setup, run, envs, secrets, resources and runtime_env),\n"
+        "or a shell command that becomes its run. Flags override the YAML.\n"
         "\n"
         "  -n, --name NAME      job name\n"
         "  --cpus N             CPUs to reserve (fractional; 0 reserves none; default 0.5,\n"
@@ -83,6 +85,27 @@ static int add_kvs(struct msg *m, const struct task_kvs *kvs)
 			return error("env '%s' cannot be passed to the job", kvs->v[i].key);
 	}
 	return 0;
+}
+
+/* runtime_env: local files go straight into this node's package store. */
+static int add_renv(struct msg *m, const struct task *t)
+{
+	const struct node_paths *p = node_paths();
+	struct renv_strv ship = {0};
+	struct renv_spec spec;
+	char *store;
+	int r;
+
+	if (!p)
+		return -ENOENT;
+	store = xasprintf("%s/pkgs", p->home);
+	r = renv_spec_from_task(t, store, &spec, &ship);
+	if (!r)
+		r = renv_spec_to_msg(&spec, m);
+	renv_spec_release(&spec);
+	renv_strv_release(&ship);
+	free(store);
+	return r;
 }
 
 static int print_errors(const struct yerrors *errs)
@@ -232,6 +255,8 @@ int node_submit(int argc, char **argv)
 	if (s.log_dir)
 		msg_add(&req, "log_dir", s.log_dir);
 	if (add_kvs(&req, &t->envs) || add_kvs(&req, &t->secrets))
+		goto out;
+	if (t->runtime_env.set && add_renv(&req, t))
 		goto out;
 send:
 	if (sup_call(SUP_AUTOSTART, &req, &rep))

@@ -65,14 +65,16 @@ static const char *const migrations[] = {
         ");"
         "CREATE INDEX jobs_active ON jobs(status) WHERE status < 4;"
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+        /* 1 -> 2: the job's runtime env spec (bootstrap/renv.h), empty for none */
+        "ALTER TABLE jobs ADD COLUMN renv BLOB;",
 };
 
-const struct st_schema st_node_schema = {"node", migrations, 1};
+const struct st_schema st_node_schema = {"node", migrations, 2};
 
 #define JOB_COLS                                                                                   \
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
 	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
-	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace"
+	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv"
 
 void job_free(struct job *j)
 {
@@ -87,6 +89,7 @@ void job_free(struct job *j)
 	free(j->exit_codes);
 	free(j->gpu_ids);
 	free(j->reason);
+	free(j->renv);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -131,6 +134,11 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 	j->cancel_requested = sqlite3_column_int(st, 23);
 	j->bypassed = sqlite3_column_int(st, 24);
 	j->cancel_grace = sqlite3_column_double(st, 25);
+	blob = sqlite3_column_blob(st, 26);
+	j->renv_len = (size_t)sqlite3_column_bytes(st, 26);
+	j->renv = j->renv_len ? xmalloc(j->renv_len) : NULL;
+	if (j->renv_len)
+		memcpy(j->renv, blob, j->renv_len);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)
@@ -138,8 +146,8 @@ int st_job_insert(struct st_db *db, struct job *j)
 	sqlite3_stmt *st = st_prepare(
 	        db,
 	        "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
-	        "log_dir, envs, submitted_at, cancel_grace) "
-	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        "log_dir, envs, submitted_at, cancel_grace, renv) "
+	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	int r;
 
 	if (!st)
@@ -158,6 +166,7 @@ int st_job_insert(struct st_db *db, struct job *j)
 	st_bind_blob(st, 11, j->envs ? j->envs : "", j->envs ? j->envs_len : 0);
 	st_bind_double(st, 12, j->submitted_at);
 	st_bind_double(st, 13, j->cancel_grace);
+	st_bind_blob(st, 14, j->renv ? j->renv : "", j->renv ? j->renv_len : 0);
 	r = st_step_done(db, st);
 	if (r)
 		return r;

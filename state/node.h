@@ -59,6 +59,8 @@ struct job {
 	int cancel_requested;
 	int bypassed;        /* times a later job was started ahead of this one (backfill) */
 	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
+	char *renv;          /* runtime env spec (bootstrap/renv.h blob) or NULL */
+	size_t renv_len;
 };
 
 void job_free(struct job *j);

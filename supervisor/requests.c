@@ -240,7 +240,7 @@ static int valid_env(const char *kv)
 static void op_submit(struct conn *c, const struct msg *req)
 {
 	struct job j = {0};
-	struct buf envs = BUF_INIT(PROTO_MAX_MSG);
+	struct buf envs = BUF_INIT(PROTO_MAX_MSG), renv = BUF_INIT(PROTO_MAX_MSG);
 	struct sched_res want, cap;
 	int64_t prio = 0;
 	struct msg m;
@@ -279,10 +279,16 @@ static void op_submit(struct conn *c, const struct msg *req)
 		        "has %g CPUs, %.1f GiB and %d GPUs in all",
 		        j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
 	for (i = 0; i < req->n; i++) {
+		/* The runtime env's fields (bootstrap/renv.h), kept as they came for the shim. */
+		if (!strncmp(req->keys[i], "renv_", 5)) {
+			buf_add(&renv, req->keys[i], strlen(req->keys[i]) + 1);
+			buf_add(&renv, req->vals[i], strlen(req->vals[i]) + 1);
+			continue;
+		}
 		if (strcmp(req->keys[i], "env"))
 			continue;
 		if (!valid_env(req->vals[i]))
-			return buf_release(&envs),
+			return buf_release(&envs), buf_release(&renv),
 			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE",
 			                       req->vals[i]);
 		buf_add(&envs, req->vals[i], strlen(req->vals[i]) + 1);
@@ -294,6 +300,8 @@ static void op_submit(struct conn *c, const struct msg *req)
 	j.log_dir = (char *)msg_get(req, "log_dir");
 	j.envs = envs.p;
 	j.envs_len = envs.len;
+	j.renv = renv.len ? renv.p : NULL;
+	j.renv_len = renv.len;
 	if (st_begin(S.db))
 		goto fail;
 	if (st_job_insert(S.db, &j))
@@ -319,12 +327,14 @@ static void op_submit(struct conn *c, const struct msg *req)
 		S.sched_needed = 1;
 	free(log_dir);
 	buf_release(&envs);
+	buf_release(&renv);
 	return;
 fail_tx:
 	st_rollback(S.db);
 fail:
 	free(log_dir);
 	buf_release(&envs);
+	buf_release(&renv);
 	sup_reply_error(c, "cannot record the job in the node database (see supervisor.log)");
 }
 

@@ -28,8 +28,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bootstrap/renv.h"
 #include "lib/env.h"
 #include "lib/log.h"
+#include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/node.h"
@@ -44,9 +46,13 @@ struct shim {
 	int64_t id;
 	struct job job;
 	int sig_fd;
-	int cancelled;   /* a cancel was requested and the tree was signalled */
-	int64_t kill_at; /* now_ms() when to SIGKILL; 0: not armed */
-	pid_t main_pid;  /* the current step's process (setup or run) */
+	int cancelled;    /* a cancel was requested and the tree was signalled */
+	int64_t kill_at;  /* now_ms() when to SIGKILL; 0: not armed */
+	pid_t main_pid;   /* the current step's process (setup or run) */
+	int64_t deadline; /* now_ms() when the step times out (runtime env build); 0: none */
+	int timed_out;
+	int has_renv;
+	struct renv_job renv; /* the job's runtime env, once ready (holds its use lock) */
 };
 
 /*
@@ -157,9 +163,12 @@ static void build_env(struct shim *sh, struct env *env, int with_gpus)
 		env_put(env, p);
 	if (with_gpus && sh->job.gpus > 0)
 		env_set(env, "CUDA_VISIBLE_DEVICES", sh->job.gpu_ids);
+	if (sh->has_renv)
+		renv_job_apply(&sh->renv, env);
 }
 
-static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus)
+static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus,
+                      char *const *cmd)
 {
 	char *argv[] = {(char *)shell_path(), "-c", (char *)script, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
@@ -172,12 +181,16 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	if (fd < 0)
 		return -EIO;
 	build_env(sh, &env, gpus);
-	o.argv = argv;
+	if (cmd) /* the runtime env's build: the node's settings, not the job's */
+		renv_conf_env_copy(&env);
+	o.argv = cmd ? cmd : argv;
 	o.envp = env.v;
 	/* "~/x" is the node's own home: the launcher cannot know it. */
 	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
 		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
 	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
+	if (sh->has_renv && sh->renv.working_dir) /* Ray's rule: the job runs in working_dir */
+		o.cwd = sh->renv.working_dir;
 	o.fd_out = fd;
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;
@@ -221,6 +234,17 @@ static int wait_step(struct shim *sh)
 			int64_t left = sh->kill_at - now_ms();
 
 			timeout = left > 0 ? (int)left : 0;
+		}
+		if (sh->deadline && !sh->timed_out) {
+			int64_t left = sh->deadline - now_ms();
+
+			if (left <= 0) {
+				sh->timed_out = 1;
+				terminate(sh, LEFTOVER_GRACE_MS);
+				continue;
+			}
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
 		}
 		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
 			return error_errno("shim: poll"), -1;
@@ -310,6 +334,116 @@ static int finish(struct shim *sh, int status, const char *codes, const char *re
 	return 0;
 }
 
+/* Appends one line to the job's setup log. */
+static void setup_log_line(struct shim *sh, const char *line)
+{
+	int fd = open_log(sh->job.log_dir, "setup.log");
+
+	if (fd >= 0) {
+		write_all(fd, line, strlen(line));
+		write_all(fd, "\n", 1);
+		close(fd);
+	}
+}
+
+/*
+ * The runtime env, before the setup script: ready at once on a cache hit (no process),
+ * else built by `skiff __renv-build ID` as a step of its own, killed when
+ * setup_timeout_seconds pass. Returns 0 when the job may go on; otherwise its final
+ * status has been recorded (or it was cancelled meanwhile).
+ */
+static int renv_setup(struct shim *sh)
+{
+	const struct node_paths *p = node_paths();
+	struct status_arg a = {JOB_SETTING_UP, NULL, NULL};
+	struct buf err = BUF_INIT(1 << 16), reason = BUF_INIT(1024);
+	char id[32], stepname[128], *log = xasprintf("%s/setup.log", sh->job.log_dir);
+	char *argv[] = {(char *)self_path(NULL), "__renv-build", id, NULL};
+	struct env env;
+	char *path;
+	int r = -1, tries, status, code, final = JOB_FAILED_SETUP;
+
+	xsnprintf(id, sizeof(id), "%lld", (long long)sh->id);
+	if (!p || renv_spec_from_blob(&sh->renv.spec, sh->job.renv, sh->job.renv_len)) {
+		buf_adds(&reason, "runtime_env: the job's spec cannot be read");
+		goto fail;
+	}
+	if (with_db(db_set_status, sh, &a))
+		goto out; /* cancelled or finished meanwhile */
+	/* The interpreter is searched in the job's own PATH. */
+	build_env(sh, &env, 0);
+	path = xstrdup(env_get(&env, "PATH") ? env_get(&env, "PATH") : "/usr/bin:/bin");
+	env_release(&env);
+	if (sh->renv.spec.timeout > 0)
+		sh->deadline = now_ms() + (int64_t)sh->renv.spec.timeout * 1000;
+	for (tries = 0; tries < 3; tries++) {
+		r = renv_job_ready(&sh->renv, p->home, path, &err);
+		if (r)
+			break;
+		if (!argv[0] || start_step(sh, NULL, "setup.log", 0, argv)) {
+			buf_adds(&reason, "runtime_env: cannot start its build");
+			free(path);
+			goto fail;
+		}
+		status = wait_step(sh);
+		sweep(sh);
+		code = status_to_code(status);
+		renv_step_get(sh->job.log_dir, stepname, sizeof(stepname));
+		if (sh->cancelled || with_db(db_cancel_requested, sh, NULL)) {
+			final = JOB_CANCELLED;
+			buf_adds(&reason, "cancelled by the user during runtime_env setup");
+			free(path);
+			goto fail;
+		}
+		if (sh->timed_out) {
+			buf_addf(&reason,
+			         "runtime_env setup timed out after %ld s in step '%s' (raise "
+			         "runtime_env.config.setup_timeout_seconds; see %s)",
+			         sh->renv.spec.timeout, stepname, log);
+			free(path);
+			goto fail;
+		}
+		if (code) {
+			buf_addf(&reason, "runtime_env setup failed in step '%s' (see %s)",
+			         stepname, log);
+			free(path);
+			goto fail;
+		}
+	}
+	free(path);
+	sh->deadline = 0;
+	if (r > 0 && !tries && sh->renv.key[0]) {
+		char line[160];
+
+		xsnprintf(line, sizeof(line), "skiff: runtime_env: env %.12s is built: reused",
+		          sh->renv.key);
+		setup_log_line(sh, line);
+	}
+	if (r < 0) {
+		buf_addf(&reason, "skiff: error: %s", err.len ? err.p : "runtime_env setup failed");
+		setup_log_line(sh, reason.p);
+		buf_reset(&reason);
+		buf_addf(&reason, "%.900s (see %s)", err.len ? err.p : "runtime_env setup failed",
+		         log);
+		goto fail;
+	}
+	if (r == 0) {
+		buf_addf(&reason, "runtime_env: not ready after its build (see %s)", log);
+		goto fail;
+	}
+	sh->has_renv = 1;
+	r = 0;
+	goto out;
+fail:
+	finish(sh, final, "", reason.p);
+	r = -1;
+out:
+	buf_release(&err);
+	buf_release(&reason);
+	free(log);
+	return r;
+}
+
 int shim_main(int64_t job_id)
 {
 	struct shim sh = {.id = job_id, .sig_fd = -1};
@@ -318,6 +452,7 @@ int shim_main(int64_t job_id)
 	int status, code, r, nul;
 	ssize_t n;
 
+	renv_job_init(&sh.renv);
 	log_set_prog("skiff-shim");
 	/* Block the signals first: a cancel that arrives early is handled, not fatal. */
 	if (setup_signals(&sh))
@@ -352,11 +487,13 @@ int shim_main(int64_t job_id)
 		goto out;
 	}
 
+	if (sh.job.renv_len && renv_setup(&sh))
+		goto out; /* its final status is recorded */
 	if (sh.job.setup && *sh.job.setup) {
 		a.status = JOB_SETTING_UP;
 		if (with_db(db_set_status, &sh, &a))
 			goto out; /* cancelled or finished meanwhile */
-		r = start_step(&sh, sh.job.setup, "setup.log", 0);
+		r = start_step(&sh, sh.job.setup, "setup.log", 0, NULL);
 		if (r) {
 			finish(&sh, JOB_FAILED_SETUP, "", "cannot start the setup script");
 			goto out;
@@ -382,7 +519,7 @@ int shim_main(int64_t job_id)
 	a.status = JOB_RUNNING;
 	if (with_db(db_set_status, &sh, &a))
 		goto out;
-	r = start_step(&sh, sh.job.run, "run.log", 1);
+	r = start_step(&sh, sh.job.run, "run.log", 1, NULL);
 	if (r) {
 		finish(&sh, JOB_FAILED, "127", "cannot start the run script");
 		goto out;
@@ -400,6 +537,7 @@ int shim_main(int64_t job_id)
 out:
 	db_idle();
 	job_free(&sh.job);
+	renv_job_release(&sh.renv);
 	if (sh.sig_fd >= 0)
 		close(sh.sig_fd);
 	return 0;
