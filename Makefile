@@ -25,7 +25,7 @@ MUSL_CFLAGS := $(COMMON) $(CFLAGS) -I$(DEPS)/include -ffunction-sections -fdata-
 MUSL_LDFLAGS := -static -L$(DEPS)/lib -Wl,--gc-sections
 ASAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
-LIBS := -larchive -lz -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml
+LIBS := -larchive -lz -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
 
 SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c bootstrap/*.c cmd/*.c))
 LIB_SRC := $(filter-out cmd/main.c,$(SRC))

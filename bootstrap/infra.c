@@ -49,6 +49,9 @@ void infra_release(struct infra *inf)
 		return;
 	free(inf->spec);
 	free(inf->pool);
+	free(inf->image);
+	free(inf->context);
+	free(inf->ns);
 	infra_pools_release(&inf->pools);
 	memset(inf, 0, sizeof(*inf));
 }
@@ -113,24 +116,21 @@ int infra_parse(const char *spec, struct infra *out)
 		out->spec = rest ? xasprintf("ssh/%s", rest) : xstrdup("ssh");
 		return 0;
 	}
-	if (!strcmp(head, "k8s") || !strcmp(head, "kubernetes")) {
-		error("infra '%s': Kubernetes is not supported by this skiff yet; use local or "
-		      "ssh/POOL (%s)",
-		      spec, INFRA_DOCS_HINT);
-		return -ENOTSUP;
-	}
+	if (!strcmp(head, "k8s") || !strcmp(head, "kubernetes"))
+		return infra_k8s_parse(rest, spec, out);
 	if (!strcmp(head, "slurm")) {
-		error("infra '%s': Slurm is not supported by this skiff yet; use local or ssh/POOL "
-		      "(%s)",
-		      spec, INFRA_DOCS_HINT);
-		return -ENOTSUP;
+		/* A partition name is one argv word of salloc: no '/', no option. */
+		if (rest && (!*rest || *rest == '-' || strchr(rest, '/') || strlen(rest) > 64))
+			return error("infra '%s': expected slurm/PARTITION, a Slurm partition name",
+			             spec);
+		out->kind = INFRA_SLURM;
+		out->pool = rest ? xstrdup(rest) : NULL;
+		out->spec = rest ? xasprintf("slurm/%s", rest) : xstrdup("slurm");
+		return 0;
 	}
-	if (!strcmp(head, "podman") || !strcmp(head, "docker")) {
-		error("infra '%s': container nodes (podman, docker) are not supported by this skiff "
-		      "yet; use local or ssh/POOL (%s)",
-		      spec, INFRA_DOCS_HINT);
-		return -ENOTSUP;
-	}
+	if (!strcmp(head, "podman") || !strcmp(head, "docker"))
+		return infra_container_parse(!strcmp(head, "docker") ? INFRA_DOCKER : INFRA_PODMAN,
+		                             rest, spec, out);
 	if (is_one_of(head, clouds, ARRAY_SIZE(clouds))) {
 		error("infra '%s': skiff does not provision cloud VMs; run on machines you have "
 		      "with ssh/POOL (%s), or on this machine with local",
@@ -393,6 +393,12 @@ int infra_pick_nodes(struct infra *inf, struct st_db *ldb, const char *cluster, 
 	v = xcalloc((size_t)num_nodes, sizeof(*v));
 	if (inf->kind == INFRA_LOCAL)
 		r = pick_local(cluster, num_nodes, v);
+	else if (inf->kind == INFRA_PODMAN || inf->kind == INFRA_DOCKER)
+		r = infra_container_pick(inf, ldb, cluster, num_nodes, v);
+	else if (inf->kind == INFRA_K8S)
+		r = infra_k8s_pick(inf, ldb, cluster, num_nodes, v);
+	else if (inf->kind == INFRA_SLURM)
+		r = infra_slurm_pick(inf, cluster, num_nodes, v);
 	else
 		r = pick_ssh(inf, ldb, cluster, num_nodes, v);
 	if (r) {
@@ -447,6 +453,12 @@ struct runner *infra_runner(const struct infra *inf, const struct cluster_node *
 		free(name);
 		return r;
 	}
+	if (inf->kind == INFRA_PODMAN || inf->kind == INFRA_DOCKER)
+		return infra_container_runner(inf, n);
+	if (inf->kind == INFRA_K8S)
+		return infra_k8s_runner(inf, n);
+	if (inf->kind == INFRA_SLURM)
+		return infra_slurm_runner(n);
 	if (!n->ip || !*n->ip) {
 		error("cluster '%s': node %d has no address", n->cluster, n->rank);
 		return NULL;
@@ -464,6 +476,17 @@ struct runner *infra_runner(const struct infra *inf, const struct cluster_node *
 	free(name);
 	free(dir);
 	return r;
+}
+
+int infra_teardown(const struct infra *inf, const char *cluster)
+{
+	switch (inf->kind) {
+	case INFRA_LOCAL: return infra_local_remove(cluster);
+	case INFRA_PODMAN:
+	case INFRA_DOCKER: return infra_container_remove(inf, cluster);
+	case INFRA_K8S: return infra_k8s_remove(inf, cluster);
+	default: return 0;
+	}
 }
 
 /* ---- local node directories ---------------------------------------------------------- */

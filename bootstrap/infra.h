@@ -10,9 +10,20 @@
  *   ssh/POOL    hosts of an SSH node pool, listed in the pool file in SkyPilot's
  *               ssh_node_pools.yaml format; `ssh` alone names the only pool there is
  *               (docs/infra-ssh.md)
+ *   podman[/POOL], docker[/POOL]
+ *               containers of the local engine: running ones labelled skiff.pool=POOL
+ *               (or named POOL), or new ones skiff starts from the task's image_id
+ *               docker:IMAGE with `skiff init` as PID 1 (infra_container.c,
+ *               docs/infra-podman.md)
+ *   k8s[/CONTEXT[/NAMESPACE]]
+ *               pods, reached with kubectl exec: running ones labelled skiff.node, or
+ *               new ones from the task's image (infra_k8s.c, docs/infra-k8s.md)
+ *   slurm[/PARTITION]
+ *               the nodes of one Slurm allocation (salloc --no-shell), reached with
+ *               srun --overlap (infra_slurm.c, infra_slurm.h, docs/infra-slurm.md)
  *
- * Kubernetes, Slurm, podman/docker and cloud names are recognised and refused with a
- * message saying what to use instead (-ENOTSUP).
+ * Cloud names are recognised and refused with a message saying what to use
+ * instead (-ENOTSUP).
  *
  * Resources (cpus, memory, accelerators) are not checked here: skiff learns a node's
  * resources from its supervisor, so the launcher checks the task's request after
@@ -34,7 +45,9 @@
 #define INFRA_MAX_POOLS 1000
 #define INFRA_MAX_HOSTS 10000 /* per pool */
 
-enum infra_kind { INFRA_LOCAL, INFRA_SSH };
+enum infra_kind { INFRA_LOCAL, INFRA_SSH, INFRA_PODMAN, INFRA_DOCKER, INFRA_K8S, INFRA_SLURM };
+
+struct task;
 
 /* One host of a pool, with the pool's defaults applied. */
 struct infra_host {
@@ -67,6 +80,20 @@ struct infra {
 	/* ssh, after infra_resolve(): */
 	struct infra_pools pools;
 	const struct infra_pool *p; /* the pool, in pools */
+	/*
+	 * podman, docker, k8s: pool is POOL (NULL if none; k8s: none). image: what to start
+	 * new nodes from (the task's docker:IMAGE without "docker:"), set by the launcher
+	 * before infra_pick_nodes(); NULL: pick running ones. k8s: context and ns, NULL for
+	 * kubectl's defaults.
+	 */
+	char *image;
+	char *context, *ns;
+	/*
+	 * slurm: pool is the partition (NULL: Slurm's default). task: whose resources salloc
+	 * asks for (cpus, memory, accelerators per node), set by the launcher before
+	 * infra_pick_nodes(); NULL: one CPU per node. Not owned.
+	 */
+	const struct task *task;
 };
 
 /*
@@ -124,6 +151,13 @@ struct runner *infra_runner(const struct infra *inf, const struct cluster_node *
 int infra_local_remove(const char *cluster);
 
 /*
+ * What `down` does on the infra once the cluster's supervisors are stopped: local removes
+ * the node directories (infra_local_remove()); podman, docker and k8s remove the
+ * containers or pods skiff started for the cluster, and nothing else. 0 or -errno.
+ */
+int infra_teardown(const struct infra *inf, const char *cluster);
+
+/*
  * Cluster names, as SkyPilot's: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
  * 0, or -EINVAL with a message that says what is wrong.
  */
@@ -150,5 +184,43 @@ const struct infra_pool *infra_pools_find(const struct infra_pools *p, const cha
 void infra_pools_release(struct infra_pools *p);
 /* "POOL/IP:PORT" ("POOL/[IPV6]:PORT"): the node key a pool host is booked under. */
 char *infra_host_key(const char *pool, const struct infra_host *h);
+
+/* ---- containers and pods (bootstrap/infra_container.c, bootstrap/infra_k8s.c) ------ */
+
+/* Parse what follows "podman/", "docker/" (rest NULL: nothing) into out; 0 or -EINVAL. */
+int infra_container_parse(enum infra_kind kind, const char *rest, const char *spec,
+                          struct infra *out);
+int infra_container_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                         struct cluster_node *v);
+/* node_key "ENGINE/CONTAINER"; user: exec --user. */
+struct runner *infra_container_runner(const struct infra *inf, const struct cluster_node *n);
+/* Removes the containers this launcher started for cluster (labels); 0 or -errno. */
+int infra_container_remove(const struct infra *inf, const char *cluster);
+
+/* "k8s[/CONTEXT[/NAMESPACE]]": rest is what follows "k8s/" (NULL: nothing). */
+int infra_k8s_parse(const char *rest, const char *spec, struct infra *out);
+int infra_k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                   struct cluster_node *v);
+/* node_key "k8s/CONTEXT/NAMESPACE/POD"; user: the pod's container ("" its default). */
+struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_node *n);
+/* Deletes the pods this launcher created for cluster (labels); 0 or -errno. */
+int infra_k8s_remove(const struct infra *inf, const char *cluster);
+
+/* ---- Slurm (bootstrap/infra_slurm.c; the rest in bootstrap/infra_slurm.h) ------------ */
+
+/*
+ * salloc --no-shell for num_nodes nodes (one task each, the task's cpus, memory and
+ * accelerators, $SKIFF_SLURM_TIME as the time limit), named skiff-CLUSTER; waits until
+ * Slurm grants it. Rank order is the allocation's node list; ip is each node's NodeAddr.
+ * An allocation that cannot be used is cancelled before returning an error.
+ */
+int infra_slurm_pick(struct infra *inf, const char *cluster, int num_nodes, struct cluster_node *v);
+/* runner_slurm_new() for a node row (node_key "slurm/JOB/NODE"). */
+struct runner *infra_slurm_runner(const struct cluster_node *n);
+
+/* 16 hex digits naming this launcher (host name and $SKIFF_HOME): label skiff.launcher. */
+char *infra_launcher_id(void);
+/* 1 if s can be an image reference (no blanks, no control bytes, no leading '-'). */
+int infra_valid_image(const char *s);
 
 #endif

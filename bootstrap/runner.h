@@ -161,4 +161,65 @@ struct runner *runner_ssh_new(const char *name, const struct ssh_target *t);
 /* `ssh -O exit`: closes the node's ControlMaster, if one runs. 0, or -errno (printed). */
 int runner_ssh_close_master(struct runner *r);
 
+/*
+ * The Slurm runner: `srun --jobid=JOB --overlap -N1 -n1 -w NODE /bin/sh -c SCRIPT` (one
+ * job step per call; stdin reaches the script), with HOME set to home (absolute; created
+ * 0700 on first use) and SKIFF_HOME removed on the node. A call that fails because the
+ * allocation has ended returns -EHOSTUNREACH ("the Slurm allocation J has ended
+ * (STATE)"). job: digits; node: a Slurm node name. NULL (printed) on a bad argument.
+ * See bootstrap/runner_slurm.c and docs/infra-slurm.md.
+ */
+struct runner *runner_slurm_new(const char *name, const char *ip, const char *job, const char *node,
+                                const char *home);
+/* The allocation a Slurm runner uses; NULL for another kind of runner. */
+const char *runner_slurm_job(const struct runner *r);
+
+/*
+ * The container runner (runner_container.c): `ENGINE exec -i [--user USER] CONTAINER sh -c
+ * SCRIPT` with ENGINE podman or docker, under the host-side wrapper of runner_exec_wrap()
+ * that tells a container that is no longer running (a transport failure, exit 255) from
+ * a script that failed. Interactive (skiff ssh): `exec -i -t`, no wrapper. The strings
+ * are copied. NULL (printed) for an unknown engine, or a container or user that is
+ * empty, starts with '-' or has characters a container name cannot have.
+ */
+struct container_target {
+	const char *engine;    /* "podman" or "docker" (found in PATH) */
+	const char *container; /* name or id */
+	const char *user;      /* exec --user; NULL or "": the container's */
+	const char *ip;        /* the node's address for other nodes; NULL: the container's name */
+};
+struct runner *runner_container_new(const char *name, const struct container_target *t);
+
+/*
+ * The Kubernetes runner (runner_k8s.c): `kubectl [--context CTX] [-n NS] exec -i POD
+ * [-c CONTAINER] -- sh -c SCRIPT`, under the same wrapper (the probe is `kubectl get pod
+ * POD -o jsonpath={.status.phase}`, Running). Not tested against a live cluster: see
+ * docs/infra-k8s.md. Same rules for the names as runner_container_new().
+ */
+struct k8s_target {
+	const char *kubectl;   /* the command; NULL: "kubectl" */
+	const char *context;   /* NULL or "": kubectl's current context */
+	const char *ns;        /* NULL or "": the context's namespace */
+	const char *pod;       /* required */
+	const char *container; /* NULL or "": the pod's default container */
+	const char *ip;        /* the pod's IP; NULL: the pod's name */
+};
+struct runner *runner_k8s_new(const char *name, const struct k8s_target *t);
+
+/*
+ * For runners over an exec CLI (container, kubernetes): appends to out the argv that runs
+ * exec (the CLI's own argv) under a host /bin/sh wrapper. When exec ends with one of the
+ * space-separated statuses in codes, the wrapper runs probe (an argv, quoted with
+ * lib/quote.h) and, unless it printed exactly the text of `running`, writes "NAME is not
+ * running (WHAT THE PROBE PRINTED)" to r->diag_path (stderr when that is NULL) and exits
+ * 255, the transport's status. Any other status, and every status of a node that runs,
+ * passes through. 0, or -EINVAL when probe cannot be quoted.
+ */
+int runner_exec_wrap(struct runner *r, struct argv *out, const struct argv *exec,
+                     char *const *probe, const char *running, const char *codes);
+/* A private directory for the wrapper's diag files ($SKIFF_HOME/exec, else /tmp); or NULL. */
+char *runner_diag_dir_new(void);
+/* 1 if s is a container, pod or namespace name: [A-Za-z0-9_.-], not starting with '-'. */
+int runner_valid_object_name(const char *s);
+
 #endif

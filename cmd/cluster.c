@@ -508,7 +508,11 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 				continue;
 			got = read(s->fd, blk, sizeof(blk));
 			if (got > 0) {
-				buf_add(&s->line, blk, (size_t)got);
+				/* A line past the buffer's bound goes out in pieces, never lost. */
+				if (buf_add(&s->line, blk, (size_t)got)) {
+					flush_line(s, 1);
+					buf_add(&s->line, blk, (size_t)got);
+				}
 				flush_line(s, 0);
 				continue;
 			}
@@ -523,8 +527,9 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 				if (follow_pids[k] == s->pid)
 					follow_pids[k] = 0; /* reaped: its pid may be reused */
 			s->code = WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
+			/* ssh's 255, or that of the exec runners' wrapper: the node is gone. */
 			if (WIFEXITED(wst) && WEXITSTATUS(wst) == 255 &&
-			    !strcmp(cl->nodes[map[i]].r->ops->kind, "ssh")) {
+			    cl->nodes[map[i]].r->ops->transport_status == 255) {
 				lost[map[i]] = 1;
 				error("node %s (rank %d): lost the connection while following the job's "
 				      "logs",

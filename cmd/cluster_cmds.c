@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra.h"
+#include "bootstrap/infra_slurm.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "lib/json.h"
@@ -22,10 +23,10 @@
 const char cmd_status_usage[] =
 	"usage: skiff status [--json] [CLUSTER...]\n"
 	"\n"
-	"Lists this machine's clusters: NAME, INFRA, RESOURCES, STATUS (INIT, UP, STOPPED),\n"
-	"AUTOSTOP and LAUNCHED. --json gives per cluster name, status, infra, resources,\n"
-	"nodes (rank, ip, user, port), head (the head node's ip), autostop (null or\n"
-	"{idle_minutes, down}), launched_at.\n";
+	"Lists this machine's clusters: NAME, INFRA, RESOURCES, STATUS (INIT, UP, STOPPED;\n"
+	"ENDED: a Slurm cluster whose allocation ended), AUTOSTOP and LAUNCHED. --json\n"
+	"gives per cluster name, status, infra, resources, nodes (rank, ip, user, port),\n"
+	"head (the head node's ip), autostop (null or {idle_minutes, down}), launched_at.\n";
 
 const char cmd_queue_usage[] =
 	"usage: skiff queue [--json] [-s|--skip-finished] CLUSTER\n"
@@ -65,7 +66,8 @@ const char cmd_stop_usage[] =
 const char cmd_start_usage[] =
 	"usage: skiff start CLUSTER...\n"
 	"\n"
-	"Starts a stopped cluster again (bootstrap and supervisors up).\n";
+	"Starts a stopped cluster again (bootstrap and supervisors up). Not on Slurm: an\n"
+	"allocation cannot be stopped (use down).\n";
 
 const char cmd_autostop_usage[] =
 	"usage: skiff autostop CLUSTER -i IDLE_MINUTES [--down] | --cancel\n"
@@ -84,6 +86,26 @@ static int open_ldb(struct st_db **ldb)
 
 /* ---- status ------------------------------------------------------------------------ */
 
+/*
+ * The status shown for a cluster: the recorded one, or ENDED for a Slurm cluster whose
+ * allocation Slurm ended (time limit, preemption, scancel), said once on stderr.
+ */
+static const char *shown_status(struct st_db *ldb, const struct cluster *c)
+{
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int alive = 1;
+
+	if (starts_with(c->infra, "slurm"))
+		alive = infra_slurm_cluster_state(ldb, c->name, &job, &state);
+	if (!alive)
+		warning("cluster %s: its Slurm allocation %s has ended (%s); 'skiff down %s' "
+		        "removes it",
+		        c->name, job.p, state.p, c->name);
+	buf_release(&job);
+	buf_release(&state);
+	return alive ? cluster_status_name(c->status) : "ENDED";
+}
+
 static void status_json(struct st_db *ldb, struct cluster *v, size_t n, struct buf *out)
 {
 	struct json j;
@@ -100,7 +122,7 @@ static void status_json(struct st_db *ldb, struct cluster *v, size_t n, struct b
 		json_key(&j, "name");
 		json_str(&j, v[i].name);
 		json_key(&j, "status");
-		json_str(&j, cluster_status_name(v[i].status));
+		json_str(&j, shown_status(ldb, &v[i]));
 		json_key(&j, "infra");
 		json_str(&j, v[i].infra);
 		json_key(&j, "resources");
@@ -203,7 +225,7 @@ int cmd_status(int argc, char **argv)
 				xsnprintf(as, sizeof(as), "%dm%s", v[i].autostop_minutes,
 					  v[i].autostop_down ? " (down)" : "");
 			buf_addf(&out, "%-20s %-16s %-24s %-8s %-10s %s\n", v[i].name, v[i].infra,
-				 v[i].resources, cluster_status_name(v[i].status), as, v[i].head_ip);
+				 v[i].resources, shown_status(ldb, &v[i]), as, v[i].head_ip);
 		}
 	}
 	r = print_out(out.p, out.len);
@@ -443,33 +465,77 @@ static int stop_nodes(struct clive *cl)
 	for (i = 0; i < cl->n; i++) {
 		if (!cl->nodes[i].exe)
 			continue;
-		char *args = xasprintf("node cancel --all >/dev/null 2>&1; %s node down >/dev/null",
-				       cl->nodes[i].exe);
+		char *script = xasprintf("%s node cancel --all >/dev/null 2>&1; exec %s node down "
+		                         ">/dev/null",
+		                         cl->nodes[i].exe, cl->nodes[i].exe);
 
-		if (cl_exec_skiff(&cl->nodes[i], args, NODE_CALL_MS, &status) == -EHOSTUNREACH)
+		if (runner_run(cl->nodes[i].r, script, NULL, NODE_CALL_MS, &status) ==
+		    -EHOSTUNREACH)
 			r = -EHOSTUNREACH;
-		free(args);
+		free(script);
 	}
 	return r;
+}
+
+/* Slurm has no stopped allocation: stop and start are refused there (1, printed). */
+static int slurm_refuses(const struct cluster *c, const char *cmd)
+{
+	if (!starts_with(c->infra, "slurm"))
+		return 0;
+	error("cluster %s is a Slurm allocation: '%s' is not supported there (an allocation "
+	      "cannot be paused and resumed); 'skiff down %s' releases it",
+	      c->name, cmd, c->name);
+	return 1;
 }
 
 static int down_one(struct st_db *ldb, const char *name, int keep)
 {
 	struct cluster c;
 	struct clive cl;
-	int r;
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int r, slurm, alive = 1;
 
 	if (lc_load(ldb, name, &c, &cl))
 		return EXIT_FAIL;
-	r = stop_nodes(&cl);
+	slurm = starts_with(c.infra, "slurm");
+	if (slurm && keep) {
+		slurm_refuses(&c, "stop");
+		r = -ENOTSUP;
+		goto done;
+	}
+	/* An allocation that ended took the supervisors with it: nothing to stop. */
+	if (slurm) {
+		alive = infra_slurm_cluster_state(ldb, name, &job, &state);
+		if (!alive)
+			info("cluster %s: its Slurm allocation %s had already ended (%s)", name, job.p,
+			     state.p);
+	}
+	r = alive ? stop_nodes(&cl) : 0;
 	if (r && !keep)
 		warning("cluster %s: some nodes could not be reached; their bookings are released "
 			"anyway",
 			name);
 	if (!keep) {
-		if (!strcmp(c.infra, "local"))
-			infra_local_remove(name);
-		r = st_cluster_delete(ldb, name);
+		struct infra inf;
+
+		/* local: the node dirs; containers, pods: those skiff started. */
+		r = 0;
+		if (!infra_parse(c.infra, &inf)) {
+			r = infra_teardown(&inf, name);
+			if (r && inf.kind != INFRA_LOCAL)
+				error("cluster %s: its %s nodes could not be removed; it is kept, run "
+				      "'skiff down %s' again",
+				      name, inf.spec, name);
+			else
+				r = 0;
+			infra_release(&inf);
+		}
+		if (!r && slurm && job.len && (r = infra_slurm_release(&cl, job.p)))
+			error("cluster %s: its Slurm allocation %s could not be released; it is kept, "
+			      "run 'skiff down %s' again",
+			      name, job.p, name);
+		if (!r)
+			r = st_cluster_delete(ldb, name);
 		if (!r)
 			printf("cluster %s terminated\n", name);
 	} else {
@@ -477,6 +543,9 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 		if (!r)
 			printf("cluster %s stopped\n", name);
 	}
+done:
+	buf_release(&job);
+	buf_release(&state);
 	cluster_free(&c);
 	cl_close(&cl);
 	return r ? EXIT_FAIL : EXIT_OK;
@@ -537,7 +606,9 @@ int cmd_start(int argc, char **argv)
 			rc = EXIT_FAIL;
 			continue;
 		}
-		if (cl_bootstrap(&cl)) {
+		if (slurm_refuses(&c, "start")) {
+			rc = EXIT_FAIL;
+		} else if (cl_bootstrap(&cl)) {
 			rc = EXIT_FAIL;
 		} else {
 			for (i = 0; i < cl.n; i++)

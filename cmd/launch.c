@@ -19,6 +19,7 @@
 
 #include "bootstrap/cluster.h"
 #include "bootstrap/infra.h"
+#include "bootstrap/infra_slurm.h"
 #include "bootstrap/renv.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
@@ -46,7 +47,8 @@ const char cmd_launch_usage[] =
         "  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
         "  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
         "  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
-        "  --infra INFRA        local (default), ssh/POOL\n"
+        "  --infra INFRA        local (default), ssh/POOL, podman[/POOL], docker[/POOL],\n"
+        "                       k8s[/CONTEXT[/NAMESPACE]], slurm[/PARTITION]\n"
         "\n"
         "Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
         "--num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N, --workdir DIR, -n NAME.\n"
@@ -421,7 +423,10 @@ static void warn_ignored_fields(const struct task *t, const char *infra)
 	size_t n, i;
 	struct buf b = BUF_INIT(0);
 
-	n = task_cloud_only_fields(t, starts_with(infra, "ssh") ? TASK_INFRA_SSH : TASK_INFRA_LOCAL,
+	n = task_cloud_only_fields(t,
+	                           starts_with(infra, "ssh")     ? TASK_INFRA_SSH
+	                           : starts_with(infra, "slurm") ? TASK_INFRA_SLURM
+	                                                         : TASK_INFRA_LOCAL,
 	                           names, ARRAY_SIZE(names));
 	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
 		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
@@ -447,6 +452,11 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	r = infra_resolve(&inf);
 	if (r)
 		goto out;
+	/* Container and pod infras start new nodes from the task's image (docker:IMAGE). */
+	if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER || inf.kind == INFRA_K8S) &&
+	    t->nres && task_image_is_docker(t->res[0].image_id))
+		inf.image = xstrdup(t->res[0].image_id + strlen("docker:"));
+	inf.task = t; /* slurm: salloc asks for the task's resources */
 	step_begin(&st, "nodes");
 	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
 	if (r) {
@@ -464,6 +474,18 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	r = st_cluster_create(ldb, &c, nodes, (size_t)n);
 	if (r) {
 		step_fail(&st);
+		/* Containers or pods started for it are removed (-EEXIST: they are another's). */
+		if (inf.image && r != -EEXIST)
+			infra_teardown(&inf, name);
+		/* The Slurm allocation just granted is nobody's: give it back. */
+		if (inf.kind == INFRA_SLURM) {
+			char *job, *node;
+
+			if (!infra_slurm_key_parse(nodes[0].node_key, &job, &node))
+				infra_slurm_cancel(job);
+			free(job);
+			free(node);
+		}
 		goto out;
 	}
 	step_done(&st, "%d node(s) on %s: %s%s", n, inf.spec, nodes[0].ip, n > 1 ? ", ..." : "");
@@ -480,7 +502,8 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	size_t i, copied = 0, started = 0;
 
 	step_begin(&st, "bootstrap");
-	if (cl_bootstrap(cl)) {
+	/* Slurm: each supervisor then moves into a job step of its own (infra_slurm.h). */
+	if (cl_bootstrap(cl) || (starts_with(cl->infra, "slurm") && infra_slurm_hosts_up(cl))) {
 		step_fail(&st);
 		return -1;
 	}
@@ -575,6 +598,8 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		if (bootstrap_nodes(ldb, &cl))
 			goto out;
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
+	} else if (starts_with(c.infra, "slurm") && infra_slurm_hosts_up(&cl)) {
+		goto out;
 	}
 	if (lo->idle_minutes >= 0 || lo->down) {
 		int minutes = lo->idle_minutes >= 0 ? lo->idle_minutes : 1;

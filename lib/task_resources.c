@@ -35,6 +35,7 @@ static const char *const clouds[] = {
         "vast",      "vsphere", "cudo",       "fluidstack", "paperspace",
         "do",        "nebius",  "ssh",        "hyperbolic", "seeweb",
         "shadeform", "slurm",   "local",      "coreweave",  "primeintellect",
+        "podman",    "docker",
 };
 
 static const char *const disk_tiers[] = {"low", "medium", "high", "ultra", "best"};
@@ -175,7 +176,8 @@ static int parse_infra(struct tparse *p, const struct ynode *n, const char *path
 		return -1;
 	if (!slash)
 		return 0;
-	if (r->cloud && (!strcmp(r->cloud, "kubernetes") || !strcmp(r->cloud, "ssh"))) {
+	if (r->cloud && (!strcmp(r->cloud, "kubernetes") || !strcmp(r->cloud, "ssh") ||
+	                 !strcmp(r->cloud, "podman") || !strcmp(r->cloud, "docker"))) {
 		if (!slash[1])
 			return tp_err(p, n, "%s: '%.60s' ends with '/'", path, s);
 		set_str(&r->region, slash + 1); /* a context or pool name may hold '/' */

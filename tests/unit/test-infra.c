@@ -125,14 +125,31 @@ static void test_parse_spec(void)
 	ok(infra_parse("ssh/a b", &inf) == -1, "a space refused");
 	ok(infra_parse("ssh/a\nb", &inf) == -1, "a newline refused");
 	free(take_log());
-	is_int(infra_parse("k8s/my-ctx", &inf), -ENOTSUP, "k8s/ctx: not supported");
-	ok(log_has("Kubernetes is not supported by this skiff yet"), "... says so");
-	is_int(infra_parse("kubernetes", &inf), -ENOTSUP, "kubernetes");
-	is_int(infra_parse("slurm/cluster", &inf), -ENOTSUP, "slurm");
-	ok(log_has("Slurm is not supported"), "... says so");
-	is_int(infra_parse("podman", &inf), -ENOTSUP, "podman");
-	is_int(infra_parse("docker", &inf), -ENOTSUP, "docker");
-	ok(log_has("container nodes"), "... says so");
+	ok(!infra_parse("k8s/my-ctx", &inf) && inf.kind == INFRA_K8S, "k8s/ctx");
+	ok(!strcmp(inf.spec, "k8s/my-ctx") && !strcmp(inf.context, "my-ctx") && !inf.ns,
+	   "... context, no namespace");
+	infra_release(&inf);
+	ok(!infra_parse("Kubernetes/ctx/ml", &inf) && inf.kind == INFRA_K8S, "kubernetes/ctx/ns");
+	ok(!strcmp(inf.spec, "k8s/ctx/ml") && !strcmp(inf.ns, "ml"), "... spec k8s/ctx/ml");
+	infra_release(&inf);
+	ok(!infra_parse("k8s", &inf) && !inf.context && !inf.ns, "bare k8s: kubectl's defaults");
+	infra_release(&inf);
+	ok(infra_parse("k8s/ctx/-n", &inf) == -1, "k8s: a namespace like an option is refused");
+	free(take_log());
+	ok(!infra_parse("slurm/cluster", &inf) && inf.kind == INFRA_SLURM, "slurm/PARTITION");
+	ok(!strcmp(inf.spec, "slurm/cluster") && !strcmp(inf.pool, "cluster"), "... partition");
+	infra_release(&inf);
+	ok(infra_parse("slurm/a/b", &inf) == -1, "slurm/a/b refused");
+	free(take_log());
+	ok(!infra_parse("podman", &inf) && inf.kind == INFRA_PODMAN && !inf.pool, "podman");
+	infra_release(&inf);
+	ok(!infra_parse("docker/gpu-box", &inf) && inf.kind == INFRA_DOCKER, "docker/POOL");
+	ok(!strcmp(inf.spec, "docker/gpu-box") && !strcmp(inf.pool, "gpu-box"), "... its pool");
+	infra_release(&inf);
+	ok(infra_parse("podman/a b", &inf) == -1 && infra_parse("podman/-x", &inf) == -1 &&
+	           infra_parse("podman/a/b", &inf) == -1,
+	   "podman/POOL: blanks, a leading '-' and '/' are refused");
+	free(take_log());
 	is_int(infra_parse("aws", &inf), -ENOTSUP, "aws");
 	ok(log_has("skiff does not provision cloud VMs"), "... says to use ssh/POOL");
 	is_int(infra_parse("gcp/us-central1/us-central1-a", &inf), -ENOTSUP, "gcp/region/zone");

@@ -1,0 +1,164 @@
+#!/bin/sh
+# Slurm infra against a real Slurm: slurmctld, four slurmds and munged started here with
+# a private munge key and socket and a private slurm.conf (nothing in /etc is used).
+# Partition solo is node tn0, a slurmd in this machine's own network namespace; partition
+# gang is tn1..tn3, slurmds in the network namespaces of tests/lib/nodes.sh (10.200.0.1N,
+# hostname tnN). launch, exec, queue, logs, cancel, stop refused, down on one node; a
+# 3-node gang with SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS; an allocation cancelled from
+# outside mid-job (logs --follow fails, status says ENDED); down releases the allocation;
+# a partition Slurm does not have; autostop --down releases the allocation.
+# Root only (skipped otherwise, a failure in CI); installs slurm-wlm and munge if missing.
+. "$(dirname "$0")/lib.sh"
+. "$SRC_DIR/tests/lib/nodes.sh"
+
+nodes_require_root
+nodes_install_deps || { echo "Bail out! cannot install the packages the test nodes need"; exit 1; }
+
+. "$SRC_DIR/tests/lib/slurm.sh"
+slurm_install_deps || { echo "Bail out! cannot install slurm-wlm and munge"; exit 1; }
+
+# The nodes' homes (SKIFF_SLURM_NODE_ROOT, default /tmp/skiff-slurm-UID) stay in $TRASH.
+export SKIFF_SLURM_NODE_ROOT="$TRASH/nodes"
+
+# slurm_start runs in a test body (a subshell): what it exports is set here too.
+export SLURM_DIR="$TRASH/slurm"
+export SLURM_CONF="$SLURM_DIR/slurm.conf" SLURM_DAEMONS="$SLURM_DIR/daemons"
+
+job_of() { squeue -h -n "skiff-$1" -o %i 2>/dev/null; }
+
+test_cleanup_hook() {
+	slurm_stop
+	nodes_down
+}
+
+test_expect_success 'Slurm with four nodes is up' '
+	nodes_up 3 &&
+	mkdir -p "$TRASH/nodes" &&
+	chmod 755 "$TRASH" &&
+	slurm_start "$TRASH/slurm" 3 &&
+	sinfo -h -o "%P %D %T" >sinfo &&
+	grep -q "^solo\* 1 idle" sinfo && grep -q "^gang 3 idle" sinfo
+'
+
+test_expect_success 'a partition Slurm does not have: salloc says so, nothing is booked' '
+	! skiff launch -c nope --infra slurm/nosuch true 2>err &&
+	grep -q "salloc for cluster nope on slurm/nosuch failed" err &&
+	grep -qi "invalid partition" err &&
+	! skiff status | grep -q "^nope " &&
+	test -z "$(squeue -h -t all -n skiff-nope -o %i)"
+'
+
+test_expect_success 'launch on a one-node allocation' '
+	skiff launch -c solo --infra slurm/solo "echo hello-\$SKYPILOT_NODE_RANK on \$(hostname)" >out 2>err &&
+	grep -q "^hello-0 on " out &&
+	test "$(squeue -h -n skiff-solo -o "%T %P %N")" = "RUNNING solo tn0" &&
+	skiff status >st && grep -q "^solo  *slurm/solo .* UP " st
+'
+
+test_expect_success 'exec: a node home of its own, the allocation in the environment' '
+	J=$(job_of solo) &&
+	skiff exec solo "echo home=\$HOME job=\$SLURM_JOB_ID; pwd" >out &&
+	grep -qx "home=$TRASH/nodes/$J/tn0 job=$J" out &&
+	test -S "$TRASH/nodes/$J/tn0/.skiff/supervisor.sock"
+'
+
+test_expect_success 'the supervisor runs inside the allocation (a step of its own)' '
+	J=$(job_of solo) &&
+	squeue -h -s -j "$J" -o "%i %j" >steps &&
+	grep -q "^$J\.[0-9]* sh$" steps
+'
+
+test_expect_success 'queue and logs' '
+	skiff queue solo >q &&
+	test "$(grep -c SUCCEEDED q)" = 2 &&
+	skiff logs solo 1 >log &&
+	grep -q "^hello-0 on " log &&
+	skiff logs --status solo 2 >st && grep -qx SUCCEEDED st
+'
+
+test_expect_success 'cancel a running job' '
+	skiff exec -d solo "echo started; sleep 300" 2>err &&
+	wait_for "skiff queue solo | grep -q \"^3 .*RUNNING\"" 20 &&
+	skiff cancel solo 3 &&
+	expect_fail 103 skiff logs --status solo 3 >st &&
+	grep -qx CANCELLED st
+'
+
+test_expect_success 'a lost supervisor step (its srun stopped) is started again by exec' '
+	read -r pid st <"$SKIFF_HOME/slurm/solo/0.pid" &&
+	kill -TERM "-$pid" &&
+	wait_for "test -z \"\$(squeue -h -s -j $(job_of solo) -o %i)\"" 20 &&
+	skiff exec solo "echo again" >out &&
+	grep -qx again out &&
+	read -r pid2 st2 <"$SKIFF_HOME/slurm/solo/0.pid" &&
+	test "$pid2" != "$pid" &&
+	test "$(squeue -h -s -j $(job_of solo) -o %j)" = sh
+'
+
+test_expect_success 'stop and start are refused on Slurm' '
+	expect_fail 1 skiff stop solo 2>err &&
+	grep -q "is a Slurm allocation" err &&
+	expect_fail 1 skiff start solo 2>err &&
+	grep -q "is a Slurm allocation" err
+'
+
+test_expect_success 'down releases the allocation and the node homes' '
+	J=$(job_of solo) && test -n "$J" &&
+	skiff down solo >out 2>err &&
+	grep -q "cluster solo terminated" out &&
+	test ! -e "$TRASH/nodes/$J/tn0" &&
+	wait_for "test -z \"\$(squeue -h -n skiff-solo -o %i)\"" 20 &&
+	! skiff status | grep -q "^solo "
+'
+
+test_expect_success 'a 3-node gang: ranks, hostnames and SKYPILOT_NODE_IPS' '
+	cat >gang.yaml <<-\EOF &&
+	num_nodes: 3
+	run: |
+	  echo "rank=$SKYPILOT_NODE_RANK host=$(hostname) n=$SKYPILOT_NUM_NODES ips=$(echo $SKYPILOT_NODE_IPS)"
+	EOF
+	skiff launch -c gang --infra slurm/gang gang.yaml >out 2>err &&
+	IPS="10.200.0.11 10.200.0.12 10.200.0.13" &&
+	grep -q "rank=0 host=tn1 n=3 ips=$IPS" out &&
+	grep -q "rank=1 host=tn2 n=3 ips=$IPS" out &&
+	grep -q "rank=2 host=tn3 n=3 ips=$IPS" out &&
+	test "$(squeue -h -n skiff-gang -o "%D %N")" = "3 tn[1-3]"
+'
+
+test_expect_success 'an allocation cancelled from outside mid-job is reported' '
+	J=$(job_of gang) && test -n "$J" &&
+	skiff exec -d gang --num-nodes 3 "echo up; sleep 300" 2>err &&
+	wait_for "skiff queue gang | grep -q \"^2 .*RUNNING\"" 20 || exit 1
+	{ skiff logs gang 2 --follow >follow.out 2>follow.err; echo $? >follow.rc; } &
+	wait_for "grep -q up follow.out" 20 &&
+	scancel "$J" &&
+	wait_for "test -s follow.rc" 15 &&
+	cat follow.err &&
+	test "$(cat follow.rc)" != 0 &&
+	grep -q "Slurm allocation $J has ended" follow.err &&
+	skiff status >st 2>st.err &&
+	cat st st.err &&
+	grep -q "^gang .* ENDED " st &&
+	grep -q "allocation $J has ended" st.err
+'
+
+test_expect_success 'down after the allocation ended, and nothing is left in Slurm' '
+	skiff down gang >out 2>err &&
+	grep -q "cluster gang terminated" out &&
+	grep -q "had already ended" err &&
+	! skiff status | grep -q "^gang " &&
+	wait_for "test -z \"\$(squeue -h -o %i)\"" 20
+'
+
+test_expect_success 'autostop --down releases the allocation (the node hook runs scancel)' '
+	skiff launch -c auto --infra slurm/solo true >out 2>err &&
+	J=$(job_of auto) && test -n "$J" &&
+	skiff autostop auto -i 0 --down &&
+	wait_for "test -z \"\$(squeue -h -t running -j $J -o %i 2>/dev/null)\"" 30 &&
+	skiff status >st 2>/dev/null &&
+	grep -q "^auto .* ENDED " st &&
+	skiff down auto >out &&
+	grep -q "cluster auto terminated" out
+'
+
+test_done
