@@ -62,6 +62,8 @@ const char cmd_exec_usage[] =
         "Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
         "task's run step, then follows the logs (as 'skiff launch' does).\n";
 
+struct lc_managed *lc_managed;
+
 struct launch_opts {
 	const char *cluster;
 	const char *infra;
@@ -107,7 +109,7 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 	struct buf ips = BUF_INIT(0);
 	char num[32];
 	char *info = cluster_info(cl->name, cl->infra);
-	double cpus = 0.5, mem = 0;
+	double cpus = lc_managed ? lc_managed->default_cpus : 0.5, mem = 0;
 	int gpus = 0, i;
 	size_t k;
 
@@ -280,6 +282,8 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
 	xsnprintf(task_id, sizeof(task_id), "sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
+	if (lc_managed && lc_managed->task_id)
+		xsnprintf(task_id, sizeof(task_id), "%s", lc_managed->task_id);
 	step_begin(&st, "submit");
 	for (i = 0; i < nranks; i++) {
 		struct msg m;
@@ -400,7 +404,14 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 		}
 		task_from_command(tl, entry->p);
 	}
-	if (tl->n != 1) {
+	if (lc_managed && lc_managed->task_index > 0 && (size_t)lc_managed->task_index < tl->n) {
+		/* A managed pipeline runs one task at a time: this one goes first. */
+		struct task *tmp = tl->tasks[0];
+
+		tl->tasks[0] = tl->tasks[lc_managed->task_index];
+		tl->tasks[lc_managed->task_index] = tmp;
+	}
+	if (tl->n != 1 && !lc_managed) {
 		yerr_release(&errs);
 		return usage_error("launch",
 		                   "'%s' is a pipeline of %zu tasks: run it with "
@@ -612,6 +623,8 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		goto out;
 	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : &fl))
 		goto out;
+	if (lc_managed)
+		lc_managed->job = job;
 	if (lo->detach) {
 		fprintf(stderr, "Job %lld submitted; follow it with 'skiff logs %s %lld'\n",
 		        (long long)job, name, (long long)job);

@@ -10,6 +10,19 @@
 #include "lib/task.h"
 #include "state/launcher.h"
 
+/*
+ * Set by a managed job's launch worker (cmd/jobs_worker.c) around cmd_launch(): which task
+ * of a pipeline file to run, its stable SKYPILOT_TASK_ID, the CPUs a task that declares
+ * none reserves, and (out) the cluster job id it was submitted as. NULL otherwise.
+ */
+struct lc_managed {
+	int task_index;
+	const char *task_id;
+	double default_cpus;
+	int64_t job; /* out */
+};
+extern struct lc_managed *lc_managed;
+
 /* A cluster's live view (runners for its booked nodes). */
 int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl);
 /* Loads cluster `name` and opens it; prints an error naming it when it does not exist. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "state/jobs_schema.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -73,9 +74,11 @@ static const char *const migrations[] = {
         "  entrypoint TEXT NOT NULL DEFAULT '',"
         "  PRIMARY KEY (cluster, id)"
         ") WITHOUT ROWID;",
+        /* 1 -> 2: managed jobs (state/jobs.c) */
+        ST_JOBS_MIGRATION,
 };
 
-const struct st_schema st_launcher_schema = {"launcher", migrations, 1};
+const struct st_schema st_launcher_schema = {"launcher", migrations, ARRAY_SIZE(migrations)};
 
 int st_launcher_open(unsigned flags, struct st_db **out)
 {

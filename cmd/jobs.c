@@ -1,0 +1,674 @@
+/*
+ * `skiff jobs ...`: managed jobs. The commands here only read and write the jobs tables
+ * and wake the controller (cmd/jobs_controller.c), which does all the work.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/jobs.h"
+#include "cmd/launcher.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/task.h"
+#include "lib/util.h"
+#include "state/launcher.h"
+#include "lib/banned.h"
+
+const char cmd_jobs_usage[] =
+        "usage: skiff jobs launch [-n NAME] [-d] [--infra INFRA] [--job-recovery STRATEGY]\n"
+        "                         [--priority P] [task flags] YAML|COMMAND...\n"
+        "       skiff jobs queue [--json] [-s|--skip-finished]\n"
+        "       skiff jobs cancel ID... | -n NAME | -a|--all\n"
+        "       skiff jobs logs ID [--follow|--no-follow] [--controller]\n"
+        "\n"
+        "Managed jobs: a controller (started on demand, on this machine) launches each job\n"
+        "on a cluster of its own (on local infra: the shared local cluster skiff-jobs),\n"
+        "watches it, recovers it when its node fails, and releases the cluster when it\n"
+        "ends. A multi-document YAML is a pipeline: its tasks run one after the other.\n"
+        "\n"
+        "  -n, --name NAME          the job's name\n"
+        "  -d, --detach-run         return once submitted (default: follow the logs)\n"
+        "  --infra INFRA            local (default) or ssh/POOL\n"
+        "  --job-recovery S         EAGER_NEXT_REGION (default), FAILOVER or NONE\n"
+        "  --priority P             -1000..1000; higher launches first (default: the task's)\n"
+        "\n"
+        "queue lists ID, NAME, SUBMITTED, DURATION, #RECOVERIES, STATUS and DETAILS (what\n"
+        "the job is doing or waiting for); --json gives id, name, status, schedule_state,\n"
+        "recoveries, cluster, submitted_at, started_at, ended_at, details, ... per job.\n"
+        "cancel is one request for any number of jobs. logs follows the job's task logs\n"
+        "across recoveries; --controller shows its launch log and transitions.\n"
+        "\n"
+        "Exit status of logs (and of launch without -d): 0 succeeded, 100 failed,\n"
+        "101 not finished, 102 not found, 103 cancelled.\n";
+
+/* ---- shared helpers ------------------------------------------------------------------- */
+
+const struct jobs_paths *jobs_paths(void)
+{
+	static struct jobs_paths p;
+	const char *home;
+
+	if (p.dir)
+		return &p;
+	home = skiff_home();
+	if (!home) {
+		error("no state directory (set HOME or SKIFF_HOME)");
+		return NULL;
+	}
+	p.dir = xasprintf("%s/jobs", home);
+	p.lock = xasprintf("%s/controller.lock", p.dir);
+	p.log = xasprintf("%s/controller.log", p.dir);
+	p.logs = xasprintf("%s/logs", p.dir);
+	if (ensure_private_dir(home) || ensure_private_dir(p.dir) || ensure_private_dir(p.logs))
+		warning("cannot create '%s'", p.logs);
+	return &p;
+}
+
+char *jobs_job_log(int64_t id)
+{
+	const struct jobs_paths *p = jobs_paths();
+
+	return p ? xasprintf("%s/%lld.log", p->logs, (long long)id) : NULL;
+}
+
+long jobs_env_long(const char *name, long def, long min, long max)
+{
+	const char *s = getenv(name);
+	long v;
+
+	if (!s || !*s)
+		return def;
+	if (parse_long(s, min, max, &v)) {
+		warning("%s='%s' is not a number in %ld..%ld; using %ld", name, s, min, max, def);
+		return def;
+	}
+	return v;
+}
+
+int jobs_use_pool(const char *infra)
+{
+	return (!infra || !*infra || !strcmp(infra, "local")) &&
+	       jobs_env_long("SKIFF_JOBS_LOCAL_POOL", 1, 0, 1);
+}
+
+void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)
+{
+	if (pool)
+		xsnprintf(out, size, "%s", JOBS_POOL_CLUSTER);
+	else if (!j->task_index && !j->recoveries)
+		xsnprintf(out, size, "skiff-job-%lld", (long long)j->id);
+	else
+		xsnprintf(out, size, "skiff-job-%lld-%d-%d", (long long)j->id, j->task_index,
+		          j->recoveries);
+}
+
+/*
+ * The running limit: half the machine's memory over what one running job costs, measured
+ * with tests/bench/jobs_bench.sh (docs/benchmarks.md): the controller's own RSS grows by
+ * well under 1 KiB per running job; a job on the local pool costs its node about 180 KiB
+ * (shim and task process). 256 KiB covers both with a margin.
+ */
+#define JOBS_COST_PER_RUNNING_JOB (256LL << 10)
+#define JOBS_MAX_RUNNING_CAP 100000
+#define JOBS_LAUNCHES_PER_CORE 4
+
+void jobs_limits_compute(struct jobs_limits *l)
+{
+	cpu_set_t set;
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	long long run;
+
+	memset(l, 0, sizeof(*l));
+	l->cores = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
+	if (l->cores < 1)
+		l->cores = 1;
+	l->mem_bytes = pages > 0 && psize > 0 ? (long long)pages * psize : 1LL << 30;
+	l->job_cost_bytes = JOBS_COST_PER_RUNNING_JOB;
+	run = l->mem_bytes / 2 / l->job_cost_bytes;
+	if (run > JOBS_MAX_RUNNING_CAP)
+		run = JOBS_MAX_RUNNING_CAP;
+	l->max_launching = (int)jobs_env_long("SKIFF_JOBS_MAX_LAUNCHING",
+	                                      JOBS_LAUNCHES_PER_CORE * l->cores, 1, 100000);
+	l->max_running = (int)jobs_env_long("SKIFF_JOBS_MAX_RUNNING", run > 0 ? run : 1, 1,
+	                                    JOBS_MAX_RUNNING_CAP);
+}
+
+int jobs_controller_pid(void)
+{
+	const struct jobs_paths *p = jobs_paths();
+	char buf[32] = "";
+	int fd, pid = 0;
+	ssize_t n;
+
+	if (!p)
+		return 0;
+	fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	/* A lock we can take means nobody holds it: no controller. */
+	if (!flock(fd, LOCK_SH | LOCK_NB)) {
+		close(fd);
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		long v;
+
+		buf[n] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		if (!parse_long(buf, 1, INT_MAX, &v))
+			pid = (int)v;
+	}
+	return pid;
+}
+
+int jobs_controller_kick(void)
+{
+	const struct jobs_paths *p = jobs_paths();
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char *argv[] = {NULL, "__jobs-controller", NULL};
+	const char *self = self_path(NULL);
+	int pid = jobs_controller_pid(), fd, r;
+	pid_t child;
+
+	if (pid > 0 && !kill(pid, SIGUSR1))
+		return 0;
+	if (!p || !self)
+		return error("cannot start the jobs controller: no state directory or executable");
+	fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", p->log);
+	argv[0] = (char *)self;
+	o.argv = argv;
+	o.fd_out = fd;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	r = spawn(&o, &child);
+	close(fd);
+	if (r) {
+		errno = -r;
+		return error_errno("cannot start the jobs controller");
+	}
+	/* It is detached (own session): never reaped by us, adopted by init. */
+	return 0;
+}
+
+static int open_db(struct st_db **db)
+{
+	return st_launcher_open(0, db) ? -1 : 0;
+}
+
+/* ---- jobs launch ---------------------------------------------------------------------- */
+
+static int parse_strategy(const char *s, int *strategy, int *max_restarts)
+{
+	if (!strcasecmp(s, "EAGER_NEXT_REGION"))
+		*strategy = MJ_EAGER_NEXT_REGION;
+	else if (!strcasecmp(s, "FAILOVER"))
+		*strategy = MJ_FAILOVER;
+	else if (!strcasecmp(s, "NONE"))
+		*strategy = MJ_EAGER_NEXT_REGION, *max_restarts = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int jobs_launch(int argc, char **argv)
+{
+	struct task_overrides ov = TASK_OVERRIDES_INIT;
+	struct task_list tl = TASK_LIST_INIT;
+	struct yerrors errs = YERRORS_INIT;
+	struct buf entry = BUF_INIT(0), ovargs = BUF_INIT(0), spec = BUF_INIT(64 << 20),
+	           codes = BUF_INIT(0);
+	const char *infra = NULL, *recovery = NULL;
+	struct st_db *db = NULL;
+	struct mjob j = {0};
+	char cwd[PATH_MAX];
+	int i, r, detach = 0, rc = EXIT_FAIL, have_prio = 0;
+	long prio = 0;
+	size_t k;
+	const struct task_resources *res;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int before = i;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		if (!strcmp(a, "-d") || !strcmp(a, "--detach-run")) {
+			detach = 1;
+		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
+			continue;
+		} else if (!strcmp(a, "--infra")) {
+			if (++i >= argc)
+				return usage_error("jobs launch", "--infra needs a value");
+			infra = argv[i];
+		} else if (!strcmp(a, "--job-recovery")) {
+			if (++i >= argc)
+				return usage_error("jobs launch",
+				                   "--job-recovery needs a strategy");
+			recovery = argv[i];
+		} else if (!strcmp(a, "--priority")) {
+			if (++i >= argc || parse_long(argv[i], -1000, 1000, &prio))
+				return usage_error("jobs launch", "--priority needs -1000..1000");
+			have_prio = 1;
+		} else {
+			r = task_overrides_arg(&ov, argc, argv, &i);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return usage_error("jobs launch", "unknown option '%s'", a);
+			for (; before < i; before++)
+				buf_addf(&ovargs, "%s%s", ovargs.len ? "\x1f" : "", argv[before]);
+			i--;
+		}
+	}
+	if (i >= argc)
+		return usage_error("jobs launch", "expected a task YAML or a command");
+	if (!getcwd(cwd, sizeof(cwd)))
+		return error_errno("cannot get the working directory"), EXIT_FAIL;
+	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
+		buf_adds(&entry, argv[i]);
+		if (buf_read_file(&spec, argv[i]) < 0) {
+			error_errno("cannot read '%s'", argv[i]);
+			goto out;
+		}
+		r = task_parse_buf(&tl, argv[i], spec.p, spec.len, &errs);
+	} else {
+		for (; i < argc; i++)
+			buf_addf(&entry, "%s%s", entry.len ? " " : "", argv[i]);
+		task_from_command(&tl, entry.p);
+		r = 0;
+	}
+	if (r || task_list_apply_overrides(&tl, &ov, &errs) ||
+	    task_list_check_required(&tl, &errs, 0)) {
+		yerr_print(&errs, stderr);
+		rc = EXIT_INVALID;
+		goto out;
+	}
+	yerr_print(&errs, stderr);
+	if (!tl.n) {
+		error("'%s' has no task", entry.p);
+		rc = EXIT_INVALID;
+		goto out;
+	}
+	/* Recovery and priority come from the first task's first resources (SkyPilot's). */
+	res = tl.tasks[0]->nres ? &tl.tasks[0]->res[0] : NULL;
+	if (res && res->job_recovery.set) {
+		if (res->job_recovery.strategy)
+			parse_strategy(res->job_recovery.strategy, &j.strategy, &j.max_restarts);
+		j.max_restarts = (int)res->job_recovery.max_restarts_on_errors;
+		for (k = 0; k < res->job_recovery.nexit_codes; k++) {
+			if (res->job_recovery.exit_codes[k] == 137) {
+				error("%s: recover_on_exit_codes may not list 137 (reserved: the code "
+				      "of a rank killed because another failed)",
+				      entry.p);
+				rc = EXIT_INVALID;
+				goto out;
+			}
+			buf_addf(&codes, "%s%d", k ? "," : "", res->job_recovery.exit_codes[k]);
+		}
+	}
+	if (recovery && parse_strategy(recovery, &j.strategy, &j.max_restarts)) {
+		rc = usage_error("jobs launch",
+		                 "--job-recovery: '%s' is not EAGER_NEXT_REGION, FAILOVER or NONE",
+		                 recovery);
+		goto out;
+	}
+	j.priority = have_prio                         ? (int)prio
+	             : res && (res->set & TR_PRIORITY) ? (int)res->priority
+	                                               : 0;
+	if (!infra && res && res->infra)
+		infra = res->infra;
+	j.name = ov.name ? ov.name : tl.name ? tl.name : tl.tasks[0]->name ? tl.tasks[0]->name : "";
+	j.entry = entry.p;
+	j.spec = spec.len ? spec.p : "";
+	j.cwd = cwd;
+	j.ovargs = ovargs.p;
+	j.infra = (char *)(infra ? infra : "");
+	j.recover_codes = codes.p;
+	j.ntasks = (int)tl.n;
+	if (open_db(&db))
+		goto out;
+	if (mj_submit(db, &j))
+		goto out;
+	jobs_controller_kick();
+	printf("%lld\n", (long long)j.id);
+	fflush(stdout);
+	fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)j.id, *j.name ? " (" : "",
+	        j.name, *j.name ? ")" : "");
+	if (detach) {
+		rc = EXIT_OK;
+		goto out;
+	}
+	st_close(db);
+	db = NULL;
+	rc = jobs_follow(j.id);
+out:
+	/* j's strings point into the buffers and argv: nothing of j to free. */
+	st_close(db);
+	buf_release(&entry);
+	buf_release(&ovargs);
+	buf_release(&spec);
+	buf_release(&codes);
+	yerr_release(&errs);
+	task_list_release(&tl);
+	task_overrides_release(&ov);
+	return rc;
+}
+
+/* ---- jobs queue ----------------------------------------------------------------------- */
+
+struct queue_ctx {
+	struct buf *out;
+	int as_json, rows;
+	int counts[MJS_N];
+	int max_launching, max_running;
+	double now;
+};
+
+static void fmt_age(double from, double to, char *out, size_t size)
+{
+	double d = to - from;
+
+	if (from <= 0 || d < 0)
+		xsnprintf(out, size, "-");
+	else if (d < 60)
+		xsnprintf(out, size, "%ds", (int)d);
+	else if (d < 3600)
+		xsnprintf(out, size, "%dm %ds", (int)d / 60, (int)d % 60);
+	else if (d < 86400)
+		xsnprintf(out, size, "%dh %dm", (int)d / 3600, ((int)d % 3600) / 60);
+	else
+		xsnprintf(out, size, "%dd %dh", (int)(d / 86400), ((int)d % 86400) / 3600);
+}
+
+static int queue_running(const struct queue_ctx *q)
+{
+	return q->counts[MJS_LAUNCHING] + q->counts[MJS_ALIVE] + q->counts[MJS_ALIVE_WAITING] +
+	       q->counts[MJS_ALIVE_BACKOFF];
+}
+
+/* A JSON string: plain ASCII goes straight in (the common case), the rest through json_quote. */
+static void jstr(struct buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+			break;
+	if (*p) {
+		json_quote(b, s, strlen(s));
+		return;
+	}
+	buf_addch(b, '"');
+	buf_add(b, s, (size_t)((const char *)p - s));
+	buf_addch(b, '"');
+}
+
+/* A decimal integer, without printf (10,000 rows: printf dominated the listing). */
+static void jint(struct buf *b, long long v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[--i] = '-';
+	buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+/* Epoch seconds with millisecond precision, or null. */
+static void jtime(struct buf *b, double v)
+{
+	long long ms;
+	char frac[4];
+
+	if (v <= 0) {
+		buf_add(b, "null", 4);
+		return;
+	}
+	ms = (long long)(v * 1000 + 0.5);
+	jint(b, ms / 1000);
+	frac[0] = '.';
+	frac[1] = (char)('0' + (ms / 100) % 10);
+	frac[2] = (char)('0' + (ms / 10) % 10);
+	frac[3] = (char)('0' + ms % 10);
+	buf_add(b, frac, 4);
+}
+
+/* One job as a JSON object (written directly: 10,000 rows must list in well under 200 ms). */
+static void job_json(struct buf *b, const struct mjob *j, const char *details)
+{
+	buf_adds(b, "{\"id\":");
+	jint(b, j->id);
+	buf_adds(b, ",\"name\":");
+	jstr(b, j->name);
+	buf_adds(b, ",\"status\":\"");
+	buf_adds(b, mj_status_name(j->status));
+	buf_adds(b, "\",\"schedule_state\":\"");
+	buf_adds(b, mj_sched_name(j->sched));
+	buf_adds(b, "\",\"priority\":");
+	jint(b, j->priority);
+	buf_adds(b, ",\"recoveries\":");
+	jint(b, j->recoveries);
+	buf_adds(b, ",\"restarts_on_errors\":");
+	jint(b, j->restarts);
+	buf_adds(b, ",\"task\":");
+	jint(b, j->task_index);
+	buf_adds(b, ",\"tasks\":");
+	jint(b, j->ntasks);
+	buf_adds(b, ",\"cluster\":");
+	if (*j->cluster)
+		jstr(b, j->cluster);
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"cluster_job\":");
+	if (j->cluster_job)
+		jint(b, j->cluster_job);
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"task_id\":");
+	jstr(b, j->task_id);
+	buf_adds(b, ",\"submitted_at\":");
+	jtime(b, j->submitted_at);
+	buf_adds(b, ",\"started_at\":");
+	jtime(b, j->started_at);
+	buf_adds(b, ",\"ended_at\":");
+	jtime(b, j->ended_at);
+	buf_adds(b, ",\"exit_codes\":");
+	jstr(b, j->exit_codes);
+	buf_adds(b, ",\"details\":");
+	jstr(b, details);
+	buf_addch(b, '}');
+}
+
+static int queue_row(const struct mjob *j, void *arg)
+{
+	struct queue_ctx *q = arg;
+	char details[512], sub[32], dur[32];
+
+	mj_details(j, q->counts[MJS_LAUNCHING], q->max_launching, queue_running(q), q->max_running,
+	           q->now, details, sizeof(details));
+	if (q->as_json) {
+		if (q->rows++)
+			buf_addch(q->out, ',');
+		job_json(q->out, j, details);
+		return 0;
+	}
+	fmt_age(j->submitted_at, q->now, sub, sizeof(sub));
+	fmt_age(j->started_at, j->ended_at > 0 ? j->ended_at : q->now, dur, sizeof(dur));
+	buf_addf(q->out, "%-6lld %-20.20s %-10s %-10s %-5d %-18s %s\n", (long long)j->id,
+	         *j->name ? j->name : "-", sub, dur, j->recoveries, mj_status_name(j->status),
+	         details);
+	return 0;
+}
+
+static int jobs_queue(int argc, char **argv)
+{
+	struct queue_ctx q = {0};
+	struct buf out = BUF_INIT(0);
+	struct st_db *db;
+	char v[32];
+	int i, as_json = 0, skip = 0, r;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = 1;
+		else if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--skip-finished"))
+			skip = 1;
+		else if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "-u") ||
+		         !strcmp(argv[i], "--all-users") || !strcmp(argv[i], "-v"))
+			continue;
+		else
+			return usage_error("jobs queue", "unknown option '%s'", argv[i]);
+	}
+	r = st_launcher_open(ST_READONLY, &db);
+	if (r == -ENOENT) {
+		if (as_json)
+			return print_out("[]\n", 3) ? EXIT_FAIL : EXIT_OK;
+		printf("No managed jobs.\n");
+		return EXIT_OK;
+	}
+	if (r)
+		return EXIT_FAIL;
+	if (st_version(db) < 2) {
+		st_close(db);
+		if (as_json)
+			return print_out("[]\n", 3) ? EXIT_FAIL : EXIT_OK;
+		printf("No managed jobs.\n");
+		return EXIT_OK;
+	}
+	q.out = &out;
+	q.now = now_wall();
+	mj_sched_counts(db, q.counts);
+	mj_meta_get(db, "max_launching", v, sizeof(v));
+	q.max_launching = (int)strtol(v, NULL, 10);
+	mj_meta_get(db, "max_running", v, sizeof(v));
+	q.max_running = (int)strtol(v, NULL, 10);
+	if (!q.max_launching) {
+		struct jobs_limits l;
+
+		jobs_limits_compute(&l);
+		q.max_launching = l.max_launching;
+		q.max_running = l.max_running;
+	}
+	/* About 400 bytes a row: grown once, not copied over and over. */
+	buf_grow(&out, (size_t)(mj_count(db) + 16) * (as_json ? 400 : 160));
+	if (as_json) {
+		q.as_json = 1;
+		buf_addch(&out, '[');
+	} else {
+		buf_addf(&out, "%-6s %-20s %-10s %-10s %-5s %-18s %s\n", "ID", "NAME", "SUBMITTED",
+		         "DURATION", "#REC", "STATUS", "DETAILS");
+	}
+	/* Active jobs or clusters to release, and no controller (it crashed): start one. */
+	if (queue_running(&q) + q.counts[MJS_WAITING] + mj_cleanup_count(db) &&
+	    !jobs_controller_pid())
+		jobs_controller_kick();
+	r = mj_each(db, skip, MJ_ANY, queue_row, &q);
+	if (as_json)
+		buf_adds(&out, "]\n");
+	st_close(db);
+	if (!r && print_out(out.p, out.len))
+		r = -1;
+	buf_release(&out);
+	return r ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ---- jobs cancel ---------------------------------------------------------------------- */
+
+static int jobs_cancel(int argc, char **argv)
+{
+	int64_t *ids = xcalloc((size_t)argc, sizeof(*ids));
+	const char *name = NULL;
+	struct st_db *db = NULL;
+	size_t n = 0;
+	int i, all = 0, found, done, rc = EXIT_FAIL;
+
+	for (i = 1; i < argc; i++) {
+		long v;
+
+		if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "--all")) {
+			all = 1;
+		} else if (!strcmp(argv[i], "-y") || !strcmp(argv[i], "--yes")) {
+			continue;
+		} else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--name")) {
+			if (++i >= argc) {
+				rc = usage_error("jobs cancel", "-n needs a job name");
+				goto out;
+			}
+			name = argv[i];
+		} else if (argv[i][0] == '-' || parse_long(argv[i], 1, LONG_MAX, &v)) {
+			rc = usage_error("jobs cancel", "'%s' is not a job id", argv[i]);
+			goto out;
+		} else {
+			ids[n++] = v;
+		}
+	}
+	if (!n && !name && !all) {
+		rc = usage_error("jobs cancel", "expected job ids, -n NAME or -a");
+		goto out;
+	}
+	if (open_db(&db))
+		goto out;
+	if (mj_cancel(db, ids, n, name, all, &found, &done))
+		goto out;
+	jobs_controller_kick();
+	if (!found && (n || name)) {
+		error("no managed job %s", name ? name : "with those ids");
+		rc = EXIT_JOB_NOT_FOUND;
+		goto out;
+	}
+	printf("%d job(s) cancelled, %d being cancelled (cleaning up their clusters)\n", done,
+	       found - done);
+	rc = (size_t)found < n ? EXIT_JOB_NOT_FOUND : EXIT_OK;
+out:
+	st_close(db);
+	free(ids);
+	return rc;
+}
+
+/* ---- the group ------------------------------------------------------------------------ */
+
+static const struct cmd jobs_cmds[] = {
+        {"cancel", jobs_cancel, 0, "cancel managed jobs", cmd_jobs_usage},
+        {"launch", jobs_launch, 0, "launch a managed job", cmd_jobs_usage},
+        {"logs", jobs_logs, 0, "a managed job's logs", cmd_jobs_usage},
+        {"queue", jobs_queue, 0, "list managed jobs", cmd_jobs_usage},
+};
+
+int cmd_jobs(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(cmd_jobs_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(cmd_jobs_usage, stdout);
+		return EXIT_OK;
+	}
+	return cmd_dispatch("jobs", jobs_cmds, ARRAY_SIZE(jobs_cmds), argc - 1, argv + 1);
+}

@@ -1,0 +1,832 @@
+/*
+ * The managed-jobs controller (`skiff __jobs-controller`): one process per $SKIFF_HOME,
+ * flock()ed, started on demand by `jobs launch` and `jobs cancel`, exiting when it has
+ * been idle for a while. One epoll loop over a signalfd; no thread per job: a job is a
+ * row, and all work that may block (launching a cluster, probing nodes, tearing clusters
+ * down) runs in worker processes (cmd/jobs_worker.c):
+ *
+ *   launch worker   one per launching job, at most max_launching; writes its success
+ *                   (the cluster job, ALIVE) itself, so it may outlive a crashed controller
+ *   watch worker    one at a time, every poll interval: probes every ALIVE job's cluster
+ *                   job and writes what it saw into the row
+ *   cleanup worker  one at a time: tears down clusters / cancels pool jobs listed in
+ *                   job_cleanups, then deletes the rows
+ *
+ * Each worker's pid and start time go into job_holders before it is let go (it waits on
+ * a pipe for the controller's byte), so a restarted controller knows every worker that
+ * may be running, tells a live one from a dead one by pid and start time, and never
+ * starts a second launch for a job while the first may still run. What the controller
+ * decides (a launch failed, a job ended, recover, cancel) is one guarded transition per
+ * job; see docs/managed-jobs.md for the state x event table.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/jobs.h"
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "state/jobs.h"
+#include "state/launcher.h"
+#include "state/node.h"
+#include "lib/banned.h"
+
+const char cmd___jobs_controller_usage[] =
+        "usage: skiff __jobs-controller\n"
+        "\n"
+        "The managed-jobs controller (internal; started by 'skiff jobs launch'). Limits:\n"
+        "SKIFF_JOBS_MAX_LAUNCHING, SKIFF_JOBS_MAX_RUNNING; probe interval\n"
+        "SKIFF_JOBS_POLL_MS; first launch backoff SKIFF_JOBS_BACKOFF_S; launch attempts\n"
+        "SKIFF_JOBS_LAUNCH_ATTEMPTS; idle exit SKIFF_JOBS_IDLE_S.\n";
+
+#define CLEANUP_RETRY_MS 1000
+
+struct kid {
+	pid_t pid;
+	int64_t job; /* > 0 launch worker; MJ_HOLDER_WATCH, MJ_HOLDER_CLEANUP */
+};
+
+static struct {
+	struct st_db *db;
+	struct jobs_limits lim;
+	int lock_fd, sig_fd, epfd;
+	struct kid *kids;
+	size_t nkids, cap;
+	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms;
+	int probes_ready, want_cancels, want_settle, stop, idle;
+	long poll_ms, backoff_s, attempts_max, idle_s, probe_max;
+} C;
+
+static void logf_job(int64_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line in the controller's log and in the job's own log. */
+static void logf_job(int64_t id, const char *fmt, ...)
+{
+	char line[1024], when[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	va_list ap;
+	char *path;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	printf("%s job %lld: %s\n", when, (long long)id, line);
+	fflush(stdout);
+	path = jobs_job_log(id);
+	if (!path)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		char *s = xasprintf("[controller %s] %s\n", when, line);
+
+		write_all(fd, s, strlen(s));
+		free(s);
+		close(fd);
+	}
+	free(path);
+}
+
+static int take_lock(void)
+{
+	const struct jobs_paths *p = jobs_paths();
+	char pid[32];
+	int fd;
+
+	if (!p)
+		return -1;
+	fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", p->lock);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -EEXIST;
+	}
+	xsnprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		warning("cannot write pid to '%s': %s", p->lock, strerror(errno));
+	C.lock_fd = fd;
+	return 0;
+}
+
+/* ---- workers -------------------------------------------------------------------------- */
+
+static struct kid *find_kid(pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < C.nkids; i++)
+		if (C.kids[i].pid == pid)
+			return &C.kids[i];
+	return NULL;
+}
+
+static int have_kid(int64_t job)
+{
+	size_t i;
+
+	for (i = 0; i < C.nkids; i++)
+		if (C.kids[i].job == job)
+			return 1;
+	return 0;
+}
+
+static int launch_kids(void)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < C.nkids; i++)
+		n += C.kids[i].job > 0;
+	return n;
+}
+
+/*
+ * Starts `skiff __jobs-worker KIND ID GOFD`, records it as the holder, then lets it go.
+ * Output goes to the job's log (launch) or the controller's.
+ */
+static int start_worker(const char *kind, int64_t job)
+{
+	const struct jobs_paths *p = jobs_paths();
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char idbuf[32], fdbuf[16];
+	char *argv[] = {NULL, "__jobs-worker", (char *)kind, idbuf, fdbuf, NULL};
+	char *logp = job > 0 ? jobs_job_log(job) : xstrdup(p->log);
+	int go[2] = {-1, -1}, out = -1, r;
+	pid_t pid;
+
+	argv[0] = (char *)self_path(NULL);
+	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)job);
+	if (!argv[0] || !logp || pipe2(go, O_CLOEXEC) < 0) {
+		r = error_errno("cannot start a %s worker", kind);
+		goto out;
+	}
+	xsnprintf(fdbuf, sizeof(fdbuf), "%d", go[0]);
+	out = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	o.argv = argv;
+	o.fd_out = out;
+	o.err_to_out = 1;
+	o.pgrp = SPAWN_SESSION_NEW;
+	o.keep_fds = &go[0];
+	o.n_keep_fds = 1;
+	r = spawn(&o, &pid);
+	if (r) {
+		errno = -r;
+		r = error_errno("cannot start a %s worker", kind);
+		goto out;
+	}
+	r = mj_holder_set(C.db, job, kind, (int)pid, proc_start_time(pid));
+	if (r) {
+		/* Unrecorded: it must not run. Closing the pipe without a byte stops it. */
+		close(go[1]);
+		go[1] = -1;
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	if (write_all(go[1], "g", 1) < 0)
+		warning("cannot release the %s worker %ld", kind, (long)pid);
+	if (C.nkids == C.cap) {
+		C.cap = C.cap ? C.cap * 2 : 16;
+		C.kids = xrealloc(C.kids, C.cap * sizeof(*C.kids));
+	}
+	C.kids[C.nkids].pid = pid;
+	C.kids[C.nkids].job = job;
+	C.nkids++;
+out:
+	if (go[0] >= 0)
+		close(go[0]);
+	if (go[1] >= 0)
+		close(go[1]);
+	if (out >= 0)
+		close(out);
+	free(logp);
+	return r;
+}
+
+/* ---- decisions -------------------------------------------------------------------------- */
+
+static double backoff_s(int attempts)
+{
+	double b = (double)C.backoff_s, jitter;
+	int i;
+
+	for (i = 1; i < attempts && b < 300; i++)
+		b *= 1.6;
+	if (b > 300 && C.backoff_s <= 300)
+		b = 300;
+	jitter = 1.0 + ((double)(random() % 801) - 400.0) / 1000.0; /* +-40% */
+	return b * jitter;
+}
+
+/* 1 if the job holds a cluster (or a pool cluster job) to release. */
+static int holds_cluster(const struct mjob *j)
+{
+	return *j->cluster && (!j->pool || j->cluster_job);
+}
+
+/* The job's current cluster is to be released (pool: its cluster job is cancelled). */
+static void release_cluster(const struct mjob *j, int deferred)
+{
+	if (!holds_cluster(j))
+		return;
+	/* A pool job that has ended on its node holds nothing there any more. */
+	if (j->pool && j->node_status >= 0 && job_status_terminal(j->node_status))
+		return;
+	if (j->pool)
+		mj_cleanup_add(C.db, j->id, j->cluster, j->cluster_job);
+	else
+		mj_cleanup_add(C.db, j->id, j->cluster, deferred ? -1 : 0);
+}
+
+static void finish(const struct mjob *j, int status, const char *reason)
+{
+	release_cluster(j, 0);
+	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_ANY, status, MJS_DONE, reason))
+		logf_job(j->id, "%s: %s", mj_status_name(status), reason);
+}
+
+static void recover(const struct mjob *j, const char *reason, int counts_restart)
+{
+	release_cluster(j, j->strategy == MJ_EAGER_NEXT_REGION);
+	mj_set_counters(C.db, j->id, j->task_index, j->recoveries + 1, j->restarts + counts_restart,
+	                0, 0);
+	mj_set_cluster(C.db, j->id, "", 0, 0);
+	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_ANY,
+	                   MJ_RECOVERING, MJS_ALIVE_WAITING, reason))
+		logf_job(j->id, "RECOVERING (recovery %d): %s", j->recoveries + 1, reason);
+}
+
+/* A launch worker is gone (code: its exit code, -1 unknown) and the job may be LAUNCHING. */
+static void launch_done(int64_t id, int code)
+{
+	struct mjob j;
+	char reason[512];
+
+	if (mj_get(C.db, id, &j))
+		return;
+	mj_holder_clear(C.db, id, 0);
+	if (j.sched != MJS_LAUNCHING)
+		goto out; /* it recorded its success itself */
+	if (j.cancel_requested) {
+		/* CANCELLING first: the cleanup worker's CANCELLED must find it so. */
+		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_ANY,
+		              holds_cluster(&j) ? MJ_CANCELLING : MJ_CANCELLED, MJS_DONE,
+		              "cancelled by the user during launch");
+		release_cluster(&j, 0);
+		goto out;
+	}
+	if (code == EXIT_INVALID || code == EXIT_USAGE) {
+		xsnprintf(reason, sizeof(reason),
+		          "launch refused: the task cannot run there (see 'skiff jobs logs "
+		          "--controller %lld')",
+		          (long long)id);
+		finish(&j, MJ_FAILED_PRECHECKS, reason);
+		goto out;
+	}
+	if (j.attempts + 1 >= C.attempts_max) {
+		xsnprintf(reason, sizeof(reason), "no resources after %d launch attempts",
+		          j.attempts + 1);
+		finish(&j, MJ_FAILED_NO_RESOURCE, reason);
+		goto out;
+	}
+	{
+		double wait = backoff_s(j.attempts + 1);
+
+		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts + 1,
+		                now_wall() + wait);
+		xsnprintf(reason, sizeof(reason), "launch attempt %d failed (%s)", j.attempts + 1,
+		          code < 0 ? "its worker died" : "see --controller logs");
+		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
+		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF, reason);
+		logf_job(id, "%s; retry in %.0f s", reason, wait);
+	}
+out:
+	mjob_free(&j);
+}
+
+static int codes_listed(const char *codes, const char *list)
+{
+	const char *p = codes;
+
+	while (*p) {
+		char *end;
+		long c = strtol(p, &end, 10), l;
+		const char *q = list;
+
+		if (end == p)
+			break;
+		while (*q) {
+			char *qe;
+
+			l = strtol(q, &qe, 10);
+			if (qe == q)
+				break;
+			if (l == c)
+				return (int)c;
+			q = *qe == ',' ? qe + 1 : qe;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	return -1;
+}
+
+/* What the watch worker saw of an ALIVE job. */
+static int apply_probe(const struct mjob *j, void *arg)
+{
+	char reason[512];
+	int code;
+
+	(void)arg;
+	if (j->status == MJ_CANCELLING)
+		return 0;
+	if (j->cancel_requested) {
+		/* An end the task reached before the cancel stands; anything else is cancelled. */
+		if (j->node_status == JOB_SUCCEEDED && j->task_index + 1 >= j->ntasks)
+			finish(j, MJ_SUCCEEDED, "succeeded (before the cancel took effect)");
+		else if (j->node_status == JOB_FAILED || j->node_status == JOB_FAILED_SETUP)
+			finish(j, j->node_status == JOB_FAILED ? MJ_FAILED : MJ_FAILED_SETUP,
+			       "the task failed (before the cancel took effect)");
+		return 0;
+	}
+	switch (j->node_status) {
+	case JOB_SUCCEEDED:
+		if (j->task_index + 1 < j->ntasks) {
+			release_cluster(j, 0);
+			mj_set_counters(C.db, j->id, j->task_index + 1, j->recoveries, j->restarts,
+			                0, 0);
+			mj_set_task_id(C.db, j->id, "");
+			mj_set_cluster(C.db, j->id, "", 0, 0);
+			xsnprintf(reason, sizeof(reason), "task %d succeeded; next task %d",
+			          j->task_index + 1, j->task_index + 2);
+			mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
+			              MJS_ALIVE_WAITING, reason);
+			logf_job(j->id, "%s", reason);
+		} else {
+			finish(j, MJ_SUCCEEDED, "succeeded");
+		}
+		return 0;
+	case JOB_FAILED:
+	case JOB_FAILED_SETUP:
+		code = codes_listed(j->exit_codes, j->recover_codes);
+		if (code >= 0) {
+			xsnprintf(reason, sizeof(reason),
+			          "exit code %d is in recover_on_exit_codes, attempt %d", code,
+			          j->recoveries + 1);
+			recover(j, reason, 0);
+		} else if (j->restarts < j->max_restarts) {
+			xsnprintf(reason, sizeof(reason),
+			          "failed (exit codes %s); restart %d of max_restarts_on_errors %d",
+			          *j->exit_codes ? j->exit_codes : "-", j->restarts + 1,
+			          j->max_restarts);
+			recover(j, reason, 1);
+		} else {
+			xsnprintf(reason, sizeof(reason), "%s (exit codes %s)",
+			          j->node_status == JOB_FAILED ? "the task failed" : "setup failed",
+			          *j->exit_codes ? j->exit_codes : "-");
+			finish(j, j->node_status == JOB_FAILED ? MJ_FAILED : MJ_FAILED_SETUP,
+			       reason);
+		}
+		return 0;
+	case JOB_CANCELLED: finish(j, MJ_CANCELLED, "cancelled on its cluster"); return 0;
+	case JOB_FAILED_DRIVER:
+		xsnprintf(reason, sizeof(reason), "%s, attempt %d",
+		          *j->probe_error ? j->probe_error : "its node lost the job",
+		          j->recoveries + 1);
+		recover(j, reason, 0);
+		return 0;
+	default:
+		if (*j->probe_error && j->probe_failures >= C.probe_max) {
+			xsnprintf(reason, sizeof(reason), "%s, attempt %d", j->probe_error,
+			          j->recoveries + 1);
+			recover(j, reason, 0);
+		}
+		return 0;
+	}
+}
+
+/* Cancels asked for by `jobs cancel`. */
+static int apply_cancel(const struct mjob *j, void *arg)
+{
+	(void)arg;
+	if (!j->cancel_requested || mj_status_terminal(j->status))
+		return 0;
+	if (j->sched == MJS_LAUNCHING) {
+		/* Its worker finishes first (never killed half way: nothing is left behind). */
+		if (j->status != MJ_CANCELLING)
+			mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
+			              MJ_CANCELLING, -1,
+			              "cancelling: waiting for its launch to end");
+		return 0;
+	}
+	if (holds_cluster(j)) {
+		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_ANY, MJ_CANCELLING, MJS_DONE,
+		              "cancelling: releasing its cluster");
+		release_cluster(j, 0);
+		logf_job(j->id, "CANCELLING: releasing %s", j->cluster);
+	} else {
+		finish(j, MJ_CANCELLED, "cancelled by the user");
+	}
+	return 0;
+}
+
+/* CANCELLING jobs whose clusters are all released (a crash between the two steps). */
+static int settle_cancel(const struct mjob *j, void *arg)
+{
+	struct mj_cleanup *cu = ((struct mj_cleanup **)arg)[0];
+	size_t n = (size_t)(uintptr_t)((void **)arg)[1], i;
+
+	if (j->status != MJ_CANCELLING || j->sched != MJS_DONE)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (cu[i].job_id == j->id)
+			return 0;
+	mj_transition(C.db, j->id, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED, -1,
+	              "cancelled by the user; its cluster is released");
+	return 0;
+}
+
+static void settle_cancels(void)
+{
+	struct mj_cleanup *cu = NULL;
+	size_t n = 0;
+	void *arg[2];
+
+	if (mj_cleanups(C.db, &cu, &n))
+		return;
+	arg[0] = cu;
+	arg[1] = (void *)(uintptr_t)n;
+	mj_each(C.db, 1, MJ_ANY, settle_cancel, arg);
+	mj_cleanups_free(cu, n);
+}
+
+/* Backoffs that have run out go back to waiting for a launch slot. */
+static int apply_backoff(const struct mjob *j, void *arg)
+{
+	double *next = arg, now = now_wall();
+
+	if (j->next_try_at <= now)
+		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE_BACKOFF), -1,
+		              MJS_ALIVE_WAITING, NULL);
+	else if (!*next || j->next_try_at < *next)
+		*next = j->next_try_at;
+	return 0;
+}
+
+/* A LAUNCHING job nobody holds (the controller died before letting a worker go). */
+static int requeue_unheld(const struct mjob *j, void *arg)
+{
+	struct mj_holder *h = ((struct mj_holder **)arg)[0];
+	size_t n = (size_t)(uintptr_t)((void **)arg)[1], i;
+
+	for (i = 0; i < n; i++)
+		if (h[i].job_id == j->id)
+			return 0;
+	mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
+	              j->status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_WAITING,
+	              "the controller restarted before its launch began");
+	return 0;
+}
+
+/* Holders of a previous controller: gone ones are reclaimed. */
+static void check_holders(int at_start)
+{
+	struct mj_holder *h = NULL;
+	size_t n = 0, i;
+
+	if (mj_holders(C.db, &h, &n))
+		return;
+	for (i = 0; i < n; i++) {
+		if (find_kid(h[i].pid))
+			continue;
+		if (h[i].pid > 0 && h[i].pid_start && proc_start_time(h[i].pid) == h[i].pid_start)
+			continue; /* alive: it will finish on its own */
+		if (h[i].job_id > 0) {
+			logf_job(h[i].job_id, "its launch worker (pid %d) is gone", h[i].pid);
+			launch_done(h[i].job_id, -1);
+			C.want_cancels = 1;
+		} else {
+			mj_holder_clear(C.db, h[i].job_id, h[i].pid);
+		}
+	}
+	if (at_start) {
+		void *arg[2] = {h, (void *)(uintptr_t)n};
+
+		mj_each(C.db, 0, MJ_MASK(MJS_LAUNCHING), requeue_unheld, arg);
+	}
+	free(h);
+}
+
+/* Clusters named skiff-job-ID that no live job uses any more (left by a crash). */
+static void reclaim_clusters(void)
+{
+	struct cluster *v = NULL;
+	size_t n = 0, i;
+	struct mj_cleanup *cu = NULL;
+	size_t ncu = 0, k;
+
+	if (st_cluster_list(C.db, &v, &n))
+		return;
+	mj_cleanups(C.db, &cu, &ncu);
+	for (i = 0; i < n; i++) {
+		long long id;
+		struct mjob j;
+		int keep = 0;
+
+		if (sscanf(v[i].name, "skiff-job-%lld", &id) != 1)
+			continue;
+		for (k = 0; k < ncu; k++)
+			keep |= !strcmp(cu[k].cluster, v[i].name);
+		if (keep)
+			continue;
+		if (!mj_get(C.db, id, &j)) {
+			keep = !mj_status_terminal(j.status) && j.status != MJ_CANCELLING &&
+			       (!strcmp(j.cluster, v[i].name) || j.sched == MJS_LAUNCHING ||
+			        j.sched == MJS_ALIVE_WAITING || j.sched == MJS_ALIVE_BACKOFF);
+			mjob_free(&j);
+		}
+		if (!keep) {
+			logf_job(id, "releasing cluster %s, which no job uses", v[i].name);
+			mj_cleanup_add(C.db, id, v[i].name, 0);
+		}
+	}
+	mj_cleanups_free(cu, ncu);
+	clusters_free(v, n);
+}
+
+static int count_cleanups(void)
+{
+	return mj_cleanup_count(C.db);
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		struct kid *k = find_kid(pid);
+		int64_t job;
+
+		if (!k)
+			continue;
+		job = k->job;
+		*k = C.kids[--C.nkids];
+		if (job > 0) {
+			launch_done(job, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			C.want_cancels = 1; /* a cancel may have waited for this launch */
+		} else {
+			mj_holder_clear(C.db, job, pid);
+			if (job == MJ_HOLDER_WATCH)
+				C.probes_ready = 1;
+			else
+				C.want_settle = 1;
+		}
+	}
+}
+
+static void publish_meta(int counts[MJS_N])
+{
+	char v[64];
+	long rss_kb = 0, pages;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		long size;
+
+		if (fscanf(f, "%ld %ld", &size, &pages) == 2)
+			rss_kb = pages * (sysconf(_SC_PAGESIZE) / 1024);
+		fclose(f);
+	}
+	xsnprintf(v, sizeof(v), "%ld", rss_kb);
+	mj_meta_set(C.db, "controller_rss_kb", v);
+	xsnprintf(v, sizeof(v), "%d", counts[MJS_ALIVE]);
+	mj_meta_set(C.db, "alive", v);
+}
+
+/* One pass over what may have changed; returns the ms until the next timed duty. */
+static int tick(void)
+{
+	int counts[MJS_N], active, wait = 60000;
+	double next_backoff = 0;
+	int64_t now = now_ms(), id;
+
+	reap();
+	if (now - C.last_holder_ms >= 1000) {
+		check_holders(0);
+		C.last_holder_ms = now;
+	}
+	/* What the nodes said first: a job that ended before its cancel keeps its end. */
+	if (C.probes_ready) {
+		C.probes_ready = 0;
+		mj_each(C.db, 0, MJ_MASK(MJS_ALIVE), apply_probe, NULL);
+	}
+	if (C.want_cancels) {
+		C.want_cancels = 0;
+		mj_each(C.db, 1, MJ_CANCEL_REQUESTED, apply_cancel, NULL);
+	}
+	if (C.want_settle) {
+		C.want_settle = 0;
+		settle_cancels();
+	}
+	mj_each(C.db, 0, MJ_MASK(MJS_ALIVE_BACKOFF), apply_backoff, &next_backoff);
+	while (launch_kids() < C.lim.max_launching) {
+		if (mj_claim_next(C.db, C.lim.max_launching, C.lim.max_running, &id) || !id)
+			break;
+		logf_job(id, "LAUNCHING");
+		if (start_worker("launch", id)) {
+			launch_done(id, -1);
+			break;
+		}
+	}
+	mj_sched_counts(C.db, counts);
+	if (counts[MJS_ALIVE] && !have_kid(MJ_HOLDER_WATCH)) {
+		if (now - C.last_watch_ms >= C.poll_ms) {
+			C.last_watch_ms = now;
+			publish_meta(counts);
+			start_worker("watch", MJ_HOLDER_WATCH);
+		} else if (C.poll_ms - (now - C.last_watch_ms) < wait) {
+			wait = (int)(C.poll_ms - (now - C.last_watch_ms));
+		}
+	}
+	/*
+	 * A cleanup left rows (deferred ones, an unreachable node): the next run waits a
+	 * while, so that the worker is not restarted in a loop.
+	 */
+	if (!have_kid(MJ_HOLDER_CLEANUP) && count_cleanups()) {
+		if (now - C.last_cleanup_ms >= CLEANUP_RETRY_MS) {
+			C.last_cleanup_ms = now;
+			start_worker("cleanup", MJ_HOLDER_CLEANUP);
+		} else if (CLEANUP_RETRY_MS - (now - C.last_cleanup_ms) < wait) {
+			wait = (int)(CLEANUP_RETRY_MS - (now - C.last_cleanup_ms));
+		}
+	}
+	if (next_backoff > 0) {
+		double ms = (next_backoff - now_wall()) * 1000 + 5;
+
+		if (ms < wait)
+			wait = ms < 0 ? 0 : (int)ms;
+	}
+	active = counts[MJS_WAITING] + counts[MJS_LAUNCHING] + counts[MJS_ALIVE] +
+	         counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] + counts[MJS_INACTIVE];
+	if (active || C.nkids || count_cleanups()) {
+		C.idle_since_ms = 0;
+	} else {
+		if (!C.idle_since_ms)
+			C.idle_since_ms = now;
+		if (now - C.idle_since_ms >= C.idle_s * 1000)
+			C.stop = C.idle = 1;
+		else if (C.idle_s * 1000 - (now - C.idle_since_ms) < wait)
+			wait = (int)(C.idle_s * 1000 - (now - C.idle_since_ms));
+	}
+	{
+		/* Workers of a previous controller (no SIGCHLD for them): checked each second. */
+		struct mj_holder *h = NULL;
+		size_t n = 0;
+
+		mj_holders(C.db, &h, &n);
+		if (n > C.nkids && wait > 1000)
+			wait = 1000;
+		free(h);
+	}
+	return wait;
+}
+
+static int setup_signals(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return error_errno("sigprocmask");
+	C.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (C.sig_fd < 0)
+		return error_errno("signalfd");
+	C.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (C.epfd < 0)
+		return error_errno("epoll_create1");
+	if (epoll_ctl(C.epfd, EPOLL_CTL_ADD, C.sig_fd, &ev) < 0)
+		return error_errno("epoll_ctl");
+	return 0;
+}
+
+static void read_signals(void)
+{
+	struct signalfd_siginfo si;
+
+	while (read(C.sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1)
+			C.want_cancels = 1;
+		else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
+		         si.ssi_signo == SIGHUP)
+			C.stop = 1;
+	}
+}
+
+int cmd___jobs_controller(int argc, char **argv)
+{
+	char v[32];
+	int r;
+
+	(void)argv;
+	if (argc > 1)
+		return usage_error("__jobs-controller", "no arguments expected");
+	memset(&C, 0, sizeof(C));
+	C.lock_fd = C.sig_fd = C.epfd = -1;
+	r = take_lock();
+	if (r == -EEXIST)
+		return EXIT_OK; /* one runs already: it does the work */
+	if (r)
+		return EXIT_FAIL;
+	if (st_launcher_open(0, &C.db))
+		return EXIT_FAIL;
+	srandom((unsigned)(getpid() ^ now_ms()));
+	jobs_limits_compute(&C.lim);
+	C.poll_ms = jobs_env_long("SKIFF_JOBS_POLL_MS", 2000, 50, 600000);
+	C.backoff_s = jobs_env_long("SKIFF_JOBS_BACKOFF_S", 60, 0, 3600);
+	C.attempts_max = jobs_env_long("SKIFF_JOBS_LAUNCH_ATTEMPTS", 3, 1, 1000);
+	C.idle_s = jobs_env_long("SKIFF_JOBS_IDLE_S", 60, 0, 86400);
+	C.probe_max = jobs_env_long("SKIFF_JOBS_PROBE_FAILURES", 3, 1, 1000);
+	xsnprintf(v, sizeof(v), "%d", C.lim.max_launching);
+	mj_meta_set(C.db, "max_launching", v);
+	xsnprintf(v, sizeof(v), "%d", C.lim.max_running);
+	mj_meta_set(C.db, "max_running", v);
+	xsnprintf(v, sizeof(v), "%ld", (long)getpid());
+	mj_meta_set(C.db, "controller_pid", v);
+	printf("controller %ld up: %d launching, %d running (%d cores, %lld MiB, %lld KiB per "
+	       "running job)\n",
+	       (long)getpid(), C.lim.max_launching, C.lim.max_running, C.lim.cores,
+	       C.lim.mem_bytes >> 20, C.lim.job_cost_bytes >> 10);
+	fflush(stdout);
+	if (setup_signals())
+		goto out;
+	/* Reconcile what a previous controller left: holders, unheld launches, clusters. */
+	check_holders(1);
+	reclaim_clusters();
+	C.want_cancels = 1;
+	C.want_settle = 1;
+	C.probes_ready = 0;
+	while (!C.stop) {
+		struct epoll_event ev;
+		int wait = tick(), n;
+
+		if (C.stop)
+			break;
+		n = epoll_wait(C.epfd, &ev, 1, wait);
+		if (n < 0 && errno != EINTR) {
+			error_errno("epoll_wait");
+			break;
+		}
+		if (n > 0)
+			read_signals();
+	}
+	printf("controller %ld exiting (%s)\n", (long)getpid(), C.stop ? "idle or signalled" : "");
+out:
+	/* Workers run on: each finishes and records its own result. */
+	free(C.kids);
+	if (C.sig_fd >= 0)
+		close(C.sig_fd);
+	if (C.epfd >= 0)
+		close(C.epfd);
+	if (C.lock_fd >= 0)
+		close(C.lock_fd);
+	/*
+	 * A job submitted while we decided to leave may have signalled us too late. Now that
+	 * the lock is free, a `jobs launch` after this point starts a new controller; one
+	 * before it is in the table: look once more, and start a successor for it.
+	 */
+	if (C.idle && C.db) {
+		int counts[MJS_N];
+
+		if (!mj_sched_counts(C.db, counts) &&
+		    counts[MJS_WAITING] + counts[MJS_INACTIVE] + counts[MJS_LAUNCHING] +
+		                    counts[MJS_ALIVE] + counts[MJS_ALIVE_WAITING] +
+		                    counts[MJS_ALIVE_BACKOFF] + count_cleanups() >
+		            0)
+			jobs_controller_kick();
+	}
+	st_close(C.db);
+	return EXIT_OK;
+}

@@ -1,0 +1,838 @@
+#include "state/jobs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/jobs_schema.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static const char *const status_names[MJ_N_STATUS] = {
+        "PENDING",
+        "STARTING",
+        "RUNNING",
+        "RECOVERING",
+        "CANCELLING",
+        "SUCCEEDED",
+        "CANCELLED",
+        "FAILED",
+        "FAILED_SETUP",
+        "FAILED_PRECHECKS",
+        "FAILED_NO_RESOURCE",
+        "FAILED_CONTROLLER",
+};
+
+static const char *const sched_names[MJS_N] = {
+        "INACTIVE", "WAITING", "LAUNCHING", "ALIVE", "ALIVE_WAITING", "ALIVE_BACKOFF", "DONE",
+};
+
+const char *mj_status_name(int s)
+{
+	return s >= 0 && s < MJ_N_STATUS ? status_names[s] : "UNKNOWN";
+}
+
+int mj_status_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < MJ_N_STATUS; i++)
+		if (!strcmp(status_names[i], name))
+			return i;
+	return -1;
+}
+
+int mj_status_terminal(int s)
+{
+	return s >= MJ_SUCCEEDED && s < MJ_N_STATUS;
+}
+
+const char *mj_sched_name(int s)
+{
+	return s >= 0 && s < MJS_N ? sched_names[s] : "UNKNOWN";
+}
+
+int mj_sched_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < MJS_N; i++)
+		if (!strcmp(sched_names[i], name))
+			return i;
+	return -1;
+}
+
+const char *const st_jobs_migration = ST_JOBS_MIGRATION;
+
+void mjob_free(struct mjob *j)
+{
+	if (!j)
+		return;
+	free(j->name);
+	free(j->entry);
+	free(j->spec);
+	free(j->cwd);
+	free(j->ovargs);
+	free(j->infra);
+	free(j->recover_codes);
+	free(j->cluster);
+	free(j->task_id);
+	free(j->reason);
+	free(j->exit_codes);
+	free(j->probe_error);
+	memset(j, 0, sizeof(*j));
+}
+
+static const char *nz(const char *s)
+{
+	return s ? s : "";
+}
+
+static int add_event(struct st_db *db, int64_t id, double at, int status, int sched,
+                     const char *reason)
+{
+	sqlite3_stmt *st = st_prepare(db, "INSERT INTO job_events (job_id, at, status, sched, "
+	                                  "reason) VALUES (?, ?, ?, ?, ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	st_bind_double(st, 2, at);
+	st_bind_int(st, 3, status);
+	st_bind_int(st, 4, sched);
+	st_bind_text(st, 5, nz(reason));
+	return st_step_done(db, st);
+}
+
+int mj_submit(struct st_db *db, struct mjob *j)
+{
+	sqlite3_stmt *st;
+	double now = now_wall();
+	int r;
+
+	r = st_begin(db);
+	if (r)
+		return r;
+	st = st_prepare(db, "INSERT INTO managed_jobs (name, entry, spec, cwd, ovargs, infra, "
+	                    "strategy, max_restarts, recover_codes, priority, status, sched, "
+	                    "ntasks, submitted_at, reason) "
+	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted')");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_text(st, 1, nz(j->name));
+	st_bind_text(st, 2, nz(j->entry));
+	st_bind_text(st, 3, nz(j->spec));
+	st_bind_text(st, 4, nz(j->cwd));
+	st_bind_text(st, 5, nz(j->ovargs));
+	st_bind_text(st, 6, nz(j->infra));
+	st_bind_int(st, 7, j->strategy);
+	st_bind_int(st, 8, j->max_restarts);
+	st_bind_text(st, 9, nz(j->recover_codes));
+	st_bind_int(st, 10, j->priority);
+	st_bind_int(st, 11, j->ntasks > 0 ? j->ntasks : 1);
+	st_bind_double(st, 12, now);
+	r = st_step_done(db, st);
+	if (r)
+		goto fail;
+	j->id = st_last_rowid(db);
+	j->submitted_at = now;
+	j->status = MJ_PENDING;
+	j->sched = MJS_WAITING;
+	r = add_event(db, j->id, now, MJ_PENDING, MJS_INACTIVE, "created");
+	if (!r)
+		r = add_event(db, j->id, now, MJ_PENDING, MJS_WAITING, "submitted");
+	if (r)
+		goto fail;
+	return st_commit(db);
+fail:
+	st_rollback(db);
+	return r;
+}
+
+#define MJ_COLS                                                                                    \
+	"id, name, entry, spec, cwd, ovargs, infra, strategy, max_restarts, recover_codes, "       \
+	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
+	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
+	"cancel_requested, node_status, exit_codes, probe_error, probe_failures"
+
+/* Columns without the spec text: what the queue and the controller need. */
+#define MJ_COLS_LIGHT                                                                              \
+	"id, name, entry, '', cwd, ovargs, infra, strategy, max_restarts, recover_codes, "         \
+	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
+	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
+	"cancel_requested, node_status, exit_codes, probe_error, probe_failures"
+
+static double col_real(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? 0 : sqlite3_column_double(st, i);
+}
+
+static void read_row(sqlite3_stmt *st, struct mjob *j)
+{
+	j->id = sqlite3_column_int64(st, 0);
+	j->name = xstrdup(st_col_text(st, 1));
+	j->entry = xstrdup(st_col_text(st, 2));
+	j->spec = xstrdup(st_col_text(st, 3));
+	j->cwd = xstrdup(st_col_text(st, 4));
+	j->ovargs = xstrdup(st_col_text(st, 5));
+	j->infra = xstrdup(st_col_text(st, 6));
+	j->strategy = sqlite3_column_int(st, 7);
+	j->max_restarts = sqlite3_column_int(st, 8);
+	j->recover_codes = xstrdup(st_col_text(st, 9));
+	j->priority = sqlite3_column_int(st, 10);
+	j->status = sqlite3_column_int(st, 11);
+	j->sched = sqlite3_column_int(st, 12);
+	j->ntasks = sqlite3_column_int(st, 13);
+	j->task_index = sqlite3_column_int(st, 14);
+	j->recoveries = sqlite3_column_int(st, 15);
+	j->restarts = sqlite3_column_int(st, 16);
+	j->attempts = sqlite3_column_int(st, 17);
+	j->cluster = xstrdup(st_col_text(st, 18));
+	j->cluster_job = sqlite3_column_int64(st, 19);
+	j->pool = sqlite3_column_int(st, 20);
+	j->task_id = xstrdup(st_col_text(st, 21));
+	j->reason = xstrdup(st_col_text(st, 22));
+	j->submitted_at = col_real(st, 23);
+	j->started_at = col_real(st, 24);
+	j->ended_at = col_real(st, 25);
+	j->next_try_at = col_real(st, 26);
+	j->cancel_requested = sqlite3_column_int(st, 27);
+	j->node_status = sqlite3_column_int(st, 28);
+	j->exit_codes = xstrdup(st_col_text(st, 29));
+	j->probe_error = xstrdup(st_col_text(st, 30));
+	j->probe_failures = sqlite3_column_int(st, 31);
+}
+
+int mj_get(struct st_db *db, int64_t id, struct mjob *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " MJ_COLS " FROM managed_jobs WHERE id = ?");
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r < 0)
+		return r;
+	if (!r)
+		return -ENOENT;
+	read_row(st, out);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
+            int (*fn)(const struct mjob *j, void *arg), void *arg)
+{
+	struct mjob *v = NULL;
+	size_t n = 0, cap = 0, i;
+	sqlite3_stmt *st;
+	int r, stop = 0;
+
+	if (sched_mask == MJ_CANCEL_REQUESTED) {
+		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs "
+		                    "WHERE sched != 6 AND cancel_requested = 1 AND status < 5 "
+		                    "ORDER BY id");
+	} else if (sched_mask != MJ_ANY) {
+		/* Through the schedule-state index: DONE rows are never read. */
+		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs "
+		                    "WHERE sched != 6 AND ((1 << sched) & ?) != 0 ORDER BY id");
+		if (st)
+			st_bind_int(st, 1, sched_mask);
+	} else if (skip_finished) {
+		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs "
+		                    "WHERE status < 5 ORDER BY id");
+	} else {
+		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs ORDER BY id");
+	}
+	if (!st)
+		return -EIO;
+	/*
+	 * Rows are read first and handed out after the statement is reset: callers write
+	 * (transitions), and a write under a live read snapshot could fail to upgrade.
+	 */
+	while ((r = st_step(db, st)) > 0) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		read_row(st, &v[n++]);
+	}
+	sqlite3_reset(st);
+	for (i = 0; i < n; i++) {
+		if (r >= 0 && !stop)
+			stop = fn(&v[i], arg);
+		mjob_free(&v[i]);
+	}
+	free(v);
+	return r < 0 ? r : 0;
+}
+
+/* reason NULL keeps the row's reason; the event then says ev_reason. */
+static int transition_ev(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                         int status, int sched, const char *reason, const char *ev_reason,
+                         double now)
+{
+	sqlite3_stmt *st;
+	int cur_status, cur_sched, r;
+
+	st = st_prepare(db, "SELECT status, sched FROM managed_jobs WHERE id = ?");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r < 0)
+		return r;
+	if (!r)
+		return -ENOENT;
+	cur_status = sqlite3_column_int(st, 0);
+	cur_sched = sqlite3_column_int(st, 1);
+	sqlite3_reset(st);
+	if (!(status_mask & MJ_MASK(cur_status)) || !(sched_mask & MJ_MASK(cur_sched)))
+		return -ESTALE;
+	if (status < 0)
+		status = cur_status;
+	if (sched < 0)
+		sched = cur_sched;
+	st = st_prepare(db,
+	                "UPDATE managed_jobs SET status = ?1, sched = ?2, "
+	                "reason = COALESCE(?3, reason), "
+	                "ended_at = CASE WHEN ?1 >= 5 THEN COALESCE(ended_at, ?4) ELSE NULL END, "
+	                "started_at = CASE WHEN ?1 = 2 THEN COALESCE(started_at, ?4) "
+	                "  ELSE started_at END "
+	                "WHERE id = ?5");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, status);
+	st_bind_int(st, 2, sched);
+	st_bind_text(st, 3, reason);
+	st_bind_double(st, 4, now);
+	st_bind_int(st, 5, id);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	if (status == cur_status && sched == cur_sched && !reason)
+		return 0;
+	return add_event(db, id, now, status, sched, reason ? reason : ev_reason);
+}
+
+static int transition_locked(struct st_db *db, int64_t id, unsigned status_mask,
+                             unsigned sched_mask, int status, int sched, const char *reason,
+                             double now)
+{
+	return transition_ev(db, id, status_mask, sched_mask, status, sched, reason, NULL, now);
+}
+
+int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                  int status, int sched, const char *reason)
+{
+	int r = st_begin(db);
+
+	if (r)
+		return r;
+	r = transition_locked(db, id, status_mask, sched_mask, status, sched, reason, now_wall());
+	if (r) {
+		st_rollback(db);
+		return r;
+	}
+	return st_commit(db);
+}
+
+static int update_one(struct st_db *db, sqlite3_stmt *st)
+{
+	int r;
+
+	if (!st)
+		return -EIO;
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	return st_changes(db) ? 0 : -ENOENT;
+}
+
+int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job, int pool)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE managed_jobs SET cluster = ?, cluster_job = ?, "
+	                                  "pool = ?, node_status = -1, exit_codes = '', "
+	                                  "probe_error = '', probe_failures = 0 WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, nz(cluster));
+	st_bind_int(st, 2, cluster_job);
+	st_bind_int(st, 3, pool);
+	st_bind_int(st, 4, id);
+	return update_one(db, st);
+}
+
+int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE managed_jobs SET task_id = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, nz(task_id));
+	st_bind_int(st, 2, id);
+	return update_one(db, st);
+}
+
+int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries, int restarts,
+                    int attempts, double next_try_at)
+{
+	sqlite3_stmt *st =
+	        st_prepare(db, "UPDATE managed_jobs SET task_index = ?, recoveries = ?, "
+	                       "restarts = ?, attempts = ?, next_try_at = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, task_index);
+	st_bind_int(st, 2, recoveries);
+	st_bind_int(st, 3, restarts);
+	st_bind_int(st, 4, attempts);
+	st_bind_double(st, 5, next_try_at);
+	st_bind_int(st, 6, id);
+	return update_one(db, st);
+}
+
+int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit_codes,
+                 const char *probe_error)
+{
+	sqlite3_stmt *st = st_prepare(
+	        db, "UPDATE managed_jobs SET node_status = ?1, exit_codes = ?2, probe_error = ?3, "
+	            "probe_failures = CASE WHEN ?3 = '' THEN 0 ELSE probe_failures + 1 END "
+	            "WHERE id = ?4");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, node_status);
+	st_bind_text(st, 2, nz(exit_codes));
+	st_bind_text(st, 3, nz(probe_error));
+	st_bind_int(st, 4, id);
+	return update_one(db, st);
+}
+
+int64_t mj_count(struct st_db *db)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT COUNT(*) FROM managed_jobs");
+	int64_t n = 0;
+
+	if (st && st_step(db, st) > 0)
+		n = sqlite3_column_int64(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return n;
+}
+
+int mj_sched_counts(struct st_db *db, int counts[MJS_N])
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT sched, COUNT(*) FROM managed_jobs "
+	                                  "WHERE sched != 6 GROUP BY sched");
+	int r;
+
+	memset(counts, 0, sizeof(int) * MJS_N);
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) > 0) {
+		int s = sqlite3_column_int(st, 0);
+
+		if (s >= 0 && s < MJS_N)
+			counts[s] = sqlite3_column_int(st, 1);
+	}
+	sqlite3_reset(st);
+	return r;
+}
+
+/* Jobs that hold a run slot. */
+static int running_count(const int c[MJS_N])
+{
+	return c[MJS_LAUNCHING] + c[MJS_ALIVE] + c[MJS_ALIVE_WAITING] + c[MJS_ALIVE_BACKOFF];
+}
+
+static int64_t first_in(struct st_db *db, int sched)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id FROM managed_jobs WHERE sched = ? "
+	                                  "AND sched != 6 AND cancel_requested = 0 "
+	                                  "ORDER BY priority DESC, id LIMIT 1");
+	int64_t id = 0;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, sched);
+	if (st_step(db, st) > 0)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return id;
+}
+
+int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t *id)
+{
+	int c[MJS_N], r, from;
+	int64_t pick = 0;
+
+	*id = 0;
+	r = st_begin(db);
+	if (r)
+		return r;
+	r = mj_sched_counts(db, c);
+	if (r)
+		goto fail;
+	if (c[MJS_LAUNCHING] >= max_launching)
+		goto none;
+	from = MJS_ALIVE_WAITING;
+	pick = first_in(db, from);
+	if (!pick && running_count(c) < max_running) {
+		from = MJS_WAITING;
+		pick = first_in(db, from);
+	}
+	if (pick < 0) {
+		r = (int)pick;
+		goto fail;
+	}
+	if (!pick)
+		goto none;
+	r = transition_ev(db, pick, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_MASK(from),
+	                  from == MJS_WAITING ? MJ_STARTING : -1, MJS_LAUNCHING,
+	                  from == MJS_WAITING ? "launch slot taken" : NULL, "launch slot taken",
+	                  now_wall());
+	if (r)
+		goto fail;
+	*id = pick;
+none:
+	return st_commit(db);
+fail:
+	st_rollback(db);
+	return r;
+}
+
+static int cancel_one(struct st_db *db, int64_t id, int *found, int *done, double now)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT status, sched, cluster FROM managed_jobs "
+	                                  "WHERE id = ?");
+	int status, sched, holds, r;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r <= 0)
+		return r;
+	status = sqlite3_column_int(st, 0);
+	sched = sqlite3_column_int(st, 1);
+	holds = *st_col_text(st, 2) != 0;
+	sqlite3_reset(st);
+	(*found)++;
+	if (mj_status_terminal(status))
+		return 0;
+	if (sched == MJS_WAITING || sched == MJS_INACTIVE ||
+	    (sched == MJS_ALIVE_BACKOFF && !holds)) {
+		r = transition_locked(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_CANCELLED, MJS_DONE,
+		                      "cancelled by the user", now);
+		if (!r)
+			(*done)++;
+		return r == -ESTALE ? 0 : r;
+	}
+	st = st_prepare(db, "UPDATE managed_jobs SET cancel_requested = 1 WHERE id = ?");
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	return st_step_done(db, st);
+}
+
+int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
+              int *done)
+{
+	double now = now_wall();
+	int64_t *v = NULL;
+	size_t nv = 0, cap = 0, i;
+	int r;
+
+	*found = *done = 0;
+	r = st_begin(db);
+	if (r)
+		return r;
+	if (all || name) {
+		sqlite3_stmt *st =
+		        all ? st_prepare(db, "SELECT id FROM managed_jobs WHERE status < 5")
+		            : st_prepare(db, "SELECT id FROM managed_jobs WHERE name = ? "
+		                             "AND status < 5");
+
+		if (!st) {
+			r = -EIO;
+			goto fail;
+		}
+		if (!all)
+			st_bind_text(st, 1, name);
+		while ((r = st_step(db, st)) > 0) {
+			if (nv == cap) {
+				cap = cap ? cap * 2 : 64;
+				v = xrealloc(v, cap * sizeof(*v));
+			}
+			v[nv++] = sqlite3_column_int64(st, 0);
+		}
+		sqlite3_reset(st);
+		if (r < 0)
+			goto fail;
+		ids = v;
+		n = nv;
+	}
+	for (i = 0; i < n; i++) {
+		r = cancel_one(db, ids[i], found, done, now);
+		if (r < 0)
+			goto fail;
+	}
+	free(v);
+	return st_commit(db);
+fail:
+	free(v);
+	st_rollback(db);
+	return r;
+}
+
+int mj_holder_set(struct st_db *db, int64_t job_id, const char *kind, int pid, uint64_t start)
+{
+	sqlite3_stmt *st = st_prepare(db, "INSERT OR REPLACE INTO job_holders (job_id, kind, pid, "
+	                                  "pid_start, since) VALUES (?, ?, ?, ?, ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, job_id);
+	st_bind_text(st, 2, kind);
+	st_bind_int(st, 3, pid);
+	st_bind_int(st, 4, (int64_t)start);
+	st_bind_double(st, 5, now_wall());
+	return st_step_done(db, st);
+}
+
+int mj_holder_clear(struct st_db *db, int64_t job_id, int pid)
+{
+	sqlite3_stmt *st = st_prepare(db, "DELETE FROM job_holders WHERE job_id = ? "
+	                                  "AND (? = 0 OR pid = ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, job_id);
+	st_bind_int(st, 2, pid);
+	st_bind_int(st, 3, pid);
+	return st_step_done(db, st);
+}
+
+int mj_holders(struct st_db *db, struct mj_holder **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT job_id, kind, pid, pid_start, since "
+	                                  "FROM job_holders ORDER BY job_id");
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) > 0) {
+		struct mj_holder *h;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		h = &(*out)[(*n)++];
+		h->job_id = sqlite3_column_int64(st, 0);
+		xsnprintf(h->kind, sizeof(h->kind), "%s", st_col_text(st, 1));
+		h->pid = sqlite3_column_int(st, 2);
+		h->pid_start = (uint64_t)sqlite3_column_int64(st, 3);
+		h->since = sqlite3_column_double(st, 4);
+	}
+	sqlite3_reset(st);
+	return r;
+}
+
+int mj_cleanup_add(struct st_db *db, int64_t job_id, const char *cluster, int64_t cluster_job)
+{
+	sqlite3_stmt *st = st_prepare(db, "INSERT INTO job_cleanups (job_id, cluster, cluster_job) "
+	                                  "VALUES (?, ?, ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, job_id);
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, cluster_job);
+	return st_step_done(db, st);
+}
+
+int mj_cleanups(struct st_db *db, struct mj_cleanup **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id, job_id, cluster, cluster_job "
+	                                  "FROM job_cleanups ORDER BY id");
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) > 0) {
+		struct mj_cleanup *c;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		c = &(*out)[(*n)++];
+		c->id = sqlite3_column_int64(st, 0);
+		c->job_id = sqlite3_column_int64(st, 1);
+		c->cluster = xstrdup(st_col_text(st, 2));
+		c->cluster_job = sqlite3_column_int64(st, 3);
+		c->picked = 0;
+	}
+	sqlite3_reset(st);
+	return r;
+}
+
+int mj_cleanup_count(struct st_db *db)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT COUNT(*) FROM job_cleanups");
+	int n = 0;
+
+	if (st && st_step(db, st) > 0)
+		n = sqlite3_column_int(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return n;
+}
+
+int mj_cleanup_done(struct st_db *db, int64_t id)
+{
+	sqlite3_stmt *st = st_prepare(db, "DELETE FROM job_cleanups WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	return st_step_done(db, st);
+}
+
+void mj_cleanups_free(struct mj_cleanup *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].cluster);
+	free(v);
+}
+
+int mj_events(struct st_db *db, int64_t id,
+              int (*fn)(double at, int status, int sched, const char *reason, void *arg), void *arg)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT at, status, sched, reason FROM job_events "
+	                                  "WHERE job_id = ? ORDER BY at, rowid");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	while ((r = st_step(db, st)) > 0)
+		if (fn(sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
+		       sqlite3_column_int(st, 2), st_col_text(st, 3), arg))
+			break;
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+int mj_meta_set(struct st_db *db, const char *key, const char *value)
+{
+	sqlite3_stmt *st = st_prepare(db, "INSERT OR REPLACE INTO jobs_meta (key, value) "
+	                                  "VALUES (?, ?)");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, key);
+	st_bind_text(st, 2, value);
+	return st_step_done(db, st);
+}
+
+int mj_meta_get(struct st_db *db, const char *key, char *out, size_t size)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT value FROM jobs_meta WHERE key = ?");
+	int r;
+
+	out[0] = 0;
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, key);
+	r = st_step(db, st);
+	if (r > 0)
+		xsnprintf(out, size, "%s", st_col_text(st, 0));
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+void mj_details(const struct mjob *j, int launching, int max_launching, int running,
+                int max_running, double now, char *out, size_t size)
+{
+	char task[48] = "";
+
+	if (j->ntasks > 1)
+		xsnprintf(task, sizeof(task), "task %d of %d: ", j->task_index + 1, j->ntasks);
+	if (mj_status_terminal(j->status)) {
+		if (!*task) {
+			/* The common case in a long listing: no formatting. */
+			size_t n = strlen(j->reason);
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(out, j->reason, n);
+			out[n] = 0;
+			return;
+		}
+		xsnprintf(out, size, "%s%s", task, j->reason);
+		return;
+	}
+	if (j->cancel_requested || j->status == MJ_CANCELLING) {
+		xsnprintf(out, size, "%scancelling: releasing %s", task,
+		          *j->cluster ? j->cluster : "its launch");
+		return;
+	}
+	switch (j->sched) {
+	case MJS_INACTIVE:
+	case MJS_WAITING:
+		if (max_running && running >= max_running)
+			xsnprintf(out, size, "%swaiting for a run slot (%d of %d in use)", task,
+			          running, max_running);
+		else if (max_launching)
+			xsnprintf(out, size, "%swaiting for a launch slot (%d of %d in use)", task,
+			          launching, max_launching);
+		else
+			xsnprintf(out, size, "%swaiting for the controller", task);
+		return;
+	case MJS_ALIVE_WAITING:
+		xsnprintf(out, size,
+		          "%s%s: waiting for a launch slot (%d of %d in use), attempt %d", task,
+		          j->status == MJ_RECOVERING ? "recovering" : "next task", launching,
+		          max_launching, j->recoveries);
+		return;
+	case MJS_ALIVE_BACKOFF:
+		xsnprintf(out, size, "%s%s: retry in %.0f s after: %s", task,
+		          j->status == MJ_RECOVERING ? "recovering" : "launch failed",
+		          j->next_try_at > now ? j->next_try_at - now : 0, j->reason);
+		return;
+	case MJS_LAUNCHING:
+		if (j->status == MJ_RECOVERING)
+			xsnprintf(out, size, "%srecovering: %s, attempt %d", task, j->reason,
+			          j->recoveries);
+		else
+			xsnprintf(out, size, "%slaunching (attempt %d)", task, j->attempts + 1);
+		return;
+	case MJS_ALIVE:
+		if (*j->probe_error)
+			xsnprintf(out, size, "%srunning on %s; last check failed (%d in a row): %s",
+			          task, j->cluster, j->probe_failures, j->probe_error);
+		else
+			xsnprintf(out, size, "%srunning on %s (cluster job %lld)", task, j->cluster,
+			          (long long)j->cluster_job);
+		return;
+	default: xsnprintf(out, size, "%s%s", task, j->reason);
+	}
+}

@@ -1,0 +1,210 @@
+#ifndef SKIFF_STATE_JOBS_H
+#define SKIFF_STATE_JOBS_H
+
+/*
+ * Managed jobs (`skiff jobs ...`): tables in the launcher's database ($SKIFF_HOME/launcher.db,
+ * st_launcher_schema, migration 1 -> 2). docs/managed-jobs.md describes the model.
+ *
+ *   managed_jobs   one row per managed job: its task (the entry file's text, or a command),
+ *                  status and schedule state (SkyPilot's names), priority, recoveries,
+ *                  the cluster and cluster job it runs as, what the last probe saw
+ *   job_events     every transition: time, status, schedule state, reason
+ *   job_holders    who does work for a job outside the controller: a launch or cleanup
+ *                  worker, by pid and process start time, so that a restarted controller
+ *                  tells a live worker from a dead one (pid reuse included)
+ *   job_cleanups   clusters (or pool cluster jobs) to release: written before the work,
+ *                  deleted after it, so a crash between the two leaks nothing
+ *   jobs_meta      the controller's limits and pid, for `jobs queue`'s DETAILS
+ *
+ * Every status change is one UPDATE guarded by the statuses and schedule states it may
+ * come from, with its event written in the same transaction: two writers (the controller,
+ * a launch worker, `jobs cancel`) cannot overwrite each other, and a terminal status is
+ * final. Strings in struct mjob are malloc'd, never NULL; mjob_free() releases them.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state/db.h"
+
+enum mj_status {
+	MJ_PENDING = 0,
+	MJ_STARTING,
+	MJ_RUNNING,
+	MJ_RECOVERING,
+	MJ_CANCELLING,
+	MJ_SUCCEEDED,
+	MJ_CANCELLED,
+	MJ_FAILED,
+	MJ_FAILED_SETUP,
+	MJ_FAILED_PRECHECKS,
+	MJ_FAILED_NO_RESOURCE,
+	MJ_FAILED_CONTROLLER,
+	MJ_N_STATUS
+};
+
+enum mj_sched {
+	MJS_INACTIVE = 0,
+	MJS_WAITING,       /* submitted: needs a launch slot and a run slot */
+	MJS_LAUNCHING,     /* holds a launch slot: a worker is launching it */
+	MJS_ALIVE,         /* launched: its task runs on its cluster */
+	MJS_ALIVE_WAITING, /* holds a run slot, needs a launch slot (recovery, next task) */
+	MJS_ALIVE_BACKOFF, /* a launch failed: waits until next_try_at */
+	MJS_DONE,
+	MJS_N
+};
+
+#define MJ_MASK(s) (1u << (s))
+#define MJ_ACTIVE_MASK                                                                             \
+	(MJ_MASK(MJ_PENDING) | MJ_MASK(MJ_STARTING) | MJ_MASK(MJ_RUNNING) |                        \
+	 MJ_MASK(MJ_RECOVERING) | MJ_MASK(MJ_CANCELLING))
+#define MJ_ANY 0xffffffffu
+
+const char *mj_status_name(int s); /* "UNKNOWN" when out of range */
+int mj_status_parse(const char *name);
+int mj_status_terminal(int s);
+const char *mj_sched_name(int s);
+int mj_sched_parse(const char *name);
+
+/* Recovery strategies. */
+enum mj_strategy { MJ_EAGER_NEXT_REGION = 0, MJ_FAILOVER };
+
+struct mjob {
+	int64_t id;
+	char *name;
+	char *entry;  /* YAML path or command, as given */
+	char *spec;   /* the YAML file's text; "" for a command */
+	char *cwd;    /* where `jobs launch` ran (relative paths in the task) */
+	char *ovargs; /* task override flags, '\x1f'-separated */
+	char *infra;  /* --infra; "": the task's, else local */
+	int strategy; /* enum mj_strategy */
+	int max_restarts;
+	char *recover_codes; /* "1,2,3" */
+	int priority;
+	int status, sched;
+	int ntasks, task_index;
+	int recoveries; /* relaunches after a failure of any kind */
+	int restarts;   /* of those, after user errors (max_restarts_on_errors counts these) */
+	int attempts;   /* launch attempts since the last successful launch */
+	char *cluster;  /* where the current task runs; "" none */
+	int64_t cluster_job;
+	int pool; /* 1: cluster is the shared local pool */
+	char *task_id;
+	char *reason; /* why the last transition happened (DETAILS, failure reason) */
+	double submitted_at, started_at, ended_at, next_try_at;
+	int cancel_requested;
+	/* The last probe of the cluster job (written by the watch worker). */
+	int node_status; /* enum job_status of the node, -1 unknown */
+	char *exit_codes;
+	char *probe_error;
+	int probe_failures; /* consecutive */
+};
+
+void mjob_free(struct mjob *j);
+
+extern const char *const st_jobs_migration; /* launcher db 1 -> 2 */
+
+/*
+ * Inserts a job (PENDING, WAITING, submitted_at now) from j's name, entry, spec, cwd, ovargs,
+ * infra, strategy, max_restarts, recover_codes, priority, ntasks; sets j->id. Events
+ * INACTIVE -> WAITING are recorded. 0 or an error.
+ */
+int mj_submit(struct st_db *db, struct mjob *j);
+/* 0, -ENOENT (not printed), or an error. */
+int mj_get(struct st_db *db, int64_t id, struct mjob *out);
+
+/*
+ * Calls fn for each job in id order; skip_finished leaves out terminal jobs; with
+ * sched_mask not MJ_ANY only jobs in those schedule states (MJ_MASK bits), or with
+ * MJ_CANCEL_REQUESTED the active jobs whose cancel was asked for. fn returning non-zero stops.
+ */
+#define MJ_CANCEL_REQUESTED 0x80000000u /* sched_mask: active jobs with a cancel request */
+int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
+            int (*fn)(const struct mjob *j, void *arg), void *arg);
+
+/*
+ * The guarded transition: if the job's status is in status_mask and its schedule state in
+ * sched_mask, sets status (or keeps it: -1) and schedule state (-1 keeps), writes reason
+ * (NULL keeps), sets ended_at for a terminal status and started_at on the first RUNNING,
+ * and records the event. 0; -ESTALE the job was not in those states (not printed);
+ * -ENOENT.
+ */
+int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                  int status, int sched, const char *reason);
+
+/* Field setters (no transition, no event). */
+int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
+                   int pool);
+int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id);
+int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries, int restarts,
+                    int attempts, double next_try_at);
+int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit_codes,
+                 const char *probe_error);
+
+/* All jobs in the table. */
+int64_t mj_count(struct st_db *db);
+/* Counts of jobs per schedule state (counts[MJS_N]; DONE is not counted). */
+int mj_sched_counts(struct st_db *db, int counts[MJS_N]);
+
+/*
+ * Claims the next job for a launch, in one transaction: ALIVE_WAITING jobs first (they
+ * already hold a run slot), then WAITING ones while running < max_running, each by
+ * priority (higher first) then id. Sets it LAUNCHING (status STARTING, or RECOVERING when
+ * it recovers). *id is 0 when nothing may start. Counts as in mj_sched_counts().
+ */
+int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t *id);
+
+/*
+ * Cancel: every job named in ids (n of them), or named `name`, or all with all=1. A job
+ * that holds nothing (WAITING, INACTIVE, backoff without a cluster) is CANCELLED at once;
+ * other active ones get cancel_requested (the controller moves them through CANCELLING).
+ * One transaction. *found: jobs matched; *done: those cancelled at once.
+ */
+int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
+              int *done);
+
+/* Holders: pid and start time of the worker doing job_id's launch or a cleanup. */
+struct mj_holder {
+	int64_t job_id; /* MJ_HOLDER_CLEANUP for the cleanup worker, MJ_HOLDER_WATCH */
+	char kind[16];
+	int pid;
+	uint64_t pid_start;
+	double since;
+};
+#define MJ_HOLDER_CLEANUP (-2)
+#define MJ_HOLDER_WATCH (-1)
+int mj_holder_set(struct st_db *db, int64_t job_id, const char *kind, int pid, uint64_t start);
+int mj_holder_clear(struct st_db *db, int64_t job_id, int pid);
+int mj_holders(struct st_db *db, struct mj_holder **out, size_t *n);
+
+/* Cleanups: a cluster to tear down, or (pool) one cluster job to cancel on it. */
+struct mj_cleanup {
+	int64_t id, job_id;
+	char *cluster;
+	int64_t cluster_job; /* 0: tear the whole cluster down; -1: the same, after a relaunch */
+	int picked;          /* the caller's mark */
+};
+int mj_cleanup_add(struct st_db *db, int64_t job_id, const char *cluster, int64_t cluster_job);
+int mj_cleanups(struct st_db *db, struct mj_cleanup **out, size_t *n);
+int mj_cleanup_done(struct st_db *db, int64_t id);
+int mj_cleanup_count(struct st_db *db);
+void mj_cleanups_free(struct mj_cleanup *v, size_t n);
+
+/* Events of a job, oldest first: fn(at, status, sched, reason). */
+int mj_events(struct st_db *db, int64_t id,
+              int (*fn)(double at, int status, int sched, const char *reason, void *arg),
+              void *arg);
+
+/* jobs_meta: small key/value facts (limits, controller pid). */
+int mj_meta_set(struct st_db *db, const char *key, const char *value);
+/* Copies the value into out (size); "" when unset. */
+int mj_meta_get(struct st_db *db, const char *key, char *out, size_t size);
+
+/*
+ * The DETAILS column: what the job is doing or waiting for, in words. launching/running
+ * are the current counts, max_* the limits (0: unknown).
+ */
+void mj_details(const struct mjob *j, int launching, int max_launching, int running,
+                int max_running, double now, char *out, size_t size);
+
+#endif
