@@ -4,6 +4,8 @@
 #   make            build/skiff: static, stripped, musl
 #   make test       unit tests (musl and ASan/UBSan builds) and integration tests
 #   make asan       build/asan/skiff and unit tests under ASan+UBSan (host gcc, Debian -dev libs)
+#   make fuzz       build/fuzz/fuzz-*: libFuzzer harnesses (host clang, ASan+UBSan)
+#   make fuzz-long  run each harness for FUZZ_TIME seconds (default 600); see docs/testing.md
 #   make dist       dist/skiff-VERSION-linux-x86_64 and its .sha256
 #   make format     clang-format every C file
 #   make clean
@@ -93,10 +95,45 @@ $(B)/asan/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/asan/libskiff.a
 
 asan: $(B)/asan/skiff $(ASAN_UNIT_BIN)
 
+# --- fuzzing: libFuzzer harnesses in tests/fuzz/, host clang, its own object dir ---------
+# gcc is the warning gate (-Werror above); clang warns differently, so here it only warns.
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-Wno-format-nonliteral -Wno-error
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(sort $(wildcard tests/fuzz/fuzz-*.c)))
+FUZZ_OBJ := $(LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+FUZZ_BIN := $(FUZZ_NAMES:%=$(B)/fuzz/%)
+FUZZ_TIME ?= 600
+
+# tests/fuzz/setup.sh installs clang and its fuzzer runtime with apt when missing.
+$(B)/fuzz/.toolchain: tests/fuzz/setup.sh
+	$(Q)FUZZ_CC=$(FUZZ_CC) tests/fuzz/setup.sh
+	@mkdir -p $(@D) && touch $@
+
+$(B)/fuzz/obj/lib/self.o: $(B)/gen/version.h
+$(B)/fuzz/obj/%.o: %.c | $(B)/fuzz/.toolchain
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-FUZZ $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(B)/fuzz/libskiff.a: $(FUZZ_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(B)/fuzz/libskiff.a
+	@echo "  FUZZ    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(B)/fuzz/libskiff.a $(LIBS) -o $@
+
+fuzz: $(FUZZ_BIN)
+
+fuzz-long: fuzz
+	tests/fuzz/run.sh $(B)/fuzz $(FUZZ_TIME) $(B)/fuzz/work
+
 # --- tests -----------------------------------------------------------------------------
 unit: $(UNIT_BIN)
 
-test: $(B)/skiff unit asan
+test: $(B)/skiff unit asan fuzz
 	B=$(B) tests/run-tests
 
 # Integration tests against the sanitizer build of the binary (daemon paths under ASan).
@@ -110,12 +147,12 @@ dist: $(B)/skiff
 	@cat dist/skiff-$(VERSION)-linux-x86_64.sha256
 
 format:
-	clang-format -i $(SRC) $(wildcard */*.h tests/unit/*.c tests/unit/*.h)
+	clang-format -i $(SRC) $(wildcard */*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:
-	rm -rf $(B)/obj $(B)/asan $(B)/unit $(B)/libskiff.a $(B)/skiff
+	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/libskiff.a $(B)/skiff
 
-.PHONY: all asan unit test test-asan dist format clean FORCE
+.PHONY: all asan fuzz fuzz-long unit test test-asan dist format clean FORCE
 .SECONDARY:
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)

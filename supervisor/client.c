@@ -110,6 +110,18 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 	return r;
 }
 
+/* 1 if no process holds the supervisor's lock (a missing lock file: none either). */
+static int lock_free(const struct node_paths *p)
+{
+	int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
+
+	if (fd < 0)
+		return errno == ENOENT;
+	r = !flock(fd, LOCK_SH | LOCK_NB);
+	close(fd);
+	return r;
+}
+
 /* may_replace: a running supervisor of another binary is stopped and ours started. */
 static int start(pid_t *pid, int *already, int may_replace)
 {
@@ -118,7 +130,7 @@ static int start(pid_t *pid, int *already, int may_replace)
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	int64_t deadline;
 	pid_t child;
-	int fd, log_fd, r, exited = 0, replace = 0;
+	int fd, log_fd, r, exited, replace = 0, respawns = 0;
 
 	*already = 0;
 	if (!p)
@@ -158,6 +170,8 @@ static int start(pid_t *pid, int *already, int may_replace)
 		return error("socket path '%s' is too long: use a shorter SKIFF_HOME", p->sock);
 	if (node_ensure_dirs())
 		return -EIO;
+again:
+	exited = 0;
 	argv[0] = (char *)self_path(NULL);
 	if (!argv[0])
 		return error("cannot find skiff's own executable to start the supervisor");
@@ -196,6 +210,14 @@ static int start(pid_t *pid, int *already, int may_replace)
 				show_log_tail(p->log);
 				return -EIO;
 			}
+		}
+		/*
+		 * It found the lock taken, yet no supervisor serves and none holds the lock
+		 * now: it lost to one that was still dying (killed a moment ago). Try again.
+		 */
+		if (exited && respawns < 5 && lock_free(p)) {
+			respawns++;
+			goto again;
 		}
 		if (now_ms() > deadline) {
 			error("the supervisor did not accept requests within %d s",

@@ -353,14 +353,15 @@ static int reconcile_one(struct job *j, void *arg)
 	struct reconcile *rc = arg;
 	struct runjob *r;
 
+	/* Before the boot check: a pending job has no boot id yet, and stays queued. */
+	if (!j->shim_pid)
+		return 0; /* pending, not dispatched: the scheduler will take it */
 	if (strcmp(j->boot_id, S.boot)) {
 		rc->rebooted++;
 		st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
 		              "the node rebooted before the job ended");
 		return 0;
 	}
-	if (!j->shim_pid)
-		return 0; /* pending, not dispatched: the scheduler will take it */
 	if (proc_is(j->shim_pid, j->shim_start)) {
 		r = add_run(j->id);
 		r->shim_pid = j->shim_pid;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "lib/log.h"
@@ -237,6 +238,15 @@ static int valid_env(const char *kv)
 	return 1;
 }
 
+/* 1 if the state dir's file system has (almost) no room left: a failed write's likely cause. */
+static int disk_full(void)
+{
+	struct statvfs v;
+
+	return !statvfs(node_paths()->home, &v) &&
+	       (uint64_t)v.f_bavail * v.f_frsize < ((uint64_t)1 << 20);
+}
+
 static void op_submit(struct conn *c, const struct msg *req)
 {
 	struct job j = {0};
@@ -335,7 +345,12 @@ fail:
 	free(log_dir);
 	buf_release(&envs);
 	buf_release(&renv);
-	sup_reply_error(c, "cannot record the job in the node database (see supervisor.log)");
+	if (disk_full())
+		sup_reply_error(c, "cannot record the job: the disk that holds '%s' is full",
+		                node_paths()->home);
+	else
+		sup_reply_error(c, "cannot record the job in the node database (see "
+		                   "supervisor.log)");
 }
 
 struct cancel_ctx {

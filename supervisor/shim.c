@@ -78,6 +78,31 @@ static void db_idle(void)
 	shim_db = NULL;
 }
 
+/*
+ * with_db() for the writes a job's life depends on (its status, its final word): a write
+ * that fails (a full disk) is tried again, every 2 s at most, for as long as the database
+ * file exists. Meanwhile the shim lives on, so the job is neither stuck without a driver
+ * nor recorded wrongly: its true result lands once space returns. Other results (0, or
+ * -ESTALE when the row moved on) come back at once.
+ */
+static int with_db_retry(int (*fn)(struct st_db *db, struct shim *sh, void *arg), struct shim *sh,
+                         void *arg)
+{
+	const struct node_paths *p = node_paths();
+	int r, delay = 50, warned = 0;
+
+	while ((r = with_db(fn, sh, arg)) == -EIO && p && !access(p->db, F_OK)) {
+		if (!warned++)
+			error("job %lld: cannot write to the node database (disk full?); trying "
+			      "again until it can",
+			      (long long)sh->id);
+		db_idle();
+		poll(NULL, 0, delay);
+		delay = delay < 1000 ? delay * 2 : 2000;
+	}
+	return r;
+}
+
 static int db_load(struct st_db *db, struct shim *sh, void *arg)
 {
 	(void)arg;
@@ -315,7 +340,7 @@ static int finish(struct shim *sh, int status, const char *codes, const char *re
 	char *path;
 	int fd;
 
-	if (with_db(db_finish, sh, &a))
+	if (with_db_retry(db_finish, sh, &a))
 		return error("job %lld: cannot record its final status %s", (long long)sh->id,
 		             job_status_name(status));
 	/*
@@ -491,7 +516,7 @@ int shim_main(int64_t job_id)
 		goto out; /* its final status is recorded */
 	if (sh.job.setup && *sh.job.setup) {
 		a.status = JOB_SETTING_UP;
-		if (with_db(db_set_status, &sh, &a))
+		if (with_db_retry(db_set_status, &sh, &a))
 			goto out; /* cancelled or finished meanwhile */
 		r = start_step(&sh, sh.job.setup, "setup.log", 0, NULL);
 		if (r) {
@@ -517,7 +542,7 @@ int shim_main(int64_t job_id)
 		goto out;
 	}
 	a.status = JOB_RUNNING;
-	if (with_db(db_set_status, &sh, &a))
+	if (with_db_retry(db_set_status, &sh, &a))
 		goto out;
 	r = start_step(&sh, sh.job.run, "run.log", 1, NULL);
 	if (r) {

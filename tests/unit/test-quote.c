@@ -36,6 +36,24 @@ static int sh_prints(const char *script, const char *want, size_t want_len)
 	return pass;
 }
 
+/* sh_prints() with the script on sh's stdin (past the kernel's limit on one argument). */
+static int sh_stdin_prints(const char *script, const char *want, size_t want_len)
+{
+	char *argv[] = {"/bin/sh", "-s", NULL};
+	struct buf out = BUF_INIT(16 << 20), err = BUF_INIT(1 << 20);
+	int st = -1, pass;
+
+	pass = !run_capture(argv, NULL, script, &out, &err, &st) && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0 && !err.len && out.len == want_len &&
+	       !memcmp(out.p, want, want_len);
+	if (!pass)
+		printf("#   status %d, stdout %zu of %zu bytes, stderr: %.300s\n", st, out.len,
+		       want_len, err.p);
+	buf_release(&out);
+	buf_release(&err);
+	return pass;
+}
+
 /* 1 if data survives quoting and a round trip through sh. */
 static int round_trip(const char *data, size_t len)
 {
@@ -224,6 +242,41 @@ static void test_random(void)
 	is_int(failed, 0, "300 random byte strings survive the round trip");
 }
 
+/*
+ * The fuzzer's property (tests/fuzz/fuzz-quote.c checks it against a model of sh) against
+ * the real /bin/sh, in bulk: 3000 random strings in one script, each printed back with
+ * a NUL after it, half as plain words and half as an argv of three.
+ */
+static void test_random_batch(void)
+{
+	static const char nasty[] = "'\"\\$`!*?[]{}~#&;|<>() \t\n=%-:@,./";
+	struct buf script = BUF_INIT(0), want = BUF_INIT(0);
+	char s[3][80], *argv[4];
+	int i, k, bad = 0;
+
+	for (i = 0; i < 3000 && !bad; i++) {
+		int words = i % 2 ? 3 : 1;
+
+		for (k = 0; k < words; k++) {
+			size_t len = (size_t)(rng() % 72), j;
+
+			for (j = 0; j < len; j++)
+				s[k][j] = rng() % 3 ? nasty[rng() % (sizeof(nasty) - 1)]
+				                    : (char)(1 + rng() % 255);
+			s[k][len] = '\0';
+			argv[k] = s[k];
+			buf_add(&want, s[k], len + 1);
+		}
+		argv[words] = NULL;
+		buf_adds(&script, "printf '%s\\0' ");
+		bad = sh_quote_argv(&script, argv) || buf_addch(&script, '\n');
+	}
+	ok(!bad, "3000 random argvs quoted");
+	ok(sh_stdin_prints(script.p, want.p, want.len), "and /bin/sh reads every one back");
+	buf_release(&script);
+	buf_release(&want);
+}
+
 static void test_assignment_words(void)
 {
 	static const char *const words[] = {"FOO=bar", "_x=1", "PATH=/x"};
@@ -312,6 +365,7 @@ int main(void)
 	plan_run(test_forms);
 	plan_run(test_hostile);
 	plan_run(test_random);
+	plan_run(test_random_batch);
 	plan_run(test_assignment_words);
 	plan_run(test_argv);
 	plan_run(test_env);
