@@ -21,63 +21,63 @@
 #define NODE_CALL_MS 30000
 
 const char cmd_status_usage[] =
-	"usage: skiff status [--json] [CLUSTER...]\n"
-	"\n"
-	"Lists this machine's clusters: NAME, INFRA, RESOURCES, STATUS (INIT, UP, STOPPED;\n"
-	"ENDED: a Slurm cluster whose allocation ended), AUTOSTOP and LAUNCHED. --json\n"
-	"gives per cluster name, status, infra, resources, nodes (rank, ip, user, port),\n"
-	"head (the head node's ip), autostop (null or {idle_minutes, down}), launched_at.\n";
+        "usage: skiff status [--json] [CLUSTER...]\n"
+        "\n"
+        "Lists this machine's clusters: NAME, INFRA, RESOURCES, STATUS (INIT, UP, STOPPED;\n"
+        "ENDED: a Slurm cluster whose allocation ended), AUTOSTOP and LAUNCHED. --json\n"
+        "gives per cluster name, status, infra, resources, nodes (rank, ip, user, port),\n"
+        "head (the head node's ip), autostop (null or {idle_minutes, down}), launched_at.\n";
 
 const char cmd_queue_usage[] =
-	"usage: skiff queue [--json] [-s|--skip-finished] CLUSTER\n"
-	"\n"
-	"Lists a cluster's jobs: ID, NAME, SUBMITTED, STATUS, EXIT CODES (one per rank).\n"
-	"--json gives job objects like 'skiff node queue --json', with per-rank\n"
-	"exit_codes and node_job_ids.\n";
+        "usage: skiff queue [--json] [-s|--skip-finished] CLUSTER\n"
+        "\n"
+        "Lists a cluster's jobs: ID, NAME, SUBMITTED, STATUS, EXIT CODES (one per rank).\n"
+        "--json gives job objects like 'skiff node queue --json', with per-rank\n"
+        "exit_codes and node_job_ids.\n";
 
 const char cmd_logs_usage[] =
-	"usage: skiff logs CLUSTER [JOB] [--follow|--no-follow] [--tail N] [--status]\n"
-	"       skiff logs CLUSTER [JOB] -s|--sync-down\n"
-	"\n"
-	"Streams a job's logs (the latest job by default), every rank's lines prefixed\n"
-	"with its rank when the job has several. Ctrl-C stops following; the job runs on.\n"
-	"--sync-down copies every rank's setup.log and run.log of the job to\n"
-	"~/sky_logs/CLUSTER/JOB/rank-N/ over the runner's own channel.\n"
-	"Exit status: 0 succeeded, 100 failed, 101 not finished, 102 not found,\n"
-	"103 cancelled.\n";
+        "usage: skiff logs CLUSTER [JOB] [--follow|--no-follow] [--tail N] [--status]\n"
+        "       skiff logs CLUSTER [JOB] -s|--sync-down\n"
+        "\n"
+        "Streams a job's logs (the latest job by default), every rank's lines prefixed\n"
+        "with its rank when the job has several. Ctrl-C stops following; the job runs on.\n"
+        "--sync-down copies every rank's setup.log and run.log of the job to\n"
+        "~/sky_logs/CLUSTER/JOB/rank-N/ over the runner's own channel.\n"
+        "Exit status: 0 succeeded, 100 failed, 101 not finished, 102 not found,\n"
+        "103 cancelled.\n";
 
 const char cmd_cancel_usage[] =
-	"usage: skiff cancel CLUSTER [JOB...] [-a|--all]\n"
-	"\n"
-	"Cancels jobs on a cluster (every rank of each). Without JOB, the latest job.\n";
+        "usage: skiff cancel CLUSTER [JOB...] [-a|--all]\n"
+        "\n"
+        "Cancels jobs on a cluster (every rank of each). Without JOB, the latest job.\n";
 
 const char cmd_down_usage[] =
-	"usage: skiff down CLUSTER...\n"
-	"\n"
-	"Tears clusters down: cancels their jobs, stops the supervisors, frees the nodes\n"
-	"(local nodes' directories are removed; SSH pool hosts keep skiff's binary cache).\n";
+        "usage: skiff down CLUSTER...\n"
+        "\n"
+        "Tears clusters down: cancels their jobs, stops the supervisors, frees the nodes\n"
+        "(local nodes' directories are removed; SSH pool hosts keep skiff's binary cache).\n";
 
 const char cmd_stop_usage[] =
-	"usage: skiff stop CLUSTER...\n"
-	"\n"
-	"Stops a cluster: cancels its jobs and stops its supervisors; the nodes stay booked\n"
-	"and 'skiff start' brings it back.\n";
+        "usage: skiff stop CLUSTER...\n"
+        "\n"
+        "Stops a cluster: cancels its jobs and stops its supervisors; the nodes stay booked\n"
+        "and 'skiff start' brings it back.\n";
 
 const char cmd_start_usage[] =
-	"usage: skiff start CLUSTER...\n"
-	"\n"
-	"Starts a stopped cluster again (bootstrap and supervisors up). Not on Slurm: an\n"
-	"allocation cannot be stopped (use down).\n";
+        "usage: skiff start CLUSTER...\n"
+        "\n"
+        "Starts a stopped cluster again (bootstrap and supervisors up). Not on Slurm: an\n"
+        "allocation cannot be stopped (use down).\n";
 
 const char cmd_autostop_usage[] =
-	"usage: skiff autostop CLUSTER -i IDLE_MINUTES [--down] | --cancel\n"
-	"\n"
-	"Sets (or cancels) autostop on every node of the cluster.\n";
+        "usage: skiff autostop CLUSTER -i IDLE_MINUTES [--down] | --cancel\n"
+        "\n"
+        "Sets (or cancels) autostop on every node of the cluster.\n";
 
 const char cmd_ssh_usage[] =
-	"usage: skiff ssh CLUSTER [COMMAND...]\n"
-	"\n"
-	"An interactive shell on the cluster's head node (or runs COMMAND there).\n";
+        "usage: skiff ssh CLUSTER [COMMAND...]\n"
+        "\n"
+        "An interactive shell on the cluster's head node (or runs COMMAND there).\n";
 
 static int open_ldb(struct st_db **ldb)
 {
@@ -215,7 +215,7 @@ int cmd_status(int argc, char **argv)
 		buf_adds(&out, "No existing clusters.\n");
 	} else {
 		buf_addf(&out, "%-20s %-16s %-24s %-8s %-10s %s\n", "NAME", "INFRA", "RESOURCES",
-			 "STATUS", "AUTOSTOP", "HEAD");
+		         "STATUS", "AUTOSTOP", "HEAD");
 		for (i = 0; i < kept; i++) {
 			char as[32];
 
@@ -223,9 +223,9 @@ int cmd_status(int argc, char **argv)
 				xsnprintf(as, sizeof(as), "-");
 			else
 				xsnprintf(as, sizeof(as), "%dm%s", v[i].autostop_minutes,
-					  v[i].autostop_down ? " (down)" : "");
+				          v[i].autostop_down ? " (down)" : "");
 			buf_addf(&out, "%-20s %-16s %-24s %-8s %-10s %s\n", v[i].name, v[i].infra,
-				 v[i].resources, shown_status(ldb, &v[i]), as, v[i].head_ip);
+			         v[i].resources, shown_status(ldb, &v[i]), as, v[i].head_ip);
 		}
 	}
 	r = print_out(out.p, out.len);
@@ -309,7 +309,7 @@ int cmd_logs(int argc, char **argv)
 		else if (!strcmp(argv[a], "--status"))
 			only_status = 1;
 		else if (!strcmp(argv[a], "--tail") && a + 1 < argc &&
-			 !parse_long(argv[a + 1], 0, 1L << 40, &tail))
+		         !parse_long(argv[a + 1], 0, 1L << 40, &tail))
 			a++;
 		else if (argv[a][0] == '-')
 			return usage_error("logs", "unknown option '%s'", argv[a]);
@@ -507,14 +507,14 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 	if (slurm) {
 		alive = infra_slurm_cluster_state(ldb, name, &job, &state);
 		if (!alive)
-			info("cluster %s: its Slurm allocation %s had already ended (%s)", name, job.p,
-			     state.p);
+			info("cluster %s: its Slurm allocation %s had already ended (%s)", name,
+			     job.p, state.p);
 	}
 	r = alive ? stop_nodes(&cl) : 0;
 	if (r && !keep)
 		warning("cluster %s: some nodes could not be reached; their bookings are released "
-			"anyway",
-			name);
+		        "anyway",
+		        name);
 	if (!keep) {
 		struct infra inf;
 
@@ -612,7 +612,8 @@ int cmd_start(int argc, char **argv)
 			rc = EXIT_FAIL;
 		} else {
 			for (i = 0; i < cl.n; i++)
-				st_cluster_node_set_exe(ldb, c.name, cl.nodes[i].rank, cl.nodes[i].exe);
+				st_cluster_node_set_exe(ldb, c.name, cl.nodes[i].rank,
+				                        cl.nodes[i].exe);
 			st_cluster_set_status(ldb, c.name, CLUSTER_MASK_ALL, CLUSTER_UP);
 			if (c.autostop_minutes >= 0)
 				lc_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down);
@@ -635,7 +636,8 @@ int cmd_autostop(int argc, char **argv)
 	int down = 0, cancel = 0, a, rc;
 
 	for (a = 1; a < argc; a++) {
-		if ((!strcmp(argv[a], "-i") || !strcmp(argv[a], "--idle-minutes")) && a + 1 < argc) {
+		if ((!strcmp(argv[a], "-i") || !strcmp(argv[a], "--idle-minutes")) &&
+		    a + 1 < argc) {
 			if (parse_long(argv[++a], 0, 525600, &minutes))
 				return usage_error("autostop", "bad minutes '%s'", argv[a]);
 		} else if (!strcmp(argv[a], "--down")) {
@@ -664,8 +666,8 @@ int cmd_autostop(int argc, char **argv)
 	}
 	rc = lc_set_autostop(ldb, &cl, (int)minutes, down) ? EXIT_FAIL : EXIT_OK;
 	if (rc == EXIT_OK && minutes >= 0)
-		printf("autostop for %s: %s after %ld idle minute(s)\n", name, down ? "down" : "stop",
-		       minutes);
+		printf("autostop for %s: %s after %ld idle minute(s)\n", name,
+		       down ? "down" : "stop", minutes);
 	else if (rc == EXIT_OK)
 		printf("autostop for %s cancelled\n", name);
 	cluster_free(&c);

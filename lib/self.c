@@ -124,8 +124,8 @@ const char *self_sha256_cached(void)
 	}
 	home = skiff_home();
 	xsnprintf(key, sizeof(key), "%llu %llu %lld %lld.%09ld ", (unsigned long long)st.st_dev,
-		  (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-		  st.st_mtim.tv_nsec);
+	          (unsigned long long)st.st_ino, (long long)st.st_size,
+	          (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	if (home) {
 		dir = xasprintf("%s/cache", home);
 		cache = xasprintf("%s/self-sha256", dir);
