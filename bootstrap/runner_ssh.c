@@ -140,7 +140,8 @@ static int ssh_build_argv(struct runner *r, const char *script, int interactive,
 	if (!script && !interactive)
 		return -EINVAL;
 	if (script) {
-		buf_adds(&cmd, "sh -c ");
+		/* exec: the login shell becomes sh, one fork fewer per call. */
+		buf_adds(&cmd, "exec sh -c ");
 		rc = sh_quote(&cmd, script);
 		if (rc) {
 			buf_release(&cmd);

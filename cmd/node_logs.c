@@ -26,7 +26,7 @@
 #define FOLLOW_AFTER_EVENT_MS 5
 /* How long a follower looks by polling before it sets inotify watches, and how often. */
 #define FOLLOW_SPIN_MS 100
-#define FOLLOW_SPIN_MAX_MS 32
+#define FOLLOW_SPIN_MAX_MS 4
 /* --tail reads at most this much from the end of each log. */
 #define TAIL_WINDOW ((off_t)8 << 20)
 
@@ -214,7 +214,7 @@ int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_
 		}
 	}
 	/*
-	 * Following: first by looking often (1 ms, doubling to 32 ms), for about the first
+	 * Following: first by looking often (1 ms, doubling to 4 ms), for about the first
 	 * 100 ms; then on inotify events. The last close of an inotify instance that had
 	 * watches waits for the kernel's teardown (an SRCU grace period, 5-20 ms), which
 	 * delays our exit and whoever waits on it (sshd, the launcher): a short job, the

@@ -96,7 +96,7 @@ static void test_ssh_argv(void)
 	r = runner_ssh_new("n1", &t);
 	ok(r != NULL, "a bare host");
 	got = build(r, "echo hi", 0);
-	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|10.0.0.5|sh -c 'echo hi'", opts);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|10.0.0.5|exec sh -c 'echo hi'", opts);
 	is_str(got, want, "bare host: -T, BatchMode, the common options, --, host, one command");
 	free(got);
 	free(want);
@@ -104,7 +104,7 @@ static void test_ssh_argv(void)
 
 	r->diag_path = "/d/diag.1";
 	got = build(r, "true", 0);
-	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.1|--|10.0.0.5|sh -c true", opts);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.1|--|10.0.0.5|exec sh -c true", opts);
 	is_str(got, want, "with a diag file: -E FILE");
 	free(got);
 	free(want);
@@ -121,7 +121,7 @@ static void test_ssh_argv(void)
 	got = build(r, "a 'b' $c", 0);
 	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-F|/etc/skiff/ssh config|-p|2222|"
 	                 "-i|/keys/id 50%%%%|-o|IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|"
-	                 "10.0.0.5|sh -c 'a '\\''b'\\'' $c'",
+	                 "10.0.0.5|exec sh -c 'a '\\''b'\\'' $c'",
 	                 opts);
 	is_str(got, want, "config, port, identity (%% escaped), jump, user; the script quoted");
 	free(got);
@@ -129,7 +129,7 @@ static void test_ssh_argv(void)
 
 	got = build(r, "top", 1);
 	want = xasprintf("ssh|-tt|%s|-F|/etc/skiff/ssh config|-p|2222|-i|/keys/id 50%%%%|-o|"
-	                 "IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|10.0.0.5|sh -c top",
+	                 "IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|10.0.0.5|exec sh -c top",
 	                 opts);
 	is_str(got, want, "interactive: -tt, no BatchMode (a passphrase may be asked)");
 	free(got);
@@ -164,7 +164,7 @@ static void test_ssh_control_dir(void)
 	r = runner_ssh_new("n", &t);
 	opts = common_opts(longdir, fb);
 	got = build(r, "x", 0);
-	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|sh -c x", opts);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|exec sh -c x", opts);
 	is_str(got, want, "a long control dir: sockets under /tmp/skiff-ssh.UID, known_hosts not");
 	ok(!stat(fb, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700 &&
 	           st.st_uid == geteuid(),
@@ -180,7 +180,7 @@ static void test_ssh_control_dir(void)
 	r = runner_ssh_new("n", &t);
 	opts = common_opts(fb, fb);
 	got = build(r, "x", 0);
-	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|sh -c x", opts);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|exec sh -c x", opts);
 	is_str(got, want, "a control dir with a blank: both in the fallback (ssh would split it)");
 	free(got);
 	free(want);
