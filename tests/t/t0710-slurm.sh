@@ -95,6 +95,21 @@ test_expect_success 'a lost supervisor step (its srun stopped) is started again 
 	test "$(squeue -h -s -j $(job_of solo) -o %j)" = sh
 '
 
+test_expect_success 'runtime_env on Slurm: working_dir and py_modules shipped over srun' '
+	mkdir -p rwd rmod/skiffmod &&
+	echo "print(\"wd ok\")" >rwd/main.py &&
+	echo "X = 42" >rmod/skiffmod/__init__.py &&
+	cat >renv.yaml <<-\EOF &&
+	runtime_env:
+	  working_dir: rwd
+	  py_modules: [rmod/skiffmod]
+	  env_vars: {RENV_VAR: from-renv}
+	run: python3 main.py && python3 -c "import skiffmod; print(skiffmod.X)" && echo "$RENV_VAR"
+	EOF
+	skiff exec solo renv.yaml >out 2>err || { cat err out; exit 1; } &&
+	grep -qx "wd ok" out && grep -qx 42 out && grep -qx from-renv out
+'
+
 test_expect_success 'stop and start are refused on Slurm' '
 	expect_fail 1 skiff stop solo 2>err &&
 	grep -q "is a Slurm allocation" err &&
