@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,87 +70,66 @@ void cl_close(struct clive *cl)
 	memset(cl, 0, sizeof(*cl));
 }
 
+struct boot_job {
+	struct cnode *nd;
+	pthread_t th;
+	int started;
+	int r;
+	struct install_result res;
+};
+
+static void *boot_thread(void *arg)
+{
+	struct boot_job *j = arg;
+
+	/* The node's runner is this thread's alone (runner.h); errors are printed. */
+	j->r = boot_install_and_up(j->nd->r, &j->res);
+	return NULL;
+}
+
 /*
- * One child process per node, so that N nodes bootstrap in the time of the slowest.
- * Each child reports "COPIED STARTED EXE" on its pipe; errors go to stderr as usual.
+ * One thread per node, so that N nodes bootstrap in the time of the slowest. Each
+ * thread drives only its own node's runner; processes are started through lib/spawn,
+ * which prepares everything before it forks.
  */
 int cl_bootstrap(struct clive *cl)
 {
-	pid_t *pids = xcalloc(cl->n, sizeof(*pids));
-	int *fds = xcalloc(cl->n, sizeof(*fds));
+	struct boot_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	const char *img, *sha;
 	size_t i, img_len;
-	int failed = 0;
+	int failed = 0, e;
 
-	/* Load (and hash) our image once, before the children fork, so they share it. */
+	/* Load (and hash) our image once, before the threads start, so they share it. */
 	if (boot_self_image(&img, &img_len, &sha)) {
-		free(pids);
-		free(fds);
+		free(jobs);
 		return -1;
 	}
-
 	for (i = 0; i < cl->n; i++) {
-		int p[2];
-
-		fds[i] = -1;
-		if (pipe2(p, O_CLOEXEC) < 0) {
-			failed = error_errno("pipe");
+		jobs[i].nd = &cl->nodes[i];
+		e = pthread_create(&jobs[i].th, NULL, boot_thread, &jobs[i]);
+		if (e) {
+			failed = error("cannot start a thread to bootstrap node %s: %s",
+			               cl->nodes[i].name, strerror(e));
 			break;
 		}
-		fflush(NULL);
-		pids[i] = fork();
-		if (pids[i] < 0) {
-			close(p[0]);
-			close(p[1]);
-			failed = error_errno("fork");
-			break;
-		}
-		if (pids[i] == 0) {
-			struct install_result res = {0};
-			char line[400];
-			int len;
-
-			close(p[0]);
-			if (boot_install_and_up(cl->nodes[i].r, &res))
-				_exit(1);
-			len = snprintf(line, sizeof(line), "%d %d %s\n", res.copied,
-			               res.sup_started, res.remote_exe);
-			_exit(len > 0 && write_all(p[1], line, (size_t)len) == 0 ? 0 : 1);
-		}
-		close(p[1]);
-		fds[i] = p[0];
+		jobs[i].started = 1;
 	}
 	for (i = 0; i < cl->n; i++) {
-		struct buf b = BUF_INIT(4096);
-		int status = 0;
+		struct cnode *nd = &cl->nodes[i];
 
-		if (fds[i] < 0)
+		if (!jobs[i].started)
 			continue;
-		buf_read_fd(&b, fds[i]);
-		close(fds[i]);
-		if (pids[i] > 0)
-			waitpid(pids[i], &status, 0);
-		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		pthread_join(jobs[i].th, NULL);
+		if (jobs[i].r) {
 			failed = -1;
 		} else {
-			struct cnode *nd = &cl->nodes[i];
-			char *sp1 = strchr(b.p, ' ');
-			char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-
-			if (!sp2) {
-				failed = error("node %s: bootstrap said nothing", nd->name);
-			} else {
-				nd->copied = b.p[0] == '1';
-				nd->sup_started = sp1[1] == '1';
-				buf_rtrim(&b);
-				free(nd->exe);
-				nd->exe = xstrdup(sp2 + 1);
-			}
+			nd->copied = jobs[i].res.copied;
+			nd->sup_started = jobs[i].res.sup_started;
+			free(nd->exe);
+			nd->exe = xstrdup(jobs[i].res.remote_exe);
 		}
-		buf_release(&b);
 	}
-	free(pids);
-	free(fds);
+	free(jobs);
 	return failed ? -1 : 0;
 }
 
