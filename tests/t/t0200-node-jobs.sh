@@ -146,6 +146,7 @@ test_expect_success 'cancel --all, and cancelling an ended job says so' '
 	a=$(skiff node submit "sleep 1000") && b=$(skiff node submit "sleep 1000") &&
 	skiff node cancel --all >out &&
 	grep -q "cancelled 2 job(s)" out &&
+	wait_for "test \"\$(job_status $a)\" = CANCELLED" &&
 	wait_for "test \"\$(job_status $b)\" = CANCELLED" &&
 	skiff node cancel "$a" >out2 &&
 	grep -q "already ended" out2 &&
