@@ -52,13 +52,14 @@ const char cmd_cancel_usage[] =
         "Cancels jobs on a cluster (every rank of each). Without JOB, the latest job.\n";
 
 const char cmd_down_usage[] =
-        "usage: skiff down CLUSTER...\n"
+        "usage: skiff down CLUSTER... | -a|--all\n"
         "\n"
         "Tears clusters down: cancels their jobs, stops the supervisors, frees the nodes\n"
-        "(local nodes' directories are removed; SSH pool hosts keep skiff's binary cache).\n";
+        "(local nodes' directories are removed; SSH pool hosts keep skiff's binary cache).\n"
+        "-a: every cluster except those of managed jobs (skiff-jobs, skiff-job-ID).\n";
 
 const char cmd_stop_usage[] =
-        "usage: skiff stop CLUSTER...\n"
+        "usage: skiff stop CLUSTER... | -a|--all\n"
         "\n"
         "Stops a cluster: cancels its jobs and stops its supervisors; the nodes stay booked\n"
         "and 'skiff start' brings it back.\n";
@@ -551,28 +552,73 @@ done:
 	return r ? EXIT_FAIL : EXIT_OK;
 }
 
+/* The clusters the managed-jobs controller launches and releases (cmd/jobs.c). */
+static int managed_cluster(const char *name)
+{
+	long long id;
+	char rest;
+
+	return !strcmp(name, "skiff-jobs") || (starts_with(name, "skiff-job-") &&
+	                                       sscanf(name, "skiff-job-%lld%c", &id, &rest) >= 1);
+}
+
+/* -a: every cluster but those of managed jobs (as `sky down -a` spares its controllers). */
+static int all_clusters(struct st_db *ldb, int keep)
+{
+	struct cluster *v = NULL;
+	size_t n = 0, i;
+	int rc = EXIT_OK;
+
+	if (st_cluster_list(ldb, &v, &n))
+		return EXIT_FAIL;
+	for (i = 0; i < n; i++) {
+		if (managed_cluster(v[i].name)) {
+			info("cluster %s belongs to managed jobs: left alone ('skiff jobs cancel' "
+			     "releases it)",
+			     v[i].name);
+			continue;
+		}
+		if (down_one(ldb, v[i].name, keep))
+			rc = EXIT_FAIL;
+	}
+	if (!n)
+		printf("No existing clusters.\n");
+	clusters_free(v, n);
+	return rc;
+}
+
 static int many(int argc, char **argv, const char *cmd, int keep)
 {
 	struct st_db *ldb;
-	int a, rc = EXIT_OK, n = 0;
+	int a, rc = EXIT_OK, n = 0, all = 0;
 
+	for (a = 1; a < argc; a++)
+		if (!strcmp(argv[a], "-a") || !strcmp(argv[a], "--all"))
+			all = 1;
 	if (open_ldb(&ldb))
 		return EXIT_FAIL;
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "-y") || !strcmp(argv[a], "--yes") || !strcmp(argv[a], "-p") ||
-		    !strcmp(argv[a], "--purge"))
+		    !strcmp(argv[a], "--purge") || !strcmp(argv[a], "-a") ||
+		    !strcmp(argv[a], "--all"))
 			continue;
 		if (argv[a][0] == '-') {
 			st_close(ldb);
 			return usage_error(cmd, "unknown option '%s'", argv[a]);
 		}
+		if (all) {
+			st_close(ldb);
+			return usage_error(cmd, "-a takes no cluster names");
+		}
 		n++;
 		if (down_one(ldb, argv[a], keep))
 			rc = EXIT_FAIL;
 	}
+	if (all)
+		rc = all_clusters(ldb, keep);
 	st_close(ldb);
-	if (!n)
-		return usage_error(cmd, "expected a cluster name");
+	if (!n && !all)
+		return usage_error(cmd, "expected a cluster name (or -a for all)");
 	return rc;
 }
 

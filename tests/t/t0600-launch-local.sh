@@ -180,4 +180,17 @@ test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	! skiff status | grep -q "^ok1 "
 '
 
+test_expect_success 'down -a: every cluster but those of managed jobs' '
+	skiff launch -c da1 -d "true" >/dev/null 2>&1 &&
+	skiff launch -c da2 -d "true" >/dev/null 2>&1 &&
+	skiff launch -c skiff-job-7 -d "true" >/dev/null 2>&1 &&
+	expect_fail 2 skiff down -a da1 2>/dev/null &&
+	skiff down -a >out 2>err &&
+	grep -q "cluster da1 terminated" out && grep -q "cluster da2 terminated" out &&
+	grep -q "skiff-job-7 belongs to managed jobs" err &&
+	test "$(skiff status --json | python3 -c "import json,sys; print(*[c[\"name\"] for c in json.load(sys.stdin)])")" = skiff-job-7 &&
+	skiff down skiff-job-7 >/dev/null &&
+	skiff down -a >out && grep -q "No existing clusters" out
+'
+
 test_done
