@@ -42,6 +42,8 @@
 
 #define MAX_CONNS 4096
 #define MAX_PENDING_SCAN 100000
+/* How often the supervisor checks that its socket is still its own (sock_gone()). */
+#define SOCK_CHECK_MS 5000
 
 struct sup S;
 
@@ -427,7 +429,32 @@ static int open_listener(void)
 		return error_errno("cannot listen on '%s'", p->sock);
 	}
 	S.lfd = fd;
+	{
+		struct stat st;
+
+		if (!stat(p->sock, &st)) {
+			S.sock_dev = st.st_dev;
+			S.sock_ino = st.st_ino;
+		}
+	}
+	S.sock_check_at = now_ms() + SOCK_CHECK_MS;
 	return 0;
+}
+
+/*
+ * 1 when our socket is no longer at its path: the state directory was removed (a
+ * cluster torn down under us, maybe while a client had just started us again) or
+ * another supervisor took the path. No client can reach us then, so we stop rather
+ * than live on as an orphan. Looked at every SOCK_CHECK_MS.
+ */
+static int sock_gone(void)
+{
+	const struct node_paths *p = node_paths();
+	struct stat st;
+
+	if (stat(p->sock, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR;
+	return st.st_dev != S.sock_dev || st.st_ino != S.sock_ino;
 }
 
 static void load_config(void)
@@ -532,6 +559,9 @@ static void poll_adopted(void)
 	}
 }
 
+/* How often the supervisor checks that its socket is still its own (sock_gone()). */
+#define SOCK_CHECK_MS 5000
+
 static int next_timeout(void)
 {
 	int64_t now = now_ms(), t = -1;
@@ -546,6 +576,8 @@ static int next_timeout(void)
 		t = 1000;
 	if (S.sched_needed)
 		t = 0;
+	if (S.sock_check_at > 0 && (t < 0 || S.sock_check_at - now < t))
+		t = S.sock_check_at > now ? S.sock_check_at - now : 0;
 	if (t < 0)
 		return -1;
 	return t > 3600000 ? 3600000 : (int)t;
@@ -620,6 +652,15 @@ int sup_main(void)
 		if (S.sched_needed)
 			sup_schedule();
 		sup_autostop_check();
+		if (S.sock_check_at > 0 && now_ms() >= S.sock_check_at) {
+			S.sock_check_at = now_ms() + SOCK_CHECK_MS;
+			if (sock_gone()) {
+				info("the control socket %s is gone (the state directory was removed, "
+				     "or another supervisor took it): stopping",
+				     node_paths()->sock);
+				S.stopping = 1;
+			}
+		}
 	}
 
 	info("supervisor stopping; %zu job(s) keep running under their shims", S.nrun);

@@ -36,6 +36,10 @@ struct sup {
 	int stopping;
 	int sched_needed;
 	int poll_orphans;
+	/* The socket we bound (see sock_gone()), and when to look at it next. */
+	dev_t sock_dev;
+	ino_t sock_ino;
+	int64_t sock_check_at;
 
 	struct node_resources cap;
 	struct sched_res free;

@@ -148,4 +148,12 @@ test_expect_success 'skiff init forwards SIGTERM to CMD and exits with its statu
 	test "$(cat rc)" = 42
 '
 
+test_expect_success 'a supervisor whose state dir is removed stops on its own' '
+	h="$TRASH/gone-home" &&
+	SKIFF_HOME=$h skiff node up >out && pid=$(sed -n "s/.*(pid \([0-9]*\)).*/\1/p" out) &&
+	test -n "$pid" && kill -0 "$pid" &&
+	rm -rf "$h" &&
+	wait_for "! kill -0 $pid 2>/dev/null" 20
+'
+
 test_done
