@@ -136,8 +136,18 @@ static void shim_gone(struct runjob *r, const char *how)
 		          how);
 		if (proc_is(j.job_pid, j.job_start))
 			kill(-j.job_pid, SIGKILL);
-		if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason))
+		/*
+		 * A cancel that reached a shim before it could block signals (just after its
+		 * dispatch) kills it outright: the user asked for CANCELLED, and nothing of
+		 * the job is left running, so that is what it is.
+		 */
+		if (j.cancel_requested) {
+			if (!st_job_finish(S.db, id, JOB_CANCELLED, j.exit_codes,
+			                   "cancelled by the user (its driver stopped at once)"))
+				info("job %lld: cancelled; %s", (long long)id, reason);
+		} else if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason)) {
 			warning("job %lld: %s: FAILED_DRIVER", (long long)id, reason);
+		}
 	}
 	job_free(&j);
 }
