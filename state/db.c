@@ -302,6 +302,13 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	}
 	sqlite3_extended_result_codes(db->h, 1);
 	sqlite3_busy_handler(db->h, busy_handler, NULL);
+	/*
+	 * Short-lived clients (every skiff command) would otherwise checkpoint the WAL,
+	 * fsync twice and delete -wal and -shm each time the last one closes, and the next
+	 * would create them again. The commits are as durable in the WAL; sqlite checkpoints
+	 * it as it grows (wal_autocheckpoint).
+	 */
+	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	if (!(flags & ST_READONLY)) {
 		sqlite3_stmt *st;
 
