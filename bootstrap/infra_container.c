@@ -100,10 +100,7 @@ static char **split_lines(char *text, size_t *n)
 		line[strcspn(line, "\r")] = '\0';
 		if (!*line)
 			continue;
-		if (*n + 1 >= cap) {
-			cap = cap ? cap * 2 : 16;
-			v = xrealloc(v, cap * sizeof(*v));
-		}
+		v = xgrow(v, *n, &cap, sizeof(*v));
 		v[(*n)++] = xstrdup(line);
 	}
 	return v;

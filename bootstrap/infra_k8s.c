@@ -145,10 +145,7 @@ static struct pod *parse_pods(char *text, size_t *n)
 			f[k] = strsep(&p, "\t");
 		if (!f[0] || !*f[0])
 			continue;
-		if (*n + 1 >= cap) {
-			cap = cap ? cap * 2 : 16;
-			v = xrealloc(v, cap * sizeof(*v));
-		}
+		v = xgrow(v, *n, &cap, sizeof(*v));
 		v[*n].name = xstrdup(f[0]);
 		v[*n].ip = xstrdup(f[1] ? f[1] : "");
 		v[*n].phase = xstrdup(f[2] ? f[2] : "");

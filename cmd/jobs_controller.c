@@ -202,10 +202,7 @@ static int start_worker(const char *kind, int64_t job)
 	}
 	if (write_all(go[1], "g", 1) < 0)
 		warning("cannot release the %s worker %ld", kind, (long)pid);
-	if (C.nkids == C.cap) {
-		C.cap = C.cap ? C.cap * 2 : 16;
-		C.kids = xrealloc(C.kids, C.cap * sizeof(*C.kids));
-	}
+	C.kids = xgrow(C.kids, C.nkids, &C.cap, sizeof(*C.kids));
 	C.kids[C.nkids].pid = pid;
 	C.kids[C.nkids].job = job;
 	C.nkids++;

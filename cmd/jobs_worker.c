@@ -221,10 +221,7 @@ static int collect(const struct mjob *j, void *arg)
 
 	if (!*j->cluster || !j->cluster_job)
 		return 0;
-	if (ps->n == ps->cap) {
-		ps->cap = ps->cap ? ps->cap * 2 : 64;
-		ps->v = xrealloc(ps->v, ps->cap * sizeof(*ps->v));
-	}
+	ps->v = xgrow(ps->v, ps->n, &ps->cap, sizeof(*ps->v));
 	p = &ps->v[ps->n++];
 	memset(p, 0, sizeof(*p));
 	p->id = j->id;

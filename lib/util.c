@@ -55,6 +55,14 @@ void *xrealloc(void *p, size_t n)
 	return p;
 }
 
+void *xgrow(void *v, size_t n, size_t *alloc, size_t size)
+{
+	if (n < *alloc)
+		return v;
+	*alloc = *alloc ? *alloc * 2 : 8;
+	return xrealloc(v, *alloc * size);
+}
+
 char *xstrdup(const char *s)
 {
 	char *p = strdup(s);

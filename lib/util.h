@@ -15,6 +15,11 @@
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
+/*
+ * For an array of n elements of size bytes with room for *alloc: returns v, or v grown
+ * (doubled, at least 8) when it is full, *alloc updated. Dies on out of memory.
+ */
+void *xgrow(void *v, size_t n, size_t *alloc, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) SKIFF_PRINTF(1, 2);

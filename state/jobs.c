@@ -257,10 +257,7 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
 	 * (transitions), and a write under a live read snapshot could fail to upgrade.
 	 */
 	while ((r = st_step(db, st)) > 0) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = xrealloc(v, cap * sizeof(*v));
-		}
+		v = xgrow(v, n, &cap, sizeof(*v));
 		read_row(st, &v[n++]);
 	}
 	sqlite3_reset(st);
@@ -568,10 +565,7 @@ int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, 
 		if (!all)
 			st_bind_text(st, 1, name);
 		while ((r = st_step(db, st)) > 0) {
-			if (nv == cap) {
-				cap = cap ? cap * 2 : 64;
-				v = xrealloc(v, cap * sizeof(*v));
-			}
+			v = xgrow(v, nv, &cap, sizeof(*v));
 			v[nv++] = sqlite3_column_int64(st, 0);
 		}
 		sqlite3_reset(st);
@@ -635,10 +629,7 @@ int mj_holders(struct st_db *db, struct mj_holder **out, size_t *n)
 	while ((r = st_step(db, st)) > 0) {
 		struct mj_holder *h;
 
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
 		h = &(*out)[(*n)++];
 		h->job_id = sqlite3_column_int64(st, 0);
 		xsnprintf(h->kind, sizeof(h->kind), "%s", st_col_text(st, 1));
@@ -677,10 +668,7 @@ int mj_cleanups(struct st_db *db, struct mj_cleanup **out, size_t *n)
 	while ((r = st_step(db, st)) > 0) {
 		struct mj_cleanup *c;
 
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
 		c = &(*out)[(*n)++];
 		c->id = sqlite3_column_int64(st, 0);
 		c->job_id = sqlite3_column_int64(st, 1);

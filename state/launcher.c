@@ -184,16 +184,9 @@ static char *col_dup(sqlite3_stmt *st, int i)
 }
 
 /*
- * Rows are collected into a growing array; a failed step frees what was read, so a
- * caller never sees half a list.
+ * Rows are collected with xgrow(); a failed step frees what was read, so a caller never
+ * sees half a list.
  */
-static void *grow(void *v, size_t n, size_t *alloc, size_t size)
-{
-	if (n < *alloc)
-		return v;
-	*alloc = *alloc ? *alloc * 2 : 8;
-	return xrealloc(v, *alloc * size);
-}
 
 /* ---- clusters ------------------------------------------------------------------------ */
 
@@ -418,7 +411,7 @@ int st_cluster_list(struct st_db *db, struct cluster **out, size_t *n)
 	if (!st)
 		return -EIO;
 	while ((r = st_step(db, st)) == 1) {
-		v = grow(v, k, &alloc, sizeof(*v));
+		v = xgrow(v, k, &alloc, sizeof(*v));
 		load_cluster(st, &v[k++]);
 	}
 	sqlite3_reset(st);
@@ -448,7 +441,7 @@ int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node 
 	while ((r = st_step(db, st)) == 1) {
 		struct cluster_node *c;
 
-		v = grow(v, k, &alloc, sizeof(*v));
+		v = xgrow(v, k, &alloc, sizeof(*v));
 		c = &v[k++];
 		c->cluster = col_dup(st, 0);
 		c->rank = sqlite3_column_int(st, 1);
@@ -675,7 +668,7 @@ int st_cluster_job_list(struct st_db *db, const char *cluster, struct cluster_jo
 		return -EIO;
 	st_bind_text(st, 1, cluster);
 	while ((r = st_step(db, st)) == 1) {
-		v = grow(v, k, &alloc, sizeof(*v));
+		v = xgrow(v, k, &alloc, sizeof(*v));
 		load_job(st, &v[k++]);
 	}
 	sqlite3_reset(st);
