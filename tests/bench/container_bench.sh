@@ -33,56 +33,21 @@ done
 T=$(mktemp -d /tmp/skcb.XXXXXX)
 PM=$T/pm
 export SKIFF_HOME="$T/home"
-mkdir -p "$PM/run" "$PM/tmp" "$PM/root" "$PM/netconf"
-cat >"$PM/containers.conf" <<EOF
-[containers]
-netns = "none"
-log_driver = "k8s-file"
-default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$PM/run/events.log"
-runtime = "runc"
-tmp_dir = "$PM/tmp"
-static_dir = "$PM/root/libpod"
-volume_path = "$PM/root/volumes"
-[network]
-network_config_dir = "$PM/netconf"
-EOF
-printf '[storage]\ndriver = "overlay"\nrunroot = "%s/run"\ngraphroot = "%s/root"\n' \
-	"$PM" "$PM" >"$PM/storage.conf"
-export CONTAINERS_CONF="$PM/containers.conf" CONTAINERS_STORAGE_CONF="$PM/storage.conf"
-left=
-for f in /var/lib/containers /var/lib/containers/cache/blob-info-cache-v1.boltdb \
-	/run/containers /run/containers/networks; do
-	[ -e "$f" ] || left="$left $f"
-done
+# shellcheck source=tests/lib/podman.sh
+. "$root/tests/lib/podman.sh"
+podman_private "$PM" || exit 1
 
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	trap - EXIT INT TERM
 	"$skiff" down cb >/dev/null 2>&1
-	podman rm -a -f -t 0 >/dev/null 2>&1
-	podman image rm -a -f >/dev/null 2>&1
-	awk -v t="$PM/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r |
-		while read -r m; do umount -l "$m"; done
-	# shellcheck disable=SC2086
-	[ -z "$left" ] || rm -rf $left
+	podman_private_down "$PM"
 	rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-R=$T/bbroot
-mkdir -p "$R/bin" "$R/etc" "$R/dev" "$R/tmp" "$R/proc" "$R/root"
-cp /bin/busybox "$R/bin/busybox"
-for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bin/$a"; done
-printf 'root:x:0:0:root:/root:/bin/sh\n' >"$R/etc/passwd"
-printf 'root:x:0:\n' >"$R/etc/group"
-chmod 1777 "$R/tmp"
-tar -C "$R" -cf "$T/bb.tar" . && podman import "$T/bb.tar" localhost/sk-bench:latest >/dev/null 2>&1 ||
-	exit 1
+busybox_image "$T/bbroot" localhost/sk-bench:latest || exit 1
 printf 'resources:\n  infra: podman\n  image_id: docker:localhost/sk-bench:latest\nrun: "true"\n' \
 	>"$T/task.yaml"
 "$skiff" launch -c cb "$T/task.yaml" >/dev/null 2>&1 || { echo "launch failed" >&2; exit 1; }

@@ -56,36 +56,9 @@ command -v python3 >/dev/null || test_skip_all "needs python3 to read the --json
 # ---- podman with private state (docs/infra-podman.md, Testing) ------------------------
 
 PM=$TRASH/pm
-mkdir -p "$PM/run" "$PM/tmp" "$PM/root" "$PM/netconf"
-cat >"$PM/containers.conf" <<EOF
-[containers]
-netns = "none"
-log_driver = "k8s-file"
-default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$PM/run/events.log"
-runtime = "runc"
-tmp_dir = "$PM/tmp"
-static_dir = "$PM/root/libpod"
-volume_path = "$PM/root/volumes"
-[network]
-network_config_dir = "$PM/netconf"
-EOF
-cat >"$PM/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-runroot = "$PM/run"
-graphroot = "$PM/root"
-EOF
-export CONTAINERS_CONF="$PM/containers.conf" CONTAINERS_STORAGE_CONF="$PM/storage.conf"
-# Podman creates these even with private roots: remove them after, unless they were here.
-PM_LEFT=
-for _f in /var/lib/containers /var/lib/containers/cache/blob-info-cache-v1.boltdb \
-	/run/containers /run/containers/networks; do
-	[ -e "$_f" ] || PM_LEFT="$PM_LEFT $_f"
-done
+# shellcheck source=tests/lib/podman.sh
+. "$SRC_DIR/tests/lib/podman.sh"
+podman_private "$PM" || { echo "Bail out! cannot write the podman configs"; exit 1; }
 
 # shellcheck disable=SC2034 # used in the test bodies (eval)
 BB_IMG=localhost/sk-busybox:latest DEB_IMG=localhost/sk-debian:latest \
@@ -105,13 +78,7 @@ test_cleanup_hook() {
 		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null &&
 			kill -KILL "${_p#/proc/}" 2>/dev/null
 	done
-	podman rm -a -f -t 0 >/dev/null 2>&1
-	podman image rm -a -f >/dev/null 2>&1
-	# Anything podman left mounted under $TRASH, deepest first.
-	awk -v t="$PM/" 'index($2, t) == 1 { print $2 }' /proc/mounts | sort -r |
-		while read -r _m; do umount -l "$_m"; done
-	# shellcheck disable=SC2086
-	[ -z "$PM_LEFT" ] || rm -rf $PM_LEFT
+	podman_private_down "$PM"
 }
 
 trap 'test_cleanup_hook; exit 1' INT TERM
@@ -135,16 +102,7 @@ secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # a link per applet, passwd/group with root, /dev nodes, /tmp 1777, /root. No /lib.
 test_expect_success 'busybox image: built from busybox-static and imported' '
 	R=$TRASH/bbroot &&
-	mkdir -p "$R/bin" "$R/etc" "$R/dev" "$R/tmp" "$R/proc" "$R/root" "$R/sys" &&
-	cp /bin/busybox "$R/bin/busybox" &&
-	for a in $(/bin/busybox --list); do
-		[ "$a" = busybox ] || ln -s busybox "$R/bin/$a" || exit 1
-	done &&
-	printf "root:x:0:0:root:/root:/bin/sh\n" >"$R/etc/passwd" &&
-	printf "root:x:0:\n" >"$R/etc/group" &&
-	chmod 1777 "$R/tmp" && chmod 700 "$R/root" &&
-	tar -C "$R" -cf bb.tar . &&
-	podman import --change "CMD [\"/bin/sh\"]" bb.tar "$BB_IMG" >/dev/null &&
+	busybox_image "$R" "$BB_IMG" &&
 	test ! -e "$R/lib" && test ! -e "$R/bin/bash"
 '
 
