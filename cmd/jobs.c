@@ -407,37 +407,13 @@ static int queue_running(const struct queue_ctx *q)
 	       q->counts[MJS_ALIVE_BACKOFF];
 }
 
-/* A JSON string: plain ASCII goes straight in (the common case), the rest through json_quote. */
+/*
+ * The listing writes its JSON straight into the buffer, row by row; strings and numbers
+ * are lib/json's (json_quote, json_put_int).
+ */
 static void jstr(struct buf *b, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
-			break;
-	if (*p) {
-		json_quote(b, s, strlen(s));
-		return;
-	}
-	buf_addch(b, '"');
-	buf_add(b, s, (size_t)((const char *)p - s));
-	buf_addch(b, '"');
-}
-
-/* A decimal integer, without printf (10,000 rows: printf dominated the listing). */
-static void jint(struct buf *b, long long v)
-{
-	char tmp[24];
-	int i = (int)sizeof(tmp);
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-
-	do {
-		tmp[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		tmp[--i] = '-';
-	buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+	json_quote(b, s, strlen(s));
 }
 
 /* Epoch seconds with millisecond precision, or null. */
@@ -451,7 +427,7 @@ static void jtime(struct buf *b, double v)
 		return;
 	}
 	ms = (long long)(v * 1000 + 0.5);
-	jint(b, ms / 1000);
+	json_put_int(b, ms / 1000);
 	frac[0] = '.';
 	frac[1] = (char)('0' + (ms / 100) % 10);
 	frac[2] = (char)('0' + (ms / 10) % 10);
@@ -463,7 +439,7 @@ static void jtime(struct buf *b, double v)
 static void job_json(struct buf *b, const struct mjob *j, const char *details)
 {
 	buf_adds(b, "{\"id\":");
-	jint(b, j->id);
+	json_put_int(b, j->id);
 	buf_adds(b, ",\"name\":");
 	jstr(b, j->name);
 	buf_adds(b, ",\"status\":\"");
@@ -471,15 +447,15 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 	buf_adds(b, "\",\"schedule_state\":\"");
 	buf_adds(b, mj_sched_name(j->sched));
 	buf_adds(b, "\",\"priority\":");
-	jint(b, j->priority);
+	json_put_int(b, j->priority);
 	buf_adds(b, ",\"recoveries\":");
-	jint(b, j->recoveries);
+	json_put_int(b, j->recoveries);
 	buf_adds(b, ",\"restarts_on_errors\":");
-	jint(b, j->restarts);
+	json_put_int(b, j->restarts);
 	buf_adds(b, ",\"task\":");
-	jint(b, j->task_index);
+	json_put_int(b, j->task_index);
 	buf_adds(b, ",\"tasks\":");
-	jint(b, j->ntasks);
+	json_put_int(b, j->ntasks);
 	buf_adds(b, ",\"cluster\":");
 	if (*j->cluster)
 		jstr(b, j->cluster);
@@ -487,7 +463,7 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 		buf_add(b, "null", 4);
 	buf_adds(b, ",\"cluster_job\":");
 	if (j->cluster_job)
-		jint(b, j->cluster_job);
+		json_put_int(b, j->cluster_job);
 	else
 		buf_add(b, "null", 4);
 	buf_adds(b, ",\"task_id\":");

@@ -122,13 +122,26 @@ void json_str(struct json *j, const char *s)
 		json_strn(j, s, strlen(s));
 }
 
+int json_put_int(struct buf *b, int64_t v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	uint64_t u = v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v;
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[--i] = '-';
+	return buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
 void json_int(struct json *j, int64_t v)
 {
-	char tmp[32];
-	int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
-
 	before_value(j);
-	put(j, tmp, (size_t)n);
+	if (!j->err && json_put_int(j->out, v))
+		j->err = -ENOBUFS;
 }
 
 void json_double(struct json *j, double v)
@@ -240,6 +253,15 @@ int json_quote(struct buf *b, const char *s, size_t n)
 		unsigned char c = p[i];
 		size_t k;
 
+		/* A run of plain printable ASCII, the common case, goes in at once. */
+		for (k = i; k < n && p[k] >= 0x20 && p[k] < 0x7f && p[k] != '"' && p[k] != '\\';
+		     k++)
+			;
+		if (k > i) {
+			r = buf_add(b, s + i, k - i);
+			i = k;
+			continue;
+		}
 		switch (c) {
 		case '"':
 			r = buf_add(b, "\\\"", 2);

@@ -50,6 +50,8 @@ int json_finish(struct json *j);
 
 /* Escapes s as a JSON string (with quotes) onto b. */
 int json_quote(struct buf *b, const char *s, size_t n);
+/* Appends v in decimal to b (without printf: long listings write many). 0 or -ENOBUFS. */
+int json_put_int(struct buf *b, int64_t v);
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not valid. */
 size_t utf8_seq_len(const unsigned char *s, size_t avail);
