@@ -306,7 +306,7 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	 * Short-lived clients (every skiff command) would otherwise checkpoint the WAL,
 	 * fsync twice and delete -wal and -shm each time the last one closes, and the next
 	 * would create them again. The commits are as durable in the WAL; sqlite checkpoints
-	 * it as it grows (wal_autocheckpoint).
+	 * it as it grows (wal_autocheckpoint, schema->wal_pages).
 	 */
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	if (!(flags & ST_READONLY)) {
@@ -322,6 +322,16 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 		r = st_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
 		if (r)
 			goto fail;
+		if (schema->wal_pages > 0) {
+			char *q = xasprintf("PRAGMA wal_autocheckpoint=%d; "
+			                    "PRAGMA journal_size_limit=%d",
+			                    schema->wal_pages, schema->wal_pages * 2 * 4096);
+
+			r = st_exec(db, q);
+			free(q);
+			if (r)
+				goto fail;
+		}
 		r = migrate(db, schema);
 		if (r)
 			goto fail;

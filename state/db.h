@@ -26,6 +26,12 @@ struct st_schema {
 	const char *name;              /* for messages: "node", "launcher", ... */
 	const char *const *migrations; /* migrations[i] takes the db from version i to i+1 */
 	int n_migrations;
+	/*
+	 * WAL size (pages) at which a commit checkpoints; 0: SQLite's 1000. A database used
+	 * by short-lived processes wants it small: the first connection after all have
+	 * closed rebuilds the WAL index by reading the whole WAL (~1 ms per MB).
+	 */
+	int wal_pages;
 };
 
 enum st_flags {

@@ -78,7 +78,8 @@ static const char *const migrations[] = {
         ST_JOBS_MIGRATION,
 };
 
-const struct st_schema st_launcher_schema = {"launcher", migrations, ARRAY_SIZE(migrations)};
+/* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
+const struct st_schema st_launcher_schema = {"launcher", migrations, ARRAY_SIZE(migrations), 64};
 
 int st_launcher_open(unsigned flags, struct st_db **out)
 {
