@@ -29,6 +29,11 @@ struct st_db *node_open_db(void);
  * with wait) and returns the exit code `node logs` would.
  */
 int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait);
+/*
+ * Follows a job just submitted with "follow" on connection fd (closed here), whose logs
+ * are in log_dir: the logs until the job ends, then the `node logs` exit status.
+ */
+int node_follow_submitted(int fd, int64_t id, const char *log_dir);
 /* Parses a job id argument; -1 (with an error printed) if it is not one. */
 int64_t node_parse_job_id(const char *cmdname, const char *s);
 

@@ -18,6 +18,8 @@
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/node.h"
+#include "supervisor/proto.h"
+#include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
 /* How often a follower re-reads the job's status when no log line arrives. */
@@ -120,21 +122,25 @@ out:
 	free(blk);
 }
 
-/* Watches a job's log dir and the node db's WAL; the inotify fd, or -1 (then: polling). */
-static int watch_job(const char *log_dir)
+/* An inotify fd watching a job's log dir (none if log_dir is NULL), or -1 (then: polling). */
+static int watch_logs(const char *log_dir)
 {
 	int inf = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	char *wal;
 
 	if (inf < 0)
 		return -1;
-	if (mkdir_p(log_dir, 0700) == 0)
+	if (log_dir && mkdir_p(log_dir, 0700) == 0)
 		inotify_add_watch(inf, log_dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE);
-	/* Status changes are writes to the db's WAL: wake on those too. */
-	wal = xasprintf("%s-wal", node_paths()->db);
+	return inf;
+}
+
+/* Status changes are writes to the node db's WAL: wake on those too. */
+static void watch_wal(int inf)
+{
+	char *wal = xasprintf("%s-wal", node_paths()->db);
+
 	inotify_add_watch(inf, wal, IN_MODIFY);
 	free(wal);
-	return inf;
 }
 
 int node_logs(int argc, char **argv)
@@ -177,27 +183,100 @@ int node_logs(int argc, char **argv)
 	return rc;
 }
 
-int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait)
+/*
+ * Where a follower learns the job's status. The supervisor tells a watching connection
+ * when the job has ended (op "watch", or submit with "follow"): no polling, no delay.
+ * Without one (an older supervisor, or it went away) the follower reads the node db, on
+ * inotify events on its WAL and every FOLLOW_STATUS_MS.
+ */
+struct jsrc {
+	struct st_db *db;    /* NULL while the watch connection tells */
+	struct st_db *spare; /* the caller's db, for when the watch fails */
+	int own_db;          /* db was opened here */
+	int fd;              /* the watch connection, or -1 */
+	struct job jb;
+};
+
+/* Asks the supervisor to tell us when job id ends; the connection's fd, or -1. */
+static int watch_open(struct jsrc *s, int64_t id)
+{
+	struct msg req, rep;
+	int fd = sup_connect(SUP_QUIET), r;
+
+	if (fd < 0)
+		return -1;
+	msg_init(&req);
+	msg_init(&rep);
+	msg_add(&req, "op", "watch");
+	msg_add_int(&req, "id", id);
+	r = proto_send(fd, &req);
+	if (!r)
+		r = proto_recv(fd, &rep, 10000);
+	if (!r && msg_get(&rep, "ended")) {
+		/* It ended since we read the db: that is its final word. */
+		s->jb.status = job_status_parse(msg_get(&rep, "status"));
+		r = -1;
+	} else if (!r && !msg_get(&rep, "watching")) {
+		r = -1; /* an error (an older supervisor has no "watch") */
+	}
+	msg_release(&req);
+	msg_release(&rep);
+	if (r) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The watch connection is readable: the job's end, or the supervisor went away. */
+static int watch_read(struct jsrc *s)
+{
+	const struct node_paths *p = node_paths();
+	struct msg m;
+	int r;
+
+	msg_init(&m);
+	r = proto_recv(s->fd, &m, 10000);
+	close(s->fd);
+	s->fd = -1;
+	if (!r && msg_get(&m, "ended")) {
+		s->jb.status = job_status_parse(msg_get(&m, "status"));
+		msg_release(&m);
+		return 0;
+	}
+	msg_release(&m);
+	/* No word from the supervisor: the db has the job's status. */
+	s->db = s->spare;
+	if (!s->db) {
+		if (!p || st_open(p->db, &st_node_schema, ST_READONLY, &s->db))
+			return -1;
+		s->own_db = 1;
+	}
+	return 0;
+}
+
+static int jsrc_refresh(struct jsrc *s, int64_t id)
+{
+	if (!s->db)
+		return 0; /* the watch connection tells */
+	job_free(&s->jb);
+	if (st_job_get(s->db, id, &s->jb))
+		return error("job %lld vanished from the queue", (long long)id);
+	return 0;
+}
+
+/*
+ * Prints a job's logs and follows them until it ends. s holds the job as far as it is
+ * known (its log dir, its status), and how to learn its status.
+ */
+static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int only_status)
 {
 	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
-	int i, inf = -1, watched = 0, spin = 1, rc = EXIT_FAIL, woke = 0;
+	int i, inf = -1, watched = 0, wal_watched = 0, spin = 1, rc = EXIT_FAIL, woke = 0;
 	int64_t t0;
-	struct job jb = {0};
 
-	if (st_job_get(db, id, &jb)) {
-		error("job %lld not found", (long long)id);
-		rc = EXIT_JOB_NOT_FOUND;
-		goto out;
-	}
-	if (only_status && !wait) {
-		printf("%s\n", job_status_name(jb.status));
-		rc = job_exit_code(jb.status);
-		goto out;
-	}
-	if (only_status)
-		follow = 1; /* --status --wait: follow the status, print no log */
 	for (i = 0; i < 2 && !only_status; i++)
-		logs[i].path = xasprintf("%s/%s", jb.log_dir, logs[i].name);
+		logs[i].path = xasprintf("%s/%s", s->jb.log_dir, logs[i].name);
 	if (tail >= 0 && !only_status) {
 		/* Count from the end: the run log's lines first, then the setup log's. */
 		long left = tail;
@@ -218,53 +297,66 @@ int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_
 	 * 100 ms; then on inotify events. The last close of an inotify instance that had
 	 * watches waits for the kernel's teardown (an SRCU grace period, 5-20 ms), which
 	 * delays our exit and whoever waits on it (sshd, the launcher): a short job, the
-	 * common case of `exec`, never pays it.
+	 * common case of `exec`, never pays it. The job's end comes on the watch connection
+	 * at once, whatever we are doing.
 	 */
 	t0 = now_ms();
 	for (;;) {
-		int done = job_status_terminal(jb.status);
+		struct pollfd pfd[2];
+		int done = job_status_terminal(s->jb.status), nfd = 0, timeout;
 
 		if (!only_status && (drain(&logs[0]) || drain(&logs[1])))
 			goto out;
 		if (done || !follow)
 			break;
-		if (inf < 0 && !watched && now_ms() - t0 >= FOLLOW_SPIN_MS) {
+		if (!watched && now_ms() - t0 >= FOLLOW_SPIN_MS) {
 			watched = 1;
-			inf = watch_job(jb.log_dir);
+			inf = watch_logs(only_status ? NULL : s->jb.log_dir);
 			/* The job may have ended before the watches were in place: look again. */
 			woke = 1;
 		}
-		if (inf >= 0) {
-			struct pollfd pfd = {inf, POLLIN, 0};
-			char evbuf[4096];
-
+		if (inf >= 0 && s->fd < 0 && !wal_watched) {
+			wal_watched = 1;
+			watch_wal(inf);
+		}
+		if (!watched)
+			timeout = spin;
+		else if (s->fd >= 0 && inf >= 0)
+			timeout = -1;
+		else if (inf >= 0)
 			/*
 			 * A commit writes the WAL (an event) a moment before it becomes visible
 			 * (the wal-index in shared memory: no event). So after an event, look
 			 * again shortly even if nothing else arrives.
 			 */
-			woke = poll(&pfd, 1, woke ? FOLLOW_AFTER_EVENT_MS : FOLLOW_STATUS_MS) > 0;
-			if (woke)
-				while (read(inf, evbuf, sizeof(evbuf)) > 0)
-					;
-		} else {
-			poll_ms(watched ? FOLLOW_STATUS_MS : spin);
-			if (spin < FOLLOW_SPIN_MAX_MS)
-				spin *= 2;
+			timeout = woke ? FOLLOW_AFTER_EVENT_MS : FOLLOW_STATUS_MS;
+		else
+			timeout = FOLLOW_STATUS_MS;
+		if (s->fd >= 0)
+			pfd[nfd++] = (struct pollfd){s->fd, POLLIN, 0};
+		if (inf >= 0)
+			pfd[nfd++] = (struct pollfd){inf, POLLIN, 0};
+		woke = poll(pfd, (nfds_t)nfd, timeout) > 0;
+		if (!watched && spin < FOLLOW_SPIN_MAX_MS)
+			spin *= 2;
+		if (inf >= 0 && pfd[nfd - 1].revents) {
+			char evbuf[4096];
+
+			while (read(inf, evbuf, sizeof(evbuf)) > 0)
+				;
 		}
-		job_free(&jb);
-		if (st_job_get(db, id, &jb)) {
-			error("job %lld vanished from the queue", (long long)id);
+		if (s->fd >= 0 && pfd[0].revents && watch_read(s))
 			goto out;
-		}
+		if (jsrc_refresh(s, id))
+			goto out;
 	}
 	if (only_status)
-		printf("%s\n", job_status_name(jb.status));
+		printf("%s\n", job_status_name(s->jb.status));
 	else if (follow && log_get_level() >= LOG_INFO)
 		fprintf(stderr, "skiff: job %lld %s (status: %s)\n", (long long)id,
-		        job_status_terminal(jb.status) ? "finished" : "is still running",
-		        job_status_name(jb.status));
-	rc = job_exit_code(jb.status);
+		        job_status_terminal(s->jb.status) ? "finished" : "is still running",
+		        job_status_name(s->jb.status));
+	rc = job_exit_code(s->jb.status);
 	if (!follow && rc == EXIT_JOB_NOT_FINISHED)
 		rc = EXIT_OK;
 out:
@@ -275,6 +367,55 @@ out:
 	}
 	if (inf >= 0)
 		close(inf);
-	job_free(&jb);
+	return rc;
+}
+
+static void jsrc_release(struct jsrc *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->own_db)
+		st_close(s->db);
+	job_free(&s->jb);
+}
+
+int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait)
+{
+	struct jsrc s = {.db = db, .fd = -1};
+	int rc;
+
+	if (st_job_get(db, id, &s.jb)) {
+		error("job %lld not found", (long long)id);
+		return EXIT_JOB_NOT_FOUND;
+	}
+	if (only_status && !wait) {
+		printf("%s\n", job_status_name(s.jb.status));
+		rc = job_exit_code(s.jb.status);
+		job_free(&s.jb);
+		return rc;
+	}
+	if (only_status)
+		follow = 1; /* --status --wait: follow the status, print no log */
+	if (follow && !job_status_terminal(s.jb.status)) {
+		s.fd = watch_open(&s, id);
+		if (s.fd >= 0) {
+			s.spare = db;
+			s.db = NULL; /* the supervisor tells; the db again only if it goes away */
+		}
+	}
+	rc = follow_job(&s, id, follow, tail, only_status);
+	jsrc_release(&s);
+	return rc;
+}
+
+int node_follow_submitted(int fd, int64_t id, const char *log_dir)
+{
+	struct jsrc s = {.fd = fd};
+	int rc;
+
+	s.jb.status = JOB_PENDING;
+	s.jb.log_dir = xstrdup(log_dir);
+	rc = follow_job(&s, id, 1, -1, 0);
+	jsrc_release(&s);
 	return rc;
 }

@@ -123,7 +123,7 @@ int node_submit(int argc, char **argv)
 	struct msg req, rep;
 	struct buf cmd = BUF_INIT(0);
 	double cpus = 0.5, mem = 0;
-	int gpus = 0, i, r, rc = EXIT_FAIL;
+	int gpus = 0, i, r, rc = EXIT_FAIL, fd = -1;
 	const struct task *t;
 
 	msg_init(&req);
@@ -259,7 +259,10 @@ int node_submit(int argc, char **argv)
 	if (t->runtime_env.set && add_renv(&req, t))
 		goto out;
 send:
-	if (sup_call(SUP_AUTOSTART, &req, &rep))
+	if (s.follow)
+		msg_add(&req, "follow", "1");
+	fd = sup_call_open(SUP_AUTOSTART, &req, &rep);
+	if (fd < 0)
 		goto out;
 	if (s.as_json) {
 		struct buf b = BUF_INIT(0);
@@ -280,7 +283,6 @@ send:
 	rc = EXIT_OK;
 	if (s.follow) {
 		/* The id line first, on its own: the launcher records it before the logs. */
-		struct st_db *db;
 		long id;
 
 		fflush(stdout);
@@ -289,15 +291,24 @@ send:
 			rc = EXIT_FAIL;
 			goto out;
 		}
-		db = node_open_db();
-		if (!db) {
-			rc = EXIT_UNAVAILABLE;
-			goto out;
+		if (msg_get(&rep, "follow")) {
+			rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"));
+			fd = -1;
+		} else {
+			/* An older supervisor: follow through the db. */
+			struct st_db *db = node_open_db();
+
+			if (!db) {
+				rc = EXIT_UNAVAILABLE;
+				goto out;
+			}
+			rc = node_logs_job(db, id, 1, -1, 0, 0);
+			st_close(db);
 		}
-		rc = node_logs_job(db, id, 1, -1, 0, 0);
-		st_close(db);
 	}
 out:
+	if (fd >= 0)
+		close(fd);
 	buf_release(&cmd);
 	msg_release(&req);
 	msg_release(&rep);

@@ -262,7 +262,8 @@ int sup_connect(unsigned flags)
 	return fd;
 }
 
-int sup_call(unsigned flags, const struct msg *req, struct msg *reply)
+/* sup_call() on a connection of its own; returns the fd, still open, or < 0 (closed). */
+int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 {
 	int fd = sup_connect(flags);
 	const char *err;
@@ -279,13 +280,25 @@ int sup_call(unsigned flags, const struct msg *req, struct msg *reply)
 		if (!r2 || !r)
 			r = r2;
 	}
-	close(fd);
 	if (r) {
+		close(fd);
 		errno = r == -ECONNRESET ? ECONNRESET : -r;
 		return error_errno("no answer from the node supervisor");
 	}
 	err = msg_get(reply, "error");
-	if (err)
+	if (err) {
+		close(fd);
 		return error("%s", err);
+	}
+	return fd;
+}
+
+int sup_call(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	int fd = sup_call_open(flags, req, reply);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
 	return 0;
 }

@@ -124,32 +124,32 @@ static void shim_gone(struct runjob *r, const char *how)
 {
 	struct job j;
 	int64_t id = r->id;
+	char reason[160];
 
 	drop_run(r);
 	S.sched_needed = 1;
 	if (st_job_get(S.db, id, &j))
 		return;
-	if (!job_status_terminal(j.status)) {
-		char reason[160];
-
-		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j.shim_pid,
-		          how);
-		if (proc_is(j.job_pid, j.job_start))
-			kill(-j.job_pid, SIGKILL);
-		/*
-		 * A cancel that reached a shim before it could block signals (just after its
-		 * dispatch) kills it outright: the user asked for CANCELLED, and nothing of
-		 * the job is left running, so that is what it is.
-		 */
-		if (j.cancel_requested) {
-			if (!st_job_finish(S.db, id, JOB_CANCELLED, j.exit_codes,
-			                   "cancelled by the user (its driver stopped at once)"))
-				info("job %lld: cancelled; %s", (long long)id, reason);
-		} else if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason)) {
-			warning("job %lld: %s: FAILED_DRIVER", (long long)id, reason);
-		}
+	if (job_status_terminal(j.status))
+		goto out;
+	xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j.shim_pid, how);
+	if (proc_is(j.job_pid, j.job_start))
+		kill(-j.job_pid, SIGKILL);
+	/*
+	 * A cancel that reached a shim before it could block signals (just after its
+	 * dispatch) kills it outright: the user asked for CANCELLED, and nothing of the job
+	 * is left running, so that is what it is.
+	 */
+	if (j.cancel_requested) {
+		if (!st_job_finish(S.db, id, JOB_CANCELLED, j.exit_codes,
+		                   "cancelled by the user (its driver stopped at once)"))
+			info("job %lld: cancelled; %s", (long long)id, reason);
+	} else if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason)) {
+		warning("job %lld: %s: FAILED_DRIVER", (long long)id, reason);
 	}
+out:
 	job_free(&j);
+	sup_watch_notify(id);
 }
 
 /* --- scheduling and dispatch ------------------------------------------------------------ */

@@ -49,6 +49,7 @@ struct sup {
 
 	struct runjob *run;
 	size_t nrun, caprun;
+	size_t nwatch; /* connections waiting for a job's end */
 
 	/* autostop */
 	double idle_minutes; /* < 0: off */
@@ -77,6 +78,8 @@ void sup_reply_error(struct conn *c, const char *fmt, ...) __attribute__((format
 void sup_accept(int lfd);
 void sup_conn_event(int fd, uint32_t events);
 void sup_conns_close(void);
+/* Job id has ended: each peer watching it gets its final status (a no-op if not final). */
+void sup_watch_notify(int64_t id);
 
 /* autostop.c */
 void sup_autostop_load(void);

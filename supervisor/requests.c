@@ -26,8 +26,9 @@ struct conn {
 	struct buf in;
 	struct buf out;
 	size_t out_off;
-	int closing; /* close once out is sent */
-	int denied;  /* the peer is another user: every request gets an error */
+	int closing;   /* close once out is sent */
+	int denied;    /* the peer is another user: every request gets an error */
+	int64_t watch; /* a job whose end the peer waits for (submit --follow, watch) */
 };
 
 static struct conn **conns;
@@ -36,6 +37,8 @@ static size_t nconns;
 
 static void conn_close(struct conn *c)
 {
+	if (c->watch)
+		S.nwatch--;
 	conns[c->fd] = NULL;
 	close(c->fd);
 	buf_release(&c->in);
@@ -109,6 +112,51 @@ void sup_reply_error(struct conn *c, const char *fmt, ...)
 	sup_reply(c, &m);
 	msg_release(&m);
 	buf_release(&b);
+}
+
+/* Tells the peer that its watched job has ended (final status), then closes. */
+static void watch_reply(struct conn *c, const struct job *j)
+{
+	struct msg m;
+
+	msg_init(&m);
+	msg_add(&m, "ended", "1");
+	msg_add_int(&m, "id", j->id);
+	msg_add(&m, "status", job_status_name(j->status));
+	msg_add(&m, "exit_codes", j->exit_codes ? j->exit_codes : "");
+	c->watch = 0;
+	c->closing = 1;
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+void sup_watch_notify(int64_t id)
+{
+	struct job j;
+	size_t i;
+	int loaded = 0;
+
+	if (!S.nwatch)
+		return;
+	for (i = 0; i < nconns_cap; i++) {
+		struct conn *c = conns[i];
+
+		if (!c || c->watch != id)
+			continue;
+		if (!loaded) {
+			if (st_job_get(S.db, id, &j))
+				return;
+			if (!job_status_terminal(j.status)) {
+				job_free(&j);
+				return;
+			}
+			loaded = 1;
+		}
+		S.nwatch--;
+		watch_reply(c, &j);
+	}
+	if (loaded)
+		job_free(&j);
 }
 
 void sup_accept(int lfd)
@@ -327,6 +375,12 @@ static void op_submit(struct conn *c, const struct msg *req)
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "id", j.id);
 	msg_add(&m, "log_dir", log_dir ? log_dir : j.log_dir);
+	/* submit --follow: the peer stays connected and is told when the job ends. */
+	if (msg_get(req, "follow")) {
+		msg_add(&m, "follow", "1");
+		c->watch = j.id;
+		S.nwatch++;
+	}
 	sup_reply(c, &m);
 	msg_release(&m);
 	/*
@@ -361,6 +415,8 @@ struct cancel_ctx {
 	pid_t *kill_pids;
 	uint64_t *kill_starts;
 	size_t nkill;
+	int64_t *dropped; /* never dispatched, now CANCELLED: their watchers are told */
+	size_t ndropped, dropped_alloc;
 	int err;
 };
 
@@ -372,8 +428,12 @@ static int cancel_one(struct cancel_ctx *cc, struct job *j)
 	}
 	if (!j->shim_pid) {
 		/* Never dispatched: nothing runs, the row is the whole job. */
-		if (st_job_finish(S.db, j->id, JOB_CANCELLED, "", "cancelled by the user") == 0)
+		if (st_job_finish(S.db, j->id, JOB_CANCELLED, "", "cancelled by the user") == 0) {
 			msg_add_int(cc->m, "cancelled", j->id);
+			cc->dropped = xgrow(cc->dropped, cc->ndropped, &cc->dropped_alloc,
+			                    sizeof(*cc->dropped));
+			cc->dropped[cc->ndropped++] = j->id;
+		}
 		return 0;
 	}
 	if (st_job_request_cancel(S.db, j->id))
@@ -448,16 +508,52 @@ static void op_cancel(struct conn *c, const struct msg *req)
 	for (i = 0; i < cc.nkill; i++)
 		if (proc_is(cc.kill_pids[i], cc.kill_starts[i]))
 			kill(cc.kill_pids[i], SIGTERM);
+	for (i = 0; i < cc.ndropped; i++)
+		sup_watch_notify(cc.dropped[i]);
 	S.sched_needed = 1;
 out:
 	free(cc.kill_pids);
 	free(cc.kill_starts);
+	free(cc.dropped);
 	if (r) {
 		msg_release(&m);
 		return sup_reply_error(c,
 		                       "cannot cancel: node database error (see supervisor.log)");
 	}
 	msg_add(&m, "ok", "1");
+	sup_reply(c, &m);
+	msg_release(&m);
+}
+
+/*
+ * watch ID: the reply ({"watching": 1}) comes at once, then, when the job ends, one more
+ * message with its final status ({"ended": 1, "status", "exit_codes"}), and the
+ * connection closes. A job that has ended already gets only the second message.
+ */
+static void op_watch(struct conn *c, const struct msg *req)
+{
+	struct job j;
+	struct msg m;
+	int64_t id;
+
+	if (msg_get_int(req, "id", &id) || id <= 0)
+		return sup_reply_error(c, "watch: expected a job id");
+	if (c->watch)
+		return sup_reply_error(c, "watch: this connection watches job %lld already",
+		                       (long long)c->watch);
+	if (st_job_get(S.db, id, &j))
+		return sup_reply_error(c, "job %lld not found", (long long)id);
+	if (job_status_terminal(j.status)) {
+		watch_reply(c, &j);
+		job_free(&j);
+		return;
+	}
+	job_free(&j);
+	c->watch = id;
+	S.nwatch++;
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add(&m, "watching", "1");
 	sup_reply(c, &m);
 	msg_release(&m);
 }
@@ -512,7 +608,7 @@ static const struct {
         {"autostop", sup_op_autostop}, {"cancel", op_cancel},
         {"config", op_config},         {"ping", op_ping},
         {"shutdown", op_shutdown},     {"status", op_status},
-        {"submit", op_submit},
+        {"submit", op_submit},         {"watch", op_watch},
 };
 
 static void handle(struct conn *c, const struct msg *req)

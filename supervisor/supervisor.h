@@ -43,6 +43,11 @@ int sup_connect(unsigned flags);
  */
 int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
 /*
+ * sup_call() that keeps the connection: returns its fd (the caller closes it) for
+ * requests the supervisor answers again later (submit with follow, watch).
+ */
+int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply);
+/*
  * Starts the supervisor unless one answers already. *pid receives its pid and
  * *already whether it was running. Returns 0 when it accepts requests.
  * A running supervisor of another skiff binary (its ping's sha256 differs from ours,

@@ -117,6 +117,30 @@ test_expect_success 'submit --follow: the id line, then the logs; the exit code 
 	test "$(sed -n 2p out)" = spec
 '
 
+test_expect_success 'followers hear of the end from the supervisor, else from the db' '
+	skiff node up --cpus 1 >/dev/null &&
+	a=$(skiff node submit --cpus 1 \
+		"echo a-started; while [ ! -e gate7 ]; do sleep 0.1; done; echo a-done") &&
+	wait_for "test \"\$(job_status $a)\" = RUNNING" || exit 1
+	# A follower of a job that never starts: its cancel ends the follow (103).
+	{ skiff node submit --follow --cpus 1 "echo never" >b.out 2>b.err; echo $? >b.rc; } &
+	wait_for "test -s b.out" &&
+	b=$(head -n1 b.out) && test "$(job_status $b)" = PENDING &&
+	skiff node cancel "$b" >/dev/null &&
+	wait_for "test -s b.rc" && test "$(cat b.rc)" = 103 &&
+	grep -q "job $b finished (status: CANCELLED)" b.err || exit 1
+	skiff node logs --status --wait "$a" >c.out 2>&1 &
+	# The supervisor goes away while they follow: they finish from the db.
+	{ skiff node logs "$a" >a.out 2>a.err; echo $? >a.rc; } &
+	wait_for "grep -q a-started a.out" &&
+	skiff node down >/dev/null &&
+	touch "$HOME/gate7" &&
+	wait_for "test -s a.rc" 10 && test "$(cat a.rc)" = 0 &&
+	printf "a-started\na-done\n" >want && test_cmp want a.out &&
+	grep -q "job $a finished (status: SUCCEEDED)" a.err &&
+	wait_for "grep -q SUCCEEDED c.out" 10
+'
+
 test_expect_success 'cancel a running job: CANCELLED, exit 103, grandchildren killed' '
 	skiff node up --cancel-grace 2 >/dev/null &&
 	# The escaped process leaves the session and process group of the job.

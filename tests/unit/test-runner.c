@@ -104,7 +104,8 @@ static void test_ssh_argv(void)
 
 	r->diag_path = "/d/diag.1";
 	got = build(r, "true", 0);
-	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.1|--|10.0.0.5|exec sh -c true", opts);
+	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.1|--|10.0.0.5|exec sh -c true",
+	                 opts);
 	is_str(got, want, "with a diag file: -E FILE");
 	free(got);
 	free(want);
