@@ -86,6 +86,8 @@ struct job_sched {
 	int gpus;
 	int bypassed;
 };
+/* The SQL of st_job_each_pending(), for its query-plan test. */
+extern const char st_job_pending_sql[];
 /* Calls fn for each PENDING, undispatched job (a light query: no scripts, no envs). */
 int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
                         void *arg);

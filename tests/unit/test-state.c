@@ -112,6 +112,18 @@ static void test_jobs(void)
 	ok(!st_kv_set(db, "k", "1.5"), "kv set");
 	ok(st_kv_get_double(db, "k", 0) == 1.5, "kv get");
 	ok(!st_kv_set(db, "k", NULL) && st_kv_get_double(db, "k", 7) == 7, "kv delete");
+	{
+		/* The scheduler's scan must not read every job the node ever ran. */
+		char *q = xasprintf("EXPLAIN QUERY PLAN %s", st_job_pending_sql);
+		sqlite3_stmt *st = st_prepare(db, q);
+		int r = st ? st_step(db, st) : -1;
+
+		ok(r == 1 && strstr(st_col_text(st, 3), "USING INDEX jobs_active"),
+		   "the pending scan uses the index of active jobs");
+		if (st)
+			sqlite3_reset(st);
+		free(q);
+	}
 	is_str(job_status_name(JOB_FAILED_SETUP), "FAILED_SETUP", "status names");
 	is_int(job_status_parse("CANCELLED"), JOB_CANCELLED, "parse");
 	ok(job_status_terminal(JOB_FAILED_DRIVER) && !job_status_terminal(JOB_RUNNING),
