@@ -28,6 +28,17 @@ static int is_exec_file(const char *p)
 	return !stat(p, &st) && S_ISREG(st.st_mode) && !access(p, X_OK);
 }
 
+const char *self_exec_path(void)
+{
+	const char *env = getenv("SKIFF_EXE");
+
+	if (env && *env)
+		return env;
+	if (!access("/proc/self/exe", X_OK))
+		return "/proc/self/exe";
+	return self_path(NULL);
+}
+
 const char *self_path(const char *argv0)
 {
 	static char *path;

@@ -378,6 +378,31 @@ out:
 	return r;
 }
 
+int spawn_replace(char *const *argv)
+{
+	char **cands, **c;
+	int err = ENOENT, eacces = 0;
+
+	if (!argv || !argv[0])
+		return -EINVAL;
+	cands = exec_candidates(argv[0], environ);
+	/* execvp's rules, as in child(). */
+	for (c = cands; *c; c++) {
+		execve(*c, argv, environ);
+		err = errno;
+		if (err == EACCES)
+			eacces = 1;
+		else if (err != ENOENT && err != ENOTDIR && err != ELOOP && err != ENAMETOOLONG)
+			break;
+	}
+	if (!*c && eacces)
+		err = EACCES;
+	for (c = cands; *c; c++)
+		free(*c);
+	free(cands);
+	return -err;
+}
+
 int spawn_wait(pid_t pid, int *status)
 {
 	pid_t r;

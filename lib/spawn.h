@@ -76,6 +76,11 @@ struct spawn_opts {
 int spawn(const struct spawn_opts *o, pid_t *pid);
 /* waitpid() restarting on EINTR; 0 and the raw wait status, or -errno. */
 int spawn_wait(pid_t pid, int *status);
+/*
+ * Replaces this process with argv (argv[0] searched in $PATH, as spawn() does). Returns
+ * only on failure: -errno.
+ */
+int spawn_replace(char *const *argv);
 /* The exit status as a shell reports it: the exit code, or 128 + the signal. */
 int status_to_code(int status);
 const char *spawn_step_name(int step);

@@ -182,19 +182,6 @@ static int collect_pending(const struct job_sched *j, void *arg)
 	return 0;
 }
 
-static const char *shim_exe(void)
-{
-	const char *env = getenv("SKIFF_EXE");
-
-	/* Under valgrind or a debugger /proc/self/exe is the tool: SKIFF_EXE names us. */
-	if (env && *env)
-		return env;
-	/* /proc/self/exe runs our own image even if an upgrade replaced the file. */
-	if (!access("/proc/self/exe", X_OK))
-		return "/proc/self/exe";
-	return self_path(NULL);
-}
-
 /* Spawns the shim for job id; returns 0 and the write end of its go-pipe in *go_fd. */
 static int dispatch(const struct sched_job *sj, int *go_fd)
 {
@@ -216,7 +203,7 @@ static int dispatch(const struct sched_job *sj, int *go_fd)
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return error_errno("pipe");
 	o.argv = argv;
-	argv[0] = (char *)shim_exe();
+	argv[0] = (char *)self_exec_path();
 	if (!argv[0]) {
 		close(p[0]);
 		close(p[1]);
