@@ -158,6 +158,8 @@ struct ssh_target {
  * empty, starts with '-' or holds whitespace or control characters.
  */
 struct runner *runner_ssh_new(const char *name, const struct ssh_target *t);
+/* An ssh runner's ControlPath (where its master listens), or NULL for other runners. */
+const char *runner_ssh_control(const struct runner *r);
 /* `ssh -O exit`: closes the node's ControlMaster, if one runs. 0, or -errno (printed). */
 int runner_ssh_close_master(struct runner *r);
 

@@ -19,17 +19,21 @@
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/quote.h"
+#include "lib/self.h"
+#include "lib/sha256.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
 /*
  * A Unix socket path holds 107 bytes (108 with the NUL). ssh binds its ControlPath as
- * "PATH.XXXXXXXXXXXXXXXX" (17 more bytes) and then renames it, and %C is 40 hex digits
- * today (SHA-1); we leave room for a 64-digit hash.
+ * "PATH.XXXXXXXXXXXXXXXX" (17 more bytes) and then renames it. The socket's name is
+ * ours (CONTROL_NAME_LEN hex digits of a sha256 of the target, see control_path()), so
+ * that we know where it is; we leave room for a 64-digit one.
  */
 #define SUN_PATH_MAX 107
 #define CONTROL_HASH_MAX 64
+#define CONTROL_NAME_LEN 40
 #define CONTROL_TEMP_SUFFIX 17
 #define CONTROL_DIR_MAX (SUN_PATH_MAX - 1 - CONTROL_HASH_MAX - CONTROL_TEMP_SUFFIX)
 
@@ -37,6 +41,7 @@ struct ssh {
 	char *host, *user, *identity, *proxy, *config;
 	int port;
 	char *sock_dir;    /* where ControlPath sockets go */
+	char *control;     /* this target's ControlPath: sock_dir/NAME */
 	char *known_hosts; /* our own known_hosts file */
 };
 
@@ -98,7 +103,7 @@ static void push_percent_escaped(struct argv *out, const char *s)
 	buf_release(&b);
 }
 
-/* The options that make two invocations hash to the same %C: config, port, user. */
+/* Where and as whom: config, port, identity, jump host, user. */
 static void push_target(struct argv *out, const struct ssh *s)
 {
 	if (s->config) {
@@ -131,10 +136,37 @@ static void push_opt(struct argv *out, const char *opt)
 	argv_push(out, opt);
 }
 
+/*
+ * The ControlPath of a target: every option that makes ssh reach another account or
+ * another way (host, port, user, identity, jump host, config file) is in its name.
+ */
+static char *control_path(const struct ssh *s)
+{
+	struct buf key = BUF_INIT(0);
+	char hex[SHA256_HEX_LEN + 1];
+
+	buf_addf(&key, "skiff-ssh-control 1%c%s%c%d%c%s%c%s%c%s%c%s", 0, s->host, 0, s->port, 0,
+	         s->user ? s->user : "", 0, s->identity ? s->identity : "", 0,
+	         s->proxy ? s->proxy : "", 0, s->config ? s->config : "");
+	sha256_hex(key.p, key.len, hex);
+	buf_release(&key);
+	hex[CONTROL_NAME_LEN] = '\0';
+	return xasprintf("%s/%s", s->sock_dir, hex);
+}
+
+/* A master is listening there (or was: a stale socket makes __ssh-mux run ssh). */
+static int master_up(const struct ssh *s)
+{
+	struct stat st;
+
+	return !stat(s->control, &st) && S_ISSOCK(st.st_mode);
+}
+
 static int ssh_build_argv(struct runner *r, const char *script, int interactive, struct argv *out)
 {
 	const struct ssh *s = r->priv;
 	struct buf cmd = BUF_INIT(0);
+	const char *self;
 	int rc;
 
 	if (!script && !interactive)
@@ -147,6 +179,22 @@ static int ssh_build_argv(struct runner *r, const char *script, int interactive,
 			buf_release(&cmd);
 			return rc;
 		}
+	}
+	/*
+	 * Over a running master, skiff itself asks it for the session: starting ssh costs
+	 * more than the rest of a call. The ssh command follows, for when that fails.
+	 */
+	self = script && !interactive && master_up(s) ? self_exec_path() : NULL;
+	if (self) {
+		argv_push(out, self);
+		argv_push(out, "__ssh-mux");
+		if (r->diag_path) {
+			argv_push(out, "-E");
+			argv_push(out, r->diag_path);
+		}
+		argv_push(out, s->control);
+		argv_push(out, cmd.p);
+		argv_push(out, "--");
 	}
 	argv_push(out, "ssh");
 	/* -T: no terminal, so bytes on stdin arrive as they are (binaries, tar streams). */
@@ -170,7 +218,7 @@ static int ssh_build_argv(struct runner *r, const char *script, int interactive,
 	/* One TCP+SSH handshake per node, shared by every call for 5 minutes. */
 	push_opt(out, "ControlMaster=auto");
 	argv_push(out, "-o");
-	argv_pushf(out, "ControlPath=%s/%%C", s->sock_dir);
+	argv_pushf(out, "ControlPath=%s", s->control);
 	push_opt(out, "ControlPersist=300");
 	/* curve25519 first: the post-quantum default costs ~110 ms of CPU per handshake. */
 	push_opt(out, "KexAlgorithms=^curve25519-sha256");
@@ -200,6 +248,7 @@ static void ssh_release(struct runner *r)
 		free(s->proxy);
 		free(s->config);
 		free(s->sock_dir);
+		free(s->control);
 		free(s->known_hosts);
 		free(s);
 	}
@@ -273,6 +322,7 @@ struct runner *runner_ssh_new(const char *name, const struct ssh_target *t)
 	s->proxy = dup_or_null(t->proxy_jump);
 	s->config = dup_or_null(t->ssh_config);
 	s->port = t->port;
+	s->control = control_path(s);
 	r = runner_new(&ssh_ops, name, t->host);
 	r->priv = s;
 	r->diag_dir = xstrdup(s->sock_dir);
@@ -298,7 +348,7 @@ int runner_ssh_close_master(struct runner *r)
 	argv_init(&av);
 	argv_push(&av, "ssh");
 	argv_push(&av, "-o");
-	argv_pushf(&av, "ControlPath=%s/%%C", s->sock_dir);
+	argv_pushf(&av, "ControlPath=%s", s->control);
 	push_target(&av, s);
 	argv_push(&av, "-O");
 	argv_push(&av, "exit");
@@ -321,4 +371,9 @@ int runner_ssh_close_master(struct runner *r)
 	argv_release(&av);
 	buf_release(&err);
 	return rc;
+}
+
+const char *runner_ssh_control(const struct runner *r)
+{
+	return r && r->ops == &ssh_ops ? ((const struct ssh *)r->priv)->control : NULL;
 }

@@ -59,6 +59,7 @@ DECLARE_CMD(__jobs_controller);
 DECLARE_CMD(__jobs_worker);
 DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);
+DECLARE_CMD(__ssh_mux);
 DECLARE_CMD(__supervisor);
 DECLARE_CMD(__sync_manifest);
 DECLARE_CMD(__sync_recv);

@@ -30,6 +30,8 @@ static const struct cmd commands[] = {
         {"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",
          cmd___runner_test_usage},
         {"__shim", cmd___shim, CMD_HIDDEN, "run one job (internal)", cmd___shim_usage},
+        {"__ssh-mux", cmd___ssh_mux, CMD_HIDDEN, "a command over an ssh master (internal)",
+         cmd___ssh_mux_usage},
         {"__supervisor", cmd___supervisor, CMD_HIDDEN, "the node supervisor (internal)",
          cmd___supervisor_usage},
         {"__sync-manifest", cmd___sync_manifest, CMD_HIDDEN, "print a sync manifest (internal)",

@@ -378,6 +378,41 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff down cx >/dev/null
 '
 
+# ---- 7. the shared connection --------------------------------------------------------------
+
+# An ssh that logs its calls: over a warm master skiff runs none (it asks the master
+# itself, bootstrap/ssh_mux.h); without one it runs ssh, which starts the master.
+SSH_REAL=$(command -v ssh)
+mkdir -p "$TRASH/sshwrap"
+cat >"$TRASH/sshwrap/ssh" <<EOF
+#!/bin/sh
+echo "\$*" >>"$TRASH/ssh.calls"
+exec "$SSH_REAL" "\$@"
+EOF
+chmod +x "$TRASH/sshwrap/ssh"
+
+test_expect_success 'over a warm master no ssh runs; a stale socket falls back to ssh' '
+	down_all &&
+	skiff launch -c mx --infra "$INFRA" true >/dev/null 2>&1 &&
+	rm -f ssh.calls &&
+	env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "echo via \$(hostname)" >out 2>err &&
+	grep -qx "via tn1" out && test ! -e ssh.calls &&
+	expect_fail 100 env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "exit 9" 2>err &&
+	grep -q "status: FAILED" err && test ! -e ssh.calls &&
+	socks=$(find "$SKIFF_HOME/ssh" -type s) && test -n "$socks" &&
+	for s in $socks; do
+		"$SSH_REAL" -o ControlPath="$s" -O exit x 2>/dev/null
+		wait_for "test ! -S \"$s\"" 10 &&
+		python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$s" ||
+		exit 1
+	done &&
+	env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "echo again \$(hostname)" >out 2>err &&
+	grep -qx "again tn1" out && test "$(wc -l <ssh.calls)" = 1 &&
+	env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "echo warm" >out 2>err &&
+	grep -qx warm out && test "$(wc -l <ssh.calls)" = 1 &&
+	skiff down mx >/dev/null
+'
+
 test_expect_success 'nothing is left: no clusters, no gang watchers' '
 	test "$(skiff status)" = "No existing clusters." &&
 	wait_for "test -z \"\$(our_watchers)\"" 20

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
@@ -57,13 +58,21 @@ static char *build(struct runner *r, const char *script, int interactive)
 	return s;
 }
 
-static char *common_opts(const char *known_dir, const char *sock_dir)
+/* The options every ssh call gets; r's ControlPath must be SOCK_DIR/<40 hex digits>. */
+static char *common_opts(const char *known_dir, const char *sock_dir, const struct runner *r)
 {
+	const char *cp = runner_ssh_control(r);
+	size_t n = strlen(sock_dir), i;
+	int good = cp && !strncmp(cp, sock_dir, n) && cp[n] == '/' && strlen(cp + n + 1) == 40;
+
+	for (i = 0; good && cp[n + 1 + i]; i++)
+		good = strchr("0123456789abcdef", cp[n + 1 + i]) != NULL;
+	ok(good, "the ControlPath is the socket dir and 40 hex digits: %s", cp ? cp : "(none)");
 	return xasprintf("-o|StrictHostKeyChecking=accept-new|-o|UserKnownHostsFile=%s/known_hosts|"
 	                 "-o|ConnectTimeout=10|-o|ServerAliveInterval=3|-o|ServerAliveCountMax=3|"
-	                 "-o|ControlMaster=auto|-o|ControlPath=%s/%%C|-o|ControlPersist=300|"
+	                 "-o|ControlMaster=auto|-o|ControlPath=%s|-o|ControlPersist=300|"
 	                 "-o|KexAlgorithms=^curve25519-sha256|-o|LogLevel=INFO",
-	                 known_dir, sock_dir);
+	                 known_dir, cp ? cp : "");
 }
 
 static void test_argv_helpers(void)
@@ -88,13 +97,13 @@ static void test_ssh_argv(void)
 {
 	struct ssh_target t = {0};
 	struct runner *r;
-	char *got, *want, *opts, *cd = xasprintf("%s/cm", tmp);
+	char *got, *want, *opts, *cp1, *cd = xasprintf("%s/cm", tmp);
 
-	opts = common_opts(cd, cd);
 	t.host = "10.0.0.5";
 	t.control_dir = cd;
 	r = runner_ssh_new("n1", &t);
 	ok(r != NULL, "a bare host");
+	opts = common_opts(cd, cd, r);
 	got = build(r, "echo hi", 0);
 	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|10.0.0.5|exec sh -c 'echo hi'", opts);
 	is_str(got, want, "bare host: -T, BatchMode, the common options, --, host, one command");
@@ -110,6 +119,7 @@ static void test_ssh_argv(void)
 	free(got);
 	free(want);
 	r->diag_path = NULL;
+	cp1 = xstrdup(runner_ssh_control(r));
 	runner_free(r);
 
 	t.user = "alice";
@@ -119,6 +129,9 @@ static void test_ssh_argv(void)
 	t.ssh_config = "/etc/skiff/ssh config";
 	r = runner_ssh_new("n2", &t);
 	ok(r != NULL, "a full target");
+	ok(strcmp(cp1, runner_ssh_control(r)) != 0, "another target, another ControlPath");
+	free(opts);
+	opts = common_opts(cd, cd, r);
 	got = build(r, "a 'b' $c", 0);
 	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|-F|/etc/skiff/ssh config|-p|2222|"
 	                 "-i|/keys/id 50%%%%|-o|IdentitiesOnly=yes|-J|bob@bastion:22|-l|alice|--|"
@@ -146,8 +159,35 @@ static void test_ssh_argv(void)
 	got = build(r, NULL, 0);
 	is_str(got, "error -22", "no script and not interactive: -EINVAL");
 	free(got);
+
+	/* A master listens at the ControlPath: skiff asks it itself, ssh as the fallback. */
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", runner_ssh_control(r));
+		ok(fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)), "a socket there");
+		r->diag_path = "/d/diag.2";
+		got = build(r, "true", 0);
+		want = xasprintf("/proc/self/exe|__ssh-mux|-E|/d/diag.2|%s|exec sh -c true|--|"
+		                 "ssh|-T|-o|BatchMode=yes|%s|-E|/d/diag.2|-F|/etc/skiff/ssh config|"
+		                 "-p|2222|-i|/keys/id 50%%%%|-o|IdentitiesOnly=yes|-J|"
+		                 "bob@bastion:22|-l|alice|--|10.0.0.5|exec sh -c true",
+		                 runner_ssh_control(r), opts);
+		is_str(got, want, "over a master: __ssh-mux SOCKET COMMAND -- the ssh command");
+		free(got);
+		free(want);
+		r->diag_path = NULL;
+		got = build(r, "top", 1);
+		ok(!strncmp(got, "ssh|-tt|", 8), "interactive: ssh itself (a terminal)");
+		free(got);
+		if (fd >= 0)
+			close(fd);
+		unlink(runner_ssh_control(r));
+	}
 	runner_free(r);
 	free(opts);
+	free(cp1);
 	free(cd);
 }
 
@@ -163,7 +203,7 @@ static void test_ssh_control_dir(void)
 	t.host = "h";
 	t.control_dir = longdir;
 	r = runner_ssh_new("n", &t);
-	opts = common_opts(longdir, fb);
+	opts = common_opts(longdir, fb, r);
 	got = build(r, "x", 0);
 	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|exec sh -c x", opts);
 	is_str(got, want, "a long control dir: sockets under /tmp/skiff-ssh.UID, known_hosts not");
@@ -179,7 +219,7 @@ static void test_ssh_control_dir(void)
 
 	t.control_dir = spaced;
 	r = runner_ssh_new("n", &t);
-	opts = common_opts(fb, fb);
+	opts = common_opts(fb, fb, r);
 	got = build(r, "x", 0);
 	want = xasprintf("ssh|-T|-o|BatchMode=yes|%s|--|h|exec sh -c x", opts);
 	is_str(got, want, "a control dir with a blank: both in the fallback (ssh would split it)");

@@ -1,0 +1,32 @@
+#ifndef SKIFF_SSH_MUX_H
+#define SKIFF_SSH_MUX_H
+
+/*
+ * A passenger client of OpenSSH's connection multiplexing (PROTOCOL.mux in OpenSSH,
+ * version 4): runs a command over a running ControlMaster without starting an ssh
+ * client. Starting ssh (a dynamically linked binary that reads its configuration and
+ * keys) is most of what a call over a warm master costs; this is a connect, three
+ * small packets and three passed file descriptors.
+ *
+ * `skiff __ssh-mux [-E FILE] SOCKET COMMAND -- SSH-ARGV...` (what the ssh runner runs
+ * once a master is up): asks the master at SOCKET for a session running COMMAND with
+ * our stdin, stdout and stderr, and exits with the command's exit status. If no
+ * session could be started (no master, a stale socket, a refusal), it execs SSH-ARGV,
+ * the very ssh command it stands for, so the result is never worse than plain ssh. A
+ * master that goes away mid-session (a dead node: ServerAliveInterval) ends it with
+ * 255 and a line in FILE, as ssh -E would.
+ */
+
+#include "lib/buf.h"
+
+/* ssh_mux_run(): no session was started; nothing has run on the node. */
+#define SSH_MUX_NO_SESSION 1
+
+/*
+ * Runs command on the master at sock with our fds 0, 1 and 2. Returns 0 and the exit
+ * status in *status, SSH_MUX_NO_SESSION (why in *why), or -EPIPE when the master
+ * closed the session without an exit status (why in *why).
+ */
+int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *why);
+
+#endif
