@@ -138,6 +138,19 @@ class Bench:
             raise Fail(f"skiff {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
         return p.stdout
 
+    def control_path(self, i):
+        """skiff's ControlPath for node i, as bootstrap/runner_ssh.c names it (the runner
+        prints its own argv)."""
+        out = subprocess.run([self.sk, "__runner-test", "--ssh", ip(i), "--user", USER,
+                              "--port", "22", "--identity", KEY, "--control-dir",
+                              f"{self.home}/ssh", "argv", "true"], env=self.env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        for w in out.stdout.split():
+            w = w.strip("'")
+            if w.startswith("ControlPath="):
+                return w[len("ControlPath="):]
+        raise Fail(f"no ControlPath in skiff's ssh argv for tn{i}: {out.stdout.strip()}")
+
     def ssh_skiff_opts(self, i, cmd):
         """The ssh argv bootstrap/runner_ssh.c builds for node i: the same options and
         ControlPath (so the same master); the remote command is CMD, not sh -c 'SCRIPT'."""
@@ -145,7 +158,7 @@ class Bench:
         return ["ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
                 "-o", f"UserKnownHostsFile={d}/known_hosts", "-o", "ConnectTimeout=10",
                 "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=3",
-                "-o", "ControlMaster=auto", "-o", f"ControlPath={d}/%C",
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_path(i)}",
                 "-o", "ControlPersist=300", "-o", "KexAlgorithms=^curve25519-sha256",
                 "-o", "LogLevel=INFO", "-p", "22", "-i", KEY, "-o", "IdentitiesOnly=yes",
                 "-l", USER, "--", ip(i), cmd]
@@ -328,6 +341,10 @@ class Bench:
         bare = self.ssh_bare(1, "true")
         xs, fs, _ = self.warm_pair(n, bare, lambda: run(floor, what="floor"))
         self.row("ref: ssh -F $NODES_SSH_CONFIG tn1 true (nodes' master)", fs, fname, xs)
+        # skiff's own transport over that master (bootstrap/ssh_mux.h), for reference.
+        mux = [self.sk, "__ssh-mux", self.control_path(1), "true", "--", *floor]
+        xs, fs, _ = self.warm_pair(n, floor, lambda: run(mux, what="skiff __ssh-mux"))
+        self.row("ref: skiff __ssh-mux SOCKET true (skiff's transport alone)", xs, fname, fs)
         self.anatomy(n, floor, fname)
         xs, fs, _ = self.warm_pair(n, floor, lambda: self.skiff("exec", "-d", "lb1", "true"))
         self.row("skiff exec -d lb1 true (submit only)", xs, fname, fs, goal_ratio=1.5)
