@@ -696,6 +696,17 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
 	return changed_or_enoent(db, st_step_done(db, st));
 }
 
+int st_cluster_job_delete(struct st_db *db, const char *cluster, int64_t id)
+{
+	sqlite3_stmt *st = st_prepare(db, "DELETE FROM cluster_jobs WHERE cluster = ? AND id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, cluster);
+	st_bind_int(st, 2, id);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
 int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
                                const char *log_dir)
 {

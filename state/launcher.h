@@ -161,5 +161,7 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
                                 const char *node_job_ids);
 int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
                                const char *log_dir);
+/* A job whose submit failed (no rank runs): gone from the queue. 0 or -ENOENT. */
+int st_cluster_job_delete(struct st_db *db, const char *cluster, int64_t id);
 
 #endif
