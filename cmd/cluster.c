@@ -456,17 +456,17 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 			if (n > 1)
 				xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
 				          cl->nodes[i].ip);
-			if (i == 0 && pre) {
-				/* Rank 0's follower is the submit itself (cl_submit_follow()). */
-				ss[0].fd = pre->fd;
-				ss[0].pid = pre->pid;
-				buf_add(&ss[0].line, pre->rest.p, pre->rest.len);
-				buf_release(&pre->rest);
-				pre->fd = -1;
-				pre->pid = -1;
-				follow_pids[follow_npids++] = ss[0].pid;
+			if (pre && pre[i].pid > 0) {
+				/* The rank's follower is its submit itself (cl_submit_follow()). */
+				ss[i].fd = pre[i].fd;
+				ss[i].pid = pre[i].pid;
+				buf_add(&ss[i].line, pre[i].rest.p, pre[i].rest.len);
+				buf_release(&pre[i].rest);
+				pre[i].fd = -1;
+				pre[i].pid = -1;
+				follow_pids[follow_npids++] = ss[i].pid;
 				live++;
-				flush_line(&ss[0], 0);
+				flush_line(&ss[i], 0);
 				continue;
 			}
 			if (follow < 0 || !cl->nodes[i].exe || pipe2(pfd, O_CLOEXEC) < 0)
@@ -542,13 +542,17 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 		sigaction(stop_sigs[i], &old_sa[i], NULL);
 	follow_npids = 0;
 	/*
-	 * One rank that followed to the end told its result by its exit status: SUCCEEDED
-	 * and CANCELLED are unambiguous, so no further round trip. Otherwise the gang's
-	 * status is the aggregate of its ranks', read from the nodes.
+	 * Ranks that followed to the end told their results by their exit statuses: when
+	 * each is SUCCEEDED or CANCELLED (unambiguous) the gang's is known without a round
+	 * trip (aggregate(): CANCELLED if any was). Otherwise the gang's status is the
+	 * aggregate of its ranks', read from the nodes.
 	 */
-	if (n == 1 && follow > 0 && !lost[0] && (ss[0].code == 0 || ss[0].code == 103)) {
-		status = ss[0].code ? JOB_CANCELLED : JOB_SUCCEEDED;
-	} else {
+	for (i = 0, status = n > 0 && follow > 0 ? JOB_SUCCEEDED : -1; i < n && status >= 0; i++)
+		if (lost[i] || (ss[i].code != 0 && ss[i].code != 103))
+			status = -1;
+		else if (ss[i].code == 103)
+			status = JOB_CANCELLED;
+	if (status < 0) {
 		fetch_queues(cl, &q, lost);
 		n = rank_jobs(&cj, cl, &q, rj, n);
 		status = aggregate(rj, n);

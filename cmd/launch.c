@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,19 +247,50 @@ static int sync_task(struct clive *cl, const struct task *t)
 
 static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
 
+/* How long taking back a rank of a failed submit may take. */
+#define SUBMIT_CANCEL_MS 30000
+
+/* One rank's submit, run in a thread of its own when there are several. */
+struct rank_submit {
+	struct cnode *nd;
+	struct renv_launch *rl;
+	struct msg m;
+	struct cl_follower *f; /* NULL: submit only */
+	int64_t id;
+	int r;
+	pthread_t th;
+	int started;
+};
+
+static void rank_submit(struct rank_submit *s)
+{
+	/* The node's runner is this thread's alone (runner.h); errors are printed. */
+	s->r = renv_launch_node(s->rl, s->nd, &s->m);
+	if (!s->r)
+		s->r = s->f ? cl_submit_follow(s->nd, &s->m, &s->id, s->f)
+		            : cl_submit(s->nd, &s->m, &s->id);
+}
+
+static void *rank_submit_thread(void *arg)
+{
+	rank_submit(arg);
+	return NULL;
+}
+
 /*
- * Submits the job on ranks 0..nranks-1; records it in the launcher db. f non-NULL: a
- * single-rank job is submitted and followed in one round trip, f->pid > 0 then.
+ * Submits the job on ranks 0..nranks-1, all at once (a thread per rank, as
+ * cl_bootstrap() does); records it in the launcher db. f non-NULL (an array of nranks):
+ * each rank is submitted and followed in one round trip, f[i].pid > 0 then.
  */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t, const char *entry,
                       int with_setup, int64_t *cluster_job, struct cl_follower *f)
 {
 	struct cluster_job cj = {0};
 	struct buf ids = BUF_INIT(0);
+	struct rank_submit *rs;
 	struct step st;
 	char task_id[160], stamp[32];
-	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r;
-	int follow1 = f && nranks == 1;
+	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r, e;
 	time_t now = time(NULL);
 	struct renv_launch rl;
 	struct tm tm;
@@ -285,32 +317,70 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	if (lc_managed && lc_managed->task_id)
 		xsnprintf(task_id, sizeof(task_id), "%s", lc_managed->task_id);
 	step_begin(&st, "submit");
+	rs = xcalloc((size_t)nranks, sizeof(*rs));
 	for (i = 0; i < nranks; i++) {
-		struct msg m;
-		int64_t id = 0;
-
-		msg_init(&m);
-		build_spec(&m, t, cl, i, nranks, cj.id, task_id, with_setup);
-		r = renv_launch_node(&rl, &cl->nodes[i], &m);
-		if (!r)
-			r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
-			            : cl_submit(&cl->nodes[i], &m, &id);
-		if (r == -ENOEXEC) {
+		rs[i].nd = &cl->nodes[i];
+		rs[i].rl = &rl;
+		rs[i].f = f ? &f[i] : NULL;
+		msg_init(&rs[i].m);
+		build_spec(&rs[i].m, t, cl, i, nranks, cj.id, task_id, with_setup);
+	}
+	if (nranks == 1) {
+		rank_submit(&rs[0]);
+	} else {
+		for (i = 0; i < nranks; i++) {
+			e = pthread_create(&rs[i].th, NULL, rank_submit_thread, &rs[i]);
+			if (e) {
+				rs[i].r = error("cannot start a thread to submit to node %s: %s",
+				                rs[i].nd->name, strerror(e));
+				continue;
+			}
+			rs[i].started = 1;
+		}
+		for (i = 0; i < nranks; i++)
+			if (rs[i].started)
+				pthread_join(rs[i].th, NULL);
+	}
+	for (i = 0, r = 0; i < nranks && !r; i++) {
+		if (rs[i].r == -ENOEXEC) {
 			/* Its skiff was removed behind our back: put it back, once. */
 			r = bootstrap_nodes(ldb, cl);
-			if (!r)
-				r = follow1 ? cl_submit_follow(&cl->nodes[i], &m, &id, f)
-				            : cl_submit(&cl->nodes[i], &m, &id);
-			if (r == -ENOEXEC)
-				r = error("node %s: skiff is missing there even after a bootstrap",
-				          cl->nodes[i].name);
+			if (r)
+				break;
+			for (int k = i; k < nranks; k++)
+				if (rs[k].r == -ENOEXEC) {
+					rank_submit(&rs[k]);
+					if (rs[k].r == -ENOEXEC)
+						rs[k].r = error(
+						        "node %s: skiff is missing there even "
+						        "after a bootstrap",
+						        rs[k].nd->name);
+				}
 		}
-		msg_release(&m);
-		if (r) {
-			step_fail(&st);
-			goto out;
+		r = rs[i].r;
+	}
+	for (i = 0; i < nranks; i++) {
+		msg_release(&rs[i].m);
+		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
+		if (r && !rs[i].r && rs[i].id > 0) {
+			/* A gang runs whole or not at all: take back the ranks that went in. */
+			char args[64];
+			int cst = 0;
+
+			xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null",
+			          (long long)rs[i].id);
+			if (cl_exec_skiff(rs[i].nd, args, SUBMIT_CANCEL_MS, &cst) || cst)
+				warning("node %s: cannot cancel rank %d (node job %lld) of the failed "
+				        "submit: cancel it with 'skiff cancel %s'",
+				        rs[i].nd->name, i, (long long)rs[i].id, cl->name);
 		}
-		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)id);
+	}
+	free(rs);
+	if (r) {
+		/* Nothing of it runs: no row that `queue` would show as a job. */
+		st_cluster_job_delete(ldb, cl->name, cj.id);
+		step_fail(&st);
+		goto out;
 	}
 	r = st_cluster_job_set_node_ids(ldb, cl->name, cj.id, ids.p);
 	if (r)
@@ -550,9 +620,10 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	struct cluster c = {0};
 	const struct task *t;
 	char *name = NULL;
-	struct cl_follower fl = {.pid = -1, .fd = -1};
+	struct cl_follower *fl = NULL;
 	int64_t job = 0;
 	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0;
+	size_t k;
 
 	r = parse_launch_args(argc, argv, lo, &ov, &i);
 	if (r)
@@ -621,7 +692,12 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	st_cluster_set_last_task(ldb, name, entry.p);
 	if (sync_task(&cl, t))
 		goto out;
-	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : &fl))
+	fl = xcalloc(cl.n ? cl.n : 1, sizeof(*fl));
+	for (k = 0; k < cl.n; k++) {
+		fl[k].pid = -1;
+		fl[k].fd = -1;
+	}
+	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : fl))
 		goto out;
 	if (lc_managed)
 		lc_managed->job = job;
@@ -631,16 +707,20 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		rc = EXIT_OK;
 		goto out;
 	}
-	rc = fl.pid > 0 ? lc_follow_submitted(ldb, &cl, job, &fl)
-	                : lc_follow_logs(ldb, &cl, job, 1, -1);
+	rc = fl[0].pid > 0 ? lc_follow_submitted(ldb, &cl, job, fl)
+	                   : lc_follow_logs(ldb, &cl, job, 1, -1);
 out:
-	if (fl.pid > 0) {
-		/* Failed between the submit and following it: the job runs on, unwatched. */
-		kill(-fl.pid, SIGTERM);
-		waitpid(fl.pid, NULL, 0);
-		close(fl.fd);
-		buf_release(&fl.rest);
+	for (k = 0; fl && k < cl.n; k++) {
+		if (fl[k].pid > 0) {
+			/* Failed between the submit and following it: the job runs on, unwatched.
+			 */
+			kill(-fl[k].pid, SIGTERM);
+			waitpid(fl[k].pid, NULL, 0);
+			close(fl[k].fd);
+		}
+		buf_release(&fl[k].rest);
 	}
+	free(fl);
 	if (have_c)
 		cluster_free(&c);
 	cl_close(&cl);

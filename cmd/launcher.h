@@ -37,8 +37,8 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
  */
 int lc_follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int follow, long tail);
 /*
- * lc_follow_logs(follow) of a single-rank job whose follower cl_submit_follow() started;
- * takes f's process, fd and bytes over.
+ * lc_follow_logs(follow) of a job whose ranks cl_submit_follow() submitted and follows:
+ * f holds one follower per rank (pid > 0); their processes, fds and bytes are taken over.
  */
 int lc_follow_submitted(struct st_db *ldb, struct clive *cl, int64_t job, struct cl_follower *f);
 /*

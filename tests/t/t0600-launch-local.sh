@@ -148,6 +148,22 @@ test_expect_success 'gang: the first rank to fail stops the others (137) and fai
 	skiff queue g3 --json | field "d[-1][\"status\"]" | grep -q FAILED
 '
 
+test_expect_success 'a gang one node refuses: the ranks that went in are taken back' '
+	SKIFF_HOME="$SKIFF_HOME/local/g3/2/.skiff" skiff node up --cpus 1 >/dev/null &&
+	printf "num_nodes: 3\nresources:\n  cpus: 2\nrun: sleep 4$$\n" >big.yaml &&
+	skiff queue g3 --json | field "len(d)" >before &&
+	expect_fail 1 skiff exec g3 big.yaml 2>err &&
+	grep -q "node g3-2: submit failed" err &&
+	! pgrep -f "^sleep 4$$" >/dev/null &&
+	for r in 0 1; do
+		SKIFF_HOME="$SKIFF_HOME/local/g3/$r/.skiff" skiff node queue --json |
+			field "d[-1][\"status\"]" >st.$r && test "$(cat st.$r)" = "\"CANCELLED\"" ||
+			exit 1
+	done &&
+	skiff queue g3 --json | field "len(d)" >after && test_cmp before after &&
+	SKIFF_HOME="$SKIFF_HOME/local/g3/2/.skiff" skiff node up --cpus "" >/dev/null
+'
+
 test_expect_success 'logs --sync-down brings every rank'"'"'s logs to ~/sky_logs' '
 	skiff logs g3 1 --sync-down >out &&
 	grep -q "sky_logs/g3/1" out &&
