@@ -659,6 +659,46 @@ int infra_slurm_hosts_up(struct clive *cl)
 	return r;
 }
 
+/* The integer after "KEY": in our own `node status --json` text, or -1. */
+static long status_count(const char *json, const char *key)
+{
+	char *pat = xasprintf("\"%s\": ", key);
+	const char *p = strstr(json, pat);
+	long v = -1;
+
+	if (p)
+		v = strtol(p + strlen(pat), NULL, 10);
+	free(pat);
+	return v;
+}
+
+int infra_slurm_busy(struct clive *cl)
+{
+	static const char *const keys[] = {"running", "setting_up", "pending"};
+	size_t i, k;
+	int busy = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		struct buf out = BUF_INIT(1 << 16);
+		int status = 0, active = 0;
+
+		if (cl_capture_skiff(&cl->nodes[i], "node status --json", &out, NODE_CALL_MS,
+		                     &status) ||
+		    status || !out.len) {
+			active = 1;
+		} else {
+			for (k = 0; k < ARRAY_SIZE(keys); k++) {
+				long v = status_count(out.p, keys[k]);
+
+				active |= v != 0; /* -1: not said, so not known to be idle */
+			}
+		}
+		busy += active;
+		buf_release(&out);
+	}
+	return busy;
+}
+
 /* ---- down ------------------------------------------------------------------------------ */
 
 static int rm_dir_files(const char *dir)

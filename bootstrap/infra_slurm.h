@@ -46,6 +46,13 @@ int infra_slurm_cluster_state(struct st_db *ldb, const char *cluster, struct buf
  * and waited for (30 s at most). Jobs keep running only on nodes left alone.
  */
 int infra_slurm_hosts_up(struct clive *cl);
+/*
+ * The number of the cluster's nodes whose supervisor has jobs that have not ended
+ * (pending, setting up, running), asked with `node status --json`; a node that does not
+ * answer counts as busy. Upgrading skiff restarts the host steps, and Slurm ends a step's
+ * processes with it: a busy cluster keeps its skiff until its jobs have ended.
+ */
+int infra_slurm_busy(struct clive *cl);
 
 /*
  * `down`: removes the nodes' home directories (while the allocation runs), stops the

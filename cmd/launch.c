@@ -622,7 +622,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	char *name = NULL;
 	struct cl_follower *fl = NULL;
 	int64_t job = 0;
-	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0;
+	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0, upgrade;
 	size_t k;
 
 	r = parse_launch_args(argc, argv, lo, &ov, &i);
@@ -676,7 +676,17 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	 * `node submit` starts a supervisor that is down, and a node that lost its binary
 	 * is bootstrapped again when the submit finds it missing.
 	 */
-	if (c.status != CLUSTER_UP || outdated(&cl)) {
+	upgrade = c.status != CLUSTER_UP || outdated(&cl);
+	if (upgrade && c.status == CLUSTER_UP && starts_with(c.infra, "slurm") &&
+	    infra_slurm_busy(&cl) > 0) {
+		/* The host steps would restart, and Slurm ends a step's jobs with it. */
+		info("cluster %s runs another skiff build, with jobs that have not ended: it "
+		     "keeps that build until they have (upgrading restarts the Slurm steps that "
+		     "hold the supervisors, which would end them)",
+		     name);
+		upgrade = 0;
+	}
+	if (upgrade) {
 		if (bootstrap_nodes(ldb, &cl))
 			goto out;
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);

@@ -110,6 +110,22 @@ test_expect_success 'runtime_env on Slurm: working_dir and py_modules shipped ov
 	grep -qx "wd ok" out && grep -qx 42 out && grep -qx from-renv out
 '
 
+test_expect_success 'a newer skiff leaves a busy cluster on its build; upgrades it when idle' '
+	# Another build: the same program with other bytes, so another sha256.
+	cp "$SKIFF_BIN" newskiff && printf "\n# another build\n" >>newskiff &&
+	skiff exec -d solo "echo long; sleep 300" 2>err &&
+	wait_for "skiff queue solo | grep -q RUNNING" 20 &&
+	"$TRASH/newskiff" exec solo "echo from-new" >out 2>err &&
+	grep -q "keeps that build until they have" err && grep -qx from-new out &&
+	! grep -q "copied to" err &&
+	skiff queue solo >q && grep -q RUNNING q &&
+	skiff cancel solo -a >/dev/null &&
+	wait_for "! skiff queue solo | grep -q RUNNING" 20 &&
+	"$TRASH/newskiff" exec solo "echo upgraded" >out 2>err &&
+	grep -qx upgraded out && grep -q "copied to 1" err &&
+	skiff exec solo "echo back" >out 2>err && grep -qx back out
+'
+
 test_expect_success 'stop and start are refused on Slurm' '
 	expect_fail 1 skiff stop solo 2>err &&
 	grep -q "is a Slurm allocation" err &&
