@@ -196,6 +196,13 @@ int infra_container_pick(struct infra *inf, struct st_db *ldb, const char *clust
 struct runner *infra_container_runner(const struct infra *inf, const struct cluster_node *n);
 /* Removes the containers this launcher started for cluster (labels); 0 or -errno. */
 int infra_container_remove(const struct infra *inf, const char *cluster);
+/*
+ * `stop` and `start` of a cluster whose containers skiff started (image_id): the
+ * containers are stopped, and started again (the node rows get their new addresses).
+ * Containers skiff did not start (podman/POOL) are left as they are.
+ */
+int infra_container_stop(const struct infra *inf, const char *cluster);
+int infra_container_start(const struct infra *inf, struct st_db *ldb, const char *cluster);
 
 /* "k8s[/CONTEXT[/NAMESPACE]]": rest is what follows "k8s/" (NULL: nothing). */
 int infra_k8s_parse(const char *rest, const char *spec, struct infra *out);

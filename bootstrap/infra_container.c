@@ -423,7 +423,9 @@ struct runner *infra_container_runner(const struct infra *inf, const struct clus
 	return runner_container_new(slash + 1, &t);
 }
 
-int infra_container_remove(const struct infra *inf, const char *cluster)
+/* The containers skiff started for cluster (labels: managed, cluster, this launcher). */
+static int cluster_containers(const struct infra *inf, const char *cluster, char ***names,
+                              size_t *n)
 {
 	const char *engine = engine_of(inf);
 	char *id = infra_launcher_id();
@@ -433,36 +435,96 @@ int infra_container_remove(const struct infra *inf, const char *cluster)
 	                    "--filter", f_cluster,    "--filter", f_launcher,
 	                    "--format", "{{.Names}}", NULL};
 	struct buf out = BUF_INIT(CTR_OUT_MAX);
-	const char **rm = NULL;
-	char **names = NULL;
-	size_t n = 0, i, k = 0;
 	int rc;
 
+	*names = NULL;
+	*n = 0;
 	rc = engine_run(engine, ps, &out);
-	if (rc)
-		goto out;
-	names = split_lines(out.p, &n);
-	if (!n)
-		goto out;
-	rm = xcalloc(n + 5, sizeof(*rm));
-	rm[k++] = "rm";
-	rm[k++] = "-f";
-	if (!strcmp(engine, "podman")) {
-		/* Jobs end with the container: no grace period to wait out. */
-		rm[k++] = "-t";
-		rm[k++] = "0";
-	}
-	for (i = 0; i < n; i++)
-		rm[k++] = names[i];
-	rc = engine_run(engine, rm, NULL);
 	if (!rc)
-		debug("removed %zu container(s) of cluster %s", n, cluster);
-out:
-	free(rm);
-	free_lines(names, n);
+		*names = split_lines(out.p, n);
 	buf_release(&out);
 	free(f_cluster);
 	free(f_launcher);
 	free(id);
+	return rc;
+}
+
+/* `ENGINE VERB [OPTS] NAME...` on the cluster's own containers; what *n found. */
+static int on_cluster_containers(const struct infra *inf, const char *cluster,
+                                 const char *const *verb, size_t *found)
+{
+	const char *engine = engine_of(inf);
+	const char **args = NULL;
+	char **names = NULL;
+	size_t n = 0, i, k = 0;
+	int rc;
+
+	rc = cluster_containers(inf, cluster, &names, &n);
+	if (found)
+		*found = n;
+	if (rc || !n)
+		goto out;
+	args = xcalloc(n + 8, sizeof(*args));
+	for (i = 0; verb[i]; i++)
+		args[k++] = verb[i];
+	for (i = 0; i < n; i++)
+		args[k++] = names[i];
+	rc = engine_run(engine, args, NULL);
+out:
+	free(args);
+	free_lines(names, n);
+	return rc;
+}
+
+int infra_container_remove(const struct infra *inf, const char *cluster)
+{
+	static const char *const rm_podman[] = {"rm", "-f", "-t", "0", NULL};
+	static const char *const rm_docker[] = {"rm", "-f", NULL};
+	size_t n = 0;
+	/* Jobs end with the container: no grace period to wait out (podman has -t). */
+	int rc = on_cluster_containers(
+	        inf, cluster, strcmp(engine_of(inf), "podman") ? rm_docker : rm_podman, &n);
+
+	if (!rc && n)
+		debug("removed %zu container(s) of cluster %s", n, cluster);
+	return rc;
+}
+
+int infra_container_stop(const struct infra *inf, const char *cluster)
+{
+	/* The supervisors are down and the jobs cancelled already: init exits at once. */
+	static const char *const stop[] = {"stop", "-t", "10", NULL};
+
+	return on_cluster_containers(inf, cluster, stop, NULL);
+}
+
+int infra_container_start(const struct infra *inf, struct st_db *ldb, const char *cluster)
+{
+	static const char *const start[] = {"start", NULL};
+	const char *engine = engine_of(inf);
+	struct cluster_node *v = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	rc = on_cluster_containers(inf, cluster, start, NULL);
+	if (rc)
+		return rc;
+	/* A container started again may have another address: the nodes' rows follow. */
+	rc = st_cluster_nodes(ldb, cluster, &v, &n);
+	for (i = 0; !rc && i < n; i++) {
+		const char *slash = strchr(v[i].node_key, '/');
+		char *st = NULL, *ip = NULL;
+
+		if (!slash || inspect(engine, slash + 1, &st, &ip))
+			continue;
+		if (strcmp(st, "running"))
+			rc = error("container %s is %s after it was started again", slash + 1, st);
+		else if (strcmp(ip, v[i].ip))
+			rc = st_cluster_node_set_ip(ldb, cluster, v[i].rank, ip) ||
+			     (v[i].rank == 0 && st_cluster_set_head_ip(ldb, cluster, ip));
+		free(st);
+		free(ip);
+	}
+	cluster_nodes_free(v, n);
 	return rc;
 }

@@ -540,7 +540,18 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 		if (!r)
 			printf("cluster %s terminated\n", name);
 	} else {
-		r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_STOPPED);
+		struct infra inf;
+
+		/* Containers skiff started stop too (`start` starts them again). */
+		r = 0;
+		if (!infra_parse(c.infra, &inf)) {
+			if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER) &&
+			    infra_container_stop(&inf, name))
+				r = error("cluster %s: its containers could not be stopped", name);
+			infra_release(&inf);
+		}
+		if (!r)
+			r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_STOPPED);
 		if (!r)
 			printf("cluster %s stopped\n", name);
 	}
@@ -632,6 +643,34 @@ int cmd_stop(int argc, char **argv)
 	return many(argc, argv, "stop", 1);
 }
 
+/*
+ * The containers skiff started for cluster c, started again; c and cl are loaded again
+ * (a container may come back with another address). 0, or -1 (printed).
+ */
+static int start_containers(struct st_db *ldb, struct cluster *c, struct clive *cl)
+{
+	struct infra inf;
+	char *name;
+	int r = 0;
+
+	if (infra_parse(c->infra, &inf))
+		return 0;
+	if (inf.kind != INFRA_PODMAN && inf.kind != INFRA_DOCKER) {
+		infra_release(&inf);
+		return 0;
+	}
+	name = xstrdup(c->name);
+	if (infra_container_start(&inf, ldb, name))
+		r = error("cluster %s: its containers could not be started", name);
+	infra_release(&inf);
+	cluster_free(c);
+	cl_close(cl);
+	if (lc_load(ldb, name, c, cl))
+		r = -1;
+	free(name);
+	return r;
+}
+
 int cmd_start(int argc, char **argv)
 {
 	struct st_db *ldb;
@@ -652,9 +691,8 @@ int cmd_start(int argc, char **argv)
 			rc = EXIT_FAIL;
 			continue;
 		}
-		if (slurm_refuses(&c, "start")) {
-			rc = EXIT_FAIL;
-		} else if (cl_bootstrap(&cl)) {
+		if (slurm_refuses(&c, "start") || start_containers(ldb, &c, &cl) ||
+		    cl_bootstrap(&cl)) {
 			rc = EXIT_FAIL;
 		} else {
 			for (i = 0; i < cl.n; i++)

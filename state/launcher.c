@@ -546,6 +546,19 @@ int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, con
 	return changed_or_enoent(db, st_step_done(db, st));
 }
 
+int st_cluster_node_set_ip(struct st_db *db, const char *cluster, int rank, const char *ip)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_nodes SET ip = ? "
+	                                  "WHERE cluster = ? AND rank = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(ip));
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, rank);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
 int st_cluster_delete(struct st_db *db, const char *name)
 {
 	sqlite3_stmt *st = st_prepare(db, "DELETE FROM clusters WHERE name = ?");

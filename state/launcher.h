@@ -129,6 +129,8 @@ int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip);
 int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint);
 /* Records the binary installed on one node (after bootstrap). 0 or -ENOENT. */
 int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe);
+/* A node's address changed (a container started again): 0 or -ENOENT. */
+int st_cluster_node_set_ip(struct st_db *db, const char *cluster, int rank, const char *ip);
 
 /* Deletes the cluster, frees its nodes and drops its jobs. 0 or -ENOENT. */
 int st_cluster_delete(struct st_db *db, const char *name);

@@ -208,12 +208,23 @@ test_expect_success 'cancel of a running 2-node job stops it in both containers'
 	expect_fail 103 skiff logs pc --status >st && test "$(cat st)" = CANCELLED
 '
 
-test_expect_success 'stop stops the supervisors, start brings them back' '
+test_expect_success 'stop stops the containers skiff started; start brings them back' '
+	skiff queue pc >q.before &&
 	skiff stop pc >out && grep -qx "cluster pc stopped" out &&
-	! podman exec skiff-pc-1 ps | grep -q __supervisor &&
+	for i in 0 1; do
+		test "$(podman inspect -f "{{.State.Status}}" skiff-pc-$i)" = exited || exit 1
+	done &&
+	skiff status >st && grep -q "^pc .* STOPPED" st &&
 	skiff start pc >out && grep -qx "cluster pc started" out &&
 	podman exec skiff-pc-1 ps | grep -q __supervisor &&
-	test "$(skiff exec pc "echo back")" = back
+	test "$(skiff exec pc "echo back")" = back &&
+	# The nodes kept their state (the queue), and the ranks see the current addresses.
+	skiff queue pc >q.after && grep -F -f q.before q.after >/dev/null &&
+	skiff exec --num-nodes 2 pc "echo \$SKYPILOT_NODE_IPS" >ips &&
+	skiff status --json | python3 -c "import json, sys
+c = [c for c in json.load(sys.stdin) if c[\"name\"] == \"pc\"][0]
+print(\" \".join(n[\"ip\"] for n in c[\"nodes\"]))" >want &&
+	test "$(grep -c " $(cat want)\$" ips)" = 2
 '
 
 # ---- 2. a container killed mid-job -----------------------------------------------------
@@ -232,7 +243,7 @@ test_expect_success 'a container killed mid-job: logs reports it within seconds'
 	grep -qx "(rank 0, skiff-pc-0) started" out &&
 	grep -q "skiff-pc-1 is not running (exited)" err &&
 	grep -q "^skiff: error: node skiff-pc-1 (rank 1): lost the connection" err &&
-	grep -q "^skiff: job 5 finished (status: FAILED_DRIVER)\$" err
+	grep -q "^skiff: job 6 finished (status: FAILED_DRIVER)\$" err
 '
 
 test_expect_success 'queue and status name the dead container; rank 0 was stopped' '
@@ -245,7 +256,7 @@ test_expect_success 'queue and status name the dead container; rank 0 was stoppe
 	grep -q "^skiff: error: node skiff-pc-1 (skiff-pc-1): skiff-pc-1 is not running (exited)" err &&
 	test "$(json "d[-1][\"status\"], d[-1][\"exit_codes\"][1]" q.json)" = "[\"FAILED_DRIVER\", null]" &&
 	wait_for "! podman exec skiff-pc-0 ps | grep -q \"sleep 8000.$$\"" 30 &&
-	grep -q "job 5: rank 1 ended (node unreachable); stopping the other ranks" \
+	grep -q "job 6: rank 1 ended (node unreachable); stopping the other ranks" \
 		"$SKIFF_HOME/gang.log"
 '
 [ -s "$TRASH/kill-logs.s" ] && echo "# killed container: logs reported it after" \
