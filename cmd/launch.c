@@ -247,8 +247,9 @@ static int sync_task(struct clive *cl, const struct task *t)
 
 static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
 
-/* How long taking back a rank of a failed submit may take. */
+/* How long taking back a rank of a failed submit, or a job left on a host, may take. */
 #define SUBMIT_CANCEL_MS 30000
+#define LEFTOVER_CANCEL_MS 30000
 
 /* One rank's submit, run in a thread of its own when there are several. */
 struct rank_submit {
@@ -598,6 +599,31 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	return 0;
 }
 
+/*
+ * The hosts of a new SSH cluster were booked by no cluster, so whatever jobs their
+ * supervisors still have were left by one taken down while its host could not be reached
+ * (`down` releases the bookings anyway): they are cancelled, and said so.
+ */
+static void cancel_leftovers(struct clive *cl)
+{
+	size_t i;
+
+	for (i = 0; i < cl->n; i++) {
+		struct buf out = BUF_INIT(1 << 16);
+		int status = 0;
+
+		if (!cl_capture_skiff(&cl->nodes[i], "node cancel --all", &out, LEFTOVER_CANCEL_MS,
+		                      &status) &&
+		    !status && starts_with(out.p, "cancelled ")) {
+			buf_rtrim(&out);
+			warning("node %s: %s, left by a cluster taken down while the node could not "
+			        "be reached",
+			        cl->nodes[i].name, out.p);
+		}
+		buf_release(&out);
+	}
+}
+
 /* A node whose skiff is not this launcher's binary gets it (upgrade in place). */
 static int outdated(const struct clive *cl)
 {
@@ -689,6 +715,8 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	if (upgrade) {
 		if (bootstrap_nodes(ldb, &cl))
 			goto out;
+		if (!existed && starts_with(c.infra, "ssh"))
+			cancel_leftovers(&cl);
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
 	} else if (starts_with(c.infra, "slurm") && infra_slurm_hosts_up(&cl)) {
 		goto out;

@@ -413,6 +413,26 @@ test_expect_success 'over a warm master no ssh runs; a stale socket falls back t
 	skiff down mx >/dev/null
 '
 
+test_expect_success 'down while a node is away; the next cluster there cancels what is left' '
+	down_all &&
+	# tn1 and tn2 held, so that the one-node clusters land on tn3 (and no gang watcher).
+	skiff launch -c hold --infra "$INFRA" --num-nodes 2 true >/dev/null 2>&1 &&
+	skiff launch -c lf -d --infra "$INFRA" "sleep 5000.$$" 2>/dev/null &&
+	wait_for "test -n \"\$(node_procs 3 \"sleep 5000.$$\")\"" 20 &&
+	nodes_partition 3 || exit 1
+	timeout 120 "$SKIFF_BIN" down lf >out 2>err
+	rc=$?
+	nodes_heal 3 || exit 1
+	cat out err
+	test $rc != 124 && grep -q "could not be reached" err &&
+	test -n "$(node_procs 3 "sleep 5000.$$")" &&
+	skiff launch -c lf2 --infra "$INFRA" "echo fresh \$(hostname)" >out 2>err &&
+	grep -qx "fresh tn3" out &&
+	grep -q "node 10.200.0.13: cancelled 1 job(s): [0-9]*, left by a cluster taken down" err &&
+	wait_for "none_left \"sleep 5000.$$\"" 20 &&
+	skiff down lf2 hold >/dev/null
+'
+
 test_expect_success 'nothing is left: no clusters, no gang watchers' '
 	test "$(skiff status)" = "No existing clusters." &&
 	wait_for "test -z \"\$(our_watchers)\"" 20
