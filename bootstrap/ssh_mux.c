@@ -28,6 +28,8 @@
 
 /* The master answers a hello at once: a silent one is wedged. */
 #define HELLO_TIMEOUT_MS 10000
+/* A master gone after this long waiting for the node to open our session lost the node. */
+#define LOST_WAIT_MS 1000
 /* Our packets are small; the master's too (a reason string at most). */
 #define MAX_PACKET (64 * 1024)
 #define REQUEST_ID 1
@@ -224,10 +226,12 @@ static int hello(int fd, struct pkt *k, struct buf *why)
 }
 
 /* Asks for the session and passes our stdio; 0 and *sid once it is open. */
-static int open_session(int fd, const char *command, struct pkt *k, uint32_t *sid, struct buf *why)
+static int open_session(int fd, const char *sock, const char *command, struct pkt *k, uint32_t *sid,
+                        struct buf *why)
 {
 	struct buf b = BUF_INIT(0);
 	uint32_t type, rid;
+	int64_t t0;
 	int r, i;
 
 	put_u32(&b, MUX_C_NEW_SESSION);
@@ -249,8 +253,20 @@ static int open_session(int fd, const char *command, struct pkt *k, uint32_t *si
 		return r;
 	}
 	/* The answer comes once the node has opened the channel: no timeout of ours. */
+	t0 = now_ms();
 	r = recv_packet(fd, k, -1);
 	if (r) {
+		/*
+		 * A master that goes away while it waits on the node for our channel has lost
+		 * the node (ServerAlive): running ssh now would only wait out ConnectTimeout.
+		 */
+		if (now_ms() - t0 >= LOST_WAIT_MS) {
+			buf_addf(why,
+			         "no answer from the node: its shared ssh connection (master %s) "
+			         "closed after waiting %lld ms for it to open a session",
+			         sock, (long long)(now_ms() - t0));
+			return -ECONNRESET;
+		}
 		buf_addf(why, "no answer to the session request: %s", strerror(-r));
 		return r;
 	}
@@ -279,10 +295,13 @@ int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *
 		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
 		return SSH_MUX_NO_SESSION;
 	}
-	if (hello(fd, &k, why) || open_session(fd, command, &k, &sid, why)) {
+	r = hello(fd, &k, why);
+	if (!r)
+		r = open_session(fd, sock, command, &k, &sid, why);
+	if (r) {
 		free(k.p);
 		close(fd);
-		return SSH_MUX_NO_SESSION;
+		return r == -ECONNRESET ? -EPIPE : SSH_MUX_NO_SESSION;
 	}
 	/*
 	 * The session runs. The master sends the exit status, then closes the connection

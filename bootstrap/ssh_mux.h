@@ -25,7 +25,8 @@
 /*
  * Runs command on the master at sock with our fds 0, 1 and 2. Returns 0 and the exit
  * status in *status, SSH_MUX_NO_SESSION (why in *why), or -EPIPE when the master
- * closed the session without an exit status (why in *why).
+ * closed the session without an exit status, or went away after waiting a second or
+ * more for the node to open it: it lost the node (why in *why).
  */
 int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *why);
 

@@ -20,7 +20,7 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-enum mode { EXIT_42, DROP, REFUSE, OLD_VERSION };
+enum mode { EXIT_42, DROP, REFUSE, OLD_VERSION, GONE_AT_ONCE, GONE_AFTER_WAIT };
 
 static char sock_path[108];
 
@@ -135,6 +135,12 @@ static _Noreturn void master(int lfd, enum mode mode, const char *want_cmd)
 		_exit(94);
 	for (i = 0; i < 3; i++)
 		fds[i] = recv_fd(c);
+	if (mode == GONE_AT_ONCE || mode == GONE_AFTER_WAIT) {
+		/* No answer: as a master that dies while the node does not open the channel. */
+		if (mode == GONE_AFTER_WAIT)
+			usleep(1200 * 1000);
+		_exit(0);
+	}
 	put_u32(&b, mode == REFUSE ? 0x80000003 : 0x80000006);
 	put_u32(&b, u32(p + 4));
 	if (mode == REFUSE) {
@@ -259,6 +265,16 @@ static void test_no_session(void)
 	run(OLD_VERSION, 1, &res);
 	is_int(res.r, SSH_MUX_NO_SESSION, "another protocol version: no session");
 	is_int(res.master_exit, 0, "and no request was sent after the hello");
+	release(&res);
+
+	run(GONE_AT_ONCE, 1, &res);
+	is_int(res.r, SSH_MUX_NO_SESSION, "a master gone at once, without an answer: no session");
+	release(&res);
+
+	run(GONE_AFTER_WAIT, 1, &res);
+	is_int(res.r, -EPIPE,
+	       "a master gone after waiting on the node: the node is lost (no ssh to wait out)");
+	ok(strstr(res.why.p, "no answer from the node") != NULL, "saying so: %s", res.why.p);
 	release(&res);
 
 	run(EXIT_42, 0, &res);
