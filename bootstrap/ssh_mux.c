@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "bootstrap/ssh_mux.h"
@@ -181,26 +180,6 @@ static int send_fd(int sock, int fd)
 	return n == 1 ? 0 : n < 0 ? -errno : -EIO;
 }
 
-static int connect_master(const char *path)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 /* Hello both ways; 0 when the master speaks our version. */
 static int hello(int fd, struct pkt *k, struct buf *why)
 {
@@ -290,7 +269,7 @@ int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *
 
 	*status = 255;
 	signal(SIGPIPE, SIG_IGN);
-	fd = connect_master(sock);
+	fd = unix_connect(sock);
 	if (fd < 0) {
 		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
 		return SSH_MUX_NO_SESSION;

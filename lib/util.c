@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -454,4 +456,24 @@ const char *nearest_word(const char *s, const char *const *cands, size_t n)
 		return NULL;
 	}
 	return best;
+}
+
+int unix_connect(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
 }

@@ -75,4 +75,7 @@ int edit_distance(const char *a, const char *b);
 /* The candidate closest to s, or NULL if none is close enough to suggest. */
 const char *nearest_word(const char *s, const char *const *cands, size_t n);
 
+/* A connected SOCK_STREAM Unix socket (CLOEXEC) to path: the fd, or -errno. */
+int unix_connect(const char *path);
+
 #endif

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,26 +23,6 @@
 #define START_TIMEOUT_MS 15000
 #define CALL_TIMEOUT_MS 120000
 #define REPLACE_TIMEOUT_MS 10000
-
-static int try_connect(const char *path)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
 
 /* The last lines of the supervisor's log, to explain a failed start. */
 static void show_log_tail(const char *path)
@@ -76,7 +55,7 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 	int64_t deadline = now_ms() + REPLACE_TIMEOUT_MS;
 	int fd, r = 0;
 
-	fd = try_connect(p->sock);
+	fd = unix_connect(p->sock);
 	if (fd >= 0) {
 		struct msg req, rep;
 
@@ -135,7 +114,7 @@ static int start(pid_t *pid, int *already, int may_replace)
 	*already = 0;
 	if (!p)
 		return -ENOENT;
-	fd = try_connect(p->sock);
+	fd = unix_connect(p->sock);
 	if (fd >= 0) {
 		struct msg req, rep;
 		int64_t v = 0;
@@ -192,7 +171,7 @@ again:
 	for (;;) {
 		int status;
 
-		fd = try_connect(p->sock);
+		fd = unix_connect(p->sock);
 		if (fd >= 0) {
 			close(fd);
 			r = start(pid, already, 0);
@@ -242,7 +221,7 @@ int sup_connect(unsigned flags)
 
 	if (!p)
 		return -ENOENT;
-	fd = try_connect(p->sock);
+	fd = unix_connect(p->sock);
 	if (fd >= 0)
 		return fd;
 	if (!(flags & SUP_AUTOSTART)) {
@@ -254,7 +233,7 @@ int sup_connect(unsigned flags)
 	}
 	if (sup_start(&pid, &already))
 		return -EIO;
-	fd = try_connect(p->sock);
+	fd = unix_connect(p->sock);
 	if (fd < 0) {
 		errno = -fd;
 		return error_errno("cannot connect to '%s'", p->sock);
