@@ -21,7 +21,6 @@
 
 #define BOOT_TIMEOUT_MS 120000
 #define SUBMIT_TIMEOUT_MS 60000
-#define QUERY_TIMEOUT_MS 30000
 
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n)
 {
@@ -191,7 +190,7 @@ int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
 	/* dst is expanded by the node (its own $HOME), so it is passed quoted as is. */
 	sh_quote(&q, dst);
 	script = xasprintf("exec %s __sync-manifest %s%s", nd->exe, is_file ? "--file " : "", q.p);
-	r = runner_capture(nd->r, script, NULL, 0, &out, &err, QUERY_TIMEOUT_MS, &status);
+	r = runner_capture(nd->r, script, NULL, 0, &out, &err, CL_NODE_CALL_MS, &status);
 	if (!r && status) {
 		buf_rtrim(&err);
 		r = error("node %s: cannot read what is at %s: %s", nd->name, dst, err.p);
@@ -403,7 +402,7 @@ fail:
 int cl_queue_json(struct cnode *nd, struct buf *out)
 {
 	int status = 0;
-	int r = cl_capture_skiff(nd, "node queue --json", out, QUERY_TIMEOUT_MS, &status);
+	int r = cl_capture_skiff(nd, "node queue --json", out, CL_NODE_CALL_MS, &status);
 
 	if (!r && status)
 		r = error("node %s: cannot read its queue (status %d)", nd->name, status);

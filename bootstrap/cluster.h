@@ -17,6 +17,9 @@
 #include "state/launcher.h"
 #include "supervisor/proto.h"
 
+/* How long a short call to a node's skiff (a query, a cancel, a stop) may take. */
+#define CL_NODE_CALL_MS 30000
+
 struct cnode {
 	int rank;
 	char *name; /* for messages */

@@ -28,7 +28,6 @@
 #define SLURM_KEY_PREFIX "slurm/"
 #define JOB_NAME_PREFIX "skiff-"
 #define HOST_WAIT_MS 30000
-#define NODE_CALL_MS 30000
 #define OUT_MAX ((size_t)4 << 20)
 
 /* ---- running Slurm's commands --------------------------------------------------------- */
@@ -561,7 +560,7 @@ static int host_wait(struct cnode *nd, const char *pidfile, const char *logfile)
 	int status = 0, r;
 
 	for (;;) {
-		r = runner_run(nd->r, wait_script, NULL, NODE_CALL_MS, &status);
+		r = runner_run(nd->r, wait_script, NULL, CL_NODE_CALL_MS, &status);
 		if (r)
 			return r;
 		if (!status)
@@ -637,7 +636,7 @@ int infra_slurm_hosts_up(struct clive *cl)
 		 * The bootstrap's `node up` started a supervisor outside any step that lasts:
 		 * stop it (jobs keep running), so that the host step starts its own.
 		 */
-		r = runner_run(nd->r, stop_script, NULL, NODE_CALL_MS, &status);
+		r = runner_run(nd->r, stop_script, NULL, CL_NODE_CALL_MS, &status);
 		if (!r && status)
 			r = error("node %s: cannot stop the supervisor the bootstrap started",
 			          nd->name);
@@ -682,7 +681,7 @@ int infra_slurm_busy(struct clive *cl)
 		struct buf out = BUF_INIT(1 << 16);
 		int status = 0, active = 0;
 
-		if (cl_capture_skiff(&cl->nodes[i], "node status --json", &out, NODE_CALL_MS,
+		if (cl_capture_skiff(&cl->nodes[i], "node status --json", &out, CL_NODE_CALL_MS,
 		                     &status) ||
 		    status || !out.len) {
 			active = 1;
@@ -737,7 +736,7 @@ int infra_slurm_release(struct clive *cl, const char *job)
 		if (alive > 0)
 			runner_run(cl->nodes[i].r,
 			           "cd / && rm -rf \"$HOME\"; rmdir \"${HOME%/*}\" 2>/dev/null; :",
-			           NULL, NODE_CALL_MS, &status);
+			           NULL, CL_NODE_CALL_MS, &status);
 		if (pid)
 			host_stop(pid);
 		free(pidfile);

@@ -28,8 +28,6 @@
 #include "state/node.h"
 #include "lib/banned.h"
 
-#define NODE_CALL_MS 30000
-
 /* ---- shared ------------------------------------------------------------------------ */
 
 int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl)
@@ -84,7 +82,7 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
 	else
 		xsnprintf(args, sizeof(args), "node autostop --cancel >/dev/null");
 	for (i = 0; i < cl->n && !r; i++) {
-		r = cl_exec_skiff(&cl->nodes[i], args, NODE_CALL_MS, &status);
+		r = cl_exec_skiff(&cl->nodes[i], args, CL_NODE_CALL_MS, &status);
 		if (!r && status)
 			r = error("node %s: cannot set autostop", cl->nodes[i].name);
 	}
@@ -193,7 +191,7 @@ static int fetch_queues(struct clive *cl, struct node_queues *q, const int *skip
 		buf_init(&q->text[i], (size_t)64 << 20);
 		q->ok[i] = (!skip || !skip[i]) &&
 		           !cl_capture_skiff(&cl->nodes[i], "node queue --porcelain", &q->text[i],
-		                             NODE_CALL_MS, &status) &&
+		                             CL_NODE_CALL_MS, &status) &&
 		           !status;
 		missing += !q->ok[i];
 	}
@@ -689,7 +687,7 @@ static int gang_cancel(struct cnode *nd, long long id)
 	int st = 0;
 
 	xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null 2>&1", id);
-	return cl_exec_skiff(nd, args, NODE_CALL_MS, &st) ? -1 : 0;
+	return cl_exec_skiff(nd, args, CL_NODE_CALL_MS, &st) ? -1 : 0;
 }
 
 /* The gang watcher gives up on a lost node after this long (the cluster's down ends it). */

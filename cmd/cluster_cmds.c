@@ -18,8 +18,6 @@
 #include "state/node.h"
 #include "lib/banned.h"
 
-#define NODE_CALL_MS 30000
-
 const char cmd_status_usage[] =
         "usage: skiff status [--json] [CLUSTER...]\n"
         "\n"
@@ -442,7 +440,7 @@ int cmd_cancel(int argc, char **argv)
 		if (!all && !strcmp(args[i].p, "node cancel"))
 			continue;
 		buf_adds(&args[i], " >/dev/null");
-		if (cl_exec_skiff(&cl.nodes[i], args[i].p, NODE_CALL_MS, &status) || status == 1)
+		if (cl_exec_skiff(&cl.nodes[i], args[i].p, CL_NODE_CALL_MS, &status) || status == 1)
 			rc = EXIT_FAIL;
 	}
 	if (rc == EXIT_OK)
@@ -470,7 +468,7 @@ static int stop_nodes(struct clive *cl)
 		                         ">/dev/null",
 		                         cl->nodes[i].exe, cl->nodes[i].exe);
 
-		if (runner_run(cl->nodes[i].r, script, NULL, NODE_CALL_MS, &status) ==
+		if (runner_run(cl->nodes[i].r, script, NULL, CL_NODE_CALL_MS, &status) ==
 		    -EHOSTUNREACH)
 			r = -EHOSTUNREACH;
 		free(script);

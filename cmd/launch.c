@@ -247,10 +247,6 @@ static int sync_task(struct clive *cl, const struct task *t)
 
 static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
 
-/* How long taking back a rank of a failed submit, or a job left on a host, may take. */
-#define SUBMIT_CANCEL_MS 30000
-#define LEFTOVER_CANCEL_MS 30000
-
 /* One rank's submit, run in a thread of its own when there are several. */
 struct rank_submit {
 	struct cnode *nd;
@@ -370,7 +366,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 
 			xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null",
 			          (long long)rs[i].id);
-			if (cl_exec_skiff(rs[i].nd, args, SUBMIT_CANCEL_MS, &cst) || cst)
+			if (cl_exec_skiff(rs[i].nd, args, CL_NODE_CALL_MS, &cst) || cst)
 				warning("node %s: cannot cancel rank %d (node job %lld) of the failed "
 				        "submit: cancel it with 'skiff cancel %s'",
 				        rs[i].nd->name, i, (long long)rs[i].id, cl->name);
@@ -612,7 +608,7 @@ static void cancel_leftovers(struct clive *cl)
 		struct buf out = BUF_INIT(1 << 16);
 		int status = 0;
 
-		if (!cl_capture_skiff(&cl->nodes[i], "node cancel --all", &out, LEFTOVER_CANCEL_MS,
+		if (!cl_capture_skiff(&cl->nodes[i], "node cancel --all", &out, CL_NODE_CALL_MS,
 		                      &status) &&
 		    !status && starts_with(out.p, "cancelled ")) {
 			buf_rtrim(&out);
