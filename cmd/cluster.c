@@ -244,6 +244,12 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 	if (st_cluster_job_list(ldb, cl->name, &v, &n))
 		return -1;
 	missing = fetch_queues(cl, &q, NULL);
+	/* Outcomes decided now are recorded in one transaction (one commit per queue). */
+	if (st_begin(ldb)) {
+		free_queues(cl, &q);
+		cluster_jobs_free(v, n);
+		return -1;
+	}
 	if (as_json) {
 		json_init(&j, out, 1);
 		json_arr_begin(&j);
@@ -255,6 +261,12 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		struct rank_job rj[64];
 		int nr = rank_jobs(&v[i], cl, &q, rj, 64), k, status = aggregate(rj, nr), failed;
 		double started = 0, ended = 0;
+
+		/* A gang's outcome, once decided, stands (its lost rank may be stopped later). */
+		if (v[i].final_status >= 0)
+			status = v[i].final_status;
+		else if (job_status_terminal(status))
+			st_cluster_job_set_final(ldb, cl->name, v[i].id, status);
 
 		if (skip && job_status_terminal(status))
 			continue;
@@ -345,6 +357,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		json_arr_end(&j);
 		json_finish(&j);
 	}
+	st_commit(ldb);
 	free_queues(cl, &q);
 	cluster_jobs_free(v, n);
 	return missing ? 1 : 0; /* 1: printed, but some node could not be reached */
@@ -550,12 +563,16 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 			status = -1;
 		else if (ss[i].code == 103)
 			status = JOB_CANCELLED;
-	if (status < 0) {
+	if (status < 0 && cj.final_status >= 0) {
+		status = cj.final_status;
+	} else if (status < 0) {
 		fetch_queues(cl, &q, lost);
 		n = rank_jobs(&cj, cl, &q, rj, n);
 		status = aggregate(rj, n);
 		free_queues(cl, &q);
 	}
+	if (cj.final_status < 0 && job_status_terminal(status))
+		st_cluster_job_set_final(ldb, cl->name, job, status);
 	for (i = 0; i < n; i++)
 		buf_release(&ss[i].line);
 	free(ss);
@@ -769,6 +786,11 @@ int cmd___gang(int argc, char **argv)
 				failed = k;
 				info("job %ld: rank %d ended %s; stopping the other ranks", job, k,
 				     b.len ? b.p : "(node unreachable)");
+				/* Once that rank is stopped (its node back), it would read
+				 * CANCELLED. */
+				if (!b.len)
+					st_cluster_job_set_final(ldb, argv[1], job,
+					                         JOB_FAILED_DRIVER);
 				for (int o = 0; o < n; o++) {
 					if (o == k || fds[o] < 0)
 						continue;

@@ -76,6 +76,8 @@ static const char *const migrations[] = {
         ") WITHOUT ROWID;",
         /* 1 -> 2: managed jobs (state/jobs.c) */
         ST_JOBS_MIGRATION,
+        /* 2 -> 3: a gang's outcome, once decided (its ranks' statuses may change later) */
+        "ALTER TABLE cluster_jobs ADD COLUMN final_status INTEGER NOT NULL DEFAULT -1;",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -572,7 +574,8 @@ int st_cluster_delete(struct st_db *db, const char *name)
 
 /* ---- cluster jobs -------------------------------------------------------------------- */
 
-#define JOB_COLS "cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint"
+#define JOB_COLS                                                                                   \
+	"cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint, final_status"
 
 static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 {
@@ -585,6 +588,7 @@ static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 	j->node_job_ids = col_dup(st, 5);
 	j->log_dir = col_dup(st, 6);
 	j->entrypoint = col_dup(st, 7);
+	j->final_status = sqlite3_column_int(st, 8);
 }
 
 int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j)
@@ -707,6 +711,19 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
 	st_bind_text(st, 2, cluster);
 	st_bind_int(st, 3, id);
 	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, int status)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_jobs SET final_status = ? "
+	                                  "WHERE cluster = ? AND id = ? AND final_status < 0");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, status);
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, id);
+	return st_step_done(db, st);
 }
 
 int st_cluster_job_delete(struct st_db *db, const char *cluster, int64_t id)

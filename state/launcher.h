@@ -83,6 +83,11 @@ struct cluster_job {
 	char *node_job_ids;  /* "17,3,5": job id on rank 0's, 1's, ... supervisor; "" until sent */
 	char *log_dir;       /* where `logs` finds the job's logs (launcher's choice); may be "" */
 	char *entrypoint;    /* YAML path or command */
+	/*
+	 * The job's outcome once decided (enum job_status), -1 before. A gang's is kept: its
+	 * ranks' statuses can change after it (a lost rank is stopped when its node is back).
+	 */
+	int final_status;
 };
 
 void cluster_job_free(struct cluster_job *j);
@@ -163,6 +168,8 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
                                 const char *node_job_ids);
 int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
                                const char *log_dir);
+/* Records the job's outcome unless one is recorded already (the first word stands). */
+int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, int status);
 /* A job whose submit failed (no rank runs): gone from the queue. 0 or -ENOENT. */
 int st_cluster_job_delete(struct st_db *db, const char *cluster, int64_t id);
 

@@ -12,6 +12,7 @@
 #include "lib/util.h"
 #include "state/db.h"
 #include "state/launcher.h"
+#include "state/node.h"
 #include "tests/unit/harness.h"
 
 static char dir[] = "/tmp/skiff-unit-launcher.XXXXXX";
@@ -77,7 +78,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 2, "schema version 2");
+	is_int(st_version(db), 3, "schema version 3");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -269,10 +270,24 @@ static void test_jobs(void)
 	is_str(g.log_dir, "/logs/ja/2", "log dir");
 	is_str(g.entrypoint, "train.yaml", "entrypoint");
 	is_int(g.num_nodes, 1, "num_nodes");
+	is_int(g.final_status, -1, "no outcome yet");
 	cluster_job_free(&g);
+	ok(!st_cluster_job_set_final(db, "ja", 2, JOB_FAILED_DRIVER) &&
+	           !st_cluster_job_set_final(db, "ja", 2, JOB_CANCELLED),
+	   "an outcome, then another");
+	ok(!st_cluster_job_get(db, "ja", 2, &g) && g.final_status == JOB_FAILED_DRIVER,
+	   "the first outcome stands");
+	cluster_job_free(&g);
+	ok(!st_cluster_job_delete(db, "ja", 3) && st_cluster_job_list(db, "ja", &list, &n) == 0 &&
+	           n == 2,
+	   "a job deleted (its submit failed)");
+	cluster_jobs_free(list, n);
+	is_int(st_cluster_job_delete(db, "ja", 3), -ENOENT, "deleting it again: -ENOENT");
+	j.num_nodes = 1;
+	ok(!st_cluster_job_add(db, "ja", &j) && j.id == 4, "ids go on past a deleted job");
 	is_int(st_cluster_job_get(db, "jb", 2, &g), -ENOENT, "jb has no job 2");
 	ok(!st_cluster_job_list(db, "ja", &list, &n) && n == 3, "list ja: 3 jobs");
-	ok(list[0].id == 1 && list[2].id == 3, "oldest first");
+	ok(list[0].id == 1 && list[2].id == 4, "oldest first");
 	cluster_jobs_free(list, n);
 	ok(!st_cluster_job_list(db, "nope", &list, &n) && n == 0 && !list, "no jobs: empty");
 
