@@ -48,6 +48,7 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 			return error("node %s: cannot set up its runner", nd->name);
 		}
 		nd->exe = *cn->skiff_exe ? xstrdup(cn->skiff_exe) : NULL;
+		nd->addr = xstrdup(cn->addr && *cn->addr ? cn->addr : nd->ip);
 	}
 	infra_release(&inf);
 	return 0;
@@ -62,6 +63,7 @@ void cl_close(struct clive *cl)
 		free(cl->nodes[i].name);
 		free(cl->nodes[i].ip);
 		free(cl->nodes[i].exe);
+		free(cl->nodes[i].addr);
 	}
 	free(cl->nodes);
 	free(cl->name);
@@ -126,6 +128,10 @@ int cl_bootstrap(struct clive *cl)
 			nd->sup_started = jobs[i].res.sup_started;
 			free(nd->exe);
 			nd->exe = xstrdup(jobs[i].res.remote_exe);
+			if (jobs[i].res.address[0]) {
+				free(nd->addr);
+				nd->addr = xstrdup(jobs[i].res.address);
+			}
 		}
 	}
 	free(jobs);

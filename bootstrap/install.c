@@ -195,6 +195,10 @@ static int parse_up(struct runner *r, struct install_result *res, struct buf *ou
 		return error("node %s (%s): 'skiff node up' failed (exit %d): %s", r->name, r->ip,
 		             status, last_line(err->len ? err : out));
 	}
+	res->address[0] = '\0';
+	l = find_line(out->p, "address ");
+	if (l)
+		sscanf(l + strlen("address "), "%63[0-9a-fA-F.:]", res->address);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct install_result {
 	long sup_pid;         /* the node's supervisor */
 	int sup_started;      /* 1: this call started it */
 	size_t sent;          /* bytes of the binary sent to the node (0 when copied == 0) */
+	char address[64];     /* over ssh: the address the node was reached at; "" if unknown */
 };
 
 /* Installs (if needed) and brings the supervisor up. 0 or a negative error (printed). */

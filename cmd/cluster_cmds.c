@@ -138,6 +138,9 @@ static void status_json(struct st_db *ldb, struct cluster *v, size_t n, struct b
 			json_int(&j, nodes[k].rank);
 			json_key(&j, "ip");
 			json_str(&j, nodes[k].ip);
+			/* What jobs get in SKYPILOT_NODE_IPS: where the node was reached at. */
+			json_key(&j, "address");
+			json_str(&j, *nodes[k].addr ? nodes[k].addr : nodes[k].ip);
 			json_key(&j, "user");
 			json_str(&j, nodes[k].user);
 			json_key(&j, "port");
@@ -693,9 +696,12 @@ int cmd_start(int argc, char **argv)
 		    cl_bootstrap(&cl)) {
 			rc = EXIT_FAIL;
 		} else {
-			for (i = 0; i < cl.n; i++)
+			for (i = 0; i < cl.n; i++) {
 				st_cluster_node_set_exe(ldb, c.name, cl.nodes[i].rank,
 				                        cl.nodes[i].exe);
+				st_cluster_node_set_addr(ldb, c.name, cl.nodes[i].rank,
+				                         cl.nodes[i].addr);
+			}
 			st_cluster_set_status(ldb, c.name, CLUSTER_MASK_ALL, CLUSTER_UP);
 			if (c.autostop_minutes >= 0)
 				lc_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down);

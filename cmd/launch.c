@@ -143,7 +143,7 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 		if (t->secrets.v[k].value)
 			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
 	for (i = 0; i < nranks; i++)
-		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].ip);
+		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
 	for (i = 0; i < 2; i++) {
 		const char *p = i ? "SKIFF_" : "SKYPILOT_";
 		char key[64];
@@ -589,6 +589,7 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 		copied += cl->nodes[i].copied;
 		started += cl->nodes[i].sup_started;
 		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
+		st_cluster_node_set_addr(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].addr);
 	}
 	step_done(&st, "skiff copied to %zu, already on %zu; %zu supervisor(s) started", copied,
 	          cl->n - copied, started);

@@ -57,6 +57,21 @@ static const char node_autostop_usage[] =
         "With none, the timer runs regardless of activity. The setting lasts until the\n"
         "node reboots.\n";
 
+/*
+ * Over ssh, the address this node was reached at, as sshd saw it (the third word of
+ * SSH_CONNECTION): behind NAT or a jump host, or for a host named by an alias, the
+ * address other nodes reach it at, which the launcher gives jobs in SKYPILOT_NODE_IPS.
+ */
+static void print_ssh_address(void)
+{
+	const char *c = getenv("SSH_CONNECTION");
+	char a[4][64];
+
+	if (c && sscanf(c, "%63s %63s %63s %63s", a[0], a[1], a[2], a[3]) == 4 &&
+	    strspn(a[2], "0123456789abcdefABCDEF.:") == strlen(a[2]))
+		printf("address %s\n", a[2]);
+}
+
 static int node_up(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -116,6 +131,7 @@ static int node_up(int argc, char **argv)
 		       have_cfg ? "; settings updated" : "");
 	else
 		printf("supervisor started (pid %ld)\n", (long)pid);
+	print_ssh_address();
 	return EXIT_OK;
 }
 

@@ -78,6 +78,8 @@ static const char *const migrations[] = {
         ST_JOBS_MIGRATION,
         /* 2 -> 3: a gang's outcome, once decided (its ranks' statuses may change later) */
         "ALTER TABLE cluster_jobs ADD COLUMN final_status INTEGER NOT NULL DEFAULT -1;",
+        /* 3 -> 4: the address a node says it was reached at (SKYPILOT_NODE_IPS) */
+        "ALTER TABLE cluster_nodes ADD COLUMN addr TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -143,6 +145,7 @@ void cluster_node_free(struct cluster_node *n)
 	free(n->proxy_jump);
 	free(n->home);
 	free(n->skiff_exe);
+	free(n->addr);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -430,7 +433,7 @@ int st_cluster_list(struct st_db *db, struct cluster **out, size_t *n)
 int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node **out, size_t *n)
 {
 	sqlite3_stmt *st = st_prepare(db, "SELECT cluster, rank, node_key, ip, user, port, "
-	                                  "identity_file, proxy_jump, home, skiff_exe "
+	                                  "identity_file, proxy_jump, home, skiff_exe, addr "
 	                                  "FROM cluster_nodes WHERE cluster = ? ORDER BY rank");
 	struct cluster_node *v = NULL;
 	size_t k = 0, alloc = 0;
@@ -456,6 +459,7 @@ int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node 
 		c->proxy_jump = col_dup(st, 7);
 		c->home = col_dup(st, 8);
 		c->skiff_exe = col_dup(st, 9);
+		c->addr = col_dup(st, 10);
 	}
 	sqlite3_reset(st);
 	if (r < 0 || !k) {
@@ -543,6 +547,19 @@ int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, con
 	if (!st)
 		return -EIO;
 	st_bind_text(st, 1, or_empty(exe));
+	st_bind_text(st, 2, cluster);
+	st_bind_int(st, 3, rank);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_node_set_addr(struct st_db *db, const char *cluster, int rank, const char *addr)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_nodes SET addr = ? "
+	                                  "WHERE cluster = ? AND rank = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(addr));
 	st_bind_text(st, 2, cluster);
 	st_bind_int(st, 3, rank);
 	return changed_or_enoent(db, st_step_done(db, st));

@@ -69,6 +69,7 @@ struct cluster_node {
 	char *proxy_jump;    /* ssh -J value; "": none */
 	char *home;          /* local nodes: the node's private directory (its $HOME); "" for ssh */
 	char *skiff_exe;     /* remote path of the installed binary; "" until bootstrapped */
+	char *addr;          /* the address the node said it was reached at (ssh); "": ip */
 };
 
 void cluster_node_free(struct cluster_node *n);
@@ -134,6 +135,8 @@ int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip);
 int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint);
 /* Records the binary installed on one node (after bootstrap). 0 or -ENOENT. */
 int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe);
+/* The address the node said it was reached at (cluster_node.addr): 0 or -ENOENT. */
+int st_cluster_node_set_addr(struct st_db *db, const char *cluster, int rank, const char *addr);
 /* A node's address changed (a container started again): 0 or -ENOENT. */
 int st_cluster_node_set_ip(struct st_db *db, const char *cluster, int rank, const char *ip);
 

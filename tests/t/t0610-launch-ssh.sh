@@ -51,8 +51,16 @@ down_all() {
 	done
 }
 
+# tn3 behind a NAT address, as a cloud host's public address (section 7).
+NAT_IP=10.200.0.99
+nat_rule() {
+	iptables -t nat "$1" OUTPUT -d $NAT_IP/32 -p tcp --dport 22 \
+		-m comment --comment "skiff-t0610-$$" -j DNAT --to-destination 10.200.0.13:22
+}
+
 test_cleanup_hook() {
 	down_all
+	nat_rule -D 2>/dev/null
 	_w=$(our_watchers)
 	# shellcheck disable=SC2086
 	[ -z "$_w" ] || kill -KILL $_w 2>/dev/null
@@ -432,6 +440,26 @@ test_expect_success 'down while a node is away; the next cluster there cancels w
 	grep -q "node 10.200.0.13: cancelled 1 job(s): [0-9]*, left by a cluster taken down" err &&
 	wait_for "none_left \"sleep 5000.$$\"" 20 &&
 	skiff down lf2 hold >/dev/null
+'
+
+test_expect_success 'a node reached through NAT: jobs get the address it was reached at' '
+	down_all &&
+	nat_rule -A &&
+	cat >nat.yaml <<-EOF &&
+	natpool:
+	  hosts:
+	    - ip: $NAT_IP
+	      user: $NODES_USER
+	      identity_file: $NODES_KEY
+	EOF
+	SKIFF_SSH_NODE_POOLS=$TRASH/nat.yaml skiff launch -c nat --infra ssh/natpool \
+		"echo ips=\$SKYPILOT_NODE_IPS host=\$(hostname)" >out 2>err &&
+	grep -qx "ips=10.200.0.13 host=tn3" out &&
+	SKIFF_SSH_NODE_POOLS=$TRASH/nat.yaml skiff status --json >st.json &&
+	test "$(json "[(n[\"ip\"], n[\"address\"]) for c in d if c[\"name\"] == \"nat\" for n in c[\"nodes\"]]" st.json)" = \
+		"[[\"$NAT_IP\", \"10.200.0.13\"]]" &&
+	SKIFF_SSH_NODE_POOLS=$TRASH/nat.yaml skiff down nat >/dev/null &&
+	nat_rule -D
 '
 
 test_expect_success 'nothing is left: no clusters, no gang watchers' '
