@@ -23,8 +23,9 @@ const char cmd_status_usage[] =
         "\n"
         "Lists this machine's clusters: NAME, INFRA, RESOURCES, STATUS (INIT, UP, STOPPED;\n"
         "ENDED: a Slurm cluster whose allocation ended), AUTOSTOP and LAUNCHED. --json\n"
-        "gives per cluster name, status, infra, resources, nodes (rank, ip, address, user, port),\n"
-        "head (the head node's ip), autostop (null or {idle_minutes, down}), launched_at.\n";
+        "gives per cluster name, status, infra, resources, nodes (rank, ip, address,\n"
+        "user, port), head (the head node's ip), autostop (null or {idle_minutes, down}),\n"
+        "launched_at.\n";
 
 const char cmd_queue_usage[] =
         "usage: skiff queue [--json] [-s|--skip-finished] CLUSTER\n"
