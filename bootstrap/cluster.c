@@ -49,6 +49,7 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 		}
 		nd->exe = *cn->skiff_exe ? xstrdup(cn->skiff_exe) : NULL;
 		nd->addr = xstrdup(cn->addr && *cn->addr ? cn->addr : nd->ip);
+		nd->active = -1;
 	}
 	infra_release(&inf);
 	return 0;
@@ -128,6 +129,7 @@ int cl_bootstrap(struct clive *cl)
 			nd->sup_started = jobs[i].res.sup_started;
 			free(nd->exe);
 			nd->exe = xstrdup(jobs[i].res.remote_exe);
+			nd->active = jobs[i].res.active;
 			if (jobs[i].res.address[0]) {
 				free(nd->addr);
 				nd->addr = xstrdup(jobs[i].res.address);

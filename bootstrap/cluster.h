@@ -28,6 +28,7 @@ struct cnode {
 	char *exe;       /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
 	int copied;      /* bootstrap: the binary was sent */
 	int sup_started; /* bootstrap: the supervisor was started */
+	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
 	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless
 	                    the node said otherwise (ssh: see cmd/node.c) */
 };

@@ -195,6 +195,9 @@ static int parse_up(struct runner *r, struct install_result *res, struct buf *ou
 		return error("node %s (%s): 'skiff node up' failed (exit %d): %s", r->name, r->ip,
 		             status, last_line(err->len ? err : out));
 	}
+	l = find_line(out->p, "active ");
+	if (!l || sscanf(l + strlen("active "), "%ld", &res->active) != 1)
+		res->active = -1;
 	res->address[0] = '\0';
 	l = find_line(out->p, "address ");
 	if (l)

@@ -27,6 +27,7 @@ struct install_result {
 	int sup_started;      /* 1: this call started it */
 	size_t sent;          /* bytes of the binary sent to the node (0 when copied == 0) */
 	char address[64];     /* over ssh: the address the node was reached at; "" if unknown */
+	long active;          /* the node's jobs that have not ended; -1 if it did not say */
 };
 
 /* Installs (if needed) and brings the supervisor up. 0 or a negative error (printed). */

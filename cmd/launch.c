@@ -609,6 +609,8 @@ static void cancel_leftovers(struct clive *cl)
 		struct buf out = BUF_INIT(1 << 16);
 		int status = 0;
 
+		if (!cl->nodes[i].active) /* its `node up` said: nothing there */
+			continue;
 		if (!cl_capture_skiff(&cl->nodes[i], "node cancel --all", &out, CL_NODE_CALL_MS,
 		                      &status) &&
 		    !status && starts_with(out.p, "cancelled ")) {

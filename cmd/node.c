@@ -58,6 +58,29 @@ static const char node_autostop_usage[] =
         "node reboots.\n";
 
 /*
+ * How many jobs the node has that have not ended: a launcher booking the node for a new
+ * cluster then knows whether anything is left from an earlier one (none: no round trip).
+ */
+static void print_active(void)
+{
+	static const char *const keys[] = {"running", "setting_up", "pending"};
+	struct msg req, rep;
+	int64_t n = 0, v;
+	size_t i;
+
+	msg_init(&req);
+	msg_add(&req, "op", "status");
+	if (!sup_call(SUP_QUIET, &req, &rep)) {
+		for (i = 0; i < ARRAY_SIZE(keys); i++)
+			if (!msg_get_int(&rep, keys[i], &v) && v > 0)
+				n += v;
+		printf("active %lld\n", (long long)n);
+	}
+	msg_release(&req);
+	msg_release(&rep);
+}
+
+/*
  * Over ssh, the address this node was reached at, as sshd saw it (the third word of
  * SSH_CONNECTION): behind NAT or a jump host, or for a host named by an alias, the
  * address other nodes reach it at, which the launcher gives jobs in SKYPILOT_NODE_IPS.
@@ -131,6 +154,7 @@ static int node_up(int argc, char **argv)
 		       have_cfg ? "; settings updated" : "");
 	else
 		printf("supervisor started (pid %ld)\n", (long)pid);
+	print_active();
 	print_ssh_address();
 	return EXIT_OK;
 }

@@ -17,7 +17,7 @@ job_status() { job_field "$1" status; }
 
 test_expect_success 'node up starts the supervisor; a second up says so' '
 	skiff node up >out &&
-	grep -q "^supervisor started (pid [0-9]*)" out &&
+	grep -q "^supervisor started (pid [0-9]*)" out && grep -qx "active 0" out &&
 	skiff node up >out2 &&
 	grep -q "^supervisor already running (pid [0-9]*)" out2 &&
 	test "$(stat -c %a "$SKIFF_HOME")" = 700 &&
