@@ -707,6 +707,8 @@ static int gang_cancel(struct cnode *nd, long long id)
 	return cl_exec_skiff(nd, args, CL_NODE_CALL_MS, &st) ? -1 : 0;
 }
 
+/* How long the gang watcher lets the job start before it looks. */
+#define GANG_START_DELAY_MS 100
 /* The gang watcher gives up on a lost node after this long (the cluster's down ends it). */
 #define GANG_RETRY_MAX_MS ((int64_t)24 * 3600 * 1000)
 
@@ -725,6 +727,12 @@ int cmd___gang(int argc, char **argv)
 	log_set_prog("skiff-gang");
 	if (argc != 3 || parse_long(argv[2], 1, INT64_MAX, &job))
 		return usage_error("__gang", "expected CLUSTER JOB");
+	/*
+	 * Not at once: the job's ranks are starting, and the launcher that started us is
+	 * following them. Our start (a launcher db, a session per rank) would compete with
+	 * both on a small machine; a rank that fails meanwhile is stopped a moment later.
+	 */
+	poll_ms(GANG_START_DELAY_MS);
 	if (st_launcher_open(0, &ldb) || lc_load(ldb, argv[1], &c, &cl))
 		return EXIT_FAIL;
 	if (st_cluster_job_get(ldb, argv[1], job, &cj))
