@@ -29,6 +29,8 @@
 #define HELLO_TIMEOUT_MS 10000
 /* A master gone after this long waiting for the node to open our session lost the node. */
 #define LOST_WAIT_MS 1000
+/* open_session(): what it returns then (never an errno). */
+#define NODE_LOST 2
 /* Our packets are small; the master's too (a reason string at most). */
 #define MAX_PACKET (64 * 1024)
 #define REQUEST_ID 1
@@ -204,7 +206,10 @@ static int hello(int fd, struct pkt *k, struct buf *why)
 	return 0;
 }
 
-/* Asks for the session and passes our stdio; 0 and *sid once it is open. */
+/*
+ * Asks for the session and passes our stdio; 0 and *sid once it is open, NODE_LOST, or a
+ * negative errno (no session).
+ */
 static int open_session(int fd, const char *sock, const char *command, struct pkt *k, uint32_t *sid,
                         struct buf *why)
 {
@@ -244,7 +249,7 @@ static int open_session(int fd, const char *sock, const char *command, struct pk
 			         "no answer from the node: its shared ssh connection (master %s) "
 			         "closed after waiting %lld ms for it to open a session",
 			         sock, (long long)(now_ms() - t0));
-			return -ECONNRESET;
+			return NODE_LOST;
 		}
 		buf_addf(why, "no answer to the session request: %s", strerror(-r));
 		return r;
@@ -280,7 +285,7 @@ int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *
 	if (r) {
 		free(k.p);
 		close(fd);
-		return r == -ECONNRESET ? -EPIPE : SSH_MUX_NO_SESSION;
+		return r == NODE_LOST ? -EPIPE : SSH_MUX_NO_SESSION;
 	}
 	/*
 	 * The session runs. The master sends the exit status, then closes the connection
