@@ -233,6 +233,8 @@ test_expect_success 'a container killed mid-job: logs reports it within seconds'
 	skiff exec -d --num-nodes 2 pc "echo started; sleep 8000.$$" 2>/dev/null &&
 	wait_for "podman exec skiff-pc-1 ps | grep -q \"sleep 8000.$$\"" 20 &&
 	podman kill skiff-pc-1 >/dev/null &&
+	# kill returns once the signal is sent; the engine marks the container exited after.
+	wait_for "test \"\$(podman inspect -f {{.State.Status}} skiff-pc-1)\" = exited" 20 &&
 	t0=$(now)
 	timeout 60 "$SKIFF_BIN" logs pc >out 2>err
 	rc=$?
