@@ -442,23 +442,10 @@ static char *cluster_dir(const char *cluster)
 /* 1 if pid runs (not a zombie: a reaper may be slow) and started at st. */
 static int proc_runs(pid_t pid, uint64_t st)
 {
-	char path[64], data[512], *p;
-	ssize_t n;
-	int fd;
+	char state;
+	uint64_t start = proc_stat(pid, &state);
 
-	xsnprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, data, sizeof(data) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	data[n] = '\0';
-	p = strrchr(data, ')');
-	if (!p || !p[1] || strchr("ZXx", p[2]))
-		return 0;
-	return proc_start_time(pid) == st;
+	return start && start == st && state && !strchr("ZXx", state);
 }
 
 /* The host step's srun (this machine's process) from its pid file, if it still runs. */

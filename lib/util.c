@@ -364,13 +364,15 @@ void boot_id(char out[37])
 	out[n == 36 ? 36 : 0] = '\0';
 }
 
-uint64_t proc_start_time(pid_t pid)
+uint64_t proc_stat(pid_t pid, char *state)
 {
 	char path[64], data[1024], *p;
 	unsigned long long v = 0;
 	int fd, field;
 	ssize_t n;
 
+	if (state)
+		*state = '\0';
 	xsnprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -384,12 +386,19 @@ uint64_t proc_start_time(pid_t pid)
 	p = strrchr(data, ')');
 	if (!p)
 		return 0;
-	/* After ')' comes field 3 (state); start time is field 22. */
+	/* After ") " comes field 3 (state); start time is field 22. */
+	if (state && p[1] == ' ' && p[2])
+		*state = p[2];
 	for (field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p + 1, "%llu", &v) != 1)
 		return 0;
 	return v;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	return proc_stat(pid, NULL);
 }
 
 int pidfd_open_pid(pid_t pid)

@@ -66,6 +66,8 @@ void boot_id(char out[37]);
  * process does not exist. Together with the pid it identifies a process across pid reuse.
  */
 uint64_t proc_start_time(pid_t pid);
+/* proc_start_time(), and the process's state letter in *state ('R', 'S', 'Z'...; '\0'). */
+uint64_t proc_stat(pid_t pid, char *state);
 
 /* pidfd_open(2) (no libc wrapper in musl): a CLOEXEC fd, or -errno (-ENOSYS on old kernels). */
 int pidfd_open_pid(pid_t pid);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,8 +197,27 @@ static void test_proc_start_time(void)
 
 	ok(proc_start_time(getpid()) > 0, "our own start time is known");
 	ok(proc_start_time(getpid()) == proc_start_time(getpid()), "and stable");
+	{
+		char state = 0;
+		uint64_t st = proc_stat(getpid(), &state);
+
+		ok(st == proc_start_time(getpid()) && state == 'R',
+		   "proc_stat: the same start time, and we are running ('%c')",
+		   state ? state : '0');
+	}
 	o.argv = argv;
-	if (!ok(!spawn(&o, &pid) && !spawn_wait(pid, NULL), "run a child to completion"))
+	if (!ok(!spawn(&o, &pid), "start a child"))
+		return;
+	{
+		char state = 0;
+		int i;
+
+		/* Not reaped yet: a zombie once it has exited. */
+		for (i = 0; i < 500 && (proc_stat(pid, &state), state != 'Z'); i++)
+			poll(NULL, 0, 2);
+		ok(state == 'Z' && proc_stat(pid, NULL) > 0, "an exited, unreaped child: 'Z'");
+	}
+	if (!ok(!spawn_wait(pid, NULL), "reap it"))
 		return;
 	is_int(proc_start_time(pid), 0, "a reaped child has none");
 	is_int(proc_start_time(0x7ffffff0), 0, "nor a pid that never existed");
