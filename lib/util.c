@@ -486,3 +486,18 @@ int unix_connect(const char *path)
 	}
 	return fd;
 }
+
+const char *enum_name(const char *const *names, int n, int v)
+{
+	return v >= 0 && v < n ? names[v] : "UNKNOWN";
+}
+
+int enum_parse(const char *const *names, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; name && i < n; i++)
+		if (!strcmp(names[i], name))
+			return i;
+	return -1;
+}

@@ -80,4 +80,9 @@ const char *nearest_word(const char *s, const char *const *cands, size_t n);
 /* A connected SOCK_STREAM Unix socket (CLOEXEC) to path: the fd, or -errno. */
 int unix_connect(const char *path);
 
+/* For an enum with names[0..n): names[v], or "UNKNOWN" out of range. */
+const char *enum_name(const char *const *names, int n, int v);
+/* The value whose name is name, or -1. */
+int enum_parse(const char *const *names, int n, const char *name);
+
 #endif

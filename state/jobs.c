@@ -31,17 +31,12 @@ static const char *const sched_names[MJS_N] = {
 
 const char *mj_status_name(int s)
 {
-	return s >= 0 && s < MJ_N_STATUS ? status_names[s] : "UNKNOWN";
+	return enum_name(status_names, MJ_N_STATUS, s);
 }
 
 int mj_status_parse(const char *name)
 {
-	int i;
-
-	for (i = 0; i < MJ_N_STATUS; i++)
-		if (!strcmp(status_names[i], name))
-			return i;
-	return -1;
+	return enum_parse(status_names, MJ_N_STATUS, name);
 }
 
 int mj_status_terminal(int s)
@@ -51,17 +46,12 @@ int mj_status_terminal(int s)
 
 const char *mj_sched_name(int s)
 {
-	return s >= 0 && s < MJS_N ? sched_names[s] : "UNKNOWN";
+	return enum_name(sched_names, MJS_N, s);
 }
 
 int mj_sched_parse(const char *name)
 {
-	int i;
-
-	for (i = 0; i < MJS_N; i++)
-		if (!strcmp(sched_names[i], name))
-			return i;
-	return -1;
+	return enum_parse(sched_names, MJS_N, name);
 }
 
 const char *const st_jobs_migration = ST_JOBS_MIGRATION;

@@ -14,17 +14,12 @@ static const char *const status_names[CLUSTER_N_STATUS] = {"INIT", "UP", "STOPPE
 
 const char *cluster_status_name(int status)
 {
-	return status >= 0 && status < CLUSTER_N_STATUS ? status_names[status] : "UNKNOWN";
+	return enum_name(status_names, CLUSTER_N_STATUS, status);
 }
 
 int cluster_status_parse(const char *name)
 {
-	int i;
-
-	for (i = 0; i < CLUSTER_N_STATUS; i++)
-		if (!strcmp(status_names[i], name))
-			return i;
-	return -1;
+	return enum_parse(status_names, CLUSTER_N_STATUS, name);
 }
 
 /*

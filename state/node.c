@@ -15,17 +15,12 @@ static const char *const status_names[JOB_N_STATUS] = {
 
 const char *job_status_name(int status)
 {
-	return status >= 0 && status < JOB_N_STATUS ? status_names[status] : "UNKNOWN";
+	return enum_name(status_names, JOB_N_STATUS, status);
 }
 
 int job_status_parse(const char *name)
 {
-	int i;
-
-	for (i = 0; i < JOB_N_STATUS; i++)
-		if (!strcmp(status_names[i], name))
-			return i;
-	return -1;
+	return enum_parse(status_names, JOB_N_STATUS, name);
 }
 
 int job_status_terminal(int status)
