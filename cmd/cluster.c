@@ -232,24 +232,26 @@ static int rank_jobs(const struct cluster_job *cj, struct clive *cl, struct node
 
 /* ---- queue --------------------------------------------------------------------------- */
 
+/* A job whose outcome a `queue` decided, to be recorded after it. */
+struct decided {
+	int64_t id;
+	int status;
+};
+
 int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct buf *out)
 {
+	struct decided *decided;
 	struct cluster_job *v = NULL;
 	struct node_queues q;
 	struct json j;
-	size_t n = 0, i;
+	size_t n = 0, i, ndecided = 0;
 	double now = now_wall();
 	int missing;
 
 	if (st_cluster_job_list(ldb, cl->name, &v, &n))
 		return -1;
 	missing = fetch_queues(cl, &q, NULL);
-	/* Outcomes decided now are recorded in one transaction (one commit per queue). */
-	if (st_begin(ldb)) {
-		free_queues(cl, &q);
-		cluster_jobs_free(v, n);
-		return -1;
-	}
+	decided = xcalloc(n ? n : 1, sizeof(*decided));
 	if (as_json) {
 		json_init(&j, out, 1);
 		json_arr_begin(&j);
@@ -266,7 +268,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		if (v[i].final_status >= 0)
 			status = v[i].final_status;
 		else if (job_status_terminal(status))
-			st_cluster_job_set_final(ldb, cl->name, v[i].id, status);
+			decided[ndecided++] = (struct decided){v[i].id, status};
 
 		if (skip && job_status_terminal(status))
 			continue;
@@ -357,7 +359,13 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		json_arr_end(&j);
 		json_finish(&j);
 	}
-	st_commit(ldb);
+	/* Outcomes decided now: one transaction; a queue that decided none writes nothing. */
+	if (ndecided && !st_begin(ldb)) {
+		for (i = 0; i < ndecided; i++)
+			st_cluster_job_set_final(ldb, cl->name, decided[i].id, decided[i].status);
+		st_commit(ldb);
+	}
+	free(decided);
 	free_queues(cl, &q);
 	cluster_jobs_free(v, n);
 	return missing ? 1 : 0; /* 1: printed, but some node could not be reached */
