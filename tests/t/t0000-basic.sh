@@ -57,19 +57,69 @@ test_expect_success 'version runs alone in an empty chroot (no /proc, /dev, /etc
 	chroot empty-root /skiff version --json >/dev/null
 '
 
-test_expect_success 'every command --help starts with its usage line; hidden ones too' '
-	for c in check help init node version __shim __supervisor; do
-		skiff $c --help >h || exit 1
-		head -1 h | grep -q "^usage: skiff $c" || { echo "bad help for $c"; exit 1; }
-	done &&
-	for c in up down status submit queue logs cancel autostop; do
-		skiff node $c --help >h || exit 1
-		head -1 h | grep -q "^usage: skiff node $c" || { echo "bad help for node $c"; exit 1; }
-	done
+# section_words HEADING FILE: the first word of each line of FILE's section HEADING (from
+# the line that starts with HEADING to the next blank line).
+section_words() {
+	awk -v h="$1" 'index($0, h) == 1 { f = 1; next } /^$/ { f = 0 } f && NF > 1 { print $1 }' "$2"
+}
+
+# subcommands GROUP HELPFILE: the subcommands GROUP's help names: the lines of its
+# "Commands:" section (node), and its usage lines "skiff GROUP SUB ..." (jobs).
+subcommands() {
+	{
+		section_words "Commands:" "$2"
+		sed -n '1,/^$/p' "$2" |
+			sed -n "s/^\(usage:\)\{0,1\} *skiff $1 \([a-z][a-z0-9-]*\)\( .*\)\{0,1\}\$/\2/p"
+	} | sort -u
+}
+
+test_expect_success 'help --all lists what help lists, then every hidden command, marked' '
+	skiff help >plain &&
+	skiff help --all >all &&
+	section_words "Commands:" plain >public &&
+	section_words "Commands:" all >public.all &&
+	test_cmp public public.all &&
+	section_words "Hidden commands" all >hidden &&
+	test "$(wc -l <hidden)" -ge 10 &&
+	grep -qx __shim hidden && grep -qx __supervisor hidden &&
+	! grep -Fxf public hidden &&
+	expect_fail 2 skiff help --bogus 2>err && grep -q "unknown option" err
 '
 
 test_expect_success 'help does not list hidden commands' '
-	skiff help >out && ! grep -q __ out
+	skiff help >plain &&
+	skiff help --all >all &&
+	section_words "Hidden commands" all >hidden &&
+	test -s hidden &&
+	for c in $(cat hidden); do
+		! grep -qw -- "$c" plain || { echo "help lists hidden $c"; exit 1; }
+	done &&
+	! grep -q __ plain
+'
+
+test_expect_success 'every command --help, hidden ones and subcommands too, starts with its usage' '
+	skiff help --all >all &&
+	{ section_words "Commands:" all && section_words "Hidden commands" all; } >cmds &&
+	test "$(wc -l <cmds)" -ge 25 &&
+	: >groups &&
+	for c in $(cat cmds); do
+		skiff $c --help >h &&
+			head -1 h | grep -q "^usage: skiff $c\( \|\$\)" ||
+			{ echo "bad help for $c:"; cat h; exit 1; }
+		subcommands "$c" h >subs || exit 1
+		test -s subs || continue
+		echo "$c $(tr "\n" " " <subs)" >>groups
+		for s in $(cat subs); do
+			skiff $c $s --help >h || { echo "no help for $c $s"; exit 1; }
+			head -1 h | grep -q "^usage: skiff $c " &&
+				sed -n "1,/^\$/p" h | grep -q "^\(usage:\)\{0,1\} *skiff $c $s\( \|\$\)" ||
+				{ echo "bad help for $c $s:"; cat h; exit 1; }
+		done
+	done &&
+	cat groups &&
+	grep -q "^node autostop cancel down logs queue status submit up \$" groups &&
+	grep -q "^jobs cancel launch logs queue \$" groups &&
+	test "$(wc -l <groups)" = 2
 '
 
 test_done
