@@ -6,13 +6,21 @@
 #   test_expect_success 'version runs' '
 #       skiff version >out && grep -q "^skiff " out
 #   '
+#   test_expect_success ROOT 'version runs in an empty chroot' '...'
 #   test_done
 #
-# Each test runs in a fresh SKIFF_HOME under a per-script scratch dir ($TRASH), which is
-# removed at the end unless a test failed or SKIFF_TEST_KEEP is set.
+# Each test runs in a subshell in the script's scratch dir ($TRASH, which holds SKIFF_HOME
+# and HOME), removed at the end unless a test failed or SKIFF_TEST_KEEP is set.
 #
-# Helpers: skiff (the binary under test), test_skip_unless_root, wait_for COND [TIMEOUT_S],
-# expect_fail CODE CMD..., test_cmp WANT GOT.
+# Helpers: skiff (the binary under test), wait_for COND [TIMEOUT_S], expect_fail CODE
+# CMD..., test_cmp WANT GOT; prerequisites: test_set_prereq NAME, test_lazy_prereq NAME
+# SCRIPT, test_have_prereq NAME[,NAME...]; skips: test_skip DESC REASON (one test),
+# test_skip_all REASON and test_skip_unless_root (the whole script). Under CI=true every
+# skip is a failure. docs/testing.md says more.
+#
+# Variables: SKIFF_BIN (the binary under test: SKIFF_TEST_BIN, else build/skiff),
+# SKIFF_STATIC_BIN (a static skiff, for what runs where there is no libc), SRC_DIR,
+# TEST_DIR, SHARED_DIR, TRASH.
 
 set -u
 
@@ -32,7 +40,6 @@ unset SKIFF_DEBUG
 
 test_count=0
 test_failed=0
-test_skip_all=""
 
 [ -x "$SKIFF_BIN" ] || { echo "Bail out! $SKIFF_BIN is not built (run make)"; exit 1; }
 
@@ -40,19 +47,107 @@ skiff() {
 	"$SKIFF_BIN" "$@"
 }
 
-# Skip the whole script unless root. In CI (CI=true) a missing root is a failure.
-test_skip_unless_root() {
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then
-			echo "Bail out! $test_name needs root, and CI must not skip it"
-			exit 1
+test_is_static() {
+	file -L "$1" 2>/dev/null | grep -q "statically linked"
+}
+
+# What runs where there is no libc (an empty chroot, a busybox node, a container) needs
+# a static skiff: SKIFF_BIN when it is static (make test), else the static build beside
+# it (make test-asan, where SKIFF_BIN is the ASan build); empty when there is none.
+if test_is_static "$SKIFF_BIN"; then
+	SKIFF_STATIC_BIN=$SKIFF_BIN
+elif test_is_static "$SRC_DIR/${B:-build}/skiff"; then
+	SKIFF_STATIC_BIN=$SRC_DIR/${B:-build}/skiff
+else
+	SKIFF_STATIC_BIN=
+fi
+
+# ---- prerequisites (git's test_set_prereq / test_lazy_prereq) ----------------------------
+#
+# A test that needs something the machine may lack names it: test_expect_success
+# ROOT,STATIC 'desc' 'body'. A missing prerequisite makes the test a TAP skip with the
+# reason, and under CI=true a failure. "!NAME" asks for NAME's absence.
+# SKIFF_TEST_FAIL_PREREQS=NAME,... makes those prerequisites missing (to try the skip
+# path). Prerequisites are the script's: one set inside a test body is lost with the
+# body's subshell.
+
+_tl_prereq_name_ok() {
+	case $1 in
+	"" | *[!A-Za-z0-9_]*) echo "Bail out! bad prerequisite name '$1'"; exit 1 ;;
+	esac
+}
+
+# test_set_prereq NAME: NAME holds.
+test_set_prereq() {
+	_tl_prereq_name_ok "$1"
+	eval "_tl_prereq_$1=1"
+}
+
+# test_lazy_prereq NAME SCRIPT: NAME holds if SCRIPT succeeds. SCRIPT runs once, in a
+# subshell in $TRASH with its output discarded, when a test first asks for NAME.
+test_lazy_prereq() {
+	_tl_prereq_name_ok "$1"
+	eval "_tl_lazy_$1=\$2"
+}
+
+# _tl_prereq NAME: succeeds if NAME holds (evaluating a lazy one the first time).
+_tl_prereq() {
+	case ",${SKIFF_TEST_FAIL_PREREQS:-}," in *",$1,"*) return 1 ;; esac
+	eval "_tl_state=\${_tl_prereq_$1:-}"
+	if [ -z "$_tl_state" ]; then
+		eval "_tl_script=\${_tl_lazy_$1:-}"
+		_tl_state=0
+		if [ -n "$_tl_script" ] && (cd "$TRASH" && eval "$_tl_script") >/dev/null 2>&1; then
+			_tl_state=1
 		fi
-		echo "1..0 # SKIP needs root (run as root or in CI)"
-		exit 0
+		eval "_tl_prereq_$1=\$_tl_state"
+	fi
+	[ "$_tl_state" = 1 ]
+}
+
+# test_have_prereq NAME[,NAME...]: succeeds if all hold; else $test_missing_prereq lists
+# those that do not.
+test_have_prereq() {
+	test_missing_prereq=
+	_tl_list=$1
+	while [ -n "$_tl_list" ]; do
+		_tl_p=${_tl_list%%,*}
+		case $_tl_list in *,*) _tl_list=${_tl_list#*,} ;; *) _tl_list= ;; esac
+		case $_tl_p in
+		!*)
+			_tl_prereq_name_ok "${_tl_p#!}"
+			! _tl_prereq "${_tl_p#!}" ;;
+		*)
+			_tl_prereq_name_ok "$_tl_p"
+			_tl_prereq "$_tl_p" ;;
+		esac || test_missing_prereq=${test_missing_prereq:+$test_missing_prereq,}$_tl_p
+	done
+	[ -z "$test_missing_prereq" ]
+}
+
+test_lazy_prereq ROOT 'test "$(id -u)" = 0'
+# SKIFF_BIN is static (false under make test-asan).
+test_lazy_prereq STATIC 'test -n "$SKIFF_STATIC_BIN" && test "$SKIFF_STATIC_BIN" = "$SKIFF_BIN"'
+# A static skiff exists (SKIFF_STATIC_BIN), whatever SKIFF_BIN is.
+test_lazy_prereq STATIC_BIN 'test -n "$SKIFF_STATIC_BIN"'
+test_lazy_prereq PYTHON3 'command -v python3'
+
+# ---- skips ---------------------------------------------------------------------------
+# A skip is said in TAP with its reason; CI (CI=true) must run everything, so there a
+# skip is a failure.
+
+# test_skip DESC REASON: skip one test.
+test_skip() {
+	test_count=$((test_count + 1))
+	if [ "${CI:-}" = true ]; then
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $1 # cannot skip in CI: $2"
+	else
+		echo "ok $test_count - $1 # skip $2"
 	fi
 }
 
-# test_skip_all REASON: skip the script (a failure in CI).
+# test_skip_all REASON: skip the whole script (a failure in CI). Call it before any test.
 test_skip_all() {
 	if [ "${CI:-}" = true ]; then
 		echo "Bail out! $test_name cannot run: $1 (CI must not skip)"
@@ -62,10 +157,32 @@ test_skip_all() {
 	exit 0
 }
 
+# Skip the whole script unless root (a failure in CI).
+test_skip_unless_root() {
+	test_have_prereq ROOT || test_skip_all "needs root (run as root or in CI)"
+}
+
+# ---- running a test --------------------------------------------------------------------
+
+# test_expect_success [PREREQ[,PREREQ...]] DESC BODY: run BODY in a subshell in $TRASH;
+# the test passes if BODY exits 0.
 test_expect_success() {
-	test_count=$((test_count + 1))
+	_tl_prereqs=
+	if [ $# = 3 ]; then
+		_tl_prereqs=$1
+		shift
+	fi
+	if [ $# != 2 ]; then
+		echo "Bail out! test_expect_success takes [PREREQ] DESC BODY, got $# arguments"
+		exit 1
+	fi
 	desc=$1
 	body=$2
+	if [ -n "$_tl_prereqs" ] && ! test_have_prereq "$_tl_prereqs"; then
+		test_skip "$desc" "missing $test_missing_prereq"
+		return 0
+	fi
+	test_count=$((test_count + 1))
 	out="$TRASH/.out.$test_count"
 	if (cd "$TRASH" && eval "$body") >"$out" 2>&1; then
 		echo "ok $test_count - $desc"

@@ -36,20 +36,17 @@ test_expect_success 'no command prints help and exits 2' '
 	grep -q "^usage: skiff" out
 '
 
-test_expect_success 'the binary is static (file says so)' '
-	file -L "$SKIFF_BIN" | grep -q "statically linked" || [ -n "${SKIFF_TEST_BIN:-}" ]
+test_expect_success 'the build is static (file says so); under make test it is the binary tested' '
+	test -n "$SKIFF_STATIC_BIN" &&
+	file -L "$SKIFF_STATIC_BIN" | grep -q "statically linked" &&
+	{ test -n "${SKIFF_TEST_BIN:-}" || test "$SKIFF_STATIC_BIN" = "$SKIFF_BIN"; }
 '
 
-test_expect_success 'version runs alone in an empty chroot (no /proc, /dev, /etc)' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: chroot needs root"; exit 0
-	fi
-	if ! file -L "$SKIFF_BIN" | grep -q "statically linked"; then
-		echo "# not the static build (e.g. make test-asan): nothing to check"; exit 0
-	fi
+# Under make test-asan SKIFF_BIN is the ASan build; the static build beside it is checked.
+test_expect_success ROOT,STATIC_BIN \
+	'the static skiff runs alone in an empty chroot (no /proc, /dev, /etc)' '
 	mkdir -p empty-root &&
-	cp "$SKIFF_BIN" empty-root/skiff &&
+	cp "$SKIFF_STATIC_BIN" empty-root/skiff &&
 	test "$(find empty-root | wc -l)" = 2 &&
 	chroot empty-root /skiff version >out &&
 	sha=$(sha256sum empty-root/skiff | cut -d" " -f1) &&
@@ -120,6 +117,37 @@ test_expect_success 'every command --help, hidden ones and subcommands too, star
 	grep -q "^node autostop cancel down logs queue status submit up \$" groups &&
 	grep -q "^jobs cancel launch logs queue \$" groups &&
 	test "$(wc -l <groups)" = 2
+'
+
+# A script of tests run by its own lib.sh, in a dir of this test's scratch dir.
+run_selftest() {
+	SKIFF_TEST_BIN="$SKIFF_BIN" TMPDIR="$TRASH/selftest" sh "$@"
+}
+
+test_expect_success 'a missing prerequisite or test_skip is a TAP skip; under CI=true, a failure' '
+	mkdir -p selftest &&
+	cat >selftest/skip.sh <<-EOF &&
+	. "$TEST_DIR/lib.sh"
+	test_lazy_prereq NEVER "false"
+	test_set_prereq ALWAYS
+	test_expect_success NEVER "needs never" "true"
+	test_expect_success ALWAYS,!NEVER "needs always" "true"
+	test_skip "skipped" "some reason"
+	test_expect_success ROOT "needs root" "true"
+	test_done
+	EOF
+	CI= SKIFF_TEST_FAIL_PREREQS=ROOT run_selftest selftest/skip.sh >skip.out &&
+	cat skip.out &&
+	grep -qx "ok 1 - needs never # skip missing NEVER" skip.out &&
+	grep -qx "ok 2 - needs always" skip.out &&
+	grep -qx "ok 3 - skipped # skip some reason" skip.out &&
+	grep -qx "ok 4 - needs root # skip missing ROOT" skip.out &&
+	CI=true SKIFF_TEST_FAIL_PREREQS=ROOT expect_fail 1 run_selftest selftest/skip.sh >ci.out &&
+	cat ci.out &&
+	grep -qx "not ok 1 - needs never # cannot skip in CI: missing NEVER" ci.out &&
+	grep -qx "ok 2 - needs always" ci.out &&
+	grep -qx "not ok 3 - skipped # cannot skip in CI: some reason" ci.out &&
+	grep -qx "not ok 4 - needs root # cannot skip in CI: missing ROOT" ci.out
 '
 
 test_done

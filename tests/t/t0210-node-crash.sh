@@ -74,11 +74,7 @@ test_expect_success 'jobs that predate a reboot are FAILED_DRIVER' '
 	pkill -f "^sleep 4$$"; true
 '
 
-test_expect_success 'the control socket refuses another uid (SO_PEERCRED)' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: needs root to switch uid"; exit 0
-	fi
+test_expect_success ROOT 'the control socket refuses another uid (SO_PEERCRED)' '
 	skiff node up >/dev/null &&
 	# Open the file modes up so that only the peer-credential check stands in the way.
 	chmod 711 "$SKIFF_HOME" "$TRASH" && chmod 666 "$SKIFF_HOME/supervisor.sock" &&
@@ -113,11 +109,7 @@ test_expect_success 'autostop --cancel turns it off' '
 	skiff node status --json | grep -q "\"autostop\": null"
 '
 
-test_expect_success 'skiff init as PID 1 reaps orphaned zombies and returns CMD status' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: needs root for a PID namespace"; exit 0
-	fi
+test_expect_success ROOT 'skiff init as PID 1 reaps orphaned zombies and returns CMD status' '
 	skiff node down >/dev/null &&
 	# The grandchild is orphaned at once and exits after 0.3 s: only PID 1 can reap it.
 	expect_fail 7 unshare --pid --fork --mount-proc env SKIFF_HOME="$TRASH/inithome" \
@@ -132,11 +124,7 @@ test_expect_success 'skiff init as PID 1 reaps orphaned zombies and returns CMD 
 	grep -q " skiff" ps.out
 '
 
-test_expect_success 'skiff init forwards SIGTERM to CMD and exits with its status' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: needs root for a PID namespace"; exit 0
-	fi
+test_expect_success ROOT 'skiff init forwards SIGTERM to CMD and exits with its status' '
 	(unshare --pid --fork --kill-child env SKIFF_HOME="$TRASH/inithome2" \
 		"$SKIFF_BIN" init -- sh -c "trap \"exit 42\" TERM; touch \"$TRASH/ready\"; while :; do sleep 0.05; done" ;
 	 echo $? >rc) &

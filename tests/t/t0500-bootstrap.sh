@@ -13,16 +13,21 @@
 nodes_require_root
 nodes_install_deps || { echo "Bail out! cannot install the packages the test nodes need"; exit 1; }
 
-SHA=$(sha256sum <"$SKIFF_BIN" | cut -d" " -f1)
-SIZE=$(wc -c <"$SKIFF_BIN" | tr -d " ")
 # The runner's ControlPath sockets, under NODES_DIR (short, and nodes_down kills any ssh
 # naming it).
 CDIR=$NODES_DIR/cm
 
-# The busybox node has no libc: only a static binary runs there (not the ASan build).
-NODES_UNDER_TEST="1 2 3"
-STATIC=1
-file -L "$SKIFF_BIN" | grep -q "statically linked" || { STATIC=; NODES_UNDER_TEST="1 3"; }
+# The busybox node tn2 has no libc: only a static skiff runs there, so tn2 is driven by
+# SKIFF_STATIC_BIN: SKIFF_BIN itself under make test; under make test-asan, the static
+# build beside the ASan one, while tn1 and tn3 get the ASan build. SHA and SIZE are those
+# of the binary a node gets; a test body sets them for its node (node_sha, node_size).
+[ -n "$SKIFF_STATIC_BIN" ] ||
+	test_skip_all "the busybox node needs a static skiff, and $SKIFF_BIN is not one (run make)"
+node_bin() {
+	if [ "$1" = 2 ]; then echo "$SKIFF_STATIC_BIN"; else echo "$SKIFF_BIN"; fi
+}
+node_sha() { sha256sum <"$(node_bin "$1")" | cut -d" " -f1; }
+node_size() { wc -c <"$(node_bin "$1")" | tr -d " "; }
 
 node_user() {
 	if [ "$1" = 2 ]; then echo "$NODES_BB_USER"; else echo "$NODES_USER"; fi
@@ -32,7 +37,7 @@ node_user() {
 rt() {
 	_ri=$1
 	shift
-	skiff __runner-test --ssh "$(nodes_ip "$_ri")" --name "tn$_ri" --user "$(node_user "$_ri")" \
+	"$(node_bin "$_ri")" __runner-test --ssh "$(nodes_ip "$_ri")" --name "tn$_ri" --user "$(node_user "$_ri")" \
 		--identity "$NODES_KEY" --control-dir "$CDIR" "$@"
 }
 
@@ -57,11 +62,6 @@ job_status() {
 	rt "$1" capture "$(kv remote_exe "$TRASH/inst$1") node logs $2 --status" </dev/null
 }
 
-skip_test() {
-	test_count=$((test_count + 1))
-	echo "ok $test_count # skip $1"
-}
-
 test_cleanup_hook() {
 	for _i in 1 2 3; do rt "$_i" close >/dev/null 2>&1; done
 	nodes_down
@@ -78,8 +78,9 @@ test_expect_success 'the ssh runner runs a script on each node, as the node user
 	done
 '
 
-for i in $NODES_UNDER_TEST; do
+for i in 1 2 3; do
 	test_expect_success "tn$i: install copies the binary and starts the supervisor" '
+		SHA=$(node_sha '$i') && SIZE=$(node_size '$i') &&
 		t0=$(date +%s.%N) &&
 		rt '$i' install >inst'$i' &&
 		ms_since $t0 >"$TRASH/copy'$i'.ms" &&
@@ -93,6 +94,7 @@ for i in $NODES_UNDER_TEST; do
 		nodes_ssh '$i' "stat -c \"%i %Y\" \"\$HOME/.skiff/bin/skiff-$SHA\"" >"$TRASH/ls'$i'"
 	'
 	test_expect_success "tn$i: install again sends nothing and keeps the supervisor" '
+		SHA=$(node_sha '$i') &&
 		t0=$(date +%s.%N) &&
 		rt '$i' install >again'$i' &&
 		ms_since $t0 >"$TRASH/nocopy'$i'.ms" &&
@@ -107,26 +109,25 @@ for i in $NODES_UNDER_TEST; do
 	[ -s "$TRASH/copy$i.ms" ] && echo "# tn$i install: $(cat "$TRASH/copy$i.ms") ms with the" \
 		"copy (fresh connection + master), $(cat "$TRASH/nocopy$i.ms") ms without (via the master)"
 done
-[ -n "$STATIC" ] || skip_test "tn2 (busybox, no libc): $SKIFF_BIN is not a static binary"
 
 test_expect_success 'the supervisor answers on each node (skiff node status over plain ssh)' '
-	for i in $NODES_UNDER_TEST; do
-		nodes_ssh $i "\"\$HOME/.skiff/bin/skiff-$SHA\" node status" >st$i || exit 1
+	for i in 1 2 3; do
+		SHA=$(node_sha $i) &&
+			nodes_ssh $i "\"\$HOME/.skiff/bin/skiff-$SHA\" node status" >st$i || exit 1
 		grep -q "running (pid $(kv sup_pid inst$i)," st$i || { cat st$i; exit 1; }
 	done
 '
 
-if [ -n "$STATIC" ]; then
-	test_expect_success 'tn2 has no libc, yet the binary runs there' '
-		test "$(nodes_ssh 2 "ls /lib /lib64 /usr/lib 2>/dev/null | wc -l")" = 0 &&
-		! nodes_ssh 2 "command -v bash || command -v python3" &&
-		nodes_ssh 2 "\"\$HOME/.skiff/bin/skiff-$SHA\" version" >v &&
-		grep -q "^skiff " v
-	'
-fi
+test_expect_success 'tn2 has no libc, yet the binary runs there' '
+	SHA=$(node_sha 2) &&
+	test "$(nodes_ssh 2 "ls /lib /lib64 /usr/lib 2>/dev/null | wc -l")" = 0 &&
+	! nodes_ssh 2 "command -v bash || command -v python3" &&
+	nodes_ssh 2 "\"\$HOME/.skiff/bin/skiff-$SHA\" version" >v &&
+	grep -q "^skiff " v
+'
 
 test_expect_success 'a job submitted through the runner runs, and its logs come back' '
-	for i in $NODES_UNDER_TEST; do
+	for i in 1 2 3; do
 		exe=$(kv remote_exe inst$i) &&
 		id=$(rt $i capture "$exe node submit '\''echo \"hello from \$(hostname)\"'\''" \
 			</dev/null) &&
@@ -178,46 +179,43 @@ impostor() {
 	} | head -c "$1" >"$2"
 }
 
-if [ -n "$STATIC" ]; then
-	test_expect_success 'a truncated copy is refused and never takes the final name (tn1, tn2)' '
-		head -c 1000000 "$SKIFF_BIN" >short &&
-		for i in 1 2; do
-			# Without the installed copy for a while (its supervisor runs on).
-			nodes_ssh $i "mv \"\$HOME/.skiff/bin\" \"\$HOME/.skiff/bin.keep\"" &&
-			expect_fail 1 rt $i send short 2>err || exit 1
-			grep -q "node tn$i ($(nodes_ip $i)): cannot install skiff: received 1000000 of $SIZE bytes" err ||
-				{ cat err; exit 1; }
-			test "$(nodes_ssh $i "ls -A \"\$HOME/.skiff/bin\" | wc -l")" = 0 || exit 1
-			nodes_ssh $i "rm -r \"\$HOME/.skiff/bin\" &&
-				mv \"\$HOME/.skiff/bin.keep\" \"\$HOME/.skiff/bin\"" || exit 1
-		done
-	'
+test_expect_success 'a truncated copy is refused and never takes the final name (tn1, tn2)' '
+	for i in 1 2; do
+		SIZE=$(node_size $i) && head -c 1000000 "$(node_bin $i)" >short &&
+		# Without the installed copy for a while (its supervisor runs on).
+		nodes_ssh $i "mv \"\$HOME/.skiff/bin\" \"\$HOME/.skiff/bin.keep\"" &&
+		expect_fail 1 rt $i send short 2>err || exit 1
+		grep -q "node tn$i ($(nodes_ip $i)): cannot install skiff: received 1000000 of $SIZE bytes" err ||
+			{ cat err; exit 1; }
+		test "$(nodes_ssh $i "ls -A \"\$HOME/.skiff/bin\" | wc -l")" = 0 || exit 1
+		nodes_ssh $i "rm -r \"\$HOME/.skiff/bin\" &&
+			mv \"\$HOME/.skiff/bin.keep\" \"\$HOME/.skiff/bin\"" || exit 1
+	done
+'
 
-	test_expect_success 'an impostor is never run: sha256sum refuses it; the size check comes first' '
-		impostor "$SIZE" imp && impostor 7000 imp-short &&
-		for i in 1 2; do
-			expect_fail 1 rt $i send imp 2>err || exit 1
-			grep -q "sha256 mismatch" err || { cat err; exit 1; }
-			expect_fail 1 rt $i --no-sha256sum send imp-short 2>err || exit 1
-			grep -q "received 7000 of $SIZE bytes" err || { cat err; exit 1; }
-			test "$(nodes_ssh $i "ls -A \"\$HOME\" | grep -c EXECUTED")" = 0 || exit 1
-			test -z "$(bin_leftovers $i)" || exit 1
-		done
-	'
+test_expect_success 'an impostor is never run: sha256sum refuses it; the size check comes first' '
+	for i in 1 2; do
+		SIZE=$(node_size $i) && impostor "$SIZE" imp && impostor 7000 imp-short || exit 1
+		expect_fail 1 rt $i send imp 2>err || exit 1
+		grep -q "sha256 mismatch" err || { cat err; exit 1; }
+		expect_fail 1 rt $i --no-sha256sum send imp-short 2>err || exit 1
+		grep -q "received 7000 of $SIZE bytes" err || { cat err; exit 1; }
+		test "$(nodes_ssh $i "ls -A \"\$HOME\" | grep -c EXECUTED")" = 0 || exit 1
+		test -z "$(bin_leftovers $i)" || exit 1
+	done
+'
 
-	test_expect_success 'busybox node without sha256sum: __verify-self refuses an altered binary' '
-		head -c $((SIZE - 1)) "$SKIFF_BIN" >bad && printf "\\001" >>bad &&
-		expect_fail 1 rt 2 --no-sha256sum send bad 2>err &&
-		grep -q "the received binary failed its self-check" err &&
-		test -z "$(bin_leftovers 2)" &&
-		rt 2 --no-sha256sum send "$SKIFF_BIN" >ok &&
-		test "$(kv copied ok)" = 1 &&
-		test "$(kv sup_started ok)" = 0 &&
-		test -z "$(bin_leftovers 2)"
-	'
-else
-	skip_test "truncated copies on tn2: $SKIFF_BIN is not static"
-fi
+test_expect_success 'busybox node without sha256sum: __verify-self refuses an altered binary' '
+	SIZE=$(node_size 2) &&
+	head -c $((SIZE - 1)) "$SKIFF_STATIC_BIN" >bad && printf "\\001" >>bad &&
+	expect_fail 1 rt 2 --no-sha256sum send bad 2>err &&
+	grep -q "the received binary failed its self-check" err &&
+	test -z "$(bin_leftovers 2)" &&
+	rt 2 --no-sha256sum send "$SKIFF_STATIC_BIN" >ok &&
+	test "$(kv copied ok)" = 1 &&
+	test "$(kv sup_started ok)" = 0 &&
+	test -z "$(bin_leftovers 2)"
+'
 
 test_expect_success 'a partitioned node fails by itself, with an error naming it' '
 	rt 3 run true &&
@@ -241,11 +239,11 @@ test_expect_success 'a partitioned node fails by itself, with an error naming it
 	"$(cat "$TRASH/partition.ms") ms"
 
 test_expect_success 'upgrade in place: a different binary replaces the supervisor; jobs run on' '
-	B=$TRASH/skiff-B &&
-	cp "$SKIFF_BIN" "$B" && printf "\n" >>"$B" && chmod 755 "$B" &&
-	SHA_B=$(sha256sum <"$B" | cut -d" " -f1) &&
-	"$B" version >/dev/null &&
-	for i in $NODES_UNDER_TEST; do
+	for i in 1 2 3; do
+		B=$TRASH/skiff-B$i &&
+		cp "$(node_bin $i)" "$B" && printf "\n" >>"$B" && chmod 755 "$B" &&
+		SHA_B=$(sha256sum <"$B" | cut -d" " -f1) &&
+		"$B" version >/dev/null &&
 		exe=$(kv remote_exe inst$i) &&
 		old=$(kv sup_pid inst$i) &&
 		id=$(rt $i capture "$exe node submit -n long \

@@ -211,11 +211,7 @@ full_on() {
 }
 full_off() { rm -f "$FULL_MNT/filler"; }
 
-test_expect_success 'full disk: the supervisor serves, jobs fail clearly, results land after' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: needs root to mount a tmpfs"; exit 0
-	fi
+test_expect_success ROOT 'full disk: the supervisor serves, jobs fail clearly, results land after' '
 	skiff node down >/dev/null &&
 	mkdir -p "$FULL_MNT" && mount -t tmpfs -o size=4m,mode=0700 tmpfs "$FULL_MNT" &&
 	export SKIFF_HOME=$FULL_HOME &&
@@ -306,11 +302,7 @@ test_expect_success 'lint: supervisor/ reads no wall clock for its deadlines' '
 		"$SRC_DIR"/supervisor/*.c
 '
 
-test_expect_success 'a node whose monotonic clock is 30 years ahead: grace, re-adoption' '
-	if [ "$(id -u)" != 0 ]; then
-		if [ "${CI:-}" = true ]; then echo "needs root in CI"; exit 1; fi
-		echo "# skipped: needs root for a time namespace"; exit 0
-	fi
+test_expect_success ROOT 'a node whose monotonic clock is 30 years ahead: grace, re-adoption' '
 	skiff node down >/dev/null &&
 	export SKIFF_HOME="$TRASH/timens-home" &&
 	unshare --time --monotonic 1000000000 --boottime 1000000000 --fork \
