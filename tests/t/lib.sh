@@ -16,7 +16,8 @@
 # CMD..., test_cmp WANT GOT; prerequisites: test_set_prereq NAME, test_lazy_prereq NAME
 # SCRIPT, test_have_prereq NAME[,NAME...]; skips: test_skip DESC REASON (one test),
 # test_skip_all REASON and test_skip_unless_root (the whole script). Under CI=true every
-# skip is a failure. docs/testing.md says more.
+# skip is a failure. A body whose && chain is broken fails (the chain lint, below).
+# docs/testing.md says more.
 #
 # Variables: SKIFF_BIN (the binary under test: SKIFF_TEST_BIN, else build/skiff),
 # SKIFF_STATIC_BIN (a static skiff, for what runs where there is no libc), SRC_DIR,
@@ -166,6 +167,12 @@ test_skip_unless_root() {
 
 # test_expect_success [PREREQ[,PREREQ...]] DESC BODY: run BODY in a subshell in $TRASH;
 # the test passes if BODY exits 0.
+#
+# Chain lint (git's runtime check): BODY is first evaluated as `(exit 117) && BODY` with
+# its output discarded. When every command is joined by &&, nothing runs and the status
+# is 117; any other status means a command stands outside the chain (its failure would
+# go unseen), and the test fails without being run. Commands after the break do run in
+# that pass. SKIFF_TEST_CHAIN_LINT=0 turns the check off, for debugging.
 test_expect_success() {
 	_tl_prereqs=
 	if [ $# = 3 ]; then
@@ -184,6 +191,20 @@ test_expect_success() {
 	fi
 	test_count=$((test_count + 1))
 	out="$TRASH/.out.$test_count"
+	if [ "${SKIFF_TEST_CHAIN_LINT:-1}" != 0 ]; then
+		(cd "$TRASH" && eval "(exit 117) && $body
+") >/dev/null 2>&1
+		_tl_lint=$?
+		if [ "$_tl_lint" != 117 ]; then
+			test_failed=$((test_failed + 1))
+			echo "not ok $test_count - $desc"
+			echo "#   broken &&-chain (or a syntax error): the body, after (exit 117) &&,"
+			echo "#   exited $_tl_lint, not 117 (SKIFF_TEST_CHAIN_LINT=0 runs it anyway)"
+			echo "#   test body:"
+			printf '%s\n' "$body" | sed 's/^/#     /'
+			return 0
+		fi
+	fi
 	if (cd "$TRASH" && eval "$body") >"$out" 2>&1; then
 		echo "ok $test_count - $desc"
 	else

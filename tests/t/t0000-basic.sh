@@ -124,6 +124,28 @@ run_selftest() {
 	SKIFF_TEST_BIN="$SKIFF_BIN" TMPDIR="$TRASH/selftest" sh "$@"
 }
 
+test_expect_success \
+	'the chain lint fails a body whose && chain is broken, unless SKIFF_TEST_CHAIN_LINT=0' '
+	mkdir -p selftest &&
+	cat >selftest/chain.sh <<-EOF &&
+	. "$TEST_DIR/lib.sh"
+	test_expect_success "joined" "true && true"
+	test_expect_success "broken" "false
+	true"
+	test_expect_success "or at the top" "false || true"
+	test_done
+	EOF
+	expect_fail 1 run_selftest selftest/chain.sh >lint.out &&
+	cat lint.out &&
+	grep -qx "ok 1 - joined" lint.out &&
+	grep -qx "not ok 2 - broken" lint.out &&
+	grep -q "broken &&-chain" lint.out &&
+	grep -qx "not ok 3 - or at the top" lint.out &&
+	SKIFF_TEST_CHAIN_LINT=0 run_selftest selftest/chain.sh >nolint.out &&
+	grep -qx "ok 2 - broken" nolint.out &&
+	grep -qx "ok 3 - or at the top" nolint.out
+'
+
 test_expect_success 'a missing prerequisite or test_skip is a TAP skip; under CI=true, a failure' '
 	mkdir -p selftest &&
 	cat >selftest/skip.sh <<-EOF &&

@@ -121,17 +121,17 @@ test_expect_success 'followers hear of the end from the supervisor, else from th
 	skiff node up --cpus 1 >/dev/null &&
 	a=$(skiff node submit --cpus 1 \
 		"echo a-started; while [ ! -e gate7 ]; do sleep 0.1; done; echo a-done") &&
-	wait_for "test \"\$(job_status $a)\" = RUNNING" || exit 1
+	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
 	# A follower of a job that never starts: its cancel ends the follow (103).
-	{ skiff node submit --follow --cpus 1 "echo never" >b.out 2>b.err; echo $? >b.rc; } &
+	{ { skiff node submit --follow --cpus 1 "echo never" >b.out 2>b.err; echo $? >b.rc; } & } &&
 	wait_for "test -s b.out" &&
 	b=$(head -n1 b.out) && test "$(job_status $b)" = PENDING &&
 	skiff node cancel "$b" >/dev/null &&
 	wait_for "test -s b.rc" && test "$(cat b.rc)" = 103 &&
-	grep -q "job $b finished (status: CANCELLED)" b.err || exit 1
-	skiff node logs --status --wait "$a" >c.out 2>&1 &
+	grep -q "job $b finished (status: CANCELLED)" b.err &&
+	{ skiff node logs --status --wait "$a" >c.out 2>&1 & } &&
 	# The supervisor goes away while they follow: they finish from the db.
-	{ skiff node logs "$a" >a.out 2>a.err; echo $? >a.rc; } &
+	{ { skiff node logs "$a" >a.out 2>a.err; echo $? >a.rc; } & } &&
 	wait_for "grep -q a-started a.out" &&
 	skiff node down >/dev/null &&
 	touch "$HOME/gate7" &&

@@ -221,13 +221,13 @@ test_expect_success 'a partitioned node fails by itself, with an error naming it
 	rt 3 run true &&
 	nodes_partition 3 &&
 	t0=$(date +%s.%N) &&
-	timeout 30 sh -c "\"$SKIFF_BIN\" __runner-test --ssh $(nodes_ip 3) --name tn3 \
+	{ timeout 30 sh -c "\"$SKIFF_BIN\" __runner-test --ssh $(nodes_ip 3) --name tn3 \
 		--user $NODES_USER --identity $NODES_KEY --control-dir $CDIR install" >out 2>err
-	rc=$?
-	ms_since $t0 >"$TRASH/partition.ms"
-	nodes_heal 3
-	cat err
-	test $rc != 124 || { echo "hung until the timeout 30 guard"; exit 1; }
+	  rc=$?; } &&
+	ms_since $t0 >"$TRASH/partition.ms" &&
+	nodes_heal 3 &&
+	cat err &&
+	{ test $rc != 124 || { echo "hung until the timeout 30 guard"; exit 1; }; } &&
 	test $rc = 4 &&
 	# ssh says it when it connects anew; skiff when the master it asked lost the node.
 	grep -Eq "^skiff: error: node tn3 \(10\.200\.0\.13\): .*(ssh: connect to host 10\.200\.0\.13 port 22|no answer from the node)" err &&

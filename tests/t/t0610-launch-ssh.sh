@@ -172,10 +172,9 @@ test_expect_success "nodes up: tn1, tn3 namespace nodes${BB:+, tn2 busybox-only}
 
 test_expect_success 'launch a 3-node gang: every rank on its own node, IPs head first' '
 	t0=$(now) &&
-	skiff launch -c s1 --infra "$INFRA" --num-nodes 3 gang.yaml >out 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/launch.s"
-	cat err out
+	{ skiff launch -c s1 --infra "$INFRA" --num-nodes 3 gang.yaml >out 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/launch.s" &&
+	cat err out &&
 	test $rc = 0 &&
 	grep -q "nodes .*3 node(s) on $INFRA: 10.200.0.11, " err &&
 	grep -q "bootstrap .*skiff copied to 3, already on 0; 3 supervisor(s) started" err &&
@@ -293,13 +292,12 @@ test_expect_success 'a long 3-node job runs on every node' '
 '
 
 test_expect_success 'tn3 partitioned: logs comes back, naming it; the job is FAILED_DRIVER' '
-	nodes_partition 3 || exit 1
-	t0=$(now)
-	timeout 60 "$SKIFF_BIN" logs p >out 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/partition-logs.s"
-	cat out err
-	test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }
+	nodes_partition 3 &&
+	t0=$(now) &&
+	{ timeout 60 "$SKIFF_BIN" logs p >out 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/partition-logs.s" &&
+	cat out err &&
+	{ test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }; } &&
 	test $rc = 100 &&
 	grep -qx "(rank 0, 10.200.0.11) started" out &&
 	grep -q "^skiff: error: node 10.200.0.13 (rank 2): lost the connection" err &&
@@ -308,12 +306,11 @@ test_expect_success 'tn3 partitioned: logs comes back, naming it; the job is FAI
 '
 
 test_expect_success 'tn3 partitioned: queue comes back, naming it, with exit 4' '
-	t0=$(now)
-	timeout 60 "$SKIFF_BIN" queue p --json >q.json 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/partition-queue.s"
-	cat err q.json
-	test $rc != 124 || { echo "queue hung until the timeout 60 guard"; exit 1; }
+	t0=$(now) &&
+	{ timeout 60 "$SKIFF_BIN" queue p --json >q.json 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/partition-queue.s" &&
+	cat err q.json &&
+	{ test $rc != 124 || { echo "queue hung until the timeout 60 guard"; exit 1; }; } &&
 	test $rc = 4 &&
 	grep -q "^skiff: error: node 10.200.0.13 (10.200.0.13): ssh: connect to host 10.200.0.13" err &&
 	test "$(json "d[-1][\"status\"], d[-1][\"exit_codes\"]" q.json)" = \
@@ -428,11 +425,10 @@ test_expect_success 'down while a node is away; the next cluster there cancels w
 	skiff launch -c hold --infra "$INFRA" --num-nodes 2 true >/dev/null 2>&1 &&
 	skiff launch -c lf -d --infra "$INFRA" "sleep 5000.$$" 2>/dev/null &&
 	wait_for "test -n \"\$(node_procs 3 \"sleep 5000.$$\")\"" 20 &&
-	nodes_partition 3 || exit 1
-	timeout 120 "$SKIFF_BIN" down lf >out 2>err
-	rc=$?
-	nodes_heal 3 || exit 1
-	cat out err
+	nodes_partition 3 &&
+	{ timeout 120 "$SKIFF_BIN" down lf >out 2>err; rc=$?; } &&
+	nodes_heal 3 &&
+	cat out err &&
 	test $rc != 124 && grep -q "could not be reached" err &&
 	test -n "$(node_procs 3 "sleep 5000.$$")" &&
 	skiff launch -c lf2 --infra "$INFRA" "echo fresh \$(hostname)" >out 2>err &&

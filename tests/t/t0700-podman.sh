@@ -157,11 +157,10 @@ run: |
 EOF
 
 test_expect_success 'launch a 2-node gang from the busybox image: skiff init is PID 1' '
-	t0=$(now)
-	skiff launch -c pc --infra podman --num-nodes 2 gang.yaml >out 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/launch.s"
-	cat err out
+	t0=$(now) &&
+	{ skiff launch -c pc --infra podman --num-nodes 2 gang.yaml >out 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/launch.s" &&
+	cat err out &&
 	test $rc = 0 &&
 	grep -q "nodes .*2 node(s) on podman: skiff-pc-0, " err &&
 	for r in 0 1; do
@@ -237,12 +236,11 @@ test_expect_success 'a container killed mid-job: logs reports it within seconds'
 	podman kill skiff-pc-1 >/dev/null &&
 	# kill returns once the signal is sent; the engine marks the container exited after.
 	wait_for "test \"\$(podman inspect -f {{.State.Status}} skiff-pc-1)\" = exited" 20 &&
-	t0=$(now)
-	timeout 60 "$SKIFF_BIN" logs pc >out 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/kill-logs.s"
-	cat out err
-	test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }
+	t0=$(now) &&
+	{ timeout 60 "$SKIFF_BIN" logs pc >out 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/kill-logs.s" &&
+	cat out err &&
+	{ test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }; } &&
 	test $rc = 100 &&
 	grep -qx "(rank 0, skiff-pc-0) started" out &&
 	grep -q "skiff-pc-1 is not running (exited)" err &&
@@ -251,11 +249,10 @@ test_expect_success 'a container killed mid-job: logs reports it within seconds'
 '
 
 test_expect_success 'queue and status name the dead container; rank 0 was stopped' '
-	t0=$(now)
-	timeout 60 "$SKIFF_BIN" queue pc --json >q.json 2>err
-	rc=$?
-	secs_since $t0 >"$TRASH/kill-queue.s"
-	cat err
+	t0=$(now) &&
+	{ timeout 60 "$SKIFF_BIN" queue pc --json >q.json 2>err; rc=$?; } &&
+	secs_since $t0 >"$TRASH/kill-queue.s" &&
+	cat err &&
 	test $rc = 4 &&
 	grep -q "^skiff: error: node skiff-pc-1 (skiff-pc-1): skiff-pc-1 is not running (exited)" err &&
 	test "$(json "d[-1][\"status\"], d[-1][\"exit_codes\"][1]" q.json)" = "[\"FAILED_DRIVER\", null]" &&

@@ -106,7 +106,7 @@ test_expect_success 'runtime_env on Slurm: working_dir and py_modules shipped ov
 	  env_vars: {RENV_VAR: from-renv}
 	run: python3 main.py && python3 -c "import skiffmod; print(skiffmod.X)" && echo "$RENV_VAR"
 	EOF
-	skiff exec solo renv.yaml >out 2>err || { cat err out; exit 1; } &&
+	{ skiff exec solo renv.yaml >out 2>err || { cat err out; exit 1; }; } &&
 	grep -qx "wd ok" out && grep -qx 42 out && grep -qx from-renv out
 '
 
@@ -159,8 +159,8 @@ test_expect_success 'a 3-node gang: ranks, hostnames and SKYPILOT_NODE_IPS' '
 test_expect_success 'an allocation cancelled from outside mid-job is reported' '
 	J=$(job_of gang) && test -n "$J" &&
 	skiff exec -d gang --num-nodes 3 "echo up; sleep 300" 2>err &&
-	wait_for "skiff queue gang | grep -q \"^2 .*RUNNING\"" 20 || exit 1
-	{ skiff logs gang 2 --follow >follow.out 2>follow.err; echo $? >follow.rc; } &
+	wait_for "skiff queue gang | grep -q \"^2 .*RUNNING\"" 20 &&
+	{ { skiff logs gang 2 --follow >follow.out 2>follow.err; echo $? >follow.rc; } & } &&
 	wait_for "grep -q up follow.out" 20 &&
 	scancel "$J" &&
 	wait_for "test -s follow.rc" 15 &&

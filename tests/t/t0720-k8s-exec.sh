@@ -87,9 +87,8 @@ test_cleanup_hook() {
 }
 
 test_expect_success 'launch a 2-pod gang: bootstrap and workdir sync through kubectl exec' '
-	skiff launch -c k --infra k8s/fake-ctx/ml gang.yaml >out 2>err
-	rc=$?
-	cat err out
+	{ skiff launch -c k --infra k8s/fake-ctx/ml gang.yaml >out 2>err; rc=$?; } &&
+	cat err out &&
 	test $rc = 0 &&
 	grep -q "nodes .*2 node(s) on k8s/fake-ctx/ml: 10.200.0.21, " err &&
 	grep -q "bootstrap .*skiff copied to 2" err &&
@@ -135,9 +134,8 @@ test_expect_success 'a pod that goes away: queue names it (exit 4); its rank is 
 	skiff exec -d --num-nodes 2 k "sleep 9200" 2>/dev/null &&
 	wait_for "running 4" 20 &&
 	: >"$K/pods/pod-b.gone" &&
-	timeout 60 "$SKIFF_BIN" queue k --json >q.json 2>err
-	rc=$?
-	cat err
+	{ timeout 60 "$SKIFF_BIN" queue k --json >q.json 2>err; rc=$?; } &&
+	cat err &&
 	test $rc = 4 &&
 	grep -q "^skiff: error: node pod-b (10.200.0.22): pod-b is not running (Error from server (NotFound)" err &&
 	python3 -c "import json; d=json.load(open(\"q.json\")); assert d[-1][\"exit_codes\"][1] is None, d"

@@ -8,7 +8,7 @@ FUZZ_SECS=${SKIFF_FUZZ_SECS:-4}
 B=${B:-build}
 
 test_expect_success 'make fuzz builds every harness' '
-	make -C "$SRC_DIR" -s B="$B" fuzz >make.out 2>&1 || { cat make.out; exit 1; }
+	{ make -C "$SRC_DIR" -s B="$B" fuzz >make.out 2>&1 || { cat make.out; exit 1; }; } &&
 	for f in "$SRC_DIR"/tests/fuzz/fuzz-*.c; do
 		n=$(basename "$f" .c)
 		test -x "$SRC_DIR/$B/fuzz/$n" || { echo "missing $n"; exit 1; }

@@ -93,10 +93,10 @@ some_shim() {
 
 test_expect_success 'storm: submits and cancels while supervisor, shims and clients are killed' '
 	skiff node up --cpus 0 >/dev/null &&
-	: >killed-shims && : >cancelled && : >killed-clients || exit 1
-	storm 1 50 &
-	storm 2 50 &
-	k=0
+	: >killed-shims && : >cancelled && : >killed-clients &&
+	{ storm 1 50 & } &&
+	{ storm 2 50 & } &&
+	k=0 &&
 	while { [ ! -e storm.1.done ] || [ ! -e storm.2.done ]; } && [ $k -lt 500 ]; do
 		k=$((k + 1))
 		case $(rnd 5) in
@@ -181,7 +181,7 @@ test_expect_success 'kill -9 of the launcher mid-launch: the cluster and its job
 	done >lkills &&
 	cat lkills &&
 	{ timeout 120 "$SKIFF_BIN" launch -c k1 -n final "exit 3" >final.out 2>&1; echo $? >final.rc; } &&
-	test "$(cat final.rc)" = 100 || { cat final.out final.rc; exit 1; }
+	{ test "$(cat final.rc)" = 100 || { cat final.out final.rc; exit 1; }; } &&
 	wait_for "! skiff queue k1 --json 2>/dev/null | grep -qE \"PENDING|RUNNING|SETTING_UP|INIT\"" 60 &&
 	skiff queue k1 --json >k.json &&
 	python3 - <<-\EOF &&
@@ -247,7 +247,7 @@ test_expect_success ROOT 'full disk: the supervisor serves, jobs fail clearly, r
 test_expect_success 'a start that finds the lock still held by a dying supervisor retries' '
 	skiff node down >/dev/null &&
 	# What a supervisor killed a moment ago looks like: its lock held a little longer.
-	flock "$SKIFF_HOME/supervisor.lock" sleep 1 &
+	{ flock "$SKIFF_HOME/supervisor.lock" sleep 1 & } &&
 	wait_for "! flock -n \"$SKIFF_HOME/supervisor.lock\" true" &&
 	timeout 14 "$SKIFF_BIN" node up >out &&
 	grep -q "supervisor started" out &&

@@ -54,8 +54,8 @@ test_expect_success 'one node up' '
 '
 
 test_expect_success 'cut during bootstrap: error naming the node; no binary installed' '
-	slow 3mbit && rm -f rc || exit 1
-	{ timeout 120 "$SKIFF_BIN" launch -c f1 --infra $INFRA -d "touch \"\$HOME/BOOT-RAN\"" >out 2>err; echo $? >rc; } &
+	slow 3mbit && rm -f rc &&
+	{ { timeout 120 "$SKIFF_BIN" launch -c f1 --infra $INFRA -d "touch \"\$HOME/BOOT-RAN\"" >out 2>err; echo $? >rc; } & } &&
 	wait_for "ls -A \"$NODE_HOME/.skiff/bin\" 2>/dev/null | grep -q \"\\.tmp\$\"" 60 &&
 	nodes_partition 1 &&
 	t1=$(now) &&
@@ -72,15 +72,15 @@ test_expect_success 'cut during bootstrap: error naming the node; no binary inst
 [ -s "$TRASH/boot.s" ] && echo "# bootstrap cut: the launcher failed $(cat "$TRASH/boot.s") s after the cut"
 
 test_expect_success 'healed: the next launch installs a verified binary and runs' '
-	timeout 120 "$SKIFF_BIN" launch -c f1 --infra $INFRA "touch \"\$HOME/BOOT-RAN\"" >out 2>&1 ||
-		{ cat out; exit 1; }
+	{ timeout 120 "$SKIFF_BIN" launch -c f1 --infra $INFRA "touch \"\$HOME/BOOT-RAN\"" >out 2>&1 ||
+		{ cat out; exit 1; }; } &&
 	test -e "$NODE_HOME/BOOT-RAN" &&
 	ls -A "$NODE_HOME/.skiff/bin" | grep -q "^skiff-$(sha256sum <"$SKIFF_BIN" | cut -c1-64)\$"
 '
 
 test_expect_success 'cut during a workdir sync: error naming the node; nothing half-written runs' '
-	slow 3mbit && rm -f rc || exit 1
-	{ timeout 120 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>err; echo $? >rc; } &
+	slow 3mbit && rm -f rc &&
+	{ { timeout 120 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>err; echo $? >rc; } & } &&
 	wait_for "ls -A \"$NODE_HOME/sky_workdir\" 2>/dev/null | grep -q \"^\\.skiff-sync-tmp\\.\"" 60 &&
 	nodes_partition 1 &&
 	t1=$(now) &&
@@ -96,7 +96,7 @@ test_expect_success 'cut during a workdir sync: error naming the node; nothing h
 [ -s "$TRASH/sync.s" ] && echo "# sync cut: the launcher failed $(cat "$TRASH/sync.s") s after the cut"
 
 test_expect_success 'healed: the sync completes, byte for byte, and the job runs' '
-	timeout 120 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>&1 || { cat out; exit 1; }
+	{ timeout 120 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>&1 || { cat out; exit 1; }; } &&
 	cmp "$TRASH/big.bin" "$NODE_HOME/sky_workdir/big.bin" &&
 	test -e "$NODE_HOME/JOB-RAN" &&
 	! ls -A "$NODE_HOME/sky_workdir" | grep -q "^\\.skiff-sync-tmp\\."
@@ -108,8 +108,7 @@ test_expect_success 'a node that comes back with another host key is refused, by
 	ssh-keygen -q -t ed25519 -N "" -C impostor -f "$d/ssh_host_ed25519_key" &&
 	nodes_restart 1 &&
 	rm -f "$NODE_HOME/JOB-RAN" &&
-	timeout 60 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>err
-	rc=$?
+	{ timeout 60 "$SKIFF_BIN" exec f1 "$TRASH/wd.yaml" >out 2>err; rc=$?; } &&
 	cat err && test $rc != 0 && test $rc != 124 &&
 	grep -q "node 10.200.0.11" err && grep -q "Host key verification failed" err &&
 	test ! -e "$NODE_HOME/JOB-RAN"
