@@ -34,15 +34,21 @@ const char node_queue_usage[] =
         "                        started_at, ended_at, exit codes, cpus, memory, gpus,\n"
         "                        log_dir, name, reason; tab-separated, with \\\\, \\t and \\n\n"
         "                        escaped in the text fields\n"
-        "  -s, --skip-finished   only jobs that have not ended\n";
+        "  -s, --skip-finished   only jobs that have not ended\n"
+        "  --key KEY             only the job submitted with this idempotency key (none\n"
+        "                        printed when no job has it)\n";
 
 const char node_cancel_usage[] =
-        "usage: skiff node cancel JOB... | -a|--all\n"
+        "usage: skiff node cancel JOB... | -a|--all | --key KEY...\n"
         "\n"
         "Cancels jobs: a waiting job is dropped; a running one gets SIGTERM on its process\n"
         "group and every process that escaped it, then SIGKILL after the grace period\n"
         "(skiff node up --cancel-grace). Nothing of the job survives. Any number of jobs\n"
-        "is one request.\n";
+        "is one request.\n"
+        "\n"
+        "  --key KEY   the job submitted with this idempotency key; when none has arrived,\n"
+        "              the key is recorded as cancelled, so that a submit with it that is\n"
+        "              still on its way never runs\n";
 
 struct st_db *node_open_db(void)
 {
@@ -256,10 +262,17 @@ int node_queue(int argc, char **argv)
 	struct st_db *db;
 	struct json j;
 	int i, as_json = 0, skip = 0, r, rc = EXIT_FAIL;
+	const char *key = NULL;
 
 	q.ids = xcalloc((size_t)argc, sizeof(*q.ids));
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
+		if (!strcmp(argv[i], "--key")) {
+			if (++i >= argc) {
+				rc = usage_error("node queue", "--key needs a value");
+				goto out;
+			}
+			key = argv[i];
+		} else if (!strcmp(argv[i], "--json")) {
 			as_json = 1;
 		} else if (!strcmp(argv[i], "--porcelain")) {
 			as_json = 2;
@@ -285,7 +298,32 @@ int node_queue(int argc, char **argv)
 	}
 	q.out = &out;
 	q.now = now_wall();
-	if (as_json == 2) {
+	if (key) {
+		struct job jb;
+
+		r = st_job_find_key(db, key, &jb);
+		if (!r) {
+			/* Just that job, in whichever form was asked for. */
+			if (as_json == 1) {
+				json_init(&j, &out, 1);
+				q.j = &j;
+				json_arr_begin(&j);
+			}
+			if (as_json == 2)
+				emit_porcelain(&jb, &q);
+			else if (as_json)
+				emit_json(&jb, &q);
+			else
+				emit_row(&jb, &q);
+			job_free(&jb);
+			if (as_json == 1) {
+				json_arr_end(&j);
+				r = json_finish(&j);
+			}
+		} else if (r == -ENOENT) {
+			r = as_json == 1 ? buf_adds(&out, "[]\n") : 0;
+		}
+	} else if (as_json == 2) {
 		r = st_job_each(db, skip ? JOB_MASK_ACTIVE : JOB_MASK_ALL, emit_porcelain, &q);
 	} else if (as_json) {
 		json_init(&j, &out, 1);
@@ -320,6 +358,12 @@ int node_cancel(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "--all")) {
 			all = 1;
+		} else if (!strcmp(argv[i], "--key")) {
+			if (++i >= argc || msg_add(&req, "key", argv[i])) {
+				msg_release(&req);
+				return usage_error("node cancel", "--key needs a value");
+			}
+			nids++;
 		} else if (argv[i][0] == '-') {
 			msg_release(&req);
 			return usage_error("node cancel", "unknown option '%s'", argv[i]);
@@ -356,6 +400,10 @@ int node_cancel(int argc, char **argv)
 			printf("no job to cancel\n");
 		buf_release(&b);
 	}
+	for (k = 0; k < rep.n; k++)
+		if (!strcmp(rep.keys[k], "buried"))
+			printf("key %s: no job had arrived; one that arrives will not run\n",
+			       rep.vals[k]);
 	for (k = 0; k < rep.n; k++) {
 		if (!strcmp(rep.keys[k], "finished")) {
 			printf("job %s has already ended\n", rep.vals[k]);

@@ -25,7 +25,8 @@ const char node_submit_usage[] =
         "usage: skiff node submit [-n NAME] [--cpus N] [--memory GB] [--gpus N]\n"
         "                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
         "                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
-        "                         [--log-dir DIR] [--json] [--follow] YAML|COMMAND...\n"
+        "                         [--log-dir DIR] [--key KEY] [--json] [--follow]\n"
+        "                         YAML|COMMAND...\n"
         "       skiff node submit [--json] [--follow] --spec -\n"
         "\n"
         "Submits one job to this node's supervisor (started if needed) and prints its id.\n"
@@ -46,6 +47,8 @@ const char node_submit_usage[] =
         "  --cwd DIR            working directory (default: the task's workdir, else $HOME)\n"
         "  --log-dir DIR        where setup.log and run.log go (default\n"
         "                       $SKIFF_HOME/logs/ID)\n"
+        "  --key KEY            an idempotency key: a second submit with the same key\n"
+        "                       submits nothing and prints the first one's id\n"
         "  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
         "  --follow             after the id line, follow the job's logs as `node logs`\n"
         "                       does, and exit with its status (one call, one round trip)\n"
@@ -54,7 +57,7 @@ const char node_submit_usage[] =
         "                       command lines)\n";
 
 struct submit {
-	const char *name, *setup, *cwd, *log_dir, *priority;
+	const char *name, *setup, *cwd, *log_dir, *priority, *key;
 	const char *cpus, *memory, *gpus;
 	int as_json, follow;
 };
@@ -175,6 +178,8 @@ int node_submit(int argc, char **argv)
 			slot = &s.cwd;
 		else if (!strcmp(a, "--log-dir"))
 			slot = &s.log_dir;
+		else if (!strcmp(a, "--key"))
+			slot = &s.key;
 		if (slot) {
 			if (i + 1 >= argc) {
 				rc = usage_error("node submit", "%s needs a value", a);
@@ -254,6 +259,10 @@ int node_submit(int argc, char **argv)
 		msg_add(&req, "cwd", t->workdir.path);
 	if (s.log_dir)
 		msg_add(&req, "log_dir", s.log_dir);
+	if (s.key && msg_add(&req, "submit_key", s.key)) {
+		rc = usage_error("node submit", "bad --key");
+		goto out;
+	}
 	if (add_kvs(&req, &t->envs) || add_kvs(&req, &t->secrets))
 		goto out;
 	if (t->runtime_env.set && add_renv(&req, t))

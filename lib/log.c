@@ -13,6 +13,7 @@ static enum log_level level = LOG_INFO;
 static int log_fd = 2;
 static int log_stamps;
 static const char *log_prog = "skiff";
+static unsigned long errors;
 
 void log_set_level(enum log_level lvl)
 {
@@ -22,6 +23,16 @@ void log_set_level(enum log_level lvl)
 enum log_level log_get_level(void)
 {
 	return level;
+}
+
+unsigned long log_error_count(void)
+{
+	return errors;
+}
+
+void log_count_error(void)
+{
+	errors++;
 }
 
 void log_set_fd(int fd, int timestamps)
@@ -46,6 +57,8 @@ static void emit(enum log_level lvl, const char *fmt, va_list ap, const char *su
 	size_t n = 0;
 	int r;
 
+	if (lvl == LOG_ERROR)
+		errors++;
 	if (lvl > level)
 		return;
 	if (log_stamps) {
@@ -171,4 +184,28 @@ void die_errno(const char *fmt, ...)
 	emit(LOG_ERROR, fmt, ap, strerror(e));
 	va_end(ap);
 	exit(1);
+}
+
+void warning_ratelimited(struct ratelimit *rl, const char *fmt, ...)
+{
+	struct timespec ts;
+	int64_t now;
+	char held[64];
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (rl->next_ms && now < rl->next_ms) {
+		rl->held++;
+		return;
+	}
+	rl->next_ms = now + LOG_RATELIMIT_MS;
+	held[0] = '\0';
+	if (rl->held)
+		snprintf(held, sizeof(held), "%lu more like it in the last %d s", rl->held,
+		         LOG_RATELIMIT_MS / 1000);
+	rl->held = 0;
+	va_start(ap, fmt);
+	emit(LOG_WARN, fmt, ap, held[0] ? held : NULL);
+	va_end(ap);
 }

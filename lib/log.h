@@ -11,6 +11,7 @@
  */
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #define SKIFF_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -18,6 +19,10 @@ enum log_level { LOG_QUIET = 0, LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
+/* How many error messages this process has produced (printed or not): see cmd/main.c. */
+unsigned long log_error_count(void);
+/* Counts an error printed in a form of its own ("FILE:LINE:COL: message"). */
+void log_count_error(void);
 /* Messages go to fd (default 2). With timestamps set, each line starts with an ISO time
  * and the pid: daemons use that for their log file. The fd is not owned. */
 void log_set_fd(int fd, int timestamps);
@@ -35,5 +40,19 @@ _Noreturn void die_code(int code, const char *fmt, ...) SKIFF_PRINTF(2, 3);
 _Noreturn void die_errno(const char *fmt, ...) SKIFF_PRINTF(1, 2);
 
 void vlog_msg(enum log_level lvl, const char *fmt, va_list ap);
+
+/*
+ * A message that can repeat in a loop (a daemon out of fds, a failing disk) is written at
+ * most once per LOG_RATELIMIT_MS per call site; the next one that goes out says how many
+ * were held back. Zero-initialise the state (one per call site).
+ */
+#define LOG_RATELIMIT_MS 10000
+
+struct ratelimit {
+	int64_t next_ms;
+	unsigned long held;
+};
+
+void warning_ratelimited(struct ratelimit *rl, const char *fmt, ...) SKIFF_PRINTF(2, 3);
 
 #endif

@@ -26,6 +26,12 @@
 #define TASK_MAX_ALTERNATIVES 64 /* resource alternatives after any_of/ordered expansion */
 #define TASK_MAX_NODES 100000    /* num_nodes */
 #define TASK_ENV_FILE_MAX ((size_t)1 << 20) /* bytes in an --env-file */
+/*
+ * One environment entry, NAME=VALUE and its NUL: the kernel's MAX_ARG_STRLEN (32 pages of
+ * 4 KiB). exec refuses a larger one ("Argument list too long"), for the job's shell and
+ * for every program it starts, so such a value is refused where it is given.
+ */
+#define TASK_ENV_ENTRY_MAX ((size_t)128 << 10)
 
 /* A key and its string value: envs, secrets, labels, runtime_env.env_vars. */
 struct task_kv {

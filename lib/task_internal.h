@@ -57,6 +57,8 @@ int tp_freeform(struct tparse *p, const struct ynode *n, const char *path);
 void tp_strv_free(char **v, size_t n);
 /* 1 if s matches ^[a-zA-Z_][a-zA-Z0-9_]*$ */
 int task_env_name_ok(const char *s);
+/* 1 when NAME=VALUE fits in one environment entry (TASK_ENV_ENTRY_MAX, lib/task.h). */
+int task_env_entry_fits(const char *name, const char *value);
 
 /* lib/task_resources.c */
 int task_parse_resources(struct tparse *p, const struct ynode *node, struct task *t);

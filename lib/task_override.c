@@ -121,7 +121,7 @@ static int env_file(struct task_overrides *o, const char *path)
 	if (r == -EFBIG || r == -ENOBUFS)
 		r = error("--env-file %s: more than %zu bytes", path, TASK_ENV_FILE_MAX);
 	else if (r)
-		r = error("--env-file %s: %s", path, strerror(-r));
+		r = error("--env-file %s: %s", path, buf_read_strerror(r));
 	if (r)
 		goto out;
 	if (memchr(b.p, 0, b.len) || !utf8_valid(b.p, b.len)) {
@@ -154,6 +154,11 @@ static int env_file(struct task_overrides *o, const char *path)
 		else if (dotenv_value(skip_ws(eq + 1), &value))
 			r = error("%s:%d:%d: unterminated quote or text after the closing quote",
 			          path, lineno, (int)(skip_ws(eq + 1) - line) + 1);
+		else if (!task_env_entry_fits(key, value))
+			r = error("%s:%d:%d: %s is %zu bytes: one environment entry holds at most "
+			          "%zu bytes (the kernel's limit for any program)",
+			          path, lineno, (int)(skip_ws(eq + 1) - line) + 1, key,
+			          strlen(value), TASK_ENV_ENTRY_MAX - strlen(key) - 2);
 		else
 			task_kvs_set(&o->envs, key, value, 0, 0);
 	}

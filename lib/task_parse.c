@@ -218,6 +218,11 @@ int tp_freeform(struct tparse *p, const struct ynode *n, const char *path)
 	return 0;
 }
 
+int task_env_entry_fits(const char *name, const char *value)
+{
+	return strlen(name) + 1 + strlen(value) + 1 <= TASK_ENV_ENTRY_MAX;
+}
+
 int task_env_name_ok(const char *s)
 {
 	size_t i;
@@ -272,6 +277,14 @@ int tp_kvs(struct tparse *p, const struct ynode *n, const char *path, int env_na
 		}
 		if (v->kind != Y_SCALAR || (!coerce && yscalar_type(v) != YS_STR)) {
 			r = tp_type_err(p, v, sub, "a string");
+			continue;
+		}
+		if (env_names && !task_env_entry_fits(k->value, v->value)) {
+			r = tp_err(
+			        p, v,
+			        "%s is %zu bytes: one environment entry holds at most %zu bytes "
+			        "(the kernel's limit for any program); pass large data in a file",
+			        sub, strlen(v->value), TASK_ENV_ENTRY_MAX - strlen(k->value) - 2);
 			continue;
 		}
 		set(kvs, k->value, v->value, k->line, k->col);

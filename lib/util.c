@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -364,41 +365,97 @@ void boot_id(char out[37])
 	out[n == 36 ? 36 : 0] = '\0';
 }
 
-uint64_t proc_stat(pid_t pid, char *state)
+int proc_read(pid_t pid, struct proc_info *out)
 {
 	char path[64], data[1024], *p;
 	unsigned long long v = 0;
+	long ppid, pgrp, sid;
 	int fd, field;
 	ssize_t n;
 
-	if (state)
-		*state = '\0';
+	memset(out, 0, sizeof(*out));
+	if (pid <= 0)
+		return -ESRCH;
 	xsnprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
 	n = read(fd, data, sizeof(data) - 1);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return e == ESRCH ? -ESRCH : -e;
+	}
 	close(fd);
-	if (n <= 0)
-		return 0;
+	/* An empty read: the process went away between the open and the read. */
+	if (n == 0)
+		return -ESRCH;
 	data[n] = '\0';
 	/* comm may contain spaces and ')': fields start after the last ')'. */
 	p = strrchr(data, ')');
-	if (!p)
-		return 0;
-	/* After ") " comes field 3 (state); start time is field 22. */
-	if (state && p[1] == ' ' && p[2])
-		*state = p[2];
+	if (!p || p[1] != ' ' || !p[2])
+		return -EIO;
+	/* After ") " come field 3 (state), 4 (ppid), 5 (pgrp), 6 (session); 22 is the start. */
+	out->state = p[2];
+	if (sscanf(p + 3, " %ld %ld %ld", &ppid, &pgrp, &sid) != 3)
+		return -EIO;
 	for (field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &v) != 1)
+	if (!p || sscanf(p + 1, "%llu", &v) != 1 || !v)
+		return -EIO;
+	out->ppid = (pid_t)ppid;
+	out->pgrp = (pid_t)pgrp;
+	out->sid = (pid_t)sid;
+	out->start = v;
+	return 0;
+}
+
+uint64_t proc_stat(pid_t pid, char *state)
+{
+	struct proc_info pi;
+
+	if (state)
+		*state = '\0';
+	if (proc_read(pid, &pi))
 		return 0;
-	return v;
+	if (state)
+		*state = pi.state;
+	return pi.start;
 }
 
 uint64_t proc_start_time(pid_t pid)
 {
 	return proc_stat(pid, NULL);
+}
+
+void random_hex(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char b[64];
+	size_t i, got = 0;
+
+	if (n > sizeof(b))
+		n = sizeof(b);
+	while (got < n) {
+		ssize_t r = getrandom(b + got, n - got, GRND_NONBLOCK);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	for (i = got; i < n; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		b[i] = (unsigned char)((uint64_t)ts.tv_nsec * 2654435761u >> (8 * (i % 4))) ^
+		       (unsigned char)(getpid() >> (i % 3) * 8);
+	}
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[2 * n] = '\0';
 }
 
 int pidfd_open_pid(pid_t pid)

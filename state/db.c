@@ -27,7 +27,44 @@ struct st_db {
 	struct st_cached cache[ST_CACHE_SIZE];
 	int n_cache;
 	int in_tx;
+	int fault_armed; /* this transaction ran the statement the fault hook waits for */
 };
+
+/*
+ * A test hook for a failure no real peer produces on demand: SKIFF_TEST_FAIL_COMMIT=N:SQL
+ * makes the next N commits of transactions that ran a statement starting with SQL fail,
+ * as a full disk would (rolled back, an error returned). docs/testing.md lists it.
+ */
+static struct {
+	int read, left;
+	char prefix[128];
+} fault;
+
+static void fault_load(void)
+{
+	const char *v = getenv("SKIFF_TEST_FAIL_COMMIT"), *colon;
+	long n;
+	char num[16];
+
+	fault.read = 1;
+	if (!v || !(colon = strchr(v, ':')) || (size_t)(colon - v) >= sizeof(num))
+		return;
+	memcpy(num, v, (size_t)(colon - v));
+	num[colon - v] = '\0';
+	if (parse_long(num, 1, 1000000, &n))
+		return;
+	fault.left = (int)n;
+	xsnprintf(fault.prefix, sizeof(fault.prefix), "%.*s", (int)sizeof(fault.prefix) - 1,
+	          colon + 1);
+}
+
+static void fault_note(struct st_db *db, const char *sql)
+{
+	if (!fault.read)
+		fault_load();
+	if (fault.left > 0 && db->in_tx && *fault.prefix && starts_with(sql, fault.prefix))
+		db->fault_armed = 1;
+}
 
 /*
  * sqlite's default busy handler sleeps up to 100 ms at a time; with hundreds of short
@@ -82,6 +119,7 @@ sqlite3_stmt *st_prepare(struct st_db *db, const char *sql)
 	sqlite3_stmt *st;
 	int i;
 
+	fault_note(db, sql);
 	for (i = 0; i < db->n_cache; i++) {
 		if (db->cache[i].sql == sql || !strcmp(db->cache[i].sql, sql)) {
 			st = db->cache[i].stmt;
@@ -192,7 +230,19 @@ int st_begin(struct st_db *db)
 
 int st_commit(struct st_db *db)
 {
-	int r = st_exec(db, "COMMIT");
+	int r;
+
+	if (db->fault_armed && fault.left > 0) {
+		fault.left--;
+		db->fault_armed = 0;
+		st_rollback(db);
+		return error("%s database '%s': cannot commit: fault injected by "
+		             "SKIFF_TEST_FAIL_COMMIT",
+		             db->name, db->path),
+		       -EIO;
+	}
+	db->fault_armed = 0;
+	r = st_exec(db, "COMMIT");
 
 	if (r) {
 		st_rollback(db);
@@ -204,6 +254,7 @@ int st_commit(struct st_db *db)
 
 void st_rollback(struct st_db *db)
 {
+	db->fault_armed = 0;
 	if (!sqlite3_get_autocommit(db->h))
 		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 	db->in_tx = 0;

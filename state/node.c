@@ -62,14 +62,18 @@ static const char *const migrations[] = {
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
         /* 1 -> 2: the job's runtime env spec (bootstrap/renv.h), empty for none */
         "ALTER TABLE jobs ADD COLUMN renv BLOB;",
+        /* 2 -> 3: the submitter's idempotency key: one job per key, ever */
+        "ALTER TABLE jobs ADD COLUMN submit_key TEXT;"
+        "CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) WHERE submit_key IS NOT NULL;",
 };
 
-const struct st_schema st_node_schema = {"node", migrations, 2};
+const struct st_schema st_node_schema = {"node", migrations, 3};
 
 #define JOB_COLS                                                                                   \
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
 	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
-	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv"
+	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv, "            \
+	"submit_key"
 
 void job_free(struct job *j)
 {
@@ -85,6 +89,7 @@ void job_free(struct job *j)
 	free(j->gpu_ids);
 	free(j->reason);
 	free(j->renv);
+	free(j->submit_key);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -134,6 +139,7 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 	j->renv = j->renv_len ? xmalloc(j->renv_len) : NULL;
 	if (j->renv_len)
 		memcpy(j->renv, blob, j->renv_len);
+	j->submit_key = dup_col(st, 27);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)
@@ -141,8 +147,8 @@ int st_job_insert(struct st_db *db, struct job *j)
 	sqlite3_stmt *st = st_prepare(
 	        db,
 	        "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
-	        "log_dir, envs, submitted_at, cancel_grace, renv) "
-	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        "log_dir, envs, submitted_at, cancel_grace, renv, submit_key) "
+	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	int r;
 
 	if (!st)
@@ -162,6 +168,7 @@ int st_job_insert(struct st_db *db, struct job *j)
 	st_bind_double(st, 12, j->submitted_at);
 	st_bind_double(st, 13, j->cancel_grace);
 	st_bind_blob(st, 14, j->renv ? j->renv : "", j->renv ? j->renv_len : 0);
+	st_bind_text(st, 15, j->submit_key && *j->submit_key ? j->submit_key : NULL);
 	r = st_step_done(db, st);
 	if (r)
 		return r;
@@ -178,6 +185,21 @@ int st_job_get(struct st_db *db, int64_t id, struct job *out)
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r == 1)
+		load_row(st, out);
+	sqlite3_reset(st);
+	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int st_job_find_key(struct st_db *db, const char *key, struct job *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " JOB_COLS " FROM jobs WHERE submit_key = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, key);
 	r = st_step(db, st);
 	if (r == 1)
 		load_row(st, out);
@@ -287,6 +309,23 @@ int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, con
 	st_bind_text(st, 4, gpu_ids ? gpu_ids : "");
 	st_bind_int(st, 5, id);
 	return st_step_done(db, st);
+}
+
+int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET shim_pid = 0, shim_start = 0, "
+	                                  "boot_id = '', gpu_ids = '', job_pid = 0, job_start = 0 "
+	                                  "WHERE id = ? AND status = 1 AND shim_pid = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	st_bind_int(st, 2, shim_pid);
+	r = st_step_done(db, st);
+	if (r)
+		return r;
+	return st_changes(db) ? 0 : -ESTALE;
 }
 
 int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start)

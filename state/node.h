@@ -61,16 +61,22 @@ struct job {
 	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
 	char *renv;          /* runtime env spec (bootstrap/renv.h blob) or NULL */
 	size_t renv_len;
+	char *submit_key; /* the submitter's idempotency key, or NULL */
 };
 
 void job_free(struct job *j);
 
 extern const struct st_schema st_node_schema;
 
-/* Inserts a PENDING job; fills j->id and j->submitted_at. */
+/*
+ * Inserts a PENDING job; fills j->id and j->submitted_at. A submit_key that another job
+ * has already gives an error (the index is UNIQUE): look it up first.
+ */
 int st_job_insert(struct st_db *db, struct job *j);
 /* Loads one job; 0, -ENOENT, or an error. */
 int st_job_get(struct st_db *db, int64_t id, struct job *out);
+/* Loads the job submitted with this idempotency key; 0, -ENOENT, or an error. */
+int st_job_find_key(struct st_db *db, const char *key, struct job *out);
 /*
  * Calls fn for each job whose status is in the bitmask (1 << JOB_x), ordered by id.
  * since_id > 0 limits to ids >= since_id. fn may not use the db.
@@ -98,6 +104,13 @@ int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int stat
 /* Records the shim that was dispatched for a PENDING job. */
 int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, const char *boot,
                     const char *gpu_ids);
+/*
+ * Undoes st_job_set_shim() of a job that is still PENDING under shim_pid: a shim that is
+ * gone without having started anything (the shim sets SETTING_UP or RUNNING before it
+ * starts a step), so the job is queued again and runs once. 0, or -ESTALE when the row
+ * moved on (another status, another shim).
+ */
+int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid);
 int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start);
 /* The shim's final word: exit codes, final status, end time. */
 int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,

@@ -23,6 +23,8 @@
 #define START_TIMEOUT_MS 15000
 #define CALL_TIMEOUT_MS 120000
 #define REPLACE_TIMEOUT_MS 10000
+/* A supervisor that answers "busy" (all its connections taken) is asked again this long. */
+#define BUSY_WAIT_MS 3000
 
 /* The last lines of the supervisor's log, to explain a failed start. */
 static void show_log_tail(const char *path)
@@ -122,8 +124,15 @@ static int start(pid_t *pid, int *already, int may_replace)
 		msg_init(&req);
 		msg_init(&rep);
 		msg_add(&req, "op", "ping");
-		if (!proto_send(fd, &req) && !proto_recv(fd, &rep, 5000) &&
-		    !msg_get_int(&rep, "pid", &v)) {
+		if (!proto_send(fd, &req) && !proto_recv(fd, &rep, 5000) && msg_get(&rep, "busy")) {
+			/* It runs, and serves others: not one to replace or start again. */
+			r = error("%s", msg_get(&rep, "error"));
+			msg_release(&req);
+			msg_release(&rep);
+			close(fd);
+			return r;
+		}
+		if (!msg_get_int(&rep, "pid", &v)) {
 			const char *theirs = msg_get(&rep, "sha256"), *ours = self_sha256_cached();
 
 			*pid = (pid_t)v;
@@ -244,10 +253,12 @@ int sup_connect(unsigned flags)
 /* sup_call() on a connection of its own; returns the fd, still open, or < 0 (closed). */
 int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 {
-	int fd = sup_connect(flags);
+	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
+	int fd, r, delay = 20;
 	const char *err;
-	int r;
 
+again:
+	fd = sup_connect(flags);
 	msg_init(reply);
 	if (fd < 0)
 		return fd;
@@ -265,6 +276,14 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 		return error_errno("no answer from the node supervisor");
 	}
 	err = msg_get(reply, "error");
+	if (err && msg_get(reply, "busy") && now_ms() + delay < busy_until) {
+		/* Its connections are all taken for now: a moment later, one is free. */
+		close(fd);
+		msg_release(reply);
+		poll_ms(delay);
+		delay = delay < 400 ? delay * 2 : 400;
+		goto again;
+	}
 	if (err) {
 		close(fd);
 		return error("%s", err);

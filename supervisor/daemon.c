@@ -28,6 +28,7 @@
 #include "state/node.h"
 #include "supervisor/daemon.h"
 #include "supervisor/node.h"
+#include "supervisor/policy.h"
 #include "supervisor/sched.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
@@ -40,10 +41,13 @@
 #define TAG_OF(u) ((u) >> TAG_SHIFT)
 #define VAL_OF(u) ((u) & ((1ULL << TAG_SHIFT) - 1))
 
-#define MAX_CONNS 4096
 #define MAX_PENDING_SCAN 100000
 /* How often the supervisor checks that its socket is still its own (sock_gone()). */
 #define SOCK_CHECK_MS 5000
+/* A dispatch round that could not be recorded (a full disk, a busy database) is retried. */
+#define DISPATCH_RETRY_MS 1000
+/* Adopted shims without a pidfd are looked at this often. */
+#define POLL_ADOPTED_MS 1000
 
 struct sup S;
 
@@ -111,43 +115,88 @@ static void drop_run(struct runjob *r)
 	S.free.memory += r->memory;
 	S.free.gpus += r->gpus;
 	S.gpu_free |= r->gpu_mask;
-	if (r->pidfd >= 0)
+	if (r->pidfd >= 0) {
 		close(r->pidfd); /* also removes it from the epoll set */
+		S.npidfds--;
+	}
 	*r = S.run[--S.nrun];
 }
 
+/* SIGKILL to whatever is left of a job whose shim is gone (struct proc_scope). */
+static void kill_job_scope(const struct job *j)
+{
+	char tag[PROC_TAG_MAX];
+	struct proc_scope scope = {0, tag, 0};
+
+	proc_job_tag(j->shim_pid, j->shim_start, tag);
+	/* The recorded leader's group, unless that pid is another process by now. */
+	if (proc_is(j->job_pid, j->job_start))
+		scope.pgid = j->job_pid;
+	proc_scope_kill(&scope);
+}
+
 /*
- * A shim is gone. If it recorded a final status, that stands; otherwise the job lost its
- * driver: mark it FAILED_DRIVER and make sure nothing of the job is left running.
+ * Acts on a job's fate (supervisor/policy.h) once its shim is found gone: queued again,
+ * cancelled or failed; in the last two cases nothing of the job is left running. `how`
+ * says what became of the shim, for the reason.
+ */
+static void settle_gone(struct job *j, enum job_fate fate, const char *how)
+{
+	char reason[160];
+
+	switch (fate) {
+	case FATE_REQUEUE:
+		if (!st_job_requeue(S.db, j->id, j->shim_pid))
+			info("job %lld: its shim (pid %ld) %s before it started the job: queued "
+			     "again",
+			     (long long)j->id, (long)j->shim_pid, how);
+		S.sched_needed = 1;
+		break;
+	case FATE_CANCEL:
+		kill_job_scope(j);
+		if (!st_job_finish(S.db, j->id, JOB_CANCELLED, j->exit_codes,
+		                   j->status == JOB_PENDING
+		                           ? "cancelled by the user before it started"
+		                           : "cancelled by the user (its driver stopped at once)"))
+			info("job %lld: cancelled; its shim (pid %ld) %s", (long long)j->id,
+			     (long)j->shim_pid, how);
+		break;
+	case FATE_FAIL_DRIVER:
+		kill_job_scope(j);
+		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j->shim_pid,
+		          how);
+		if (!st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes, reason))
+			warning("job %lld: %s: FAILED_DRIVER", (long long)j->id, reason);
+		break;
+	case FATE_FAIL_REBOOTED:
+		st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
+		              "the node rebooted before the job ended");
+		break;
+	default: break;
+	}
+}
+
+/*
+ * A shim is gone. If it recorded a final status, that stands; a job it never started is
+ * queued again; otherwise the job lost its driver: FAILED_DRIVER (or CANCELLED when that
+ * was asked), and nothing of the job is left running.
  */
 static void shim_gone(struct runjob *r, const char *how)
 {
 	struct job j;
 	int64_t id = r->id;
-	char reason[160];
+	pid_t pid = r->shim_pid;
 
 	drop_run(r);
 	S.sched_needed = 1;
 	if (st_job_get(S.db, id, &j))
 		return;
-	if (job_status_terminal(j.status))
-		goto out;
-	xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j.shim_pid, how);
-	if (proc_is(j.job_pid, j.job_start))
-		kill(-j.job_pid, SIGKILL);
-	/*
-	 * A cancel that reached a shim before it could block signals (just after its
-	 * dispatch) kills it outright: the user asked for CANCELLED, and nothing of the job
-	 * is left running, so that is what it is.
-	 */
-	if (j.cancel_requested) {
-		if (!st_job_finish(S.db, id, JOB_CANCELLED, j.exit_codes,
-		                   "cancelled by the user (its driver stopped at once)"))
-			info("job %lld: cancelled; %s", (long long)id, reason);
-	} else if (!st_job_finish(S.db, id, JOB_FAILED_DRIVER, j.exit_codes, reason)) {
-		warning("job %lld: %s: FAILED_DRIVER", (long long)id, reason);
+	if (j.shim_pid == pid) {
+		struct job_facts f = {j.status, 1, !strcmp(j.boot_id, S.boot), 0,
+		                      j.cancel_requested};
+
+		settle_gone(&j, job_fate(&f), how);
 	}
-out:
 	job_free(&j);
 	sup_watch_notify(id);
 }
@@ -230,45 +279,80 @@ static int dispatch(const struct sched_job *sj, int *go_fd)
 	if (rc) {
 		/* Without the row the shim must not run: closing the pipe makes it exit. */
 		close(p[1]);
-		return rc;
+		drop_run(r);
+		return -EIO;
 	}
 	*go_fd = p[1];
 	return 0;
 }
 
+/* Undoes a round that could not be recorded: its shims exit on EOF and free nothing. */
+static void undo_round(const int64_t *ids, int *go, size_t ngo)
+{
+	size_t i;
+
+	for (i = 0; i < ngo; i++) {
+		struct runjob *r = sup_find_run(ids[i]);
+
+		close(go[i]);
+		if (r)
+			drop_run(r);
+	}
+}
+
 void sup_schedule(void)
 {
 	struct pending_scan ps = {0};
-	int *go = NULL;
+	int *go = NULL, failed = 0;
+	int64_t *ids = NULL;
 	size_t i, ngo = 0;
 	struct sched_res avail = S.free;
 
 	S.sched_needed = 0;
-	if (S.stopping)
+	if (S.stopping || (S.dispatch_retry_at && now_ms() < S.dispatch_retry_at))
 		return;
+	S.dispatch_retry_at = 0;
 	if (st_job_each_pending(S.db, collect_pending, &ps) || !ps.n)
 		goto out;
 	sched_sort(ps.jobs, ps.n);
 	if (!sched_pick(&avail, ps.jobs, ps.n, S.max_bypass))
 		goto out;
 	go = xcalloc(ps.n, sizeof(*go));
+	ids = xcalloc(ps.n, sizeof(*ids));
 	/* One transaction for the whole round: records every shim before any may start. */
-	if (st_begin(S.db))
+	if (st_begin(S.db)) {
+		failed = 1;
 		goto out;
-	for (i = 0; i < ps.n; i++) {
+	}
+	for (i = 0; i < ps.n && !failed; i++) {
 		struct sched_job *sj = &ps.jobs[i];
+		int r;
 
 		if (sj->bypass_add)
 			for (int k = 0; k < sj->bypass_add; k++)
 				st_job_add_bypass(S.db, sj->id);
-		if (sj->start && !dispatch(sj, &go[ngo]))
-			ngo++;
+		if (!sj->start)
+			continue;
+		if (ngo >= S.fds.dispatch) {
+			/* The round holds a go-pipe per shim until its commit: the next goes on. */
+			S.sched_needed = 1;
+			break;
+		}
+		r = dispatch(sj, &go[ngo]);
+		if (r == -EIO)
+			failed = 1; /* the round's transaction cannot be trusted any more */
+		else if (!r)
+			ids[ngo++] = sj->id;
+		else
+			S.dispatch_retry_at = now_ms() + DISPATCH_RETRY_MS;
 	}
-	if (st_commit(S.db)) {
-		/* The shims were not recorded: let them exit, and forget them. */
-		for (i = 0; i < ngo; i++)
-			close(go[i]);
+	if (failed || st_commit(S.db)) {
+		/* The shims were not recorded: they exit on EOF, the jobs stay PENDING. */
+		if (failed)
+			st_rollback(S.db);
+		undo_round(ids, go, ngo);
 		ngo = 0;
+		failed = 1;
 		goto out;
 	}
 	for (i = 0; i < ngo; i++) {
@@ -279,7 +363,15 @@ void sup_schedule(void)
 	if (ngo)
 		sup_autostop_activity();
 out:
+	if (failed) {
+		S.dispatch_retry_at = now_ms() + DISPATCH_RETRY_MS;
+		warning_ratelimited(&S.dispatch_warned,
+		                    "cannot record a dispatch round in the node database (see "
+		                    "above); the jobs stay PENDING and it is tried again in %d ms",
+		                    DISPATCH_RETRY_MS);
+	}
 	free(go);
+	free(ids);
 	free(ps.jobs);
 }
 
@@ -344,41 +436,54 @@ static int take_lock(void)
 }
 
 struct reconcile {
-	int adopted, failed, rebooted;
+	int adopted, requeued, failed, rebooted;
 };
+
+/* Watches an adopted shim: a pidfd while the budget allows, else polling. */
+static void watch_adopted(struct runjob *r)
+{
+	r->pidfd = S.npidfds < S.fds.pidfds ? pidfd_open_pid(r->shim_pid) : -1;
+	if (r->pidfd >= 0) {
+		S.npidfds++;
+		if (!ep_add(r->pidfd, TAG_PIDFD, (uint64_t)r->id, EPOLLIN))
+			return;
+		close(r->pidfd);
+		r->pidfd = -1;
+		S.npidfds--;
+	}
+	S.poll_orphans = 1;
+}
 
 static int reconcile_one(struct job *j, void *arg)
 {
 	struct reconcile *rc = arg;
+	struct job_facts f = {j->status, j->shim_pid != 0, !strcmp(j->boot_id, S.boot), 0,
+	                      j->cancel_requested};
+	enum job_fate fate;
 	struct runjob *r;
 
-	/* Before the boot check: a pending job has no boot id yet, and stays queued. */
-	if (!j->shim_pid)
-		return 0; /* pending, not dispatched: the scheduler will take it */
-	if (strcmp(j->boot_id, S.boot)) {
-		rc->rebooted++;
-		st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
-		              "the node rebooted before the job ended");
-		return 0;
-	}
-	if (proc_is(j->shim_pid, j->shim_start)) {
+	if (f.dispatched && f.same_boot)
+		f.shim_alive = proc_alive(j->shim_pid, j->shim_start);
+	fate = job_fate(&f);
+	switch (fate) {
+	case FATE_KEEP: return 0; /* pending, not dispatched: the scheduler will take it */
+	case FATE_ADOPT:
 		r = add_run(j->id);
 		r->shim_pid = j->shim_pid;
 		r->shim_start = j->shim_start;
 		reserve(r, j->cpus, j->memory, j->gpus, sched_gpu_parse(j->gpu_ids));
-		r->pidfd = pidfd_open_pid(j->shim_pid);
-		if (r->pidfd >= 0)
-			ep_add(r->pidfd, TAG_PIDFD, (uint64_t)j->id, EPOLLIN);
-		else
-			S.poll_orphans = 1;
+		watch_adopted(r);
 		rc->adopted++;
+		if (f.shim_alive < 0)
+			warning("job %lld: cannot tell whether its shim (pid %ld) lives (%s): "
+			        "watching it",
+			        (long long)j->id, (long)j->shim_pid, strerror(-f.shim_alive));
 		return 0;
+	case FATE_REQUEUE: rc->requeued++; break;
+	case FATE_FAIL_REBOOTED: rc->rebooted++; break;
+	default: rc->failed++; break;
 	}
-	rc->failed++;
-	if (proc_is(j->job_pid, j->job_start))
-		kill(-j->job_pid, SIGKILL);
-	st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes,
-	              "job driver (shim) died while the supervisor was down");
+	settle_gone(j, fate, "died while the supervisor was down");
 	return 0;
 }
 
@@ -390,10 +495,10 @@ static int reconcile(void)
 	r = st_job_each(S.db, JOB_MASK_ACTIVE, reconcile_one, &rc);
 	if (r)
 		return r;
-	if (rc.adopted || rc.failed || rc.rebooted)
-		info("reconciled: %d running job(s) re-adopted, %d lost their shim, %d predate a "
-		     "reboot",
-		     rc.adopted, rc.failed, rc.rebooted);
+	if (rc.adopted || rc.requeued || rc.failed || rc.rebooted)
+		info("reconciled: %d running job(s) re-adopted, %d queued again (their shim "
+		     "never started them), %d lost their shim, %d predate a reboot",
+		     rc.adopted, rc.requeued, rc.failed, rc.rebooted);
 	return 0;
 }
 
@@ -492,14 +597,29 @@ void sup_reload_config(void)
 	S.sched_needed = 1;
 }
 
+/*
+ * The soft limit goes up to the hard one; what there is, is shared out (fd_budget()) so
+ * that no kind of fd can starve the others: the listener, a reconcile's /proc reads and a
+ * dispatch round always find one.
+ */
 static void raise_nofile(void)
 {
 	struct rlimit rl;
+	uint64_t n = 1024;
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		n = rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : (uint64_t)rl.rlim_cur;
 	}
+	fd_budget(n, &S.fds);
+	if (n < 2 * FD_RESERVE)
+		warning("only %llu file descriptors (ulimit -n): the supervisor keeps %d for "
+		        "itself, and serves %zu connections at once",
+		        (unsigned long long)n, FD_RESERVE, S.fds.conns);
 }
 
 static int setup_signals(void)
@@ -548,16 +668,13 @@ static void poll_adopted(void)
 	while (i < S.nrun) {
 		struct runjob *r = &S.run[i];
 
-		if (!r->child && r->pidfd < 0 && !proc_is(r->shim_pid, r->shim_start)) {
+		if (!r->child && r->pidfd < 0 && proc_alive(r->shim_pid, r->shim_start) == 0) {
 			shim_gone(r, "exited");
 			continue;
 		}
 		i++;
 	}
 }
-
-/* How often the supervisor checks that its socket is still its own (sock_gone()). */
-#define SOCK_CHECK_MS 5000
 
 static int next_timeout(void)
 {
@@ -569,8 +686,14 @@ static int next_timeout(void)
 		t = S.hook_deadline - now;
 	if (t < 0 && (S.autostop_deadline > 0 || S.hook_deadline > 0))
 		t = 0;
-	if (S.poll_orphans && (t < 0 || t > 1000))
-		t = 1000;
+	if (S.poll_orphans && (t < 0 || t > POLL_ADOPTED_MS))
+		t = POLL_ADOPTED_MS;
+	if (S.dispatch_retry_at > 0 && (t < 0 || S.dispatch_retry_at - now < t))
+		t = S.dispatch_retry_at > now ? S.dispatch_retry_at - now : 0;
+	if (S.listen_retry_at > 0 && (t < 0 || S.listen_retry_at - now < t))
+		t = S.listen_retry_at > now ? S.listen_retry_at - now : 0;
+	if (S.conn_sweep_at > 0 && (t < 0 || S.conn_sweep_at - now < t))
+		t = S.conn_sweep_at > now ? S.conn_sweep_at - now : 0;
 	if (S.sched_needed)
 		t = 0;
 	if (S.sock_check_at > 0 && (t < 0 || S.sock_check_at - now < t))
@@ -638,7 +761,11 @@ int sup_main(void)
 			uint64_t u = evs[i].data.u64;
 
 			switch (TAG_OF(u)) {
-			case TAG_LISTEN: sup_accept(S.lfd); break;
+			case TAG_LISTEN:
+				sup_accept(S.lfd);
+				if (!S.conn_sweep_at)
+					S.conn_sweep_at = now_ms() + 1;
+				break;
 			case TAG_SIGNAL: handle_signals(); break;
 			case TAG_CONN: sup_conn_event((int)VAL_OF(u), evs[i].events); break;
 			case TAG_PIDFD: pidfd_ready((int64_t)VAL_OF(u)); break;
@@ -646,6 +773,12 @@ int sup_main(void)
 		}
 		if (S.poll_orphans)
 			poll_adopted();
+		if (S.listen_retry_at && now_ms() >= S.listen_retry_at)
+			sup_listen_resume();
+		if (S.conn_sweep_at && now_ms() >= S.conn_sweep_at)
+			S.conn_sweep_at = sup_conns_sweep();
+		if (S.dispatch_retry_at && now_ms() >= S.dispatch_retry_at)
+			S.sched_needed = 1;
 		if (S.sched_needed)
 			sup_schedule();
 		sup_autostop_check();
@@ -677,6 +810,23 @@ int sup_main(void)
 	close(S.epfd);
 	close(S.lock_fd);
 	return 0;
+}
+
+void sup_listen_pause(int retry_ms)
+{
+	struct epoll_event ev = {.events = 0, .data.u64 = TAG_LISTEN << TAG_SHIFT};
+
+	if (!epoll_ctl(S.epfd, EPOLL_CTL_MOD, S.lfd, &ev))
+		S.listen_retry_at = now_ms() + retry_ms;
+}
+
+void sup_listen_resume(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN << TAG_SHIFT};
+
+	S.listen_retry_at = 0;
+	if (epoll_ctl(S.epfd, EPOLL_CTL_MOD, S.lfd, &ev))
+		S.listen_retry_at = now_ms() + 1000; /* try again rather than go deaf */
 }
 
 int sup_ep_add_conn(int fd)

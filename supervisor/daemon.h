@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/log.h"
 #include "state/db.h"
 #include "supervisor/node.h"
+#include "supervisor/policy.h"
 #include "supervisor/sched.h"
 
 /* A dispatched job: its shim and the resources it holds. */
@@ -51,6 +53,13 @@ struct sup {
 	size_t nrun, caprun;
 	size_t nwatch; /* connections waiting for a job's end */
 
+	struct fd_budget fds;      /* from RLIMIT_NOFILE (policy.h) */
+	size_t npidfds;            /* adopted shims watched through a pidfd */
+	int64_t dispatch_retry_at; /* now_ms() when a failed dispatch round is tried again */
+	struct ratelimit dispatch_warned;
+	int64_t listen_retry_at; /* now_ms() when to watch the listener again (out of fds) */
+	int64_t conn_sweep_at;   /* now_ms() when to close idle connections; 0: none open */
+
 	/* autostop */
 	double idle_minutes; /* < 0: off */
 	int autostop_down;
@@ -76,6 +85,12 @@ struct msg;
 void sup_reply(struct conn *c, const struct msg *m);
 void sup_reply_error(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sup_accept(int lfd);
+/* Stops watching the listener for retry_ms (no fd left to accept with), or until */
+void sup_listen_pause(int retry_ms);
+/* ... a connection closes: watches it again. */
+void sup_listen_resume(void);
+/* Closes idle connections; returns when to look again (0: no connection is open). */
+int64_t sup_conns_sweep(void);
 void sup_conn_event(int fd, uint32_t events);
 void sup_conns_close(void);
 /* Job id has ended: each peer watching it gets its final status (a no-op if not final). */

@@ -40,17 +40,7 @@ struct node_resources {
 };
 void node_detect_resources(struct node_resources *r);
 
-/* --- processes (supervisor/proc.c) --- */
-
-/* 1 if pid is alive and still the process that started at `start` (pid-reuse guard). */
-int proc_is(pid_t pid, uint64_t start);
-/* Up to max pids whose parent is `parent`; returns how many (0 if none or on error). */
-int proc_children(pid_t parent, pid_t *out, int max);
-/*
- * Sends sig to the process group pgid (if > 0) and to every child of the calling process
- * (a subreaper's children are the descendants that escaped the group) and their groups.
- * Returns how many targets were signalled.
- */
-int proc_signal_tree(pid_t pgid, int sig);
+/* Processes (liveness, a job's processes): lib/proc.h. */
+#include "lib/proc.h"
 
 #endif

@@ -21,6 +21,8 @@
 #define PROTO_MAX_MSG ((size_t)16 << 20)
 #define PROTO_MAX_FIELDS 200000
 #define PROTO_HDR 4
+/* A submit's idempotency key ("submit_key"): one job per key on a node, ever. */
+#define SUBMIT_KEY_MAX 128
 
 struct msg {
 	struct buf raw; /* the encoded fields (without the length header) */

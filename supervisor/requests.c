@@ -14,6 +14,7 @@
 
 #include "lib/log.h"
 #include "lib/self.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/daemon.h"
@@ -21,19 +22,36 @@
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
+/*
+ * Bounds on what clients can make the supervisor hold. Connections: S.fds.conns at once
+ * (policy.h); one more is answered "busy" and closed. Memory: PROTO_MAX_MSG per unfinished
+ * request, and INBUF_TOTAL_MAX for all of them together (a request that would pass it is
+ * refused the same way). A connection that has no request under way and watches no job
+ * is closed after CONN_IDLE_MS. Out of fds, accept() is paused for ACCEPT_RETRY_MS or
+ * until a connection closes, instead of failing in a loop.
+ */
+#define INBUF_TOTAL_MAX ((size_t)64 << 20)
+#define INBUF_KEEP ((size_t)1 << 20) /* a buffer larger than this is freed once empty */
+#define CONN_IDLE_MS 60000
+#define CONN_SWEEP_MS 5000
+#define ACCEPT_RETRY_MS 100
+
 struct conn {
 	int fd;
 	struct buf in;
 	struct buf out;
 	size_t out_off;
-	int closing;   /* close once out is sent */
-	int denied;    /* the peer is another user: every request gets an error */
-	int64_t watch; /* a job whose end the peer waits for (submit --follow, watch) */
+	int closing;     /* close once out is sent */
+	int denied;      /* the peer is another user: every request gets an error */
+	int64_t watch;   /* a job whose end the peer waits for (submit --follow, watch) */
+	int64_t last_ms; /* now_ms() of its last request bytes */
 };
 
 static struct conn **conns;
 static size_t nconns_cap;
 static size_t nconns;
+static size_t inbuf_total; /* the capacity of every conn's in buffer */
+static struct ratelimit accept_warned, busy_warned;
 
 static void conn_close(struct conn *c)
 {
@@ -41,10 +59,14 @@ static void conn_close(struct conn *c)
 		S.nwatch--;
 	conns[c->fd] = NULL;
 	close(c->fd);
+	inbuf_total -= c->in.cap;
 	buf_release(&c->in);
 	buf_release(&c->out);
 	free(c);
 	nconns--;
+	/* A slot (and an fd) is free again. */
+	if (S.listen_retry_at)
+		sup_listen_resume();
 }
 
 void sup_conns_close(void)
@@ -159,6 +181,34 @@ void sup_watch_notify(int64_t id)
 		job_free(&j);
 }
 
+/*
+ * Answers a connection over the cap with one error message and closes it. What the peer
+ * sent already is read first (a little, bounded), so that the close does not reset the
+ * connection before the peer has read why.
+ */
+static void refuse_busy(int fd)
+{
+	struct msg m;
+	unsigned char hdr[PROTO_HDR];
+	char junk[4096];
+	int i;
+
+	msg_init(&m);
+	msg_add(&m, "busy", "1");
+	msg_addf(&m, "error",
+	         "the node supervisor is busy: it serves %zu connections at once (raise its "
+	         "open-file limit, ulimit -n, to serve more); try again",
+	         S.fds.conns);
+	proto_header(&m, hdr);
+	for (i = 0; i < 16 && recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
+		;
+	if (send(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(hdr))
+		send(fd, m.raw.p, m.raw.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(fd, SHUT_WR);
+	close(fd);
+	msg_release(&m);
+}
+
 void sup_accept(int lfd)
 {
 	for (;;) {
@@ -168,9 +218,28 @@ void sup_accept(int lfd)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				warning("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* The peer waits in the backlog; we look again when an fd frees. */
+				warning_ratelimited(
+				        &accept_warned,
+				        "accept: %s (%zu connections open): pausing new "
+				        "connections",
+				        strerror(errno), nconns);
+				sup_listen_pause(ACCEPT_RETRY_MS);
+			} else if (errno != EAGAIN && errno != EINTR) {
+				warning_ratelimited(&accept_warned, "accept: %s", strerror(errno));
+			}
 			return;
+		}
+		if (nconns >= S.fds.conns) {
+			warning_ratelimited(
+			        &busy_warned,
+			        "%zu connections open, the most this supervisor serves: "
+			        "refusing more",
+			        nconns);
+			refuse_busy(fd);
+			continue;
 		}
 		/*
 		 * The socket file is 0600 already; the peer's uid is the real check. A refused
@@ -194,6 +263,7 @@ void sup_accept(int lfd)
 		c = xcalloc(1, sizeof(*c));
 		c->fd = fd;
 		c->denied = cred.uid != geteuid();
+		c->last_ms = now_ms();
 		buf_init(&c->in, PROTO_MAX_MSG + PROTO_HDR);
 		buf_init(&c->out, 0);
 		conns[fd] = c;
@@ -201,6 +271,20 @@ void sup_accept(int lfd)
 		if (sup_ep_add_conn(fd))
 			conn_close(c);
 	}
+}
+
+int64_t sup_conns_sweep(void)
+{
+	int64_t now = now_ms();
+	size_t i;
+
+	for (i = 0; i < nconns_cap; i++) {
+		struct conn *c = conns[i];
+
+		if (c && !c->watch && !c->in.len && !c->out.len && now - c->last_ms > CONN_IDLE_MS)
+			conn_close(c);
+	}
+	return nconns ? now + CONN_SWEEP_MS : 0;
 }
 
 /* --- handlers ------------------------------------------------------------------------- */
@@ -297,13 +381,40 @@ static int disk_full(void)
 	       (uint64_t)v.f_bavail * v.f_frsize < ((uint64_t)1 << 20);
 }
 
+/*
+ * The answer to a submit: the job's id and log dir ("existing" when its key named a job
+ * submitted before). With follow, the peer stays connected and is told when the job ends
+ * (at once when it has ended already).
+ */
+static void submit_reply(struct conn *c, const struct msg *req, const struct job *j, int existing)
+{
+	int fd = c->fd;
+	struct msg m;
+
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "id", j->id);
+	msg_add(&m, "log_dir", j->log_dir ? j->log_dir : "");
+	if (existing)
+		msg_add(&m, "existing", "1");
+	if (msg_get(req, "follow")) {
+		msg_add(&m, "follow", "1");
+		c->watch = j->id;
+		S.nwatch++;
+	}
+	sup_reply(c, &m);
+	msg_release(&m);
+	/* c is gone if the reply could not be sent; a conn at its fd now is still c. */
+	if (existing && conns[fd] && conns[fd]->watch == j->id)
+		sup_watch_notify(j->id);
+}
+
 static void op_submit(struct conn *c, const struct msg *req)
 {
-	struct job j = {0};
+	struct job j = {0}, dup;
 	struct buf envs = BUF_INIT(PROTO_MAX_MSG), renv = BUF_INIT(PROTO_MAX_MSG);
 	struct sched_res want, cap;
 	int64_t prio = 0;
-	struct msg m;
 	size_t i;
 	char *log_dir = NULL;
 
@@ -351,7 +462,29 @@ static void op_submit(struct conn *c, const struct msg *req)
 			return buf_release(&envs), buf_release(&renv),
 			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE",
 			                       req->vals[i]);
+		if (strlen(req->vals[i]) + 1 > TASK_ENV_ENTRY_MAX)
+			return buf_release(&envs), buf_release(&renv),
+			       sup_reply_error(c,
+			                       "env %.*s is %zu bytes: one environment entry holds "
+			                       "at most %zu bytes (the kernel's limit)",
+			                       (int)(strchr(req->vals[i], '=') - req->vals[i]),
+			                       req->vals[i], strlen(req->vals[i]),
+			                       TASK_ENV_ENTRY_MAX - 1);
 		buf_add(&envs, req->vals[i], strlen(req->vals[i]) + 1);
+	}
+	j.submit_key = (char *)msg_get(req, "submit_key");
+	if (j.submit_key && (!*j.submit_key || strlen(j.submit_key) > SUBMIT_KEY_MAX)) {
+		buf_release(&envs);
+		buf_release(&renv);
+		return sup_reply_error(c, "bad submit_key: expected 1 to %d bytes", SUBMIT_KEY_MAX);
+	}
+	/* The same key again (a launcher that retries, or asks after a crash): the same job. */
+	if (j.submit_key && !st_job_find_key(S.db, j.submit_key, &dup)) {
+		buf_release(&envs);
+		buf_release(&renv);
+		submit_reply(c, req, &dup, 1);
+		job_free(&dup);
+		return;
 	}
 	j.name = (char *)msg_get(req, "name");
 	j.setup = (char *)msg_get(req, "setup");
@@ -373,18 +506,9 @@ static void op_submit(struct conn *c, const struct msg *req)
 	}
 	if (st_commit(S.db))
 		goto fail;
-	msg_init(&m);
-	msg_add(&m, "ok", "1");
-	msg_add_int(&m, "id", j.id);
-	msg_add(&m, "log_dir", log_dir ? log_dir : j.log_dir);
-	/* submit --follow: the peer stays connected and is told when the job ends. */
-	if (msg_get(req, "follow")) {
-		msg_add(&m, "follow", "1");
-		c->watch = j.id;
-		S.nwatch++;
-	}
-	sup_reply(c, &m);
-	msg_release(&m);
+	if (!j.log_dir)
+		j.log_dir = log_dir;
+	submit_reply(c, req, &j, 0);
 	/*
 	 * Every job that fits was started by the last round, so a new job that does not fit
 	 * what is free cannot change anything: with a long queue, accepting stays O(1).
@@ -416,7 +540,7 @@ struct cancel_ctx {
 	size_t n;
 	pid_t *kill_pids;
 	uint64_t *kill_starts;
-	size_t nkill;
+	size_t nkill, kill_alloc;
 	int64_t *dropped; /* never dispatched, now CANCELLED: their watchers are told */
 	size_t ndropped, dropped_alloc;
 	int err;
@@ -440,10 +564,46 @@ static int cancel_one(struct cancel_ctx *cc, struct job *j)
 	}
 	if (st_job_request_cancel(S.db, j->id))
 		return -1;
+	/* As many as the database holds: it may know shims the running set does not. */
+	if (cc->nkill == cc->kill_alloc) {
+		cc->kill_alloc = cc->kill_alloc ? 2 * cc->kill_alloc : 64;
+		cc->kill_pids = xrealloc(cc->kill_pids, cc->kill_alloc * sizeof(*cc->kill_pids));
+		cc->kill_starts =
+		        xrealloc(cc->kill_starts, cc->kill_alloc * sizeof(*cc->kill_starts));
+	}
 	cc->kill_pids[cc->nkill] = j->shim_pid;
 	cc->kill_starts[cc->nkill] = j->shim_start;
 	cc->nkill++;
 	msg_add_int(cc->m, "cancelled", j->id);
+	return 0;
+}
+
+/*
+ * The job submitted with key, cancelled; or, when none has arrived, a CANCELLED row that
+ * holds the key, so that a submit still on its way finds it and never runs (the launcher
+ * that sent it is gone, and its job was judged without it).
+ */
+static int cancel_key(struct cancel_ctx *cc, const char *key)
+{
+	struct job j = {0};
+	int r = st_job_find_key(S.db, key, &j);
+
+	if (!r) {
+		r = cancel_one(cc, &j);
+		job_free(&j);
+		return r;
+	}
+	if (r != -ENOENT)
+		return r;
+	j.submit_key = (char *)key;
+	j.cpus = 0;
+	j.cancel_grace = S.cancel_grace;
+	if (st_job_insert(S.db, &j) ||
+	    st_job_finish(S.db, j.id, JOB_CANCELLED, "",
+	                  "never arrived: its submitter was gone, and the job was cancelled by "
+	                  "its key"))
+		return -1;
+	msg_add(cc->m, "buried", key);
 	return 0;
 }
 
@@ -462,15 +622,19 @@ static void op_cancel(struct conn *c, const struct msg *req)
 	msg_init(&m);
 	cc.m = &m;
 	cc.all = msg_get(req, "all") != NULL;
-	for (i = 0; i < req->n; i++)
-		nids += !strcmp(req->keys[i], "id");
+	for (i = 0; i < req->n; i++) {
+		nids += !strcmp(req->keys[i], "id") || !strcmp(req->keys[i], "key");
+		if (!strcmp(req->keys[i], "key") &&
+		    (!*req->vals[i] || strlen(req->vals[i]) > SUBMIT_KEY_MAX)) {
+			msg_release(&m);
+			return sup_reply_error(c, "bad key: expected 1 to %d bytes",
+			                       SUBMIT_KEY_MAX);
+		}
+	}
 	if (!cc.all && !nids) {
 		msg_release(&m);
-		return sup_reply_error(c, "nothing to cancel: give job ids or all");
+		return sup_reply_error(c, "nothing to cancel: give job ids, keys or all");
 	}
-	/* Room for every shim to signal: at most the running set. */
-	cc.kill_pids = xcalloc(S.nrun + nids + 1, sizeof(*cc.kill_pids));
-	cc.kill_starts = xcalloc(S.nrun + nids + 1, sizeof(*cc.kill_starts));
 	if (st_begin(S.db)) {
 		r = -1;
 		goto out;
@@ -482,6 +646,10 @@ static void op_cancel(struct conn *c, const struct msg *req)
 			struct job j;
 			long id;
 
+			if (!strcmp(req->keys[i], "key")) {
+				r = cancel_key(&cc, req->vals[i]);
+				continue;
+			}
 			if (strcmp(req->keys[i], "id"))
 				continue;
 			if (parse_long(req->vals[i], 1, INT64_MAX, &id)) {
@@ -492,9 +660,7 @@ static void op_cancel(struct conn *c, const struct msg *req)
 				msg_add_int(&m, "missing", id);
 				continue;
 			}
-			/* More ids than the running set can hold? only dispatched ones go in. */
-			if (cc.nkill < S.nrun + nids + 1)
-				r = cancel_one(&cc, &j);
+			r = cancel_one(&cc, &j);
 			job_free(&j);
 		}
 	}
@@ -560,27 +726,37 @@ static void op_watch(struct conn *c, const struct msg *req)
 	msg_release(&m);
 }
 
+/* Validates every value, then stores them all in one transaction: all or nothing. */
 static void op_config(struct conn *c, const struct msg *req)
 {
 	static const char *const keys[] = {"cpus", "memory", "gpus", "max_bypass", "cancel_grace"};
 	struct msg m;
 	size_t i;
 	double v;
+	int r = 0;
 
 	for (i = 0; i < ARRAY_SIZE(keys); i++) {
 		const char *val = msg_get(req, keys[i]);
 
-		if (!val)
-			continue;
-		if (!*val) {
-			st_kv_set(S.db, keys[i], NULL); /* back to the detected value */
-			continue;
-		}
-		if (parse_double(val, &v) || v < 0)
+		if (val && *val && (parse_double(val, &v) || v < 0))
 			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i],
 			                       val);
-		if (st_kv_set(S.db, keys[i], val))
-			return sup_reply_error(c, "cannot store %s", keys[i]);
+	}
+	if (st_begin(S.db))
+		return sup_reply_error(c, "cannot store the settings: node database error (see "
+		                          "supervisor.log)");
+	for (i = 0; i < ARRAY_SIZE(keys) && !r; i++) {
+		const char *val = msg_get(req, keys[i]);
+
+		/* "" goes back to the detected value. */
+		if (val)
+			r = st_kv_set(S.db, keys[i], *val ? val : NULL);
+	}
+	if (r || st_commit(S.db)) {
+		if (r)
+			st_rollback(S.db);
+		return sup_reply_error(c, "cannot store the settings (none was changed): node "
+		                          "database error (see supervisor.log)");
 	}
 	sup_reload_config();
 	msg_init(&m);
@@ -642,7 +818,7 @@ void sup_conn_event(int fd, uint32_t events)
 		return;
 	}
 	for (;;) {
-		size_t need;
+		size_t need, cap0 = c->in.cap;
 		const char *why;
 		struct msg req;
 		ssize_t n;
@@ -656,6 +832,21 @@ void sup_conn_event(int fd, uint32_t events)
 			                (size_t)PROTO_MAX_MSG);
 			return;
 		}
+		inbuf_total += c->in.cap - cap0;
+		if (c->in.cap > cap0 && inbuf_total > INBUF_TOTAL_MAX) {
+			warning_ratelimited(
+			        &busy_warned,
+			        "%zu MiB of unfinished requests held: refusing one more",
+			        inbuf_total >> 20);
+			c->closing = 1;
+			sup_reply_error(
+			        c,
+			        "the node supervisor is busy: it holds %zu MiB of unfinished "
+			        "requests; try again",
+			        inbuf_total >> 20);
+			return;
+		}
+		c->last_ms = now_ms();
 		n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -688,6 +879,10 @@ void sup_conn_event(int fd, uint32_t events)
 			}
 			memmove(c->in.p, c->in.p + PROTO_HDR + need, c->in.len - PROTO_HDR - need);
 			c->in.len -= PROTO_HDR + need;
+			if (!c->in.len && c->in.cap > INBUF_KEEP) {
+				inbuf_total -= c->in.cap;
+				buf_release(&c->in);
+			}
 			handle(c, &req);
 			msg_release(&req);
 			if (!conns[fd])

@@ -10,10 +10,18 @@
  *   RUN             | record SUCCEEDED/FAILED  | TERM tree, KILLING       | -
  *   KILLING         | record CANCELLED         | -                        | KILL tree
  *
+ * A job's status stays PENDING until the shim is about to start its first step (the
+ * runtime env's build, setup or run): a PENDING row whose shim is gone never ran anything,
+ * and the supervisor queues it again (daemon.c).
+ *
  * The shim is a subreaper, so a grandchild that left the job's process group (setsid,
- * double fork) is re-parented to it and can still be found and killed. The job's stdout
- * and stderr go straight to the log files (not through a pipe), so the job keeps writing
- * its logs even if the shim dies. The shim holds the node db open only while it writes.
+ * double fork) is re-parented to it and can still be found and killed; every step also
+ * carries the shim's tag in its environment, so that the supervisor finds what is left
+ * of the job when the shim itself is killed (struct proc_scope, supervisor/node.h). Each
+ * step's script reaches the shell as a file in the job's log dir (setup.sh, run.sh), never
+ * as an argument. The job's stdout and stderr go straight to the log files (not through a
+ * pipe), so the job keeps writing its logs even if the shim dies. The shim holds the node
+ * db open only while it writes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +60,8 @@ struct shim {
 	int64_t deadline; /* now_ms() when the step times out (runtime env build); 0: none */
 	int timed_out;
 	int has_renv;
-	struct renv_job renv; /* the job's runtime env, once ready (holds its use lock) */
+	struct renv_job renv;   /* the job's runtime env, once ready (holds its use lock) */
+	char tag[PROC_TAG_MAX]; /* PROC_TAG_ENV=... in every step's environment (lib/proc.h) */
 };
 
 /*
@@ -190,15 +199,42 @@ static void build_env(struct shim *sh, struct env *env, int with_gpus)
 		env_set(env, "CUDA_VISIBLE_DEVICES", sh->job.gpu_ids);
 	if (sh->has_renv)
 		renv_job_apply(&sh->renv, env);
+	/* Last, so that no job's env can take it: it is how the job's processes are found. */
+	env_put(env, sh->tag);
+}
+
+/*
+ * Writes a step's script to LOG_DIR/NAME (0600), as it came. The shell reads it from the
+ * file: as an argument, a script of 128 KiB or more would not pass exec. Returns the path
+ * (the caller frees it) or NULL, printed.
+ */
+static char *write_script(struct shim *sh, const char *name, const char *script)
+{
+	char *path = xasprintf("%s/%s", sh->job.log_dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0 || write_all(fd, script, strlen(script)) || write_all(fd, "\n", 1)) {
+		error_errno("job %lld: cannot write its script '%s'", (long long)sh->id, path);
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return NULL;
+	}
+	if (close(fd) < 0) {
+		error_errno("job %lld: cannot write its script '%s'", (long long)sh->id, path);
+		free(path);
+		return NULL;
+	}
+	return path;
 }
 
 static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus,
                       char *const *cmd)
 {
-	char *argv[] = {(char *)shell_path(), "-c", (char *)script, NULL};
+	char *argv[] = {(char *)shell_path(), NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *home = user_home();
-	char *cwd = NULL;
+	char *cwd = NULL, *file = NULL, name[64];
 	struct env env;
 	int fd, r;
 
@@ -208,6 +244,17 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	build_env(sh, &env, gpus);
 	if (cmd) /* the runtime env's build: the node's settings, not the job's */
 		renv_conf_env_copy(&env);
+	if (!cmd) {
+		/* "run.log" -> "run.sh" */
+		xsnprintf(name, sizeof(name), "%.*s.sh", (int)(strchr(log_name, '.') - log_name),
+		          log_name);
+		file = write_script(sh, name, script);
+		if (!file) {
+			r = -EIO;
+			goto out;
+		}
+		argv[1] = file;
+	}
 	o.argv = cmd ? cmd : argv;
 	o.envp = env.v;
 	/* "~/x" is the node's own home: the launcher cannot know it. */
@@ -220,7 +267,6 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;
 	r = spawn(&o, &sh->main_pid);
-	env_release(&env);
 	if (r) {
 		char msg[512];
 		int n;
@@ -230,18 +276,29 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 		if (n > 0)
 			write_all(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 	}
+out:
+	env_release(&env);
 	close(fd);
 	free(cwd);
+	free(file);
 	if (!r)
 		with_db(db_set_proc, sh, NULL);
 	db_idle();
 	return r;
 }
 
-/* Signals the job's group and every escaped descendant; arms SIGKILL after grace_ms. */
+/* Every process of the job (supervisor/node.h): the same sweep as the supervisor's. */
+static void signal_job(struct shim *sh, int sig)
+{
+	struct proc_scope scope = {sh->main_pid, sh->tag, getpid()};
+
+	proc_scope_signal(&scope, sig);
+}
+
+/* Signals every process of the job; arms SIGKILL after grace_ms. */
 static void terminate(struct shim *sh, int64_t grace_ms)
 {
-	proc_signal_tree(sh->main_pid, SIGTERM);
+	signal_job(sh, SIGTERM);
 	if (!sh->kill_at)
 		sh->kill_at = now_ms() + grace_ms;
 }
@@ -274,7 +331,7 @@ static int wait_step(struct shim *sh)
 		if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
 			return error_errno("shim: poll"), -1;
 		if (sh->kill_at && now_ms() >= sh->kill_at) {
-			proc_signal_tree(sh->main_pid, SIGKILL);
+			signal_job(sh, SIGKILL);
 			sh->kill_at = now_ms() + 1000; /* again, for anything that appeared since */
 		}
 		while (read(sh->sig_fd, &si, sizeof(si)) == sizeof(si)) {
@@ -300,7 +357,7 @@ static void sweep(struct shim *sh)
 
 	if (!proc_children(getpid(), kids, 16) && (sh->main_pid <= 0 || kill(-sh->main_pid, 0)))
 		return;
-	proc_signal_tree(sh->main_pid, SIGTERM);
+	signal_job(sh, SIGTERM);
 	for (;;) {
 		int status;
 
@@ -309,7 +366,7 @@ static void sweep(struct shim *sh)
 		if (!proc_children(getpid(), kids, 16) && kill(-sh->main_pid, 0))
 			return;
 		if (!sent_kill && now_ms() >= deadline) {
-			proc_signal_tree(sh->main_pid, SIGKILL);
+			signal_job(sh, SIGKILL);
 			sent_kill = 1;
 		}
 		poll(NULL, 0, 10);
@@ -494,6 +551,8 @@ int shim_main(int64_t job_id)
 		close(nul);
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* The supervisor recorded the same pid and start time: it can find the job too. */
+	proc_job_tag(getpid(), proc_start_time(getpid()), sh.tag);
 	if (with_db(db_load, &sh, NULL))
 		return error("job %lld: cannot load it from the node database", (long long)job_id),
 		       1;

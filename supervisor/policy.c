@@ -1,0 +1,36 @@
+#include "supervisor/policy.h"
+
+#include "state/node.h"
+#include "lib/banned.h"
+
+enum job_fate job_fate(const struct job_facts *f)
+{
+	if (job_status_terminal(f->status) || !f->dispatched)
+		return FATE_KEEP;
+	if (f->status == JOB_PENDING) {
+		/* Nothing of the job ran: only its shim's own life is at stake. */
+		if (f->same_boot && f->shim_alive != 0)
+			return FATE_ADOPT;
+		return f->cancel_requested ? FATE_CANCEL : FATE_REQUEUE;
+	}
+	if (!f->same_boot)
+		return FATE_FAIL_REBOOTED;
+	if (f->shim_alive != 0)
+		return FATE_ADOPT;
+	/* A cancel that killed the shim before it could block signals: what the user asked. */
+	return f->cancel_requested ? FATE_CANCEL : FATE_FAIL_DRIVER;
+}
+
+static size_t at_least_one(size_t n)
+{
+	return n ? n : 1;
+}
+
+void fd_budget(uint64_t nofile, struct fd_budget *b)
+{
+	uint64_t avail = nofile > FD_RESERVE ? nofile - FD_RESERVE : 0;
+
+	b->conns = at_least_one((size_t)(avail / 2 < MAX_CONNS ? avail / 2 : MAX_CONNS));
+	b->pidfds = at_least_one((size_t)(avail / 4));
+	b->dispatch = at_least_one((size_t)(avail / 4));
+}
