@@ -416,3 +416,58 @@ int cl_queue_json(struct cnode *nd, struct buf *out)
 		r = error("node %s: cannot read its queue (status %d)", nd->name, status);
 	return r;
 }
+
+/* "KEY/RANK", quoted for the node's shell. */
+static void rank_key(struct buf *q, const char *key, int rank)
+{
+	char *k = xasprintf("%s/%d", key, rank);
+
+	sh_quote(q, k);
+	free(k);
+}
+
+int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id)
+{
+	struct buf q = BUF_INIT(0), out = BUF_INIT(1 << 16);
+	char *args;
+	int status = 0, r;
+	long id;
+
+	rank_key(&q, key, rank);
+	args = xasprintf("node queue --porcelain --key %s", q.p);
+	r = cl_capture_skiff(nd, args, &out, CL_NODE_CALL_MS, &status);
+	if (!r && status)
+		r = error("node %s: cannot look up rank %d's job (status %d)", nd->name, rank,
+		          status);
+	if (!r) {
+		char *tab = strchr(out.p, '\t');
+
+		if (!out.len)
+			r = -ENOENT;
+		else if (!tab || (*tab = '\0', parse_long(out.p, 1, INT64_MAX, &id)))
+			r = error("node %s: its queue answered '%.80s'", nd->name, out.p);
+		else
+			*job_id = id;
+	}
+	free(args);
+	buf_release(&q);
+	buf_release(&out);
+	return r;
+}
+
+int cl_cancel_key(struct cnode *nd, const char *key, int rank)
+{
+	struct buf q = BUF_INIT(0);
+	char *args;
+	int status = 0, r;
+
+	rank_key(&q, key, rank);
+	args = xasprintf("node cancel --key %s >/dev/null", q.p);
+	r = cl_exec_skiff(nd, args, CL_NODE_CALL_MS, &status);
+	if (!r && status)
+		r = error("node %s: cannot cancel rank %d's job (status %d)", nd->name, rank,
+		          status);
+	free(args);
+	buf_release(&q);
+	return r;
+}

@@ -73,6 +73,18 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
                      struct cl_follower *f);
 
 /*
+ * The node job that rank `rank` of a cluster job was submitted as, found by its key
+ * ("KEY/RANK", cmd/launch.c): 0 with *job_id, -ENOENT (not printed) when the node has none,
+ * another error (printed) when the node cannot be asked.
+ */
+int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id);
+/*
+ * Cancels that node job; when it has not arrived, the node records the key as cancelled,
+ * so that it never runs if it still arrives. 0, or an error (printed).
+ */
+int cl_cancel_key(struct cnode *nd, const char *key, int rank);
+
+/*
  * The node's queue as JSON text (`node queue --json`), parsed into per-job status and
  * exit codes on demand by cl_job_field(). out is owned by the caller.
  */

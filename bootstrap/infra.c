@@ -4,9 +4,11 @@
  */
 #include "bootstrap/infra.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -492,6 +495,8 @@ int infra_teardown(const struct infra *inf, const char *cluster)
 /* ---- local node directories ---------------------------------------------------------- */
 
 static int rm_err; /* nftw has no user pointer */
+/* Tries to remove a local cluster's directories, killing what runs in them before each. */
+#define LOCAL_REMOVE_TRIES 3
 
 static int rm_unlock(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -502,16 +507,51 @@ static int rm_unlock(const char *path, const struct stat *st, int type, struct F
 	return 0;
 }
 
+static char rm_path[PATH_MAX]; /* what could not be removed, for the message */
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
 	(void)type;
 	(void)ftw;
 	if (remove(path) < 0 && errno != ENOENT) {
-		rm_err = error_errno("cannot remove '%s'", path);
+		rm_err = -errno;
+		xsnprintf(rm_path, sizeof(rm_path), "%.*s", (int)sizeof(rm_path) - 1, path);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Kills whatever still runs as one of the cluster's local nodes: every process whose HOME
+ * is a node's directory (the runner gives the node's supervisor that HOME, and its shims
+ * and jobs inherit it), so that nothing writes into the directories while they go, and no
+ * supervisor lives on without them. `down` has cancelled the jobs and stopped the
+ * supervisors already; this is for what did not stop.
+ */
+static void kill_local_nodes(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *dir, real[PATH_MAX], *entry;
+		struct proc_scope scope = {0};
+		long rank;
+
+		if (parse_long(e->d_name, 0, INT32_MAX, &rank))
+			continue;
+		dir = xasprintf("%s/%s", base, e->d_name);
+		entry = xasprintf("HOME=%s", realpath(dir, real) ? real : dir);
+		scope.env = entry;
+		if (proc_scope_kill(&scope))
+			debug("killed what was left running as local node %s", dir);
+		free(entry);
+		free(dir);
+	}
+	closedir(d);
 }
 
 int infra_local_remove(const char *cluster)
@@ -519,7 +559,7 @@ int infra_local_remove(const char *cluster)
 	const char *home = skiff_home();
 	struct stat st;
 	char *base;
-	int r = 0;
+	int r = 0, tries;
 
 	if (infra_validate_cluster_name(cluster))
 		return -EINVAL;
@@ -531,14 +571,28 @@ int infra_local_remove(const char *cluster)
 			r = error_errno("cannot remove '%s'", base);
 		goto out;
 	}
-	rm_err = 0;
-	/* FTW_PHYS: symlinks are removed, never followed; FTW_MOUNT: stay on this fs. */
-	if (S_ISDIR(st.st_mode))
-		nftw(base, rm_unlock, 32, FTW_PHYS | FTW_MOUNT);
-	rm_err = 0;
-	if (nftw(base, rm_entry, 32, FTW_PHYS | FTW_MOUNT | FTW_DEPTH) && !rm_err)
-		rm_err = error_errno("cannot remove '%s'", base);
-	r = rm_err;
+	/* Something that was not found at first (it started meanwhile) is found again. */
+	for (tries = 0; tries < LOCAL_REMOVE_TRIES; tries++) {
+		if (S_ISDIR(st.st_mode))
+			kill_local_nodes(base);
+		rm_err = 0;
+		/* FTW_PHYS: symlinks are removed, never followed; FTW_MOUNT: stay on this fs. */
+		if (S_ISDIR(st.st_mode))
+			nftw(base, rm_unlock, 32, FTW_PHYS | FTW_MOUNT);
+		rm_err = 0;
+		xsnprintf(rm_path, sizeof(rm_path), "%.*s", (int)sizeof(rm_path) - 1, base);
+		if (nftw(base, rm_entry, 32, FTW_PHYS | FTW_MOUNT | FTW_DEPTH) && !rm_err)
+			rm_err = -errno;
+		r = rm_err;
+		if (!r || lstat(base, &st) < 0) {
+			r = 0;
+			break;
+		}
+	}
+	if (r) {
+		errno = -r;
+		r = error_errno("cannot remove '%s'", rm_path);
+	}
 out:
 	free(base);
 	return r;

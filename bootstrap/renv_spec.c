@@ -148,7 +148,7 @@ static int copy_file(const char *src, const char *dst)
 
 	r = buf_read_file(&b, src);
 	if (r)
-		r = error("cannot read '%s': %s", src, strerror(-r));
+		r = error("cannot read '%s': %s", src, buf_read_strerror(r));
 	else if ((r = mkdir_p(dir, 0700)))
 		r = error("cannot create '%s': %s", dir, strerror(-r));
 	else if ((r = write_file_atomic(dst, b.p, b.len, 0644)))
@@ -206,7 +206,7 @@ static int add_req_file(struct renv_spec *s, const char *store, struct renv_strv
 		free(dir);
 		buf_release(&b);
 		return error("runtime_env: cannot read requirements file '%s': %s", path,
-		             strerror(-r));
+		             buf_read_strerror(r));
 	}
 	for (p = b.p; *p && !r;) {
 		size_t n = strcspn(p, "\n");

@@ -93,8 +93,7 @@ static int load_ignore(struct walk *w, const char *rel, const char *file, int *f
 	if (!*found) {
 		r = 0;
 	} else if (r) {
-		errno = -r;
-		r = error_errno("cannot read '%s'", w->full.p);
+		r = error("cannot read '%s': %s", w->full.p, buf_read_strerror(r));
 	} else {
 		r = sync_ignore_add(&w->ig, rel, text.p, text.len);
 	}

@@ -20,12 +20,14 @@
 #include "cmd/launcher.h"
 #include "cmd/node.h"
 #include "lib/json.h"
+#include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/quote.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/node.h"
+#include "supervisor/node.h"
 #include "lib/banned.h"
 
 /* ---- shared ------------------------------------------------------------------------ */
@@ -41,6 +43,24 @@ int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl
 	r = cl_open(cl, c, nodes, n);
 	cluster_nodes_free(nodes, n);
 	return r;
+}
+
+int lc_lock_cluster(const char *name, const char *what)
+{
+	const char *home = skiff_home();
+	char *path, *subject;
+	int fd;
+
+	if (!home)
+		return -ENOENT;
+	if (infra_validate_cluster_name(name))
+		return -EINVAL; /* printed; and never a path outside the locks dir */
+	path = xasprintf("%s/locks/cluster-%s.lock", home, name);
+	subject = xasprintf("cluster %s", name);
+	fd = lock_take(path, subject, what, LOCK_TAKE_WAIT);
+	free(path);
+	free(subject);
+	return fd;
 }
 
 int lc_load(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl)
@@ -89,6 +109,83 @@ int lc_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
 	if (!r)
 		r = st_cluster_set_autostop(ldb, cl->name, minutes, minutes >= 0 && down);
 	return r;
+}
+
+/* ---- a submit cut short ---------------------------------------------------------------- */
+
+int lc_ranks_known(const char *ids)
+{
+	int n = *ids ? 1 : 0;
+
+	for (; *ids; ids++)
+		n += *ids == ',';
+	return n;
+}
+
+int lc_settle_submit(struct st_db *ldb, struct clive *cl, struct cluster_job *cj)
+{
+	struct buf ids = BUF_INIT(0);
+	int64_t *found;
+	int i, n = cj->num_nodes, nfound = 0, unknown = 0, r;
+	const char *why;
+
+	if (cj->final_status >= 0 || lc_ranks_known(cj->node_job_ids) >= n)
+		return LC_SUBMIT_DONE;
+	if (proc_alive(cj->owner_pid, cj->owner_start) != 0)
+		return LC_SUBMITTING;
+	if (n > (int)cl->n)
+		n = (int)cl->n;
+	found = xcalloc((size_t)(n ? n : 1), sizeof(*found));
+	for (i = 0; i < n && *cj->submit_key; i++) {
+		r = cl_find_key(&cl->nodes[i], cj->submit_key, i, &found[i]);
+		if (!r)
+			nfound++;
+		else if (r != -ENOENT)
+			unknown++;
+	}
+	if (unknown) {
+		free(found);
+		return LC_SUBMIT_UNKNOWN; /* named by the runner; asked again next time */
+	}
+	for (i = 0; i < n; i++) {
+		if (found[i])
+			buf_addf(&ids, "%s%lld", i ? "," : "", (long long)found[i]);
+		else
+			buf_adds(&ids, i ? "," : "");
+	}
+	if (nfound == cj->num_nodes) {
+		/* Every rank arrived: the job is as if its launcher had recorded them. */
+		r = st_cluster_job_set_node_ids(ldb, cl->name, cj->id, ids.p);
+		free(cj->node_job_ids);
+		cj->node_job_ids = buf_detach(&ids, NULL);
+		free(found);
+		return r ? LC_SUBMIT_UNKNOWN : LC_SUBMIT_DONE;
+	}
+	/*
+	 * A rank never arrived: the gang can never run whole. Every rank is cancelled by its
+	 * key, which also keeps one still on its way from starting.
+	 */
+	for (i = 0; i < n && *cj->submit_key; i++)
+		if (cl_cancel_key(&cl->nodes[i], cj->submit_key, i))
+			unknown++;
+	free(found);
+	if (unknown) {
+		buf_release(&ids);
+		return LC_SUBMIT_UNKNOWN;
+	}
+	why = nfound ? "the launch that submitted it ended before every rank was submitted; "
+	               "the ranks that were are cancelled"
+	             : "never submitted: the launch that was submitting it ended first";
+	r = st_cluster_job_settle(ldb, cl->name, cj->id, JOB_FAILED_DRIVER, ids.p, why);
+	if (!r) {
+		cj->final_status = JOB_FAILED_DRIVER;
+		free(cj->node_job_ids);
+		cj->node_job_ids = buf_detach(&ids, NULL);
+		free(cj->reason);
+		cj->reason = xstrdup(why);
+	}
+	buf_release(&ids);
+	return r ? LC_SUBMIT_UNKNOWN : LC_SUBMIT_DONE;
 }
 
 /* ---- job states across ranks --------------------------------------------------------- */
@@ -140,13 +237,15 @@ static int porcelain_find(const char *text, int64_t id, struct rank_job *out)
  * still runs, the gang runs. Once every reachable rank has ended and one of them did not
  * succeed, the gang is FAILED_DRIVER: it cannot finish without the lost rank (the gang
  * watcher stops the others when a node is lost, as when a rank fails). Otherwise, with a
- * rank unknown, so is the gang's status (-1).
+ * rank unknown, so is the gang's status (-1); and so it is for a job with no known rank.
  */
 static int aggregate(const struct rank_job *r, int n)
 {
 	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER, JOB_CANCELLED};
 	int i, k, lowest = -1, unknown = 0;
 
+	if (n <= 0)
+		return -1; /* no rank is known: nothing to judge */
 	for (i = 0; i < n; i++) {
 		if (r[i].status < 0)
 			unknown++;
@@ -245,11 +344,16 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 	struct node_queues q;
 	struct json j;
 	size_t n = 0, i, ndecided = 0;
+	int *submitting;
 	double now = now_wall();
 	int missing;
 
 	if (st_cluster_job_list(ldb, cl->name, &v, &n))
 		return -1;
+	/* Before the queues are read: a job cut short mid-submit is settled first. */
+	submitting = xcalloc(n ? n : 1, sizeof(*submitting));
+	for (i = 0; i < n; i++)
+		submitting[i] = lc_settle_submit(ldb, cl, &v[i]);
 	missing = fetch_queues(cl, &q, NULL);
 	decided = xcalloc(n ? n : 1, sizeof(*decided));
 	if (as_json) {
@@ -267,6 +371,10 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		/* A gang's outcome, once decided, stands (its lost rank may be stopped later). */
 		if (v[i].final_status >= 0)
 			status = v[i].final_status;
+		else if (submitting[i] == LC_SUBMITTING)
+			status = JOB_INIT; /* its launcher is submitting it */
+		else if (submitting[i] == LC_SUBMIT_UNKNOWN)
+			status = -1;
 		else if (job_status_terminal(status))
 			decided[ndecided++] = (struct decided){v[i].id, status};
 
@@ -327,6 +435,8 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 			json_str(&j, nr ? rj[0].log_dir : "");
 			json_key(&j, "node_job_ids");
 			json_str(&j, v[i].node_job_ids);
+			json_key(&j, "reason");
+			json_str(&j, v[i].reason);
 			json_obj_end(&j);
 		} else {
 			struct buf codes = BUF_INIT(0);
@@ -366,6 +476,7 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
 		st_commit(ldb);
 	}
 	free(decided);
+	free(submitting);
 	free_queues(cl, &q);
 	cluster_jobs_free(v, n);
 	return missing ? 1 : 0; /* 1: printed, but some node could not be reached */
@@ -396,6 +507,9 @@ static void flush_line(struct stream *s, int final)
 		buf_setlen(&s->line, s->line.len - n);
 	}
 }
+
+/* How often `logs` of a job that another launcher is still submitting looks again. */
+#define SUBMIT_WAIT_MS 200
 
 /*
  * The streams run in process groups of their own (runner_spawn), so Ctrl-C on `logs`
@@ -439,6 +553,27 @@ static int follow_logs(struct st_db *ldb, struct clive *cl, int64_t job, int fol
 		error("cluster %s has no job %lld", cl->name, (long long)job);
 		return EXIT_JOB_NOT_FOUND;
 	}
+	/* Being submitted by another launcher: its ranks are known once it is done. */
+	while ((rc = lc_settle_submit(ldb, cl, &cj)) == LC_SUBMITTING && follow > 0) {
+		poll_ms(SUBMIT_WAIT_MS);
+		cluster_job_free(&cj);
+		if (st_cluster_job_get(ldb, cl->name, job, &cj)) {
+			error("cluster %s has no job %lld any more", cl->name, (long long)job);
+			return EXIT_JOB_NOT_FOUND;
+		}
+	}
+	if (rc == LC_SUBMITTING) {
+		if (follow < 0)
+			printf("%s\n", job_status_name(JOB_INIT));
+		cluster_job_free(&cj);
+		return follow ? EXIT_JOB_NOT_FINISHED : EXIT_OK;
+	}
+	if (rc == LC_SUBMIT_UNKNOWN) {
+		cluster_job_free(&cj);
+		return EXIT_UNAVAILABLE;
+	}
+	if (*cj.reason)
+		warning("job %lld: %s", (long long)job, cj.reason);
 	if (tail >= 0)
 		xsnprintf(tailarg, sizeof(tailarg), " --tail %ld", tail);
 	n = 0;

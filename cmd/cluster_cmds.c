@@ -13,6 +13,7 @@
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "lib/json.h"
+#include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "state/node.h"
@@ -354,6 +355,24 @@ int cmd_logs(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * A job whose ranks are not all recorded (its launcher is submitting it, or was cut short)
+ * is cancelled by key on every rank: a rank that arrives later finds its key cancelled and
+ * never runs. 0, or -1 when a node could not be reached (printed).
+ */
+static int cancel_unsubmitted(struct clive *cl, const struct cluster_job *cj)
+{
+	int i, r = 0;
+
+	if (cj->final_status >= 0 || lc_ranks_known(cj->node_job_ids) >= cj->num_nodes ||
+	    !*cj->submit_key)
+		return 0;
+	for (i = 0; i < cj->num_nodes && i < (int)cl->n; i++)
+		if (cl_cancel_key(&cl->nodes[i], cj->submit_key, i))
+			r = -1;
+	return r;
+}
+
 int cmd_cancel(int argc, char **argv)
 {
 	struct st_db *ldb;
@@ -404,6 +423,11 @@ int cmd_cancel(int argc, char **argv)
 				rc = EXIT_JOB_NOT_FOUND;
 				continue;
 			}
+			if (cancel_unsubmitted(&cl, &cj)) {
+				rc = EXIT_FAIL;
+				cluster_job_free(&cj);
+				continue;
+			}
 			for (const char *p = cj.node_job_ids; *p && (size_t)any < cl.n * 1000;) {
 				char *end;
 				long long nid = strtoll(p, &end, 10);
@@ -425,6 +449,8 @@ int cmd_cancel(int argc, char **argv)
 			if (last && !st_cluster_job_get(ldb, name, last, &cj)) {
 				size_t rank = 0;
 
+				if (cancel_unsubmitted(&cl, &cj))
+					rc = EXIT_FAIL;
 				for (const char *p = cj.node_job_ids; *p; rank++) {
 					char *end;
 					long long nid = strtoll(p, &end, 10);
@@ -496,10 +522,29 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 	struct cluster c;
 	struct clive cl;
 	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
-	int r, slurm, alive = 1;
+	int r, slurm, alive = 1, lock_fd;
 
-	if (lc_load(ldb, name, &c, &cl))
+	if (st_cluster_get(ldb, name, &c))
+		return error("cluster %s does not exist (see 'skiff status')", name), EXIT_FAIL;
+	cluster_free(&c);
+	/* A launch, exec, start or another down of it finishes first. */
+	lock_fd = lc_lock_cluster(name, keep ? "skiff stop" : "skiff down");
+	if (lock_fd < 0)
 		return EXIT_FAIL;
+	if (st_cluster_get(ldb, name, &c)) {
+		lock_release(lock_fd);
+		if (keep)
+			return error("cluster %s was taken down by another command meanwhile",
+			             name),
+			       EXIT_FAIL;
+		printf("cluster %s terminated (by another command meanwhile)\n", name);
+		return EXIT_OK;
+	}
+	cluster_free(&c);
+	if (lc_load(ldb, name, &c, &cl)) {
+		lock_release(lock_fd);
+		return EXIT_FAIL;
+	}
 	slurm = starts_with(c.infra, "slurm");
 	if (slurm && keep) {
 		slurm_refuses(&c, "stop");
@@ -521,24 +566,27 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 	if (!keep) {
 		struct infra inf;
 
-		/* local: the node dirs; containers, pods: those skiff started. */
+		/*
+		 * local: the node dirs; containers, pods: those skiff started. The cluster is
+		 * forgotten only once they are gone, so that `down` can be run again.
+		 */
 		r = 0;
 		if (!infra_parse(c.infra, &inf)) {
 			r = infra_teardown(&inf, name);
-			if (r && inf.kind != INFRA_LOCAL)
+			if (r)
 				error("cluster %s: its %s nodes could not be removed; it is kept, run "
 				      "'skiff down %s' again",
 				      name, inf.spec, name);
-			else
-				r = 0;
 			infra_release(&inf);
 		}
 		if (!r && slurm && job.len && (r = infra_slurm_release(&cl, job.p)))
 			error("cluster %s: its Slurm allocation %s could not be released; it is kept, "
 			      "run 'skiff down %s' again",
 			      name, job.p, name);
-		if (!r)
-			r = st_cluster_delete(ldb, name);
+		if (!r && (r = st_cluster_delete(ldb, name)))
+			error("cluster %s: its nodes are gone, but it cannot be forgotten (%s); run "
+			      "'skiff down %s' again",
+			      name, strerror(-r), name);
 		if (!r)
 			printf("cluster %s terminated\n", name);
 	} else {
@@ -558,6 +606,7 @@ static int down_one(struct st_db *ldb, const char *name, int keep)
 			printf("cluster %s stopped\n", name);
 	}
 done:
+	lock_release(lock_fd);
 	buf_release(&job);
 	buf_release(&state);
 	cluster_free(&c);
@@ -686,10 +735,13 @@ int cmd_start(int argc, char **argv)
 		struct cluster c;
 		struct clive cl;
 		size_t i;
+		int lock_fd;
 
 		if (argv[a][0] == '-')
 			continue;
-		if (lc_load(ldb, argv[a], &c, &cl)) {
+		lock_fd = lc_lock_cluster(argv[a], "skiff start");
+		if (lock_fd < 0 || lc_load(ldb, argv[a], &c, &cl)) {
+			lock_release(lock_fd);
 			rc = EXIT_FAIL;
 			continue;
 		}
@@ -708,6 +760,7 @@ int cmd_start(int argc, char **argv)
 				lc_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down);
 			printf("cluster %s started\n", c.name);
 		}
+		lock_release(lock_fd);
 		cluster_free(&c);
 		cl_close(&cl);
 	}
@@ -722,7 +775,7 @@ int cmd_autostop(int argc, char **argv)
 	struct clive cl;
 	const char *name = NULL;
 	long minutes = -2;
-	int down = 0, cancel = 0, a, rc;
+	int down = 0, cancel = 0, a, rc, lock_fd;
 
 	for (a = 1; a < argc; a++) {
 		if ((!strcmp(argv[a], "-i") || !strcmp(argv[a], "--idle-minutes")) &&
@@ -749,11 +802,14 @@ int cmd_autostop(int argc, char **argv)
 		minutes = down ? 1 : 5;
 	if (open_ldb(&ldb))
 		return EXIT_FAIL;
-	if (lc_load(ldb, name, &c, &cl)) {
+	lock_fd = lc_lock_cluster(name, "skiff autostop");
+	if (lock_fd < 0 || lc_load(ldb, name, &c, &cl)) {
+		lock_release(lock_fd);
 		st_close(ldb);
 		return EXIT_FAIL;
 	}
 	rc = lc_set_autostop(ldb, &cl, (int)minutes, down) ? EXIT_FAIL : EXIT_OK;
+	lock_release(lock_fd);
 	if (rc == EXIT_OK && minutes >= 0)
 		printf("autostop for %s: %s after %ld idle minute(s)\n", name,
 		       down ? "down" : "stop", minutes);

@@ -287,8 +287,8 @@ static int jobs_launch(int argc, char **argv)
 		return error_errno("cannot get the working directory"), EXIT_FAIL;
 	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
 		buf_adds(&entry, argv[i]);
-		if (buf_read_file(&spec, argv[i]) < 0) {
-			error_errno("cannot read '%s'", argv[i]);
+		if ((r = buf_read_file(&spec, argv[i])) < 0) {
+			error("cannot read '%s': %s", argv[i], buf_read_strerror(r));
 			goto out;
 		}
 		r = task_parse_buf(&tl, argv[i], spec.p, spec.len, &errs);

@@ -26,6 +26,7 @@
 #include "cmd/launcher.h"
 #include "cmd/progress.h"
 #include "lib/json.h"
+#include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/quote.h"
 #include "lib/self.h"
@@ -64,6 +65,9 @@ const char cmd_exec_usage[] =
         "task's run step, then follows the logs (as 'skiff launch' does).\n";
 
 struct lc_managed *lc_managed;
+
+/* Random bytes in a cluster job's submit key (hex: twice as many characters). */
+#define SUBMIT_KEY_BYTES 16
 
 struct launch_opts {
 	const char *cluster;
@@ -104,8 +108,10 @@ static void add_env(struct msg *m, const char *k, const char *v)
 
 /* One rank's submit message: the task's scripts, envs and resources plus the gang envs. */
 static void build_spec(struct msg *m, const struct task *t, const struct clive *cl, int rank,
-                       int nranks, int64_t cluster_job, const char *task_id, int with_setup)
+                       int nranks, const struct cluster_job *cj, const char *task_id,
+                       int with_setup)
 {
+	int64_t cluster_job = cj->id;
 	const struct task_resources *res = t->nres ? &t->res[0] : NULL;
 	struct buf ips = BUF_INIT(0);
 	char num[32];
@@ -122,6 +128,8 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 	if (res && res->accel.name)
 		gpus = (int)ceil(res->accel.count);
 	msg_add(m, "op", "submit");
+	/* The node keeps one job per key: a retried or settled submit never runs twice. */
+	msg_addf(m, "submit_key", "%s/%d", cj->submit_key, rank);
 	msg_add(m, "name", t->name ? t->name : "");
 	msg_addf(m, "cpus", "%g", cpus);
 	msg_addf(m, "memory", "%g", mem);
@@ -286,7 +294,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	struct buf ids = BUF_INIT(0);
 	struct rank_submit *rs;
 	struct step st;
-	char task_id[160], stamp[32];
+	char task_id[160], stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r, e;
 	time_t now = time(NULL);
 	struct renv_launch rl;
@@ -300,6 +308,11 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	cj.node_job_ids = "";
 	cj.log_dir = "";
 	cj.entrypoint = (char *)entry;
+	/* Until the ranks' ids are recorded, who submits and how to ask the nodes about it. */
+	random_hex(key, SUBMIT_KEY_BYTES);
+	cj.submit_key = key;
+	cj.owner_pid = getpid();
+	cj.owner_start = proc_start_time(getpid());
 	r = renv_launch_prepare(&rl, t);
 	if (r)
 		return r;
@@ -320,7 +333,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 		rs[i].rl = &rl;
 		rs[i].f = f ? &f[i] : NULL;
 		msg_init(&rs[i].m);
-		build_spec(&rs[i].m, t, cl, i, nranks, cj.id, task_id, with_setup);
+		build_spec(&rs[i].m, t, cl, i, nranks, &cj, task_id, with_setup);
 	}
 	if (nranks == 1) {
 		rank_submit(&rs[0]);
@@ -359,18 +372,14 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 	for (i = 0; i < nranks; i++) {
 		msg_release(&rs[i].m);
 		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
-		if (r && !rs[i].r && rs[i].id > 0) {
-			/* A gang runs whole or not at all: take back the ranks that went in. */
-			char args[64];
-			int cst = 0;
-
-			xsnprintf(args, sizeof(args), "node cancel %lld >/dev/null",
-			          (long long)rs[i].id);
-			if (cl_exec_skiff(rs[i].nd, args, CL_NODE_CALL_MS, &cst) || cst)
-				warning("node %s: cannot cancel rank %d (node job %lld) of the failed "
-				        "submit: cancel it with 'skiff cancel %s'",
-				        rs[i].nd->name, i, (long long)rs[i].id, cl->name);
-		}
+		/*
+		 * A gang runs whole or not at all: take back the ranks that went in, by key, so
+		 * that one whose answer was lost (a timeout) is stopped too, or never starts.
+		 */
+		if (r && cl_cancel_key(rs[i].nd, key, i))
+			warning("node %s: cannot cancel rank %d of the failed submit: cancel it with "
+			        "'skiff cancel %s'",
+			        rs[i].nd->name, i, cl->name);
 	}
 	free(rs);
 	if (r) {
@@ -647,7 +656,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	char *name = NULL;
 	struct cl_follower *fl = NULL;
 	int64_t job = 0;
-	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0, upgrade;
+	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0, upgrade, lock_fd = -1;
 	size_t k;
 
 	r = parse_launch_args(argc, argv, lo, &ov, &i);
@@ -668,6 +677,10 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	/* From here to the submit, no other command changes this cluster. */
+	lock_fd = lc_lock_cluster(name, lo->exec ? "skiff exec" : "skiff launch");
+	if (lock_fd < 0)
+		goto out;
 	existed = !st_cluster_get(ldb, name, &c);
 	if (existed)
 		cluster_free(&c);
@@ -736,6 +749,9 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	}
 	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : fl))
 		goto out;
+	/* Following the logs changes nothing: another command may have the cluster now. */
+	lock_release(lock_fd);
+	lock_fd = -1;
 	if (lc_managed)
 		lc_managed->job = job;
 	if (lo->detach) {
@@ -758,6 +774,7 @@ out:
 		buf_release(&fl[k].rest);
 	}
 	free(fl);
+	lock_release(lock_fd);
 	if (have_c)
 		cluster_free(&c);
 	cl_close(&cl);

@@ -23,6 +23,13 @@ struct lc_managed {
 };
 extern struct lc_managed *lc_managed;
 
+/*
+ * The lock that serialises what changes one cluster (launch and exec up to their submit,
+ * down, stop, start, autostop): waits for the holder, saying once who it is. Returns the
+ * fd to give to lock_release() (lib/lock.h), or a negative error (printed). Never taken
+ * twice by one process (flock: it would wait for itself).
+ */
+int lc_lock_cluster(const char *name, const char *what);
 /* A cluster's live view (runners for its booked nodes). */
 int lc_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl);
 /* Loads cluster `name` and opens it; prints an error naming it when it does not exist. */
@@ -51,6 +58,20 @@ int lc_queue(struct st_db *ldb, struct clive *cl, int as_json, int skip, struct 
  * that parent path to where).
  */
 int lc_sync_down(struct st_db *ldb, struct clive *cl, int64_t job, struct buf *where);
+/*
+ * A cluster job whose ranks' ids are not all recorded (lc_settle_submit()):
+ *   LC_SUBMIT_DONE     every rank is known (cj->node_job_ids updated), or the job was
+ *                      settled: cj->final_status and cj->reason say how
+ *   LC_SUBMITTING      its launcher is still submitting it: INIT, not to be judged
+ *   LC_SUBMIT_UNKNOWN  its launcher is gone and a node could not be asked (printed)
+ * A job cut short mid-submit is settled by asking each rank's node by its key: every rank
+ * there, their ids are recorded; one missing, the ranks are cancelled by key (one still on
+ * its way never starts) and the job is FAILED_DRIVER with the reason.
+ */
+enum { LC_SUBMIT_DONE = 0, LC_SUBMITTING, LC_SUBMIT_UNKNOWN };
+/* How many ranks a node_job_ids text names ("17,3,5": 3; "": 0). */
+int lc_ranks_known(const char *node_job_ids);
+int lc_settle_submit(struct st_db *ldb, struct clive *cl, struct cluster_job *cj);
 /* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
 void lc_start_gang_watch(const char *cluster, int64_t job);
 

@@ -159,6 +159,14 @@ int cmd_dispatch(const char *group, const struct cmd *t, size_t n, int argc, cha
 	return c->fn(argc, argv);
 }
 
+/* 1 unless the command's exit status is another program's (ssh CMD, init CMD). */
+static int passes_status(const char *name)
+{
+	const struct cmd *c = cmd_find(name);
+
+	return c && !(c->flags & CMD_HIDDEN) && strcmp(name, "ssh") && strcmp(name, "init");
+}
+
 int main(int argc, char **argv)
 {
 	int r;
@@ -199,5 +207,14 @@ int main(int argc, char **argv)
 		error_errno("cannot write to standard output");
 		r = EXIT_FAIL;
 	}
+	/*
+	 * A failure always says so: one error line at least. The job-status codes (100-103)
+	 * and the exit statuses that ssh, init and internal commands pass on are answers,
+	 * not failures of skiff.
+	 */
+	if (r >= EXIT_FAIL && r <= EXIT_UNAVAILABLE && !log_error_count() && passes_status(argv[0]))
+		error("%s failed (exit status %d), and said nothing more: this is a bug, please "
+		      "report it",
+		      argv[0], r);
 	return r;
 }

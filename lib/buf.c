@@ -175,7 +175,8 @@ int buf_read_file(struct buf *b, const char *path)
 	struct stat st;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; we refuse it right after. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {
@@ -184,6 +185,14 @@ int buf_read_file(struct buf *b, const char *path)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		r = -EISDIR;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		r = -errno;
 		goto out;
 	}
 	if (S_ISREG(st.st_mode) && (size_t)st.st_size > limit(b) - b->len) {
@@ -205,4 +214,14 @@ void buf_rtrim(struct buf *b)
 		b->len--;
 	if (b->cap)
 		b->p[b->len] = '\0';
+}
+
+const char *buf_read_strerror(int r)
+{
+	switch (r) {
+	case -EINVAL: return "not a regular file (a FIFO, a socket or a device)";
+	case -EISDIR: return "is a directory";
+	case -EFBIG: return "too large";
+	default: return strerror(r < 0 ? -r : r);
+	}
 }

@@ -50,8 +50,14 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap);
 void buf_setlen(struct buf *b, size_t len);
 /* Reads all of fd until EOF. -ENOBUFS if it holds more than max; errno codes otherwise. */
 int buf_read_fd(struct buf *b, int fd);
-/* Reads a whole file; refuses files larger than b->max without reading them. */
+/*
+ * Reads a whole regular file; refuses files larger than b->max without reading them
+ * (-EFBIG), a directory (-EISDIR) and anything else that is not a regular file (-EINVAL: a
+ * FIFO would block, a device never end), without waiting on it.
+ */
 int buf_read_file(struct buf *b, const char *path);
+/* What a buf_read_file() error means, in words. */
+const char *buf_read_strerror(int r);
 void buf_rtrim(struct buf *b);
 
 #endif

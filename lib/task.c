@@ -544,7 +544,8 @@ int task_parse_file(struct task_list *out, const char *path, struct yerrors *err
 	int fd, r;
 
 	memset(out, 0, sizeof(*out));
-	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : 0;
+	/* O_NONBLOCK: a FIFO is refused below, not waited on; stdin is given as "-". */
+	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : 0;
 	if (fd < 0) {
 		r = -errno;
 		yerr_add(errs, path, 1, 1, "cannot open: %s", strerror(errno));
@@ -558,6 +559,18 @@ int task_parse_file(struct task_list *out, const char *path, struct yerrors *err
 	if (S_ISDIR(st.st_mode)) {
 		r = -EINVAL;
 		yerr_add(errs, path, 1, 1, "is a directory, not a task file");
+		goto out;
+	}
+	if (fd > 0 && !S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		yerr_add(errs, path, 1, 1,
+		         "is not a regular file (a FIFO, a socket or a device); give a task file, "
+		         "or '-' to read standard input");
+		goto out;
+	}
+	if (fd > 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		r = -errno;
+		yerr_add(errs, path, 1, 1, "cannot read: %s", strerror(errno));
 		goto out;
 	}
 	if (S_ISREG(st.st_mode) && (size_t)st.st_size > YAML_MAX_INPUT) {

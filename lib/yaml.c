@@ -77,6 +77,8 @@ void yerr_print(const struct yerrors *e, FILE *out)
 
 		fprintf(out, "%s:%d:%d: %s%s\n", y->file, y->line, y->col,
 		        y->warning ? "warning: " : "", y->msg);
+		if (!y->warning)
+			log_count_error();
 	}
 	if (e->dropped && e->n) {
 		const struct yerror *y = &e->v[e->n - 1];

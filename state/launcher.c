@@ -75,6 +75,15 @@ static const char *const migrations[] = {
         "ALTER TABLE cluster_jobs ADD COLUMN final_status INTEGER NOT NULL DEFAULT -1;",
         /* 3 -> 4: the address a node says it was reached at (SKYPILOT_NODE_IPS) */
         "ALTER TABLE cluster_nodes ADD COLUMN addr TEXT NOT NULL DEFAULT '';",
+        /*
+         * 4 -> 5: who submits a job (its launcher's pid and start time) and the key its
+         * ranks were submitted with, so that a job whose launcher died mid-submit is settled
+         * by asking the nodes; the reason of an outcome decided here
+         */
+        "ALTER TABLE cluster_jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE cluster_jobs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE cluster_jobs ADD COLUMN owner_start INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE cluster_jobs ADD COLUMN reason TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -162,6 +171,8 @@ void cluster_job_free(struct cluster_job *j)
 	free(j->node_job_ids);
 	free(j->log_dir);
 	free(j->entrypoint);
+	free(j->submit_key);
+	free(j->reason);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -586,8 +597,9 @@ int st_cluster_delete(struct st_db *db, const char *name)
 
 /* ---- cluster jobs -------------------------------------------------------------------- */
 
-#define JOB_COLS                                                                                   \
-	"cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint, final_status"
+#define JOB_COLS                                                                                        \
+	"cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint, final_status, " \
+	"submit_key, owner_pid, owner_start, reason"
 
 static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 {
@@ -601,6 +613,10 @@ static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 	j->log_dir = col_dup(st, 6);
 	j->entrypoint = col_dup(st, 7);
 	j->final_status = sqlite3_column_int(st, 8);
+	j->submit_key = col_dup(st, 9);
+	j->owner_pid = (pid_t)sqlite3_column_int64(st, 10);
+	j->owner_start = (uint64_t)sqlite3_column_int64(st, 11);
+	j->reason = col_dup(st, 12);
 }
 
 int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j)
@@ -639,8 +655,10 @@ int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job
 	r = st_step_done(db, st);
 	if (r)
 		goto fail;
-	st = st_prepare(db, "INSERT INTO cluster_jobs (cluster, id, name, num_nodes, submitted_at, "
-	                    "node_job_ids, log_dir, entrypoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+	st = st_prepare(db,
+	                "INSERT INTO cluster_jobs (cluster, id, name, num_nodes, submitted_at, "
+	                "node_job_ids, log_dir, entrypoint, submit_key, owner_pid, owner_start) "
+	                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	if (!st) {
 		r = -EIO;
 		goto fail;
@@ -653,6 +671,9 @@ int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job
 	st_bind_text(st, 6, or_empty(j->node_job_ids));
 	st_bind_text(st, 7, or_empty(j->log_dir));
 	st_bind_text(st, 8, or_empty(j->entrypoint));
+	st_bind_text(st, 9, or_empty(j->submit_key));
+	st_bind_int(st, 10, j->owner_pid);
+	st_bind_int(st, 11, (int64_t)j->owner_start);
 	r = st_step_done(db, st);
 	if (r)
 		goto fail;
@@ -735,6 +756,23 @@ int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, 
 	st_bind_int(st, 1, status);
 	st_bind_text(st, 2, cluster);
 	st_bind_int(st, 3, id);
+	return st_step_done(db, st);
+}
+
+int st_cluster_job_settle(struct st_db *db, const char *cluster, int64_t id, int status,
+                          const char *node_job_ids, const char *reason)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_jobs SET final_status = ?, "
+	                                  "node_job_ids = ?, reason = ? "
+	                                  "WHERE cluster = ? AND id = ? AND final_status < 0");
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, status);
+	st_bind_text(st, 2, or_empty(node_job_ids));
+	st_bind_text(st, 3, or_empty(reason));
+	st_bind_text(st, 4, cluster);
+	st_bind_int(st, 5, id);
 	return st_step_done(db, st);
 }
 

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "state/db.h"
 
@@ -89,6 +90,16 @@ struct cluster_job {
 	 * ranks' statuses can change after it (a lost rank is stopped when its node is back).
 	 */
 	int final_status;
+	/*
+	 * Rank r was submitted with the idempotency key "SUBMIT_KEY/r", by the launcher
+	 * process owner_pid (owner_start: its start time, the pid-reuse guard). A job whose
+	 * node_job_ids do not name every rank while its owner is gone was cut short mid-submit:
+	 * the nodes are asked by key (cmd/cluster.c).
+	 */
+	char *submit_key;
+	pid_t owner_pid;
+	uint64_t owner_start;
+	char *reason; /* why final_status was decided here ("" when the nodes said) */
 };
 
 void cluster_job_free(struct cluster_job *j);
@@ -155,7 +166,8 @@ int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int p
 
 /*
  * Adds a job to a cluster, taking the cluster's next job id in the same transaction.
- * Reads j->name, num_nodes, node_job_ids, log_dir, entrypoint (NULL: ""); sets
+ * Reads j->name, num_nodes, node_job_ids, log_dir, entrypoint, submit_key (NULL: ""),
+ * owner_pid and owner_start; sets
  * j->id and j->submitted_at (j->cluster is not touched). 0; -ENOENT no such cluster.
  */
 int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j);
@@ -173,6 +185,13 @@ int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id
                                const char *log_dir);
 /* Records the job's outcome unless one is recorded already (the first word stands). */
 int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, int status);
+/*
+ * Records an outcome decided here (a submit cut short), with the ranks' node job ids that
+ * are known ("" for a rank that never arrived) and the reason, unless an outcome is
+ * recorded already.
+ */
+int st_cluster_job_settle(struct st_db *db, const char *cluster, int64_t id, int status,
+                          const char *node_job_ids, const char *reason);
 /* A job whose submit failed (no rank runs): gone from the queue. 0 or -ENOENT. */
 int st_cluster_job_delete(struct st_db *db, const char *cluster, int64_t id);
 
