@@ -87,6 +87,19 @@ static void task_facts(const struct mjob *j, char *infra, size_t size, int *node
 	task_list_release(&tl);
 }
 
+/* 1 if the shared pool cluster exists and is UP. */
+static int pool_up(struct st_db *db, const char *cluster)
+{
+	struct cluster c;
+	int up;
+
+	if (st_cluster_get(db, cluster, &c))
+		return 0;
+	up = c.status == CLUSTER_UP;
+	cluster_free(&c);
+	return up;
+}
+
 static int worker_launch(struct st_db *db, int64_t id)
 {
 	const struct jobs_paths *p = jobs_paths();
@@ -96,7 +109,6 @@ static int worker_launch(struct st_db *db, int64_t id)
 	char cluster[128], infra[256], task_id[256], stamp[32], reason[512];
 	char *specfile = NULL, *lockp = NULL;
 	int nodes, syncs, pool, rc, lock_fd = -1;
-	struct cluster c;
 
 	if (mj_get(db, id, &j))
 		return EXIT_FAIL;
@@ -155,14 +167,17 @@ static int worker_launch(struct st_db *db, int64_t id)
 	}
 	if (*j.cwd && chdir(j.cwd) < 0)
 		warning("cannot change to '%s': %s", j.cwd, strerror(errno));
-	/* Launches into a pool that is not up yet take turns: one creates it. */
-	if (pool &&
-	    (st_cluster_get(db, cluster, &c) || (cluster_free(&c), 0) || c.status != CLUSTER_UP)) {
+	/*
+	 * Launches into a pool that is not up yet take turns: one creates it. Once it is up,
+	 * they go on in parallel (the launch limit is the only bound).
+	 */
+	if (pool && !pool_up(db, cluster)) {
 		lockp = xasprintf("%s/pool.lock", p->dir);
 		lock_fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (lock_fd >= 0)
 			flock(lock_fd, LOCK_EX);
 	}
+	fprintf(stderr, "[launch] job %lld: launching on %s\n", (long long)id, cluster);
 	/* Test hook: a slow launch, to hit a controller crash or a cancel mid-launch. */
 	if (jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000))
 		poll_ms((int)jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000));
