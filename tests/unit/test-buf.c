@@ -164,9 +164,15 @@ static void test_read_file(void)
 	ok(big.len == 0 && big.cap == 0, "without reading any of it");
 	unlink(sparse);
 
-	/* No size to look at: read up to the limit, then -EFBIG. Must end on an endless file. */
-	is_int(buf_read_file(&z, "/dev/zero"), -EFBIG, "/dev/zero against a 4 KB limit");
-	is_int(z.len, 4096, "stops at max");
+	/* Not a regular file: refused at once, never read (an endless device, a FIFO). */
+	is_int(buf_read_file(&z, "/dev/zero"), -EINVAL, "/dev/zero is not a regular file");
+	is_int(z.len, 0, "and nothing of it is read");
+	path_in_tmp(path, sizeof(path), "fifo");
+	ok(!mkfifo(path, 0600), "made a FIFO");
+	is_int(buf_read_file(&z, path), -EINVAL, "a FIFO is refused without waiting for a writer");
+	is_str(buf_read_strerror(-EINVAL), "not a regular file (a FIFO, a socket or a device)",
+	       "and that is what the error says");
+	unlink(path);
 	buf_release(&z);
 
 	is_int(buf_read_file(&big, tmpdir), -EISDIR, "a directory is -EISDIR");
