@@ -389,8 +389,12 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t,
 		goto out;
 	}
 	r = st_cluster_job_set_node_ids(ldb, cl->name, cj.id, ids.p);
-	if (r)
+	if (r) {
+		/* The ranks run; a later command finds them by key (lc_settle_submit()). */
+		error("job %lld is submitted, but its node job ids cannot be recorded",
+		      (long long)cj.id);
 		goto out;
+	}
 	step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
 	*cluster_job = cj.id;
 	if (nranks > 1)
@@ -701,8 +705,10 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		fprintf(stderr, "%s on cluster %s\n", lo->exec ? "Submitting job" : "Launching",
 		        name);
 	}
-	if (st_cluster_get(ldb, name, &c))
+	if (st_cluster_get(ldb, name, &c)) {
+		error("cluster %s is gone from the launcher's database", name);
 		goto out;
+	}
 	have_c = 1;
 	if (lo->infra && existed && strcmp(lo->infra, c.infra))
 		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, lo->infra);
