@@ -62,9 +62,13 @@ static const char *const migrations[] = {
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
         /* 1 -> 2: the job's runtime env spec (bootstrap/renv.h), empty for none */
         "ALTER TABLE jobs ADD COLUMN renv BLOB;",
-        /* 2 -> 3: the submitter's idempotency key: one job per key, ever */
+        /*
+         * 2 -> 3: the submitter's idempotency key (one job per key, ever), and how often a
+         * shim of the job failed before starting it (supervisor/policy.h)
+         */
         "ALTER TABLE jobs ADD COLUMN submit_key TEXT;"
-        "CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) WHERE submit_key IS NOT NULL;",
+        "CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) WHERE submit_key IS NOT NULL;"
+        "ALTER TABLE jobs ADD COLUMN failed_starts INTEGER NOT NULL DEFAULT 0;",
 };
 
 const struct st_schema st_node_schema = {"node", migrations, 3};
@@ -73,7 +77,7 @@ const struct st_schema st_node_schema = {"node", migrations, 3};
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
 	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
 	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv, "            \
-	"submit_key"
+	"submit_key, failed_starts"
 
 void job_free(struct job *j)
 {
@@ -140,6 +144,7 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 	if (j->renv_len)
 		memcpy(j->renv, blob, j->renv_len);
 	j->submit_key = dup_col(st, 27);
+	j->failed_starts = sqlite3_column_int(st, 28);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)
@@ -311,17 +316,19 @@ int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, con
 	return st_step_done(db, st);
 }
 
-int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid)
+int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid, int failed)
 {
 	sqlite3_stmt *st = st_prepare(db, "UPDATE jobs SET shim_pid = 0, shim_start = 0, "
-	                                  "boot_id = '', gpu_ids = '', job_pid = 0, job_start = 0 "
+	                                  "boot_id = '', gpu_ids = '', job_pid = 0, job_start = 0, "
+	                                  "failed_starts = failed_starts + ? "
 	                                  "WHERE id = ? AND status = 1 AND shim_pid = ?");
 	int r;
 
 	if (!st)
 		return -EIO;
-	st_bind_int(st, 1, id);
-	st_bind_int(st, 2, shim_pid);
+	st_bind_int(st, 1, failed ? 1 : 0);
+	st_bind_int(st, 2, id);
+	st_bind_int(st, 3, shim_pid);
 	r = st_step_done(db, st);
 	if (r)
 		return r;

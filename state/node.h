@@ -61,7 +61,8 @@ struct job {
 	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
 	char *renv;          /* runtime env spec (bootstrap/renv.h blob) or NULL */
 	size_t renv_len;
-	char *submit_key; /* the submitter's idempotency key, or NULL */
+	char *submit_key;  /* the submitter's idempotency key, or NULL */
+	int failed_starts; /* shims that failed before starting it (supervisor/policy.h) */
 };
 
 void job_free(struct job *j);
@@ -107,10 +108,11 @@ int st_job_set_shim(struct st_db *db, int64_t id, pid_t pid, uint64_t start, con
 /*
  * Undoes st_job_set_shim() of a job that is still PENDING under shim_pid: a shim that is
  * gone without having started anything (the shim sets SETTING_UP or RUNNING before it
- * starts a step), so the job is queued again and runs once. 0, or -ESTALE when the row
+ * starts a step), so the job is queued again and runs once. failed: the shim failed (it
+ * did not just find its go missing), counted in failed_starts. 0, or -ESTALE when the row
  * moved on (another status, another shim).
  */
-int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid);
+int st_job_requeue(struct st_db *db, int64_t id, pid_t shim_pid, int failed);
 int st_job_set_proc(struct st_db *db, int64_t id, pid_t pid, uint64_t start);
 /* The shim's final word: exit codes, final status, end time. */
 int st_job_finish(struct st_db *db, int64_t id, int status, const char *exit_codes,

@@ -140,17 +140,20 @@ static void kill_job_scope(const struct job *j)
  * cancelled or failed; in the last two cases nothing of the job is left running. `how`
  * says what became of the shim, for the reason.
  */
-static void settle_gone(struct job *j, enum job_fate fate, const char *how)
+static void settle_gone(struct job *j, enum job_fate fate, const char *how, int failed)
 {
-	char reason[160];
+	char reason[200];
 
 	switch (fate) {
 	case FATE_REQUEUE:
-		if (!st_job_requeue(S.db, j->id, j->shim_pid))
+		if (!st_job_requeue(S.db, j->id, j->shim_pid, failed))
 			info("job %lld: its shim (pid %ld) %s before it started the job: queued "
 			     "again",
 			     (long long)j->id, (long)j->shim_pid, how);
 		S.sched_needed = 1;
+		/* A shim that failed may fail again: not in a tight loop. */
+		if (failed)
+			S.dispatch_retry_at = now_ms() + DISPATCH_RETRY_MS;
 		break;
 	case FATE_CANCEL:
 		kill_job_scope(j);
@@ -163,8 +166,15 @@ static void settle_gone(struct job *j, enum job_fate fate, const char *how)
 		break;
 	case FATE_FAIL_DRIVER:
 		kill_job_scope(j);
-		xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s", (long)j->shim_pid,
-		          how);
+		if (j->status == JOB_PENDING)
+			xsnprintf(
+			        reason, sizeof(reason),
+			        "its shims failed %d times before starting it (the last, pid %ld, "
+			        "%s; see supervisor.log)",
+			        j->failed_starts + failed, (long)j->shim_pid, how);
+		else
+			xsnprintf(reason, sizeof(reason), "job driver (shim pid %ld) %s",
+			          (long)j->shim_pid, how);
 		if (!st_job_finish(S.db, j->id, JOB_FAILED_DRIVER, j->exit_codes, reason))
 			warning("job %lld: %s: FAILED_DRIVER", (long long)j->id, reason);
 		break;
@@ -181,7 +191,7 @@ static void settle_gone(struct job *j, enum job_fate fate, const char *how)
  * queued again; otherwise the job lost its driver: FAILED_DRIVER (or CANCELLED when that
  * was asked), and nothing of the job is left running.
  */
-static void shim_gone(struct runjob *r, const char *how)
+static void shim_gone(struct runjob *r, const char *how, int failed)
 {
 	struct job j;
 	int64_t id = r->id;
@@ -192,10 +202,14 @@ static void shim_gone(struct runjob *r, const char *how)
 	if (st_job_get(S.db, id, &j))
 		return;
 	if (j.shim_pid == pid) {
-		struct job_facts f = {j.status, 1, !strcmp(j.boot_id, S.boot), 0,
-		                      j.cancel_requested};
+		struct job_facts f = {j.status,
+		                      1,
+		                      !strcmp(j.boot_id, S.boot),
+		                      0,
+		                      j.cancel_requested,
+		                      j.failed_starts + failed};
 
-		settle_gone(&j, job_fate(&f), how);
+		settle_gone(&j, job_fate(&f), how, failed);
 	}
 	job_free(&j);
 	sup_watch_notify(id);
@@ -396,7 +410,8 @@ static void reap_children(void)
 			xsnprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(status));
 		else
 			xsnprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
-		shim_gone(r, how);
+		/* Status 0 before a start: it found its go missing, no failure of its own. */
+		shim_gone(r, how, !(WIFEXITED(status) && WEXITSTATUS(status) == 0));
 	}
 }
 
@@ -405,7 +420,7 @@ static void pidfd_ready(int64_t id)
 	struct runjob *r = sup_find_run(id);
 
 	if (r)
-		shim_gone(r, "exited");
+		shim_gone(r, "exited", 0);
 }
 
 /* --- start-up: lock, reconcile, listen ------------------------------------------------- */
@@ -457,8 +472,8 @@ static void watch_adopted(struct runjob *r)
 static int reconcile_one(struct job *j, void *arg)
 {
 	struct reconcile *rc = arg;
-	struct job_facts f = {j->status, j->shim_pid != 0, !strcmp(j->boot_id, S.boot), 0,
-	                      j->cancel_requested};
+	struct job_facts f = {j->status, j->shim_pid != 0,    !strcmp(j->boot_id, S.boot),
+	                      0,         j->cancel_requested, j->failed_starts};
 	enum job_fate fate;
 	struct runjob *r;
 
@@ -483,7 +498,7 @@ static int reconcile_one(struct job *j, void *arg)
 	case FATE_FAIL_REBOOTED: rc->rebooted++; break;
 	default: rc->failed++; break;
 	}
-	settle_gone(j, fate, "died while the supervisor was down");
+	settle_gone(j, fate, "died while the supervisor was down", 0);
 	return 0;
 }
 
@@ -669,7 +684,7 @@ static void poll_adopted(void)
 		struct runjob *r = &S.run[i];
 
 		if (!r->child && r->pidfd < 0 && proc_alive(r->shim_pid, r->shim_start) == 0) {
-			shim_gone(r, "exited");
+			shim_gone(r, "exited", 0);
 			continue;
 		}
 		i++;

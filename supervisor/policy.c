@@ -11,7 +11,9 @@ enum job_fate job_fate(const struct job_facts *f)
 		/* Nothing of the job ran: only its shim's own life is at stake. */
 		if (f->same_boot && f->shim_alive != 0)
 			return FATE_ADOPT;
-		return f->cancel_requested ? FATE_CANCEL : FATE_REQUEUE;
+		if (f->cancel_requested)
+			return FATE_CANCEL;
+		return f->failed_starts >= JOB_MAX_FAILED_STARTS ? FATE_FAIL_DRIVER : FATE_REQUEUE;
 	}
 	if (!f->same_boot)
 		return FATE_FAIL_REBOOTED;

@@ -27,14 +27,22 @@ struct job_facts {
 	int same_boot;  /* its boot id is this boot's */
 	int shim_alive; /* proc_alive() of the shim: 1, 0, or < 0 (cannot tell) */
 	int cancel_requested;
+	int failed_starts; /* times a shim of it failed before starting it, this one included */
 };
+
+/*
+ * A shim that fails before it starts its job while the supervisor lives (it crashed, the
+ * binary is broken) leaves the job PENDING; after this many such failures the job is
+ * FAILED_DRIVER rather than dispatched again and again.
+ */
+#define JOB_MAX_FAILED_STARTS 3
 
 /*
  * The fate of a row at the supervisor's start (reconcile) or when its shim is reaped or
  * its pidfd fires (shim_alive 0 then). A PENDING row with a shim never started a step (the
  * shim sets SETTING_UP or RUNNING before it starts one), so its job is queued again and
- * runs once, never FAILED_DRIVER. A shim that cannot be told dead is adopted, never
- * failed: its job is looked at again later.
+ * runs once, never FAILED_DRIVER, unless its shims failed JOB_MAX_FAILED_STARTS times. A
+ * shim that cannot be told dead is adopted, never failed: its job is looked at again later.
  */
 enum job_fate job_fate(const struct job_facts *f);
 
