@@ -29,7 +29,7 @@ ASAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undef
 	-fno-sanitize-recover=undefined
 LIBS := -larchive -lz -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
 
-SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c bootstrap/*.c cmd/*.c))
+SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c supervisor/*/*.c bootstrap/*/*.c cmd/*.c))
 LIB_SRC := $(filter-out cmd/main.c,$(SRC))
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_NAMES := $(UNIT_SRC:tests/unit/%.c=%)
@@ -147,7 +147,7 @@ dist: $(B)/skiff
 	@cat dist/skiff-$(VERSION)-linux-x86_64.sha256
 
 format:
-	clang-format -i $(SRC) $(wildcard */*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
+	clang-format -i $(SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:
 	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/libskiff.a $(B)/skiff

@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap/infra.h"
-#include "bootstrap/sync.h"
+#include "bootstrap/infra/infra.h"
+#include "bootstrap/sync/sync.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "cmd/node.h"

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap/infra.h"
-#include "bootstrap/infra_slurm.h"
+#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_slurm.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "lib/json.h"

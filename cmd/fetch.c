@@ -1,5 +1,5 @@
 /*
- * skiff __fetch: the download manager (bootstrap/fetch.h, docs/fetch.md) from the command
+ * skiff __fetch: the download manager (bootstrap/fetch/fetch.h, docs/fetch.md) from the command
  * line, for tests and scripts on a node. Prints the cached file's path.
  */
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bootstrap/fetch.h"
+#include "bootstrap/fetch/fetch.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/log.h"

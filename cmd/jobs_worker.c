@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/cluster.h"
-#include "bootstrap/infra.h"
+#include "bootstrap/launch/cluster.h"
+#include "bootstrap/infra/infra.h"
 #include "cmd/cmd.h"
 #include "cmd/jobs.h"
 #include "cmd/launcher.h"

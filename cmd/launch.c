@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/cluster.h"
-#include "bootstrap/infra.h"
-#include "bootstrap/infra_slurm.h"
-#include "bootstrap/renv.h"
+#include "bootstrap/launch/cluster.h"
+#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_slurm.h"
+#include "bootstrap/renv/renv.h"
 #include "cmd/cmd.h"
 #include "cmd/launcher.h"
 #include "cmd/progress.h"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap/cluster.h"
+#include "bootstrap/launch/cluster.h"
 #include "lib/task.h"
 #include "state/launcher.h"
 

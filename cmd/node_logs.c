@@ -18,7 +18,7 @@
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/node.h"
-#include "supervisor/proto.h"
+#include "lib/proto.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/renv.h"
+#include "bootstrap/renv/renv.h"
 #include "cmd/cmd.h"
 #include "cmd/node.h"
 #include "lib/json.h"

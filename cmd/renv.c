@@ -1,11 +1,11 @@
 /*
  * `skiff __renv-build JOB_ID`: the build step of a job's runtime env, started by its shim
- * (bootstrap/renv_build.c does the work; this file finds the job).
+ * (bootstrap/renv/renv_build.c does the work; this file finds the job).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bootstrap/renv.h"
+#include "bootstrap/renv/renv.h"
 #include "cmd/cmd.h"
 #include "lib/log.h"
 #include "lib/util.h"

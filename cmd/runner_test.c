@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap/install.h"
-#include "bootstrap/runner.h"
+#include "bootstrap/launch/install.h"
+#include "bootstrap/infra/runner.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/log.h"

@@ -1,6 +1,6 @@
 /*
  * skiff __ssh-mux: a command over a running ssh ControlMaster without starting ssh
- * (bootstrap/ssh_mux.h). The ssh runner runs it in place of ssh once a master is up.
+ * (bootstrap/infra/ssh_mux.h). The ssh runner runs it in place of ssh once a master is up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/ssh_mux.h"
+#include "bootstrap/infra/ssh_mux.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/log.h"

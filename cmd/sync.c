@@ -1,5 +1,5 @@
 /*
- * Hidden commands for file sync (bootstrap/sync.h, docs/sync.md). On the node:
+ * Hidden commands for file sync (bootstrap/sync/sync.h, docs/sync.md). On the node:
  * __sync-manifest prints what DST holds, __sync-recv applies a stream from stdin. On the
  * launcher: __sync-send writes the stream for SRC to stdout (the launcher pipes it into
  * the runner; tests drive both ends with it).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/sync.h"
+#include "bootstrap/sync/sync.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/log.h"

@@ -1,7 +1,7 @@
 /*
  * `skiff __verify-self SHA256`: whether this executable is the one with that sha256. The
  * self-copy bootstrap runs a freshly received binary this way on a node without
- * sha256sum, before the binary may take its final name (bootstrap/install.c); so it
+ * sha256sum, before the binary may take its final name (bootstrap/launch/install.c); so it
  * hashes its own file before it does anything else.
  */
 #include <string.h>

@@ -60,7 +60,7 @@ static const char *const migrations[] = {
         ");"
         "CREATE INDEX jobs_active ON jobs(status) WHERE status < 4;"
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
-        /* 1 -> 2: the job's runtime env spec (bootstrap/renv.h), empty for none */
+        /* 1 -> 2: the job's runtime env spec (bootstrap/renv/renv.h), empty for none */
         "ALTER TABLE jobs ADD COLUMN renv BLOB;",
         /*
          * 2 -> 3: the submitter's idempotency key (one job per key, ever), and how often a

@@ -59,7 +59,7 @@ struct job {
 	int cancel_requested;
 	int bypassed;        /* times a later job was started ahead of this one (backfill) */
 	double cancel_grace; /* seconds between SIGTERM and SIGKILL */
-	char *renv;          /* runtime env spec (bootstrap/renv.h blob) or NULL */
+	char *renv;          /* runtime env spec (bootstrap/renv/renv.h blob) or NULL */
 	size_t renv_len;
 	char *submit_key;  /* the submitter's idempotency key, or NULL */
 	int failed_starts; /* shims that failed before starting it (supervisor/policy.h) */

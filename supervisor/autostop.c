@@ -23,7 +23,7 @@
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/daemon.h"
-#include "supervisor/proto.h"
+#include "lib/proto.h"
 #include "lib/banned.h"
 
 #define HOOK_TIMEOUT_MS (3600 * 1000)

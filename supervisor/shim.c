@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap/renv.h"
+#include "bootstrap/renv/renv.h"
 #include "lib/env.h"
 #include "lib/log.h"
 #include "lib/self.h"

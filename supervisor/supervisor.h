@@ -16,7 +16,7 @@
 
 #include <sys/types.h>
 
-#include "supervisor/proto.h"
+#include "lib/proto.h"
 
 /* Exit status of a supervisor that found another one already running for the state dir. */
 #define SUP_EXIT_ALREADY_RUNNING 3

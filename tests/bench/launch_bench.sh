@@ -139,7 +139,7 @@ class Bench:
         return p.stdout
 
     def control_path(self, i):
-        """skiff's ControlPath for node i, as bootstrap/runner_ssh.c names it (the runner
+        """skiff's ControlPath for node i, as bootstrap/infra/runner_ssh.c names it (the runner
         prints its own argv)."""
         out = subprocess.run([self.sk, "__runner-test", "--ssh", ip(i), "--user", USER,
                               "--port", "22", "--identity", KEY, "--control-dir",
@@ -152,7 +152,7 @@ class Bench:
         raise Fail(f"no ControlPath in skiff's ssh argv for tn{i}: {out.stdout.strip()}")
 
     def ssh_skiff_opts(self, i, cmd):
-        """The ssh argv bootstrap/runner_ssh.c builds for node i: the same options and
+        """The ssh argv bootstrap/infra/runner_ssh.c builds for node i: the same options and
         ControlPath (so the same master); the remote command is CMD, not sh -c 'SCRIPT'."""
         d = f"{self.home}/ssh"
         return ["ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
@@ -341,7 +341,7 @@ class Bench:
         bare = self.ssh_bare(1, "true")
         xs, fs, _ = self.warm_pair(n, bare, lambda: run(floor, what="floor"))
         self.row("ref: ssh -F $NODES_SSH_CONFIG tn1 true (nodes' master)", fs, fname, xs)
-        # skiff's own transport over that master (bootstrap/ssh_mux.h), for reference.
+        # skiff's own transport over that master (bootstrap/infra/ssh_mux.h), for reference.
         mux = [self.sk, "__ssh-mux", self.control_path(1), "true", "--", *floor]
         xs, fs, _ = self.warm_pair(n, floor, lambda: run(mux, what="skiff __ssh-mux"))
         self.row("ref: skiff __ssh-mux SOCKET true (skiff's transport alone)", xs, fname, fs)

@@ -1,12 +1,12 @@
 /*
- * The SSH node pool file parser (infra_pools_parse_buf, bootstrap/infra_ssh.c): never a
+ * The SSH node pool file parser (infra_pools_parse_buf, bootstrap/infra/infra_ssh.c): never a
  * crash, a leak or a hang; errors iff it fails; nothing kept on failure; every pool it
  * keeps has a name and hosts that can be turned into node keys.
  */
 #include <string.h>
 
 #include "tests/fuzz/fuzz.h"
-#include "bootstrap/infra.h"
+#include "bootstrap/infra/infra.h"
 #include "lib/log.h"
 #include "lib/yaml.h"
 #include "lib/banned.h"

@@ -1,5 +1,5 @@
 /*
- * The control-socket request decoder (supervisor/proto.c) on a byte stream, read the
+ * The control-socket request decoder (lib/proto.c) on a byte stream, read the
  * way the supervisor reads a connection (sup_conn_event): a 4-byte length, then that
  * many bytes of fields, again and again. Properties: a length over PROTO_MAX_MSG is
  * refused; a decoded message re-encodes (msg_add of each field) to the same bytes; a
@@ -9,7 +9,7 @@
 
 #include "tests/fuzz/fuzz.h"
 #include "lib/log.h"
-#include "supervisor/proto.h"
+#include "lib/proto.h"
 #include "lib/banned.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -1,5 +1,5 @@
 /*
- * The node's sync-stream extractor (sync_unpack, bootstrap/sync_unpack.c) on arbitrary
+ * The node's sync-stream extractor (sync_unpack, bootstrap/sync/sync_unpack.c) on arbitrary
  * bytes. Each input is extracted into a fresh DST inside a private sandbox that also
  * holds a directory `outside` (with a canary file) and, inside DST, a symlink `evil`
  * to it, as a job could have left. After every input, whatever sync_unpack returned:
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "tests/fuzz/fuzz.h"
-#include "bootstrap/sync.h"
+#include "bootstrap/sync/sync.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "lib/banned.h"

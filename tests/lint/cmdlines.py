@@ -13,7 +13,7 @@ top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 shellish = re.compile(r"(^exec |^\[ |\bexec %|%s (-q )?node |%s __|2>&1|&&|\|\||; |>/dev/null|\$HOME|\bmkdir |\brm |\bchmod |\bcat >)")
 call = re.compile(r"\b(xasprintf|buf_addf|xsnprintf|msg_addf)\s*\(")
 out = set()
-for f in sorted(glob.glob(os.path.join(top, "*/*.c"))):
+for f in sorted(glob.glob(os.path.join(top, "*/*.c")) + glob.glob(os.path.join(top, "*/*/*.c"))):
     rel = os.path.relpath(f, top)
     if rel.startswith("tests/"):
         continue

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The self-copy bootstrap (bootstrap/install.c) through the local runner: a node is a
+# The self-copy bootstrap (bootstrap/launch/install.c) through the local runner: a node is a
 # directory used as HOME. No root needed, so this runs everywhere; the same scenarios
 # over real ssh, on namespace nodes and a busybox-only node, are in t0500-bootstrap.sh.
 #

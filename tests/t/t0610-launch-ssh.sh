@@ -387,7 +387,7 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 # ---- 7. the shared connection --------------------------------------------------------------
 
 # An ssh that logs its calls: over a warm master skiff runs none (it asks the master
-# itself, bootstrap/ssh_mux.h); without one it runs ssh, which starts the master.
+# itself, bootstrap/infra/ssh_mux.h); without one it runs ssh, which starts the master.
 SSH_REAL=$(command -v ssh)
 mkdir -p "$TRASH/sshwrap"
 cat >"$TRASH/sshwrap/ssh" <<EOF

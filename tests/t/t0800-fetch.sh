@@ -1,5 +1,5 @@
 #!/bin/sh
-# The download manager (bootstrap/fetch.c, docs/fetch.md) through `skiff __fetch`, against
+# The download manager (bootstrap/fetch/fetch.c, docs/fetch.md) through `skiff __fetch`, against
 # real HTTPS servers on loopback (tests/lib/https-server.py) with a test CA.
 . "$(dirname "$0")/lib.sh"
 . "$SRC_DIR/tests/lib/https.sh"

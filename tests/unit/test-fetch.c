@@ -1,5 +1,5 @@
 /*
- * The download manager's parsers (bootstrap/fetch_http.c) against good, odd and hostile
+ * The download manager's parsers (bootstrap/fetch/fetch_http.c) against good, odd and hostile
  * input: URLs, redirect targets, response heads, the chunked coding. The network side is
  * tested against a real TLS server in tests/t/t0800-fetch.sh.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/fetch_internal.h"
+#include "bootstrap/fetch/fetch_internal.h"
 #include "lib/buf.h"
 #include "lib/banned.h"
 

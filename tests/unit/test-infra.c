@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bootstrap/infra.h"
+#include "bootstrap/infra/infra.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "state/launcher.h"

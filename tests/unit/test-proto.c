@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "supervisor/proto.h"
+#include "lib/proto.h"
 #include "tests/unit/harness.h"
 
 static void test_roundtrip(void)

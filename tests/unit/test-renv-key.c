@@ -1,8 +1,8 @@
-/* Unit tests for the runtime env cache key (bootstrap/renv_key.c). */
+/* Unit tests for the runtime env cache key (bootstrap/renv/renv_key.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap/renv.h"
+#include "bootstrap/renv/renv.h"
 #include "lib/util.h"
 #include "tests/unit/harness.h"
 

@@ -1,5 +1,5 @@
 /*
- * The exec-CLI runners (bootstrap/runner_k8s.c, bootstrap/runner_container.c): the exact
+ * The exec-CLI runners (bootstrap/infra/runner_k8s.c, bootstrap/infra/runner_container.c): the exact
  * argv each builds, and the transport under runner_exec_wrap().
  *
  * No Kubernetes API server can run here, so the kubectl side is a stand-in: a `kubectl`
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/runner.h"
+#include "bootstrap/infra/runner.h"
 #include "lib/buf.h"
 #include "lib/quote.h"
 #include "lib/spawn.h"

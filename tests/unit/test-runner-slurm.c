@@ -1,5 +1,5 @@
 /*
- * The Slurm runner (bootstrap/runner_slurm.c) and the Slurm infra's pure parts: the exact
+ * The Slurm runner (bootstrap/infra/runner_slurm.c) and the Slurm infra's pure parts: the exact
  * argv it builds, infra specs and node keys, and its transport through stand-ins for
  * srun and squeue (scripts first in PATH: srun runs its command locally, squeue answers
  * from a file). That shows the script (hostile bytes included) and stdin (every byte
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/infra.h"
-#include "bootstrap/infra_slurm.h"
-#include "bootstrap/runner.h"
+#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_slurm.h"
+#include "bootstrap/infra/runner.h"
 #include "lib/buf.h"
 #include "lib/spawn.h"
 #include "lib/util.h"

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/runner.h"
+#include "bootstrap/infra/runner.h"
 #include "lib/buf.h"
 #include "lib/quote.h"
 #include "lib/spawn.h"

@@ -1,5 +1,5 @@
 /*
- * The passenger side of OpenSSH's multiplexing protocol (bootstrap/ssh_mux.c) against a
+ * The passenger side of OpenSSH's multiplexing protocol (bootstrap/infra/ssh_mux.c) against a
  * master written here from PROTOCOL.mux: the packets it sends, the three fds it passes,
  * and each way a session ends. The real master (ssh -M) is driven by t0610.
  */
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/ssh_mux.h"
+#include "bootstrap/infra/ssh_mux.h"
 #include "lib/buf.h"
 #include "lib/util.h"
 #include "lib/banned.h"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/sync.h"
+#include "bootstrap/sync/sync.h"
 #include "lib/log.h"
 #include "lib/sha256.h"
 #include "lib/util.h"

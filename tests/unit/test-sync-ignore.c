@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/sync.h"
+#include "bootstrap/sync/sync.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 

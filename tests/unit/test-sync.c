@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
-#include "bootstrap/sync.h"
+#include "bootstrap/sync/sync.h"
 #include "lib/json.h"
 #include "lib/sha256.h"
 #include "lib/util.h"

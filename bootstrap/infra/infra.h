@@ -1,0 +1,233 @@
+#ifndef SKIFF_INFRA_H
+#define SKIFF_INFRA_H
+
+/*
+ * Infras: where a cluster's nodes come from, and how the launcher picks and reaches them.
+ *
+ *   local       nodes are private directories on this machine ($SKIFF_HOME/local/C/RANK),
+ *               each with its own supervisor; the default when neither --infra nor the
+ *               task's resources.infra says otherwise (docs/infra-local.md)
+ *   ssh/POOL    hosts of an SSH node pool, listed in the pool file in SkyPilot's
+ *               ssh_node_pools.yaml format; `ssh` alone names the only pool there is
+ *               (docs/infra-ssh.md)
+ *   podman[/POOL], docker[/POOL]
+ *               containers of the local engine: running ones labelled skiff.pool=POOL
+ *               (or named POOL), or new ones skiff starts from the task's image_id
+ *               docker:IMAGE with `skiff init` as PID 1 (infra_container.c,
+ *               docs/infra-podman.md)
+ *   k8s[/CONTEXT[/NAMESPACE]]
+ *               pods, reached with kubectl exec: running ones labelled skiff.node, or
+ *               new ones from the task's image (infra_k8s.c, docs/infra-k8s.md)
+ *   slurm[/PARTITION]
+ *               the nodes of one Slurm allocation (salloc --no-shell), reached with
+ *               srun --overlap (infra_slurm.c, infra_slurm.h, docs/infra-slurm.md)
+ *
+ * Cloud names are recognised and refused with a message saying what to use
+ * instead (-ENOTSUP).
+ *
+ * Resources (cpus, memory, accelerators) are not checked here: skiff learns a node's
+ * resources from its supervisor, so the launcher checks the task's request after
+ * bootstrap with `skiff node status --json` on each node.
+ *
+ * Functions print their errors (pool file errors as FILE:LINE:COL: message, like the task
+ * parser) and return 0 or a negative errno; the codes they return are listed with each.
+ */
+
+#include <stddef.h>
+
+#include "bootstrap/infra/runner.h"
+#include "lib/yaml.h"
+#include "state/launcher.h"
+
+#define INFRA_CLUSTER_NAME_MAX 63
+#define INFRA_POOLS_ENV "SKIFF_SSH_NODE_POOLS" /* overrides the pool file's path */
+#define INFRA_POOLS_FILE "ssh_node_pools.yaml" /* in $SKIFF_HOME */
+#define INFRA_MAX_POOLS 1000
+#define INFRA_MAX_HOSTS 10000 /* per pool */
+
+enum infra_kind { INFRA_LOCAL, INFRA_SSH, INFRA_PODMAN, INFRA_DOCKER, INFRA_K8S, INFRA_SLURM };
+
+struct task;
+
+/* One host of a pool, with the pool's defaults applied. */
+struct infra_host {
+	char *ip;            /* IP address or host name, as written */
+	char *user;          /* NULL: ssh's default */
+	int port;            /* 22 unless given */
+	char *identity_file; /* absolute, ~/ expanded; NULL: ssh's default */
+	char *proxy_jump;    /* ssh -J value; NULL: none */
+	int line, col;       /* where the host is written */
+};
+
+struct infra_pool {
+	char *name;
+	struct infra_host *hosts; /* in file order: nodes are picked in this order */
+	size_t nhosts;            /* >= 1 */
+	int line, col;
+};
+
+/* A parsed pool file; owns everything in it. */
+struct infra_pools {
+	char *file;
+	struct infra_pool *v; /* in file order */
+	size_t n;
+};
+
+struct infra {
+	enum infra_kind kind;
+	char *spec; /* canonical: "local", "ssh/POOL"; "ssh" until infra_resolve() */
+	char *pool; /* ssh: the pool's name; NULL for a bare "ssh" until infra_resolve() */
+	/* ssh, after infra_resolve(): */
+	struct infra_pools pools;
+	const struct infra_pool *p; /* the pool, in pools */
+	/*
+	 * podman, docker, k8s: pool is POOL (NULL if none; k8s: none). image: what to start
+	 * new nodes from (the task's docker:IMAGE without "docker:"), set by the launcher
+	 * before infra_pick_nodes(); NULL: pick running ones. k8s: context and ns, NULL for
+	 * kubectl's defaults.
+	 */
+	char *image;
+	char *context, *ns;
+	/*
+	 * slurm: pool is the partition (NULL: Slurm's default). task: whose resources salloc
+	 * asks for (cpus, memory, accelerators per node), set by the launcher before
+	 * infra_pick_nodes(); NULL: one CPU per node. Not owned.
+	 */
+	const struct task *task;
+};
+
+/*
+ * Parses an infra spec (from --infra or resources.infra; NULL, "" and "*" mean the default,
+ * local). Case-insensitive in the infra name; a pool name is taken as written. Reads no
+ * file. Returns 0; -EINVAL for a malformed spec; -ENOTSUP for an infra skiff knows of but
+ * does not run on (k8s/..., slurm/..., podman, docker, a cloud). *out needs
+ * infra_release() after success only.
+ */
+int infra_parse(const char *spec, struct infra *out);
+/*
+ * ssh: loads the pool file and finds the pool (the only one for a bare "ssh", then making
+ * spec "ssh/POOL"). local: nothing. Idempotent. Returns 0; -ENOENT no pool file or no such
+ * pool; -EINVAL an invalid pool file (every error printed as FILE:LINE:COL: ...), or a
+ * bare "ssh" with several pools.
+ */
+int infra_resolve(struct infra *inf);
+void infra_release(struct infra *inf);
+
+/*
+ * Picks num_nodes nodes for a new cluster, in rank order, ready for st_cluster_create()
+ * (their `cluster` field is set to cluster; *out is an array of num_nodes, freed with
+ * cluster_nodes_free()). Resolves inf first if needed.
+ *   ssh:   the first num_nodes hosts of the pool, in pool order, that no other cluster
+ *          holds (st_node_holder(): by node key, or the same IP:PORT booked through
+ *          another pool). node_key "POOL/IP:PORT" ("POOL/[IPV6]:PORT"). A host's
+ *          identity_file must be readable. Nothing is booked: a launcher that loses the
+ *          race to st_cluster_create() gets -EBUSY there and may pick again.
+ *   local: $SKIFF_HOME/local/CLUSTER/RANK, created 0700 (an existing one is reused),
+ *          node_key "local/CLUSTER/RANK", ip 127.0.0.1. ldb may be NULL.
+ * Returns 0; -EBUSY not enough free hosts ("pool 'p' has 3 nodes, 2 are in use by
+ * clusters a, b; need 2"); -ENOSPC the pool has fewer hosts than num_nodes; -EINVAL bad
+ * cluster name or num_nodes; -ENAMETOOLONG a local node's supervisor socket path would
+ * not fit; an unreadable identity_file (its -errno); what infra_resolve() returns; -EIO.
+ */
+int infra_pick_nodes(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                     struct cluster_node **out);
+
+/*
+ * A runner for a node of a cluster on inf (inf need not be resolved: the node row holds
+ * everything, so a cluster stays reachable when its pool is edited). local:
+ * runner_local_new() with HOME = n->home. ssh: runner_ssh_new() with the node's
+ * address, user, port, identity and proxy jump, ControlMaster sockets (and skiff's
+ * known_hosts) in $SKIFF_HOME/ssh (0700), or the runner's short /tmp fallback when that
+ * cannot be made or is too long for a socket path. NULL (printed) on error.
+ * Free with runner_free().
+ */
+struct runner *infra_runner(const struct infra *inf, const struct cluster_node *n);
+
+/*
+ * Removes a local cluster's node directories ($SKIFF_HOME/local/CLUSTER) after `down` has
+ * stopped their supervisors. Symlinks are removed, never followed. 0 when gone (also when
+ * it never existed), or a negative errno (printed).
+ */
+int infra_local_remove(const char *cluster);
+
+/*
+ * What `down` does on the infra once the cluster's supervisors are stopped: local removes
+ * the node directories (infra_local_remove()); podman, docker and k8s remove the
+ * containers or pods skiff started for the cluster, and nothing else. 0 or -errno.
+ */
+int infra_teardown(const struct infra *inf, const char *cluster);
+
+/*
+ * Cluster names, as SkyPilot's: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+ * 0, or -EINVAL with a message that says what is wrong.
+ */
+int infra_validate_cluster_name(const char *name);
+/*
+ * A new default cluster name, "skiff-" and 4 random hex digits (SkyPilot's "sky-xxxx");
+ * with ldb, one that no cluster has. Caller frees.
+ */
+char *infra_cluster_name_new(struct st_db *ldb);
+
+/* ---- the SSH node pool file (bootstrap/infra/infra_ssh.c) ---------------------------------- */
+
+/* $SKIFF_SSH_NODE_POOLS, else $SKIFF_HOME/ssh_node_pools.yaml; NULL (printed) if no home. */
+char *infra_pools_path(void);
+/*
+ * Parses a pool file held in memory; `file` names it in errors. Returns 0, or -EINVAL
+ * with every problem in errs (and *out empty). Never prints, never aborts on any input.
+ */
+int infra_pools_parse_buf(struct infra_pools *out, const char *file, const char *data, size_t len,
+                          struct yerrors *errs);
+/* Reads and parses a file: 0; -EINVAL (errors in errs); -ENOENT etc. (also in errs). */
+int infra_pools_load(struct infra_pools *out, const char *path, struct yerrors *errs);
+const struct infra_pool *infra_pools_find(const struct infra_pools *p, const char *name);
+void infra_pools_release(struct infra_pools *p);
+/* "POOL/IP:PORT" ("POOL/[IPV6]:PORT"): the node key a pool host is booked under. */
+char *infra_host_key(const char *pool, const struct infra_host *h);
+
+/* ---- containers and pods (bootstrap/infra/infra_container.c, bootstrap/infra/infra_k8s.c) ------ */
+
+/* Parse what follows "podman/", "docker/" (rest NULL: nothing) into out; 0 or -EINVAL. */
+int infra_container_parse(enum infra_kind kind, const char *rest, const char *spec,
+                          struct infra *out);
+int infra_container_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                         struct cluster_node *v);
+/* node_key "ENGINE/CONTAINER"; user: exec --user. */
+struct runner *infra_container_runner(const struct infra *inf, const struct cluster_node *n);
+/* Removes the containers this launcher started for cluster (labels); 0 or -errno. */
+int infra_container_remove(const struct infra *inf, const char *cluster);
+/*
+ * `stop` and `start` of a cluster whose containers skiff started (image_id): the
+ * containers are stopped, and started again (the node rows get their new addresses).
+ * Containers skiff did not start (podman/POOL) are left as they are.
+ */
+int infra_container_stop(const struct infra *inf, const char *cluster);
+int infra_container_start(const struct infra *inf, struct st_db *ldb, const char *cluster);
+
+/* "k8s[/CONTEXT[/NAMESPACE]]": rest is what follows "k8s/" (NULL: nothing). */
+int infra_k8s_parse(const char *rest, const char *spec, struct infra *out);
+int infra_k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                   struct cluster_node *v);
+/* node_key "k8s/CONTEXT/NAMESPACE/POD"; user: the pod's container ("" its default). */
+struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_node *n);
+/* Deletes the pods this launcher created for cluster (labels); 0 or -errno. */
+int infra_k8s_remove(const struct infra *inf, const char *cluster);
+
+/* ---- Slurm (bootstrap/infra/infra_slurm.c; the rest in bootstrap/infra/infra_slurm.h) ------------ */
+
+/*
+ * salloc --no-shell for num_nodes nodes (one task each, the task's cpus, memory and
+ * accelerators, $SKIFF_SLURM_TIME as the time limit), named skiff-CLUSTER; waits until
+ * Slurm grants it. Rank order is the allocation's node list; ip is each node's NodeAddr.
+ * An allocation that cannot be used is cancelled before returning an error.
+ */
+int infra_slurm_pick(struct infra *inf, const char *cluster, int num_nodes, struct cluster_node *v);
+/* runner_slurm_new() for a node row (node_key "slurm/JOB/NODE"). */
+struct runner *infra_slurm_runner(const struct cluster_node *n);
+
+/* 16 hex digits naming this launcher (host name and $SKIFF_HOME): label skiff.launcher. */
+char *infra_launcher_id(void);
+/* 1 if s can be an image reference (no blanks, no control bytes, no leading '-'). */
+int infra_valid_image(const char *s);
+
+#endif

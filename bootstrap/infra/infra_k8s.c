@@ -1,0 +1,355 @@
+/*
+ * The Kubernetes infra, k8s[/CONTEXT[/NAMESPACE]]: the nodes are pods, reached with
+ * `kubectl exec` (runner_k8s.c). kubectl's current context and the context's namespace
+ * apply where the spec names none.
+ *
+ *   existing pods   the Running pods labelled skiff.node (any value), by name, booked
+ *                   like the hosts of an SSH pool (node key k8s/CONTEXT/NAMESPACE/POD);
+ *                   their default container. Never deleted by skiff.
+ *   new pods        the task's image_id is docker:IMAGE: skiff creates num_nodes pods
+ *                   skiff-CLUSTER-RANK (container "skiff", image IMAGE) labelled
+ *                   skiff.managed=1, skiff.cluster=CLUSTER, skiff.launcher=ID. The pod's
+ *                   command waits until the bootstrap has copied skiff into its home,
+ *                   then execs `skiff init` (PID 1: reaps, runs the supervisor). `down`
+ *                   deletes exactly the pods with those three labels.
+ *
+ * NOT TESTED AGAINST A LIVE CLUSTER (no API server can run where skiff is tested): the
+ * kubectl calls here follow kubectl's documented CLI; the exec transport is tested with a
+ * stand-in kubectl. See docs/infra-k8s.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/infra/infra.h"
+#include "lib/buf.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define K8S_OUT_MAX (4 << 20)
+#define K8S_CONTAINER "skiff"
+/* Until the launcher's bootstrap has put skiff in the pod, then skiff is PID 1. */
+#define K8S_POD_COMMAND                                                                            \
+	"until [ -x \"$HOME/.skiff/bin/skiff\" ]; do sleep 1; done; "                              \
+	"exec \"$HOME/.skiff/bin/skiff\" init"
+
+int infra_k8s_parse(const char *rest, const char *spec, struct infra *out)
+{
+	const char *slash = rest ? strchr(rest, '/') : NULL;
+	char *ctx = NULL, *ns = NULL;
+
+	if (rest) {
+		ctx = slash ? xstrndup(rest, (size_t)(slash - rest)) : xstrdup(rest);
+		ns = slash ? xstrdup(slash + 1) : NULL;
+	}
+	if ((ctx && (!*ctx || *ctx == '-')) || (ns && !runner_valid_object_name(ns))) {
+		free(ctx);
+		free(ns);
+		return error("infra '%s': expected k8s[/CONTEXT[/NAMESPACE]], a kubeconfig context "
+		             "and a namespace name",
+		             spec);
+	}
+	out->kind = INFRA_K8S;
+	out->context = ctx;
+	out->ns = ns;
+	out->spec = !ctx  ? xstrdup("k8s")
+	            : !ns ? xasprintf("k8s/%s", ctx)
+	                  : xasprintf("k8s/%s/%s", ctx, ns);
+	return 0;
+}
+
+/* kubectl [--context C] [-n NS] ARGS...; stdin from in (may be NULL). 0 or printed error. */
+static int kubectl(const struct infra *inf, const char *const *args, const char *in,
+                   struct buf *out)
+{
+	struct buf err = BUF_INIT(64 << 10), dummy = BUF_INIT(K8S_OUT_MAX);
+	struct argv av;
+	int rc, status = 0;
+	size_t i;
+
+	argv_init(&av);
+	argv_push(&av, "kubectl");
+	if (inf->context) {
+		argv_push(&av, "--context");
+		argv_push(&av, inf->context);
+	}
+	if (inf->ns) {
+		argv_push(&av, "-n");
+		argv_push(&av, inf->ns);
+	}
+	/* `wait` has its own --timeout (an image pull may take minutes). */
+	if (strcmp(args[0], "wait"))
+		argv_push(&av, "--request-timeout=60s");
+	for (i = 0; args[i]; i++)
+		argv_push(&av, args[i]);
+	rc = run_capture(av.v, NULL, in, out ? out : &dummy, &err, &status);
+	buf_rtrim(&err);
+	if (rc) {
+		errno = -rc;
+		rc = error_errno("cannot run 'kubectl %s'", args[0]);
+	} else if (status_to_code(status)) {
+		rc = error("'kubectl %s' failed (exit %d): %s", args[0], status_to_code(status),
+		           err.len ? err.p : "no message");
+	}
+	argv_release(&av);
+	buf_release(&err);
+	buf_release(&dummy);
+	return rc;
+}
+
+static void node_fill(struct cluster_node *n, const struct infra *inf, const char *cluster,
+                      int rank, const char *pod, const char *ip, const char *container)
+{
+	memset(n, 0, sizeof(*n));
+	n->cluster = xstrdup(cluster);
+	n->rank = rank;
+	n->node_key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
+	                        inf->ns ? inf->ns : "", pod);
+	n->ip = xstrdup(ip && *ip ? ip : pod);
+	n->user = xstrdup(container ? container : "");
+	n->identity_file = xstrdup("");
+	n->proxy_jump = xstrdup("");
+	n->home = xstrdup("");
+	n->skiff_exe = xstrdup("");
+}
+
+struct pod {
+	char *name, *ip, *phase;
+};
+
+static int cmp_pod(const void *a, const void *b)
+{
+	return strcmp(((const struct pod *)a)->name, ((const struct pod *)b)->name);
+}
+
+/* "NAME\tIP\tPHASE" lines, as the jsonpath below prints them. */
+static struct pod *parse_pods(char *text, size_t *n)
+{
+	struct pod *v = NULL;
+	size_t cap = 0;
+	char *line, *next;
+
+	*n = 0;
+	for (line = text; line && *line; line = next) {
+		char *f[3] = {NULL, NULL, NULL}, *p = line;
+		int k;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		for (k = 0; k < 3 && p; k++)
+			f[k] = strsep(&p, "\t");
+		if (!f[0] || !*f[0])
+			continue;
+		v = xgrow(v, *n, &cap, sizeof(*v));
+		v[*n].name = xstrdup(f[0]);
+		v[*n].ip = xstrdup(f[1] ? f[1] : "");
+		v[*n].phase = xstrdup(f[2] ? f[2] : "");
+		(*n)++;
+	}
+	return v;
+}
+
+static void free_pods(struct pod *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].ip);
+		free(v[i].phase);
+	}
+	free(v);
+}
+
+#define PODS_JSONPATH                                                                              \
+	"jsonpath={range .items[*]}{.metadata.name}{\"\\t\"}{.status.podIP}{\"\\t\"}"              \
+	"{.status.phase}{\"\\n\"}{end}"
+
+static int pick_existing(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                         struct cluster_node *v)
+{
+	const char *args[] = {"get", "pods", "-l", "skiff.node", "-o", PODS_JSONPATH, NULL};
+	struct buf out = BUF_INIT(K8S_OUT_MAX);
+	struct pod *pods = NULL;
+	size_t n = 0, i, running = 0, busy = 0;
+	int taken = 0, rc;
+
+	if (!ldb)
+		return error("BUG: picking pods needs the launcher database");
+	rc = kubectl(inf, args, NULL, &out);
+	if (rc)
+		goto out;
+	pods = parse_pods(out.p, &n);
+	if (n)
+		qsort(pods, n, sizeof(*pods), cmp_pod);
+	for (i = 0; i < n && taken < num_nodes; i++) {
+		char *key, *holder = NULL;
+
+		if (strcmp(pods[i].phase, "Running") || !runner_valid_object_name(pods[i].name))
+			continue;
+		running++;
+		key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
+		                inf->ns ? inf->ns : "", pods[i].name);
+		rc = st_node_holder(ldb, key, NULL, 0, &holder);
+		free(key);
+		if (rc)
+			goto out;
+		if (holder && strcmp(holder, cluster)) {
+			free(holder);
+			busy++;
+			continue;
+		}
+		free(holder);
+		node_fill(&v[taken], inf, cluster, taken, pods[i].name, pods[i].ip, NULL);
+		taken++;
+	}
+	if (taken < num_nodes) {
+		error("infra %s: %zu Running pod%s labelled skiff.node, %zu in use by other "
+		      "clusters; need %d (or give the task an image to start pods from: image_id: "
+		      "docker:IMAGE)",
+		      inf->spec, running, running == 1 ? "" : "s", busy, num_nodes);
+		rc = running < (size_t)num_nodes ? -ENOSPC : -EBUSY;
+	}
+out:
+	free_pods(pods, n);
+	buf_release(&out);
+	return rc;
+}
+
+/* The pod's manifest (JSON, which kubectl apply takes as it takes YAML). */
+static char *pod_manifest(const struct infra *inf, const char *name, const char *cluster,
+                          const char *id)
+{
+	struct buf b = BUF_INIT(0);
+	struct json j;
+
+	json_init(&j, &b, 0);
+	json_obj_begin(&j);
+	json_key(&j, "apiVersion");
+	json_str(&j, "v1");
+	json_key(&j, "kind");
+	json_str(&j, "Pod");
+	json_key(&j, "metadata");
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, name);
+	json_key(&j, "labels");
+	json_obj_begin(&j);
+	json_key(&j, "skiff.managed");
+	json_str(&j, "1");
+	json_key(&j, "skiff.cluster");
+	json_str(&j, cluster);
+	json_key(&j, "skiff.launcher");
+	json_str(&j, id);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	json_key(&j, "spec");
+	json_obj_begin(&j);
+	json_key(&j, "restartPolicy");
+	json_str(&j, "Never");
+	json_key(&j, "containers");
+	json_arr_begin(&j);
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, K8S_CONTAINER);
+	json_key(&j, "image");
+	json_str(&j, inf->image);
+	json_key(&j, "command");
+	json_arr_begin(&j);
+	json_str(&j, "/bin/sh");
+	json_str(&j, "-c");
+	json_str(&j, K8S_POD_COMMAND);
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	json_finish(&j);
+	return buf_detach(&b, NULL);
+}
+
+static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
+                       struct cluster_node *v)
+{
+	char *id;
+	int i, rc;
+
+	if (!infra_valid_image(inf->image))
+		return error("image '%s' is not an image name", inf->image);
+	rc = infra_k8s_remove(inf, cluster);
+	if (rc)
+		return rc;
+	id = infra_launcher_id();
+	for (i = 0, rc = 0; i < num_nodes && !rc; i++) {
+		char *name = xasprintf("skiff-%s-%d", cluster, i);
+		char *pod = xasprintf("pod/%s", name);
+		char *spec = pod_manifest(inf, name, cluster, id);
+		const char *apply[] = {"apply", "-f", "-", NULL};
+		const char *wait[] = {"wait", "--for=condition=Ready", pod, "--timeout=600s", NULL};
+		const char *ip[] = {"get", "pod", name, "-o", "jsonpath={.status.podIP}", NULL};
+		struct buf out = BUF_INIT(64 << 10);
+
+		rc = kubectl(inf, apply, spec, NULL);
+		if (!rc)
+			rc = kubectl(inf, wait, NULL, NULL);
+		if (!rc)
+			rc = kubectl(inf, ip, NULL, &out);
+		if (!rc) {
+			buf_rtrim(&out);
+			node_fill(&v[i], inf, cluster, i, name, out.p, K8S_CONTAINER);
+		} else {
+			error("cannot start pod %s from image %s", name, inf->image);
+		}
+		buf_release(&out);
+		free(spec);
+		free(pod);
+		free(name);
+	}
+	free(id);
+	if (rc)
+		infra_k8s_remove(inf, cluster);
+	return rc;
+}
+
+int infra_k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                   struct cluster_node *v)
+{
+	if (inf->image)
+		return create_pods(inf, cluster, num_nodes, v);
+	return pick_existing(inf, ldb, cluster, num_nodes, v);
+}
+
+struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_node *n)
+{
+	struct k8s_target t = {0};
+	const char *pod = strrchr(n->node_key, '/');
+
+	if (!pod || !pod[1]) {
+		error("cluster '%s': node %d has no pod ('%s')", n->cluster, n->rank, n->node_key);
+		return NULL;
+	}
+	pod++;
+	t.context = inf->context;
+	t.ns = inf->ns;
+	t.pod = pod;
+	t.container = n->user;
+	t.ip = n->ip;
+	return runner_k8s_new(pod, &t);
+}
+
+int infra_k8s_remove(const struct infra *inf, const char *cluster)
+{
+	char *id = infra_launcher_id();
+	char *sel = xasprintf("skiff.managed=1,skiff.cluster=%s,skiff.launcher=%s", cluster, id);
+	const char *args[] = {"delete", "pods", "-l", sel, "--wait=false", NULL};
+	int rc = kubectl(inf, args, NULL, NULL);
+
+	free(sel);
+	free(id);
+	return rc;
+}

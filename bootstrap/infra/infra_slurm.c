@@ -1,0 +1,736 @@
+/*
+ * Slurm infra: the provisioner (salloc, the allocation's nodes, scancel) and the host
+ * steps that keep each node's supervisor inside the allocation. The contract is in
+ * bootstrap/infra/infra.h (pick, runner) and bootstrap/infra/infra_slurm.h; the design notes are in
+ * docs/infra-slurm.md.
+ *
+ * Every Slurm command runs with an argv (lib/spawn.h); the only values in them are the
+ * partition (checked by infra_parse()), the cluster name, numbers, node names that Slurm
+ * gave us (checked again here) and the time limit (checked here).
+ */
+#include "bootstrap/infra/infra_slurm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/infra/infra.h"
+#include "lib/log.h"
+#include "lib/spawn.h"
+#include "lib/task.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define SLURM_KEY_PREFIX "slurm/"
+#define JOB_NAME_PREFIX "skiff-"
+#define HOST_WAIT_MS 30000
+#define OUT_MAX ((size_t)4 << 20)
+
+/* ---- running Slurm's commands --------------------------------------------------------- */
+
+/* The last non-empty line of b, trimmed (b is changed), or "no message". */
+static const char *last_line(struct buf *b)
+{
+	char *p;
+
+	buf_rtrim(b);
+	if (!b->len)
+		return "no message";
+	p = strrchr(b->p, '\n');
+	return p ? p + 1 : b->p;
+}
+
+/* Runs argv; 0 with its exit code in *code, or -errno (printed, naming argv[0]). */
+static int slurm_cmd(char *const *argv, struct buf *out, struct buf *err, int *code)
+{
+	int status = 0, r = run_capture(argv, NULL, NULL, out, err, &status);
+
+	if (r) {
+		errno = -r;
+		return error_errno("cannot run '%s'%s", argv[0],
+		                   r == -ENOENT ? " (are Slurm's client tools installed?)" : "");
+	}
+	*code = status_to_code(status);
+	return 0;
+}
+
+static int valid_node_name(const char *s)
+{
+	if (!*s || *s == '-' || strlen(s) > 255)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("._-", *s)))
+			return 0;
+	return 1;
+}
+
+int infra_slurm_key_parse(const char *node_key, char **job, char **node)
+{
+	const char *p, *slash;
+
+	*job = *node = NULL;
+	if (!node_key || !starts_with(node_key, SLURM_KEY_PREFIX))
+		return -EINVAL;
+	p = node_key + strlen(SLURM_KEY_PREFIX);
+	slash = strchr(p, '/');
+	if (!slash || slash == p || strspn(p, "0123456789") != (size_t)(slash - p) ||
+	    !valid_node_name(slash + 1))
+		return -EINVAL;
+	*job = xstrndup(p, (size_t)(slash - p));
+	*node = xstrdup(slash + 1);
+	return 0;
+}
+
+int infra_slurm_cancel(const char *job)
+{
+	struct buf err = BUF_INIT(1 << 16);
+	char *argv[] = {"scancel", (char *)job, NULL};
+	int code = 0, r = slurm_cmd(argv, NULL, &err, &code);
+
+	if (!r && code && !strstr(err.p, "Invalid job id") && !strstr(err.p, "already complet"))
+		r = error("scancel %s failed (exit %d): %s", job, code, last_line(&err));
+	buf_release(&err);
+	return r;
+}
+
+int infra_slurm_state(const char *job, struct buf *state)
+{
+	struct buf out = BUF_INIT(1 << 16), err = BUF_INIT(1 << 16);
+	char *argv[] = {"squeue", "-h", "-t", "all", "-j", (char *)job, "-o", "%T", NULL};
+	int code = 0, r = slurm_cmd(argv, &out, &err, &code);
+
+	if (r)
+		goto out;
+	buf_rtrim(&out);
+	if (code && strstr(err.p, "Invalid job id")) {
+		r = 0;
+		if (state)
+			buf_adds(state, "GONE");
+		goto out;
+	}
+	if (code) {
+		r = error("cannot ask Slurm about allocation %s (squeue exit %d): %s", job, code,
+		          last_line(&err));
+		goto out;
+	}
+	if (state)
+		buf_adds(state, out.len ? out.p : "GONE");
+	r = !strcmp(out.p, "RUNNING") || !strcmp(out.p, "CONFIGURING") ||
+	    !strcmp(out.p, "SUSPENDED") || !strcmp(out.p, "RESIZING");
+out:
+	buf_release(&out);
+	buf_release(&err);
+	return r;
+}
+
+int infra_slurm_cluster_state(struct st_db *ldb, const char *cluster, struct buf *job,
+                              struct buf *state)
+{
+	struct cluster_node *nodes = NULL;
+	char *j = NULL, *node = NULL;
+	size_t n = 0;
+	int r = st_cluster_nodes(ldb, cluster, &nodes, &n);
+
+	if (r)
+		return r;
+	if (!n || infra_slurm_key_parse(nodes[0].node_key, &j, &node)) {
+		r = error("cluster %s: its nodes name no Slurm allocation", cluster);
+	} else {
+		if (job)
+			buf_adds(job, j);
+		r = infra_slurm_state(j, state);
+	}
+	free(j);
+	free(node);
+	cluster_nodes_free(nodes, n);
+	return r;
+}
+
+/* ---- provisioning ---------------------------------------------------------------------- */
+
+/* The smallest integer >= x, for x >= 0 (no libm: the ASan build links without it). */
+static long ceil_pos(double x)
+{
+	long n = (long)x;
+
+	return (double)n < x ? n + 1 : n;
+}
+
+/* salloc's resource flags from the task's first resources: per node, one task. */
+static void salloc_resources(const struct task *t, struct argv *av)
+{
+	const struct task_resources *res = t && t->nres ? &t->res[0] : NULL;
+	const char *limit = getenv("SKIFF_SLURM_TIME");
+	double cpus = 1, mem = 0;
+
+	if (res && res->cpus.text)
+		cpus = res->cpus.value;
+	if (res && res->memory.text)
+		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus
+		                                       : res->memory.value;
+	argv_push(av, "--ntasks-per-node=1");
+	argv_pushf(av, "--cpus-per-task=%d", (int)ceil_pos(cpus > 0 ? cpus : 1));
+	if (mem > 0)
+		argv_pushf(av, "--mem=%ldM", ceil_pos(mem * 1024));
+	if (res && res->accel.name)
+		argv_pushf(av, "--gpus-per-node=%s:%d", res->accel.name,
+		           (int)ceil_pos(res->accel.count));
+	if (limit && *limit) {
+		if (strspn(limit, "0123456789:-") == strlen(limit))
+			argv_pushf(av, "--time=%s", limit);
+		else
+			warning("SKIFF_SLURM_TIME '%s' is not a Slurm time (MIN, H:M:S, D-H); "
+			        "ignored",
+			        limit);
+	}
+}
+
+/* The number in "salloc: Granted job allocation 123" (or "Pending job allocation 123"). */
+static int granted_job(const char *err, char *job, size_t size)
+{
+	static const char *const says[] = {"Granted job allocation ", "Pending job allocation ",
+	                                   "job allocation "};
+	size_t i, n;
+
+	for (i = 0; i < ARRAY_SIZE(says); i++) {
+		const char *p = strstr(err, says[i]);
+
+		if (!p)
+			continue;
+		p += strlen(says[i]);
+		n = strspn(p, "0123456789");
+		if (n && n < size) {
+			memcpy(job, p, n);
+			job[n] = '\0';
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The value of KEY= in a `scontrol -o show node` line (copied into out). */
+static int field(const char *line, const char *key, char *out, size_t size)
+{
+	const char *p = line;
+	size_t klen = strlen(key), n;
+
+	while ((p = strstr(p, key))) {
+		if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+			p += klen + 1;
+			n = strcspn(p, " \n");
+			if (n >= size)
+				return -ENAMETOOLONG;
+			memcpy(out, p, n);
+			out[n] = '\0';
+			return 0;
+		}
+		p += klen;
+	}
+	return -ENOENT;
+}
+
+/* Rank order: `scontrol show hostnames` of the allocation's node list; addresses. */
+static int alloc_nodes(const char *job, int num_nodes, char ***names, char ***addrs)
+{
+	struct buf out = BUF_INIT(OUT_MAX), err = BUF_INIT(1 << 16), list = BUF_INIT(1 << 16);
+	char *sq[] = {"squeue", "-h", "-j", (char *)job, "-o", "%N", NULL};
+	char *hn[] = {"scontrol", "show", "hostnames", NULL, NULL};
+	char *sn[] = {"scontrol", "-o", "show", "node", NULL, NULL};
+	char **nv = xcalloc((size_t)num_nodes + 1, sizeof(*nv));
+	char **av = xcalloc((size_t)num_nodes + 1, sizeof(*av));
+	char *line, *next;
+	int code = 0, n = 0, i, r;
+
+	r = slurm_cmd(sq, &list, &err, &code);
+	if (!r && code)
+		r = error("squeue -j %s failed (exit %d): %s", job, code, last_line(&err));
+	if (r)
+		goto out;
+	buf_rtrim(&list);
+	hn[3] = list.p;
+	r = slurm_cmd(hn, &out, &err, &code);
+	if (!r && code)
+		r = error("scontrol show hostnames '%s' failed: %s", list.p, last_line(&err));
+	if (r)
+		goto out;
+	for (line = out.p; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (!*line)
+			continue;
+		if (n >= num_nodes || !valid_node_name(line)) {
+			r = error("allocation %s: unexpected node list '%s'", job, list.p);
+			goto out;
+		}
+		nv[n++] = xstrdup(line);
+	}
+	if (n != num_nodes) {
+		r = error("allocation %s has %d node(s) (%s), not %d", job, n, list.p, num_nodes);
+		goto out;
+	}
+	/* Addresses: NodeAddr of each node, the name itself when Slurm says none. */
+	buf_reset(&out);
+	buf_reset(&err);
+	sn[4] = list.p;
+	r = slurm_cmd(sn, &out, &err, &code);
+	if (!r && code)
+		r = error("scontrol show node '%s' failed: %s", list.p, last_line(&err));
+	if (r)
+		goto out;
+	for (line = out.p; line && *line; line = next) {
+		char name[256], addr[256];
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (field(line, "NodeName", name, sizeof(name)) ||
+		    field(line, "NodeAddr", addr, sizeof(addr)))
+			continue;
+		for (i = 0; i < n; i++)
+			if (!strcmp(nv[i], name) && !av[i] && valid_node_name(addr))
+				av[i] = xstrdup(addr);
+	}
+	for (i = 0; i < n; i++)
+		if (!av[i])
+			av[i] = xstrdup(nv[i]);
+	r = 0;
+out:
+	if (r) {
+		for (i = 0; i < num_nodes; i++) {
+			free(nv[i]);
+			free(av[i]);
+		}
+		free(nv);
+		free(av);
+		nv = av = NULL;
+	}
+	*names = nv;
+	*addrs = av;
+	buf_release(&out);
+	buf_release(&err);
+	buf_release(&list);
+	return r;
+}
+
+/* Where the nodes' homes live: $SKIFF_SLURM_NODE_ROOT, else /tmp/skiff-slurm-UID. */
+static char *node_root(void)
+{
+	const char *env = getenv("SKIFF_SLURM_NODE_ROOT");
+
+	if (env && *env == '/' && !strpbrk(env, "\n\r"))
+		return xstrdup(env);
+	if (env && *env)
+		warning("SKIFF_SLURM_NODE_ROOT '%s' is not an absolute path; ignored", env);
+	return xasprintf("/tmp/skiff-slurm-%ld", (long)geteuid());
+}
+
+int infra_slurm_pick(struct infra *inf, const char *cluster, int num_nodes, struct cluster_node *v)
+{
+	struct buf err = BUF_INIT(1 << 20);
+	struct argv av;
+	char job[32] = "", **names = NULL, **addrs = NULL, *root = NULL;
+	int code = 0, i, r;
+
+	argv_init(&av);
+	argv_push(&av, "salloc");
+	argv_push(&av, "--no-shell");
+	argv_pushf(&av, "--job-name=" JOB_NAME_PREFIX "%s", cluster);
+	if (inf->pool)
+		argv_pushf(&av, "--partition=%s", inf->pool);
+	argv_pushf(&av, "--nodes=%d", num_nodes);
+	salloc_resources(inf->task, &av);
+	debug("cluster %s: salloc for %d node(s) on %s", cluster, num_nodes, inf->spec);
+	/* salloc waits until Slurm grants the allocation; Ctrl-C withdraws the request. */
+	r = slurm_cmd(av.v, NULL, &err, &code);
+	if (r)
+		goto out;
+	granted_job(err.p, job, sizeof(job));
+	if (code || !strstr(err.p, "Granted job allocation")) {
+		r = error("salloc for cluster %s on %s failed (exit %d): %s", cluster, inf->spec,
+		          code, last_line(&err));
+		goto out;
+	}
+	if (!*job) {
+		r = error("salloc for cluster %s said no job id: %s", cluster, last_line(&err));
+		goto out;
+	}
+	r = alloc_nodes(job, num_nodes, &names, &addrs);
+	if (r)
+		goto out;
+	root = node_root();
+	for (i = 0; i < num_nodes; i++) {
+		struct cluster_node *n = &v[i];
+
+		memset(n, 0, sizeof(*n));
+		n->cluster = xstrdup(cluster);
+		n->rank = i;
+		n->node_key = xasprintf(SLURM_KEY_PREFIX "%s/%s", job, names[i]);
+		n->ip = xstrdup(addrs[i]);
+		n->user = xstrdup("");
+		n->identity_file = xstrdup("");
+		n->proxy_jump = xstrdup("");
+		n->home = xasprintf("%s/%s/%s", root, job, names[i]);
+		n->skiff_exe = xstrdup("");
+	}
+	info("cluster %s: Slurm allocation %s on %s", cluster, job, names[0]);
+out:
+	/* An allocation we got but cannot use is given back at once. */
+	if (r && *job)
+		infra_slurm_cancel(job);
+	for (i = 0; names && i < num_nodes; i++) {
+		free(names[i]);
+		free(addrs[i]);
+	}
+	free(names);
+	free(addrs);
+	free(root);
+	argv_release(&av);
+	buf_release(&err);
+	return r;
+}
+
+struct runner *infra_slurm_runner(const struct cluster_node *n)
+{
+	struct runner *r;
+	char *job, *node;
+
+	if (infra_slurm_key_parse(n->node_key, &job, &node)) {
+		error("cluster '%s': node %d ('%s') is not a Slurm node", n->cluster, n->rank,
+		      n->node_key);
+		return NULL;
+	}
+	r = runner_slurm_new(node, n->ip, job, node, n->home);
+	free(job);
+	free(node);
+	return r;
+}
+
+/* ---- host steps ------------------------------------------------------------------------ */
+
+/* $SKIFF_HOME/slurm/CLUSTER (0700, created), or NULL (printed). */
+static char *cluster_dir(const char *cluster)
+{
+	const char *home = skiff_home();
+	char *slurm, *dir;
+	int r;
+
+	if (!home)
+		return NULL;
+	slurm = xasprintf("%s/slurm", home);
+	dir = xasprintf("%s/%s", slurm, cluster);
+	r = mkdir_p(home, 0700);
+	if (!r)
+		r = ensure_private_dir(slurm);
+	if (!r)
+		r = ensure_private_dir(dir);
+	free(slurm);
+	if (r) {
+		errno = -r;
+		error_errno("cannot create '%s'", dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* 1 if pid runs (not a zombie: a reaper may be slow) and started at st. */
+static int proc_runs(pid_t pid, uint64_t st)
+{
+	char state;
+	uint64_t start = proc_stat(pid, &state);
+
+	return start && start == st && state && !strchr("ZXx", state);
+}
+
+/* The host step's srun (this machine's process) from its pid file, if it still runs. */
+static pid_t host_pid(const char *pidfile)
+{
+	struct buf b = BUF_INIT(256);
+	long long pid = 0;
+	unsigned long long st = 0;
+	pid_t r = 0;
+
+	if (!buf_read_file(&b, pidfile) && sscanf(b.p, "%lld %llu", &pid, &st) == 2 && pid > 1 &&
+	    proc_runs((pid_t)pid, (uint64_t)st))
+		r = (pid_t)pid;
+	buf_release(&b);
+	return r;
+}
+
+static void host_stop(pid_t pid)
+{
+	uint64_t st = proc_start_time(pid);
+	int i;
+
+	/*
+	 * The pid is the local wrapper sh, which leads its own session with srun (and the
+	 * helper srun forks) in it. srun passes SIGTERM on to the step and ends it.
+	 */
+	kill(-pid, SIGTERM);
+	for (i = 0; i < 500 && proc_runs(pid, st); i++)
+		poll_ms(10);
+}
+
+/*
+ * The host step: installs the node's autostop hooks (stop and down both release the
+ * allocation: an allocation cannot be paused), then becomes `skiff init`. %1$s is the
+ * job id (digits), %2$s the binary's shell word.
+ */
+static const char host_fmt[] =
+        "h=\"$HOME/.skiff/hooks\"\n"
+        "(umask 077 && mkdir -p \"$h\") || exit 1\n"
+        "for w in stop down; do\n"
+        "\tprintf '#!/bin/sh\\n# skiff, slurm infra: autostop releases the allocation\\n"
+        "exec scancel %1$s\\n' >\"$h/$w.tmp\" &&\n"
+        "\t\tchmod 700 \"$h/$w.tmp\" && mv -f \"$h/$w.tmp\" \"$h/$w\" || exit 1\n"
+        "done\n"
+        "exec %2$s init\n";
+
+/* Starts `skiff init` in a step of its own on node nd; records its srun's pid. */
+static int host_start(struct cnode *nd, const char *pidfile, const char *logfile)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct argv av;
+	char *script = xasprintf(host_fmt, runner_slurm_job(nd->r), nd->exe);
+	char line[64];
+	pid_t pid;
+	int fd, r, len;
+
+	argv_init(&av);
+	nd->r->diag_path = NULL; /* the wrapper's messages go to the log */
+	r = nd->r->ops->build_argv(nd->r, script, 0, &av);
+	free(script);
+	if (r)
+		goto out;
+	fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = error_errno("cannot open '%s'", logfile);
+		goto out;
+	}
+	o.argv = av.v;
+	o.fd_out = fd;
+	o.err_to_out = 1;
+	/* Its own session: it outlives this command, as the allocation does. */
+	o.pgrp = SPAWN_SESSION_NEW;
+	r = spawn(&o, &pid);
+	close(fd);
+	if (r) {
+		errno = -r;
+		r = error_errno("node %s: cannot start srun for its supervisor", nd->name);
+		goto out;
+	}
+	len = snprintf(line, sizeof(line), "%ld %llu\n", (long)pid,
+	               (unsigned long long)proc_start_time(pid));
+	r = write_file_atomic(pidfile, line, (size_t)len, 0600);
+	/* Not reaped: it runs until `down` or the end of the allocation. */
+out:
+	argv_release(&av);
+	return r;
+}
+
+/* Waits until node nd's supervisor listens, or its host step is gone, or 30 s passed. */
+static int host_wait(struct cnode *nd, const char *pidfile, const char *logfile)
+{
+	static const char wait_script[] = "i=0\n"
+	                                  "while [ ! -S \"$HOME/.skiff/supervisor.sock\" ]; do\n"
+	                                  "\ti=$((i + 1))\n"
+	                                  "\t[ \"$i\" -le 40 ] || exit 3\n"
+	                                  "\tsleep 0.05 2>/dev/null || sleep 1\n"
+	                                  "done\n";
+	int64_t end = now_ms() + HOST_WAIT_MS;
+	int status = 0, r;
+
+	for (;;) {
+		r = runner_run(nd->r, wait_script, NULL, CL_NODE_CALL_MS, &status);
+		if (r)
+			return r;
+		if (!status)
+			return 0;
+		if (!host_pid(pidfile)) {
+			struct buf log = BUF_INIT(1 << 16);
+
+			buf_read_file(&log, logfile);
+			r = error("node %s: the job step holding its supervisor ended: %s",
+			          nd->name, last_line(&log));
+			buf_release(&log);
+			return r;
+		}
+		if (now_ms() > end)
+			return error("node %s: its supervisor did not start within %d s (see '%s')",
+			             nd->name, HOST_WAIT_MS / 1000, logfile);
+	}
+}
+
+/*
+ * Stops the node's supervisor, if one runs: SIGTERM to the pid in its lock file (when
+ * that pid is a supervisor), then waits until it has exited. `skiff node down` does the
+ * same but also waits until the process is reaped, which can take seconds where the
+ * node's init reaps orphans slowly.
+ */
+static const char stop_script[] =
+        "l=\"$HOME/.skiff/supervisor.lock\"\n"
+        "p=$(head -n 1 \"$l\" 2>/dev/null)\n"
+        "case $p in\n"
+        "'' | *[!0-9]*) ;;\n"
+        "*)\n"
+        "\tif tr '\\000' ' ' <\"/proc/$p/cmdline\" 2>/dev/null | grep -q ' __supervisor'; then\n"
+        "\t\tkill -TERM \"$p\" 2>/dev/null\n"
+        "\t\ti=0\n"
+        "\t\twhile [ \"$i\" -lt 1000 ] && [ -r \"/proc/$p/status\" ] &&\n"
+        "\t\t\t! grep -q '^State:[[:space:]]*[ZX]' \"/proc/$p/status\" 2>/dev/null; do\n"
+        "\t\t\ti=$((i + 1))\n"
+        "\t\t\tsleep 0.01 2>/dev/null || sleep 1\n"
+        "\t\tdone\n"
+        "\tfi\n"
+        "\t;;\n"
+        "esac\n"
+        "rm -f \"$HOME/.skiff/supervisor.sock\"\n";
+
+int infra_slurm_hosts_up(struct clive *cl)
+{
+	char *dir = cluster_dir(cl->name);
+	char **pidf, **logf;
+	int *todo, r = 0, status = 0;
+	size_t i;
+
+	if (!dir)
+		return -EIO;
+	pidf = xcalloc(cl->n, sizeof(*pidf));
+	logf = xcalloc(cl->n, sizeof(*logf));
+	todo = xcalloc(cl->n, sizeof(*todo));
+	for (i = 0; i < cl->n && !r; i++) {
+		struct cnode *nd = &cl->nodes[i];
+		pid_t pid;
+
+		pidf[i] = xasprintf("%s/%d.pid", dir, nd->rank);
+		logf[i] = xasprintf("%s/%d.log", dir, nd->rank);
+		if (!nd->exe || !*nd->exe) {
+			r = error("node %s: skiff is not installed there", nd->name);
+			break;
+		}
+		pid = host_pid(pidf[i]);
+		if (pid && !nd->sup_started)
+			continue;
+		if (pid)
+			host_stop(pid);
+		/*
+		 * The bootstrap's `node up` started a supervisor outside any step that lasts:
+		 * stop it (jobs keep running), so that the host step starts its own.
+		 */
+		r = runner_run(nd->r, stop_script, NULL, CL_NODE_CALL_MS, &status);
+		if (!r && status)
+			r = error("node %s: cannot stop the supervisor the bootstrap started",
+			          nd->name);
+		if (!r)
+			r = host_start(nd, pidf[i], logf[i]);
+		todo[i] = !r;
+	}
+	for (i = 0; i < cl->n && !r; i++)
+		if (todo[i])
+			r = host_wait(&cl->nodes[i], pidf[i], logf[i]);
+	for (i = 0; i < cl->n; i++) {
+		free(pidf[i]);
+		free(logf[i]);
+	}
+	free(pidf);
+	free(logf);
+	free(todo);
+	free(dir);
+	return r;
+}
+
+/* The integer after "KEY": in our own `node status --json` text, or -1. */
+static long status_count(const char *json, const char *key)
+{
+	char *pat = xasprintf("\"%s\": ", key);
+	const char *p = strstr(json, pat);
+	long v = -1;
+
+	if (p)
+		v = strtol(p + strlen(pat), NULL, 10);
+	free(pat);
+	return v;
+}
+
+int infra_slurm_busy(struct clive *cl)
+{
+	static const char *const keys[] = {"running", "setting_up", "pending"};
+	size_t i, k;
+	int busy = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		struct buf out = BUF_INIT(1 << 16);
+		int status = 0, active = 0;
+
+		if (cl_capture_skiff(&cl->nodes[i], "node status --json", &out, CL_NODE_CALL_MS,
+		                     &status) ||
+		    status || !out.len) {
+			active = 1;
+		} else {
+			for (k = 0; k < ARRAY_SIZE(keys); k++) {
+				long v = status_count(out.p, keys[k]);
+
+				active |= v != 0; /* -1: not said, so not known to be idle */
+			}
+		}
+		busy += active;
+		buf_release(&out);
+	}
+	return busy;
+}
+
+/* ---- down ------------------------------------------------------------------------------ */
+
+static int rm_dir_files(const char *dir)
+{
+	size_t i;
+	int r = 0;
+
+	/* Only what host steps leave: RANK.pid, RANK.log and their temp files. */
+	for (i = 0; i < 100000; i++) {
+		char *p = xasprintf("%s/%zu.pid", dir, i), *l = xasprintf("%s/%zu.log", dir, i);
+		int gone = access(p, F_OK) && access(l, F_OK);
+
+		unlink(p);
+		unlink(l);
+		free(p);
+		free(l);
+		if (gone)
+			break;
+	}
+	if (rmdir(dir) < 0 && errno != ENOENT)
+		r = error_errno("cannot remove '%s'", dir);
+	return r;
+}
+
+int infra_slurm_release(struct clive *cl, const char *job)
+{
+	char *dir = cluster_dir(cl->name);
+	int alive = infra_slurm_state(job, NULL), status = 0, r;
+	size_t i;
+
+	for (i = 0; dir && i < cl->n; i++) {
+		char *pidfile = xasprintf("%s/%d.pid", dir, cl->nodes[i].rank);
+		pid_t pid = host_pid(pidfile);
+
+		/* The node's home goes while its host step, which runs in it, still runs. */
+		if (alive > 0)
+			runner_run(cl->nodes[i].r,
+			           "cd / && rm -rf \"$HOME\"; rmdir \"${HOME%/*}\" 2>/dev/null; :",
+			           NULL, CL_NODE_CALL_MS, &status);
+		if (pid)
+			host_stop(pid);
+		free(pidfile);
+	}
+	r = alive != 0 ? infra_slurm_cancel(job) : 0;
+	if (dir)
+		rm_dir_files(dir);
+	free(dir);
+	return r;
+}

@@ -1,0 +1,498 @@
+/*
+ * The SSH node pool file, in SkyPilot's ssh_node_pools.yaml format:
+ *
+ *   POOL:
+ *     user: U                 # defaults for the pool's hosts
+ *     identity_file: ~/.ssh/k
+ *     port: 22                # skiff extension
+ *     proxy_jump: bastion     # skiff extension
+ *     hosts:
+ *       - 10.0.0.1            # an address, or a Host of ~/.ssh/config
+ *       - ip: 10.0.0.2        # per-host values override the pool's
+ *         user: V
+ *
+ * Parsed as strictly as task files: unknown keys (with a did-you-mean), wrong types,
+ * values that ssh would take as options, and duplicate hosts are errors at their line and
+ * column; parsing goes on after an error so that one run reports every problem.
+ */
+#include "bootstrap/infra/infra.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+static const char *const pool_keys[] = {"hosts",    "user", "identity_file",
+                                        "password", "port", "proxy_jump"};
+static const char *const host_keys[] = {"ip",       "user", "identity_file",
+                                        "password", "port", "proxy_jump"};
+
+struct pparse {
+	const char *file;
+	struct yerrors *errs;
+	int failed;
+};
+
+/* The fields a pool and a host may both set; NULL / 0 when not given. */
+struct conn {
+	const char *user, *identity_file, *proxy_jump;
+	const struct ynode *identity_at; /* where identity_file was written */
+	int port;
+};
+
+static int perr(struct pparse *p, const struct ynode *at, const char *fmt, ...) SKIFF_PRINTF(3, 4);
+
+static int perr(struct pparse *p, const struct ynode *at, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->failed = 1;
+	va_start(ap, fmt);
+	yerr_vadd(p->errs, 0, p->file, at ? at->line : 1, at ? at->col : 1, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int check_keys(struct pparse *p, const struct ynode *map, const char *what,
+                      const char *const *known, size_t nknown)
+{
+	size_t i, k;
+	int r = 0;
+
+	for (i = 0; i < ymap_pairs(map); i++) {
+		const struct ynode *key = ymap_key(map, i);
+		const char *best;
+
+		if (key->kind != Y_SCALAR) {
+			r = perr(p, key, "keys in %s must be strings, not %s", what,
+			         ynode_describe(key));
+			continue;
+		}
+		for (k = 0; k < nknown; k++)
+			if (!strcmp(key->value, known[k]))
+				break;
+		if (k < nknown)
+			continue;
+		best = p->errs->n < YAML_MAX_ERRORS ? nearest_word(key->value, known, nknown)
+		                                    : NULL;
+		if (best)
+			r = perr(p, key, "unknown field '%.60s' in %s; did you mean '%s'?",
+			         key->value, what, best);
+		else
+			r = perr(p, key, "unknown field '%.60s' in %s", key->value, what);
+	}
+	return r;
+}
+
+/*
+ * Characters a value may hold. Every value ends up as one argv element of ssh, never in
+ * a shell line; still, a leading '-' would make ssh read it as an option, and control
+ * characters or spaces have no business in a host, user or jump spec.
+ */
+static int word_ok(const char *s, const char *extra)
+{
+	const char *c;
+
+	if (!*s || *s == '-')
+		return 0;
+	for (c = s; *c; c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("._-", *c))
+			continue;
+		if (!strchr(extra, *c))
+			return 0;
+	}
+	return 1;
+}
+
+static int get_str(struct pparse *p, const struct ynode *n, const char *what, const char **out)
+{
+	if (n->kind != Y_SCALAR || yscalar_type(n) != YS_STR)
+		return perr(p, n, "%s must be a string, not %s", what, ynode_describe(n));
+	*out = n->value;
+	return 0;
+}
+
+static int get_user(struct pparse *p, const struct ynode *n, const char *what, const char **out)
+{
+	if (get_str(p, n, what, out))
+		return -1;
+	if (strlen(*out) > 64 || !word_ok(*out, ""))
+		return perr(p, n,
+		            "%s '%.64s' is not a user name (letters, digits, '.', '_', '-'; no "
+		            "leading '-')",
+		            what, *out);
+	return 0;
+}
+
+static int get_port(struct pparse *p, const struct ynode *n, const char *what, int *out)
+{
+	long v;
+	int r = ynode_long(n, 1, 65535, &v);
+
+	if (r == -ERANGE)
+		return perr(p, n, "%s must be a port number in 1..65535, not %s", what, n->value);
+	if (r)
+		return perr(p, n, "%s must be a port number, not %s", what, ynode_describe(n));
+	*out = (int)v;
+	return 0;
+}
+
+static int get_proxy_jump(struct pparse *p, const struct ynode *n, const char *what,
+                          const char **out)
+{
+	if (get_str(p, n, what, out))
+		return -1;
+	/* [user@]host[:port], several separated by commas; IPv6 in brackets. */
+	if (strlen(*out) > 1024 || !word_ok(*out, "@:,[]%"))
+		return perr(p, n, "%s '%.64s' is not a jump host list ([USER@]HOST[:PORT],...)",
+		            what, *out);
+	return 0;
+}
+
+static int get_identity(struct pparse *p, const struct ynode *n, const char *what, const char **out)
+{
+	const char *c;
+
+	if (get_str(p, n, what, out))
+		return -1;
+	for (c = *out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return perr(p, n, "%s has a control character in it", what);
+	if (!**out)
+		return perr(p, n, "%s is empty", what);
+	if (**out == '~' && (*out)[1] && (*out)[1] != '/')
+		return perr(p, n, "%s '%.64s': only ~/ is expanded, not ~user/", what, *out);
+	if (**out != '/' && **out != '~')
+		return perr(p, n,
+		            "%s '%.64s' must be an absolute path or start with ~/ (skiff runs "
+		            "ssh from other directories too)",
+		            what, *out);
+	return 0;
+}
+
+/* Reads the connection fields of a pool or host mapping into c (leaving unset ones). */
+static void get_conn(struct pparse *p, const struct ynode *map, const char *what, struct conn *c)
+{
+	char path[160];
+	size_t i;
+
+	for (i = 0; i < ymap_pairs(map); i++) {
+		const struct ynode *k = ymap_key(map, i), *v = ymap_val(map, i);
+
+		if (k->kind != Y_SCALAR)
+			continue;
+		xsnprintf(path, sizeof(path), "%.100s.%s", what,
+		          strlen(k->value) < 32 ? k->value : "?");
+		if (!strcmp(k->value, "password")) {
+			perr(p, k,
+			     "%s: password authentication is not supported: skiff runs ssh in "
+			     "batch mode with keys; give identity_file (and install the key with "
+			     "ssh-copy-id)",
+			     what);
+			continue;
+		}
+		if (ynode_is_null(v))
+			continue; /* `user:` with no value: as if not given */
+		if (!strcmp(k->value, "user"))
+			get_user(p, v, path, &c->user);
+		else if (!strcmp(k->value, "identity_file") &&
+		         !get_identity(p, v, path, &c->identity_file))
+			c->identity_at = v;
+		else if (!strcmp(k->value, "port"))
+			get_port(p, v, path, &c->port);
+		else if (!strcmp(k->value, "proxy_jump"))
+			get_proxy_jump(p, v, path, &c->proxy_jump);
+	}
+}
+
+static char *expand_home(struct pparse *p, const struct ynode *at, const char *path)
+{
+	const char *home;
+
+	if (path[0] != '~')
+		return xstrdup(path);
+	home = user_home();
+	if (!home) {
+		perr(p, at, "cannot expand '%.64s': no home directory (set HOME)", path);
+		return NULL;
+	}
+	return xasprintf("%s%s", home, path + 1);
+}
+
+static int host_ok(const char *s)
+{
+	/* An address, IPv6 (with a zone), or a Host alias of ~/.ssh/config. */
+	return strlen(s) <= 253 && word_ok(s, ":%");
+}
+
+static void host_release(struct infra_host *h)
+{
+	free(h->ip);
+	free(h->user);
+	free(h->identity_file);
+	free(h->proxy_jump);
+}
+
+static void pool_release(struct infra_pool *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nhosts; i++)
+		host_release(&pl->hosts[i]);
+	free(pl->hosts);
+	free(pl->name);
+}
+
+void infra_pools_release(struct infra_pools *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n; i++)
+		pool_release(&p->v[i]);
+	free(p->v);
+	free(p->file);
+	memset(p, 0, sizeof(*p));
+}
+
+static int pool_name_ok(const char *s)
+{
+	return strlen(s) <= 63 && word_ok(s, "") && *s != '.' && *s != '_';
+}
+
+static void parse_host(struct pparse *p, struct infra_pool *pl, const struct ynode *n, size_t idx,
+                       const struct conn *defaults)
+{
+	struct conn c = *defaults;
+	const struct ynode *ipn = n;
+	char what[160];
+	struct infra_host *h;
+	size_t i;
+
+	xsnprintf(what, sizeof(what), "%.70s.hosts[%zu]", pl->name, idx);
+	if (n->kind == Y_MAP) {
+		check_keys(p, n, what, host_keys, ARRAY_SIZE(host_keys));
+		ipn = ymap_get(n, "ip");
+		if (!ipn) {
+			perr(p, n, "%s has no 'ip'", what);
+			return;
+		}
+		get_conn(p, n, what, &c);
+	} else if (n->kind != Y_SCALAR || yscalar_type(n) != YS_STR) {
+		perr(p, n, "%s must be an address (a string) or a mapping with 'ip', not %s", what,
+		     ynode_describe(n));
+		return;
+	}
+	if (ipn->kind != Y_SCALAR || yscalar_type(ipn) != YS_STR) {
+		perr(p, ipn, "%s.ip must be a string, not %s", what, ynode_describe(ipn));
+		return;
+	}
+	if (!host_ok(ipn->value)) {
+		perr(p, ipn,
+		     "%s: '%.64s' is not a host address or name (letters, digits, '.', '_', "
+		     "'-', ':'; no leading '-')",
+		     what, ipn->value);
+		return;
+	}
+	if (!c.port)
+		c.port = 22;
+	for (i = 0; i < pl->nhosts; i++) {
+		if (strcmp(pl->hosts[i].ip, ipn->value) || pl->hosts[i].port != c.port)
+			continue;
+		perr(p, ipn, "%s: duplicate host %s port %d (first at line %d)", what, ipn->value,
+		     c.port, pl->hosts[i].line);
+		return;
+	}
+	h = &pl->hosts[pl->nhosts];
+	memset(h, 0, sizeof(*h));
+	h->identity_file = c.identity_file ? expand_home(p, c.identity_at, c.identity_file) : NULL;
+	if (c.identity_file && !h->identity_file)
+		return;
+	h->ip = xstrdup(ipn->value);
+	h->user = c.user ? xstrdup(c.user) : NULL;
+	h->port = c.port;
+	h->proxy_jump = c.proxy_jump ? xstrdup(c.proxy_jump) : NULL;
+	h->line = ipn->line;
+	h->col = ipn->col;
+	pl->nhosts++;
+}
+
+static void parse_pool(struct pparse *p, struct infra_pools *out, const struct ynode *key,
+                       const struct ynode *val)
+{
+	struct infra_pool *pl;
+	const struct ynode *hosts;
+	struct conn defaults = {0};
+	size_t i;
+
+	if (key->kind != Y_SCALAR || yscalar_type(key) != YS_STR || !pool_name_ok(key->value)) {
+		perr(p, key,
+		     "pool names must be letters, digits, '.', '_' and '-' (at most 63, starting "
+		     "with a letter or digit), not %s%.64s%s",
+		     key->kind == Y_SCALAR ? "'" : "",
+		     key->kind == Y_SCALAR ? key->value : ynode_describe(key),
+		     key->kind == Y_SCALAR ? "'" : "");
+		return;
+	}
+	if (val->kind != Y_MAP) {
+		perr(p, val, "pool '%s' must be a mapping with 'hosts', not %s", key->value,
+		     ynode_describe(val));
+		return;
+	}
+	check_keys(p, val, key->value, pool_keys, ARRAY_SIZE(pool_keys));
+	get_conn(p, val, key->value, &defaults);
+	hosts = ymap_get(val, "hosts");
+	if (!hosts || ynode_is_null(hosts)) {
+		perr(p, hosts ? hosts : key, "pool '%s' has no hosts", key->value);
+		return;
+	}
+	if (hosts->kind != Y_SEQ) {
+		perr(p, hosts, "%s.hosts must be a list, not %s", key->value,
+		     ynode_describe(hosts));
+		return;
+	}
+	if (!hosts->n) {
+		perr(p, hosts, "pool '%s' has no hosts", key->value);
+		return;
+	}
+	if (hosts->n > INFRA_MAX_HOSTS) {
+		perr(p, hosts, "pool '%s' has %zu hosts, more than %d", key->value, hosts->n,
+		     INFRA_MAX_HOSTS);
+		return;
+	}
+	pl = &out->v[out->n++];
+	memset(pl, 0, sizeof(*pl));
+	pl->name = xstrdup(key->value);
+	pl->line = key->line;
+	pl->col = key->col;
+	pl->hosts = xcalloc(hosts->n, sizeof(*pl->hosts));
+	for (i = 0; i < hosts->n; i++)
+		parse_host(p, pl, hosts->items[i], i, &defaults);
+}
+
+int infra_pools_parse_buf(struct infra_pools *out, const char *file, const char *data, size_t len,
+                          struct yerrors *errs)
+{
+	struct pparse p = {file, errs, 0};
+	struct ystream y = YSTREAM_INIT;
+	const struct ynode *root;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (yaml_load(&y, file, data, len, errs))
+		return -EINVAL;
+	if (y.ndocs > 1) {
+		perr(&p, y.docs[1].root, "one YAML document expected, found %zu", y.ndocs);
+		goto out;
+	}
+	out->file = xstrdup(file);
+	/* An empty file (or one of comments) defines no pools: not an error by itself. */
+	root = y.ndocs ? y.docs[0].root : NULL;
+	if (!root || ynode_is_null(root))
+		goto out;
+	if (root->kind != Y_MAP) {
+		perr(&p, root,
+		     "an ssh node pool file maps pool names to pools ({hosts: [...]}), not %s",
+		     ynode_describe(root));
+		goto out;
+	}
+	if (ymap_pairs(root) > INFRA_MAX_POOLS) {
+		perr(&p, root, "%zu pools, more than %d", ymap_pairs(root), INFRA_MAX_POOLS);
+		goto out;
+	}
+	out->v = xcalloc(ymap_pairs(root) + 1, sizeof(*out->v));
+	for (i = 0; i < ymap_pairs(root); i++)
+		parse_pool(&p, out, ymap_key(root, i), ymap_val(root, i));
+out:
+	yaml_stream_release(&y);
+	if (p.failed) {
+		infra_pools_release(out);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int infra_pools_load(struct infra_pools *out, const char *path, struct yerrors *errs)
+{
+	struct buf b = BUF_INIT(YAML_MAX_INPUT);
+	struct stat st;
+	int fd, r;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		r = -errno;
+		yerr_add(errs, path, 1, 1, "cannot open: %s", strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		yerr_add(errs, path, 1, 1, "cannot stat: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		yerr_add(errs, path, 1, 1, "not a regular file");
+		goto out;
+	}
+	if ((size_t)st.st_size > YAML_MAX_INPUT) {
+		r = -EINVAL;
+		yerr_add(errs, path, 1, 1, "file is %lld bytes, over the limit of %zu bytes",
+		         (long long)st.st_size, YAML_MAX_INPUT);
+		goto out;
+	}
+	r = buf_read_fd(&b, fd);
+	if (r == -ENOBUFS) {
+		r = -EINVAL;
+		yerr_add(errs, path, 1, 1, "more than %zu bytes: over the limit", YAML_MAX_INPUT);
+		goto out;
+	}
+	if (r) {
+		yerr_add(errs, path, 1, 1, "cannot read: %s", strerror(-r));
+		goto out;
+	}
+	r = infra_pools_parse_buf(out, path, b.p, b.len, errs);
+out:
+	close(fd);
+	buf_release(&b);
+	return r;
+}
+
+const struct infra_pool *infra_pools_find(const struct infra_pools *p, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i].name, name))
+			return &p->v[i];
+	return NULL;
+}
+
+char *infra_pools_path(void)
+{
+	const char *env = getenv(INFRA_POOLS_ENV);
+	const char *home;
+
+	if (env && *env)
+		return xstrdup(env);
+	home = skiff_home();
+	if (!home)
+		return NULL;
+	return xasprintf("%s/" INFRA_POOLS_FILE, home);
+}
+
+char *infra_host_key(const char *pool, const struct infra_host *h)
+{
+	if (strchr(h->ip, ':'))
+		return xasprintf("%s/[%s]:%d", pool, h->ip, h->port);
+	return xasprintf("%s/%s:%d", pool, h->ip, h->port);
+}

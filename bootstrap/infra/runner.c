@@ -1,0 +1,365 @@
+/*
+ * What every runner can do, built once on the one argv its ops build: run and wait with a
+ * deadline, run with stdin and captured output, start in the background. See
+ * bootstrap/infra/runner.h for the contract and docs/bootstrap.md for the design.
+ *
+ * The wait is one poll() over the stdin pipe, the output pipes and a pidfd for the
+ * process, with the caller's deadline. It ends when the process exits, not when the pipes
+ * reach EOF: something the script left in the background (a daemon that kept stdout) must
+ * not hold the caller. What the process wrote before it exited is still in the pipes and
+ * is drained then.
+ */
+#include "bootstrap/infra/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/env.h"
+#include "lib/log.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+/* How much of the transport's own log we read to explain a failure. */
+#define DIAG_MAX (64 << 10)
+
+/* --- argv ------------------------------------------------------------------------------ */
+
+void argv_init(struct argv *a)
+{
+	a->v = NULL;
+	a->n = a->cap = 0;
+}
+
+static void argv_take(struct argv *a, char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->v = xrealloc(a->v, a->cap * sizeof(*a->v));
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+void argv_push(struct argv *a, const char *s)
+{
+	argv_take(a, xstrdup(s));
+}
+
+void argv_pushf(struct argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die("argv_pushf: bad format '%s'", fmt);
+	s = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	argv_take(a, s);
+}
+
+void argv_release(struct argv *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	argv_init(a);
+}
+
+/* --- runners --------------------------------------------------------------------------- */
+
+struct runner *runner_new(const struct runner_ops *ops, const char *name, const char *ip)
+{
+	struct runner *r = xcalloc(1, sizeof(*r));
+
+	r->ops = ops;
+	r->name = xstrdup(name ? name : "node");
+	r->ip = xstrdup(ip ? ip : "?");
+	buf_init(&r->last_error, 1 << 16);
+	return r;
+}
+
+void runner_free(struct runner *r)
+{
+	if (!r)
+		return;
+	if (r->ops && r->ops->release)
+		r->ops->release(r);
+	free(r->name);
+	free(r->ip);
+	free(r->diag_dir);
+	buf_release(&r->last_error);
+	free(r);
+}
+
+static int node_error(struct runner *r, int code, const char *fmt, ...) SKIFF_PRINTF(3, 4);
+static int node_error(struct runner *r, int code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error("node %s (%s): %s", r->name, r->ip, msg);
+	return code;
+}
+
+/* --- one call: the argv, its environment, the transport's diag file -------------------- */
+
+struct call {
+	struct argv av;
+	struct env env;
+	int has_env;
+	char *diag; /* the transport's log for this call (unlinked on release) */
+	int diag_fd;
+	const char *cwd;
+};
+
+static void call_release(struct call *c)
+{
+	argv_release(&c->av);
+	if (c->has_env)
+		env_release(&c->env);
+	if (c->diag_fd >= 0)
+		close(c->diag_fd);
+	if (c->diag) {
+		unlink(c->diag);
+		free(c->diag);
+	}
+}
+
+static int call_prepare(struct runner *r, const char *script, int interactive, int want_diag,
+                        struct call *c)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	argv_init(&c->av);
+	c->diag_fd = -1;
+	if (want_diag && r->ops->transport_status && r->diag_dir) {
+		c->diag = xasprintf("%s/diag.XXXXXX", r->diag_dir);
+		c->diag_fd = mkostemp(c->diag, O_CLOEXEC);
+		if (c->diag_fd < 0) {
+			rc = -errno;
+			free(c->diag);
+			c->diag = NULL;
+			return node_error(r, rc, "cannot create a file in '%s': %s", r->diag_dir,
+			                  strerror(-rc));
+		}
+	}
+	r->diag_path = c->diag;
+	rc = r->ops->build_argv(r, script, interactive, &c->av);
+	r->diag_path = NULL;
+	if (!rc && !c->av.n)
+		rc = -EINVAL;
+	if (rc)
+		return node_error(r, rc, "cannot build the %s command: %s", r->ops->kind,
+		                  strerror(-rc));
+	if (r->ops->build_env) {
+		struct argv kv;
+		size_t i;
+
+		argv_init(&kv);
+		r->ops->build_env(r, &kv);
+		env_init(&c->env, 1);
+		c->has_env = 1;
+		for (i = 0; i < kv.n; i++) {
+			if (strchr(kv.v[i], '='))
+				env_put(&c->env, kv.v[i]);
+			else
+				env_unset(&c->env, kv.v[i]);
+		}
+		argv_release(&kv);
+	}
+	c->cwd = r->ops->cwd ? r->ops->cwd(r) : NULL;
+	return 0;
+}
+
+/*
+ * Whether the process's exit status is the transport's own failure: the transport's
+ * status, and a message in its log other than the host-key notice of a first contact.
+ * Then r->last_error holds the message (lines joined by "; ") and it is printed.
+ */
+static int transport_failed(struct runner *r, struct call *c, int code)
+{
+	struct buf log = BUF_INIT(DIAG_MAX);
+	char tmp[4096];
+	char *line, *next;
+	off_t off = 0;
+	ssize_t n;
+
+	if (!r->ops->transport_status || code != r->ops->transport_status || c->diag_fd < 0)
+		return 0;
+	while (log.len < DIAG_MAX - 1 && (n = pread(c->diag_fd, tmp, sizeof(tmp), off)) > 0) {
+		size_t room = DIAG_MAX - 1 - log.len;
+
+		buf_add(&log, tmp, (size_t)n < room ? (size_t)n : room);
+		off += n;
+	}
+	buf_reset(&r->last_error);
+	for (line = log.p; line && *line; line = next) {
+		size_t len;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t");
+		len = strcspn(line, "\r");
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+			len--;
+		if (!len || starts_with(line, "Warning: Permanently added"))
+			continue;
+		if (r->last_error.len)
+			buf_adds(&r->last_error, "; ");
+		buf_add(&r->last_error, line, len);
+	}
+	buf_release(&log);
+	if (!r->last_error.len)
+		return 0;
+	error("node %s (%s): %s", r->name, r->ip, r->last_error.p);
+	return 1;
+}
+
+/* --- waiting: stdin feed, output sinks, pidfd, deadline -------------------------------- */
+
+/* The child's fd for a runner_io value: -1 is /dev/null for spawn(). */
+static int io_fd(int v, int ours)
+{
+	if (v == RUNNER_NULL)
+		return -1;
+	if (v == RUNNER_INHERIT)
+		return fcntl(ours, F_GETFD) < 0 ? -1 : ours;
+	return v;
+}
+
+static const struct runner_io default_io = {RUNNER_NULL, RUNNER_INHERIT, RUNNER_INHERIT};
+
+/*
+ * runner_run() and runner_capture(): with capture, stdin comes from `in` and the output
+ * goes to out/err through pipes; otherwise the process gets io's fds.
+ */
+static int run_wait(struct runner *r, const char *script, const struct runner_io *io, int capture,
+                    const char *in, size_t in_len, struct buf *out, struct buf *err, int timeout_ms,
+                    int *status)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct spawn_io sio = {.timeout_ms = timeout_ms};
+	int raw = -1, rc, step = 0, code;
+	struct call c;
+	int64_t t0 = now_ms();
+
+	buf_reset(&r->last_error);
+	if (!io)
+		io = &default_io;
+	rc = call_prepare(r, script, 0, 1, &c);
+	if (rc)
+		goto out;
+	if (capture) {
+		sio.in = in ? in : "";
+		sio.in_len = in ? in_len : 0;
+		sio.out = out;
+		sio.err = err;
+		o.fd_err = io_fd(RUNNER_INHERIT, 2); /* when err is NULL */
+		o.pgrp = SPAWN_PGRP_NEW;
+	} else {
+		o.fd_in = io_fd(io->in_fd, 0);
+		o.fd_out = io_fd(io->out_fd, 1);
+		o.fd_err = io_fd(io->err_fd, 2);
+		/* A process reading our terminal must stay in its foreground group. */
+		o.pgrp =
+		        io->in_fd == RUNNER_INHERIT && isatty(0) ? SPAWN_PGRP_NONE : SPAWN_PGRP_NEW;
+	}
+	o.argv = c.av.v;
+	o.envp = c.has_env ? c.env.v : NULL;
+	o.cwd = c.cwd;
+	o.death_sig = SIGTERM;
+	o.failed_step = &step;
+	rc = spawn_run(&o, &sio, &raw);
+	if (raw == -1) { /* it never started: no wait status */
+		node_error(r, rc, "cannot run '%s' (%s): %s", c.av.v[0], spawn_step_name(step),
+		           strerror(-rc));
+		goto out;
+	}
+	if (rc == -ETIMEDOUT) {
+		node_error(r, rc, "no answer within %d.%03d s; stopped '%s'", timeout_ms / 1000,
+		           timeout_ms % 1000, c.av.v[0]);
+		goto out;
+	}
+	code = status_to_code(raw);
+	if (transport_failed(r, &c, code)) {
+		rc = -EHOSTUNREACH;
+		goto out;
+	}
+	*status = code;
+	if (rc == -ENOBUFS)
+		node_error(r, rc, "the output of '%s' is over the limit; it was cut", c.av.v[0]);
+	else if (rc)
+		node_error(r, rc, "cannot talk to '%s': %s", c.av.v[0], strerror(-rc));
+	debug("node %s: %s run took %lld ms, exit %d", r->name, r->ops->kind,
+	      (long long)(now_ms() - t0), code);
+out:
+	call_release(&c);
+	return rc;
+}
+
+int runner_run(struct runner *r, const char *script, const struct runner_io *io, int timeout_ms,
+               int *status)
+{
+	return run_wait(r, script, io, 0, NULL, 0, NULL, NULL, timeout_ms, status);
+}
+
+int runner_capture(struct runner *r, const char *script, const char *in, size_t in_len,
+                   struct buf *out, struct buf *err, int timeout_ms, int *status)
+{
+	return run_wait(r, script, NULL, 1, in, in ? in_len : 0, out, err, timeout_ms, status);
+}
+
+int runner_spawn(struct runner *r, const char *script, int interactive, const struct runner_io *io,
+                 pid_t *pid)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct call c;
+	int rc, step = 0;
+
+	if (!io)
+		io = &default_io;
+	rc = call_prepare(r, script, interactive, 0, &c);
+	if (rc)
+		goto out;
+	o.argv = c.av.v;
+	o.envp = c.has_env ? c.env.v : NULL;
+	o.cwd = c.cwd;
+	o.fd_in = io_fd(io->in_fd, 0);
+	o.fd_out = io_fd(io->out_fd, 1);
+	o.fd_err = io_fd(io->err_fd, 2);
+	o.pgrp = interactive ? SPAWN_PGRP_NONE : SPAWN_PGRP_NEW;
+	o.failed_step = &step;
+	rc = spawn(&o, pid);
+	if (rc)
+		node_error(r, rc, "cannot run '%s' (%s): %s", c.av.v[0], spawn_step_name(step),
+		           strerror(-rc));
+out:
+	call_release(&c);
+	return rc;
+}

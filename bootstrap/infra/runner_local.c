@@ -1,0 +1,97 @@
+/*
+ * The local runner: a "node" that is a directory on this machine. The script is the
+ * argument of `/bin/sh -c` as is: no shell parses it before that one, so it needs no
+ * quoting here. The node's home is HOME and the working directory; SKIFF_HOME is
+ * removed so that the node's skiff uses the node's own ~/.skiff, not the launcher's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/infra/runner.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+struct local {
+	char *home;
+};
+
+static int local_build_argv(struct runner *r, const char *script, int interactive, struct argv *out)
+{
+	(void)r;
+	argv_push(out, "/bin/sh");
+	if (!script) {
+		if (!interactive)
+			return -EINVAL;
+		argv_push(out, "-i");
+		return 0;
+	}
+	argv_push(out, "-c");
+	argv_push(out, script);
+	return 0;
+}
+
+static void local_build_env(struct runner *r, struct argv *env_kv)
+{
+	struct local *l = r->priv;
+
+	argv_pushf(env_kv, "HOME=%s", l->home);
+	argv_pushf(env_kv, "PWD=%s", l->home);
+	argv_push(env_kv, "OLDPWD");
+	argv_push(env_kv, "SKIFF_HOME");
+}
+
+static const char *local_cwd(struct runner *r)
+{
+	return ((struct local *)r->priv)->home;
+}
+
+static void local_release(struct runner *r)
+{
+	struct local *l = r->priv;
+
+	if (l)
+		free(l->home);
+	free(l);
+	r->priv = NULL;
+}
+
+static const struct runner_ops local_ops = {
+        .kind = "local",
+        .build_argv = local_build_argv,
+        .build_env = local_build_env,
+        .release = local_release,
+        .cwd = local_cwd,
+        .transport_status = 0,
+};
+
+struct runner *runner_local_new(const char *name, const char *node_home)
+{
+	char abs[PATH_MAX];
+	struct runner *r;
+	struct local *l;
+	int rc;
+
+	if (!node_home || !*node_home) {
+		error("node %s: no home directory given for the local node", name);
+		return NULL;
+	}
+	rc = mkdir_p(node_home, 0700);
+	if (rc) {
+		errno = -rc;
+		error_errno("node %s: cannot create '%s'", name, node_home);
+		return NULL;
+	}
+	/* HOME and PWD must name the directory itself, whatever our cwd is later. */
+	if (!realpath(node_home, abs)) {
+		error_errno("node %s: cannot resolve '%s'", name, node_home);
+		return NULL;
+	}
+	r = runner_new(&local_ops, name, "127.0.0.1");
+	l = xcalloc(1, sizeof(*l));
+	l->home = xstrdup(abs);
+	r->priv = l;
+	return r;
+}

@@ -1,0 +1,99 @@
+#ifndef SKIFF_CLUSTER_H
+#define SKIFF_CLUSTER_H
+
+/*
+ * A launched cluster, live: one runner per node plus the skiff binary on it, and the
+ * operations the launcher commands are made of (bootstrap, sync, submit, query, cancel).
+ * Everything that crosses to a node goes through the runner as a quoted script, or as
+ * data on stdin (job specs, tar streams): secrets never appear in a command line.
+ *
+ * A node that cannot be reached fails the operation with an error naming it, within the
+ * runner's timeouts; nothing here waits forever.
+ */
+
+#include <stdint.h>
+
+#include "bootstrap/infra/runner.h"
+#include "state/launcher.h"
+#include "lib/proto.h"
+
+/* How long a short call to a node's skiff (a query, a cancel, a stop) may take. */
+#define CL_NODE_CALL_MS 30000
+
+struct cnode {
+	int rank;
+	char *name; /* for messages */
+	char *ip;
+	struct runner *r;
+	char *exe;       /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
+	int copied;      /* bootstrap: the binary was sent */
+	int sup_started; /* bootstrap: the supervisor was started */
+	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
+	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless
+	                    the node said otherwise (ssh: see cmd/node.c) */
+};
+
+struct clive {
+	char *name;
+	char *infra;
+	struct cnode *nodes;
+	size_t n;
+};
+
+/* Builds runners for the booked nodes (no I/O). */
+int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);
+void cl_close(struct clive *cl);
+
+/* Installs skiff and starts the supervisor on every node, in parallel. */
+int cl_bootstrap(struct clive *cl);
+
+/* Syncs a local dir (or file, with is_file) to dst on one node (dst may start with ~/). */
+int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);
+
+/*
+ * Submits one rank's job (an op=submit message) through `node submit --spec -`.
+ * -ENOEXEC (not printed) when the node no longer has its skiff: bootstrap, then retry.
+ */
+int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
+
+/* A follower of one job's logs, started by cl_submit_follow(). */
+struct cl_follower {
+	pid_t pid;       /* the runner's process (its own process group); reap it */
+	int fd;          /* its stdout: the job's logs, after the id line */
+	struct buf rest; /* log bytes already read with the id line */
+};
+
+/*
+ * cl_submit() and following the job in one round trip: `node submit --follow --spec -`.
+ * On success the job id is in *job_id and f holds the running follower (the caller reads
+ * f->rest then f->fd to EOF, reaps f->pid, releases f->rest). On failure f holds
+ * nothing; -ENOEXEC (not printed) as for cl_submit(), any other error printed.
+ */
+int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
+                     struct cl_follower *f);
+
+/*
+ * The node job that rank `rank` of a cluster job was submitted as, found by its key
+ * ("KEY/RANK", cmd/launch.c): 0 with *job_id, -ENOENT (not printed) when the node has none,
+ * another error (printed) when the node cannot be asked.
+ */
+int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id);
+/*
+ * Cancels that node job; when it has not arrived, the node records the key as cancelled,
+ * so that it never runs if it still arrives. 0, or an error (printed).
+ */
+int cl_cancel_key(struct cnode *nd, const char *key, int rank);
+
+/*
+ * The node's queue as JSON text (`node queue --json`), parsed into per-job status and
+ * exit codes on demand by cl_job_field(). out is owned by the caller.
+ */
+int cl_queue_json(struct cnode *nd, struct buf *out);
+
+/* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
+int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);
+/* Same, capturing stdout. */
+int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int timeout_ms,
+                     int *status);
+
+#endif
