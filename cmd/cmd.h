@@ -6,21 +6,12 @@
  * defining `int cmd_NAME(int argc, char **argv)` and `const char cmd_NAME_usage[]`;
  * cmd/main.c holds the sorted table. argv[0] is the command's own name.
  *
- * Exit codes (docs/exit-codes.md is the one table; keep both in step):
+ * Exit codes: lib/exit.h (docs/exit-codes.md is the same table).
  */
 
 #include <stddef.h>
 
-#define EXIT_OK 0
-#define EXIT_FAIL 1        /* the operation failed */
-#define EXIT_USAGE 2       /* bad command line */
-#define EXIT_INVALID 3     /* bad input file: task YAML, config, pool file */
-#define EXIT_UNAVAILABLE 4 /* a needed service (supervisor, node) cannot be reached */
-/* `logs` / `logs --status`, as in SkyPilot */
-#define EXIT_JOB_FAILED 100
-#define EXIT_JOB_NOT_FINISHED 101
-#define EXIT_JOB_NOT_FOUND 102
-#define EXIT_JOB_CANCELLED 103
+#include "lib/exit.h"
 
 enum cmd_flags {
 	CMD_HIDDEN = 1 << 0, /* internal: not in `skiff help` */
@@ -47,6 +38,11 @@ int usage_error(const char *cmdname, const char *fmt, ...) __attribute__((format
 int wants_help(int argc, char **argv);
 /* Writes the buf-sized string to stdout and checks for write errors (EPIPE, ENOSPC). */
 int print_out(const char *s, size_t len);
+
+/* `jobs logs` (cmd/jobs_logs.c), and following a job until it ends (exit code as logs). */
+#include <stdint.h>
+int jobs_logs(int argc, char **argv);
+int jobs_follow(int64_t id);
 
 #define DECLARE_CMD(n)                                                                             \
 	int cmd_##n(int argc, char **argv);                                                        \

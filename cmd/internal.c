@@ -1,6 +1,8 @@
 /*
- * Hidden commands the binary runs on itself: the supervisor daemon and the job shim.
- * They are in the command table (marked hidden) so that `ps` shows what they are.
+ * Hidden commands the binary runs on itself: the daemons (the node supervisor, the job
+ * shim, the managed-jobs controller and its workers, the gang watcher). They are in the
+ * command table (marked hidden) so that `ps` shows what they are; their code is below
+ * cmd/ (supervisor/, supervisor/jobs/).
  */
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "supervisor/jobs/jobs.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
@@ -36,4 +39,37 @@ int cmd___shim(int argc, char **argv)
 	if (argc != 2 || parse_long(argv[1], 1, INT64_MAX, &id))
 		return usage_error("__shim", "expected a job id");
 	return shim_main(id);
+}
+
+const char cmd___jobs_controller_usage[] =
+        "usage: skiff __jobs-controller\n"
+        "\n"
+        "The managed-jobs controller (internal; started by 'skiff jobs launch'). Limits:\n"
+        "SKIFF_JOBS_MAX_LAUNCHING, SKIFF_JOBS_MAX_RUNNING; probe interval\n"
+        "SKIFF_JOBS_POLL_MS; first launch backoff SKIFF_JOBS_BACKOFF_S; launch attempts\n"
+        "SKIFF_JOBS_LAUNCH_ATTEMPTS; idle exit SKIFF_JOBS_IDLE_S.\n";
+
+const char cmd___jobs_worker_usage[] = "usage: skiff __jobs-worker launch|watch|cleanup ID GOFD\n"
+                                       "\n"
+                                       "A managed-jobs controller worker (internal).\n";
+
+const char cmd___gang_usage[] =
+        "usage: skiff __gang CLUSTER JOB\n"
+        "\n"
+        "Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
+        "unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
+
+int cmd___jobs_controller(int argc, char **argv)
+{
+	return jobs_controller_main(argc, argv);
+}
+
+int cmd___jobs_worker(int argc, char **argv)
+{
+	return jobs_worker_main(argc, argv);
+}
+
+int cmd___gang(int argc, char **argv)
+{
+	return gang_main(argc, argv);
 }

@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/jobs.h"
-#include "cmd/launcher.h"
+#include "supervisor/jobs/jobs.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/task.h"
@@ -56,157 +56,6 @@ const char cmd_jobs_usage[] =
 
 /* ---- shared helpers ------------------------------------------------------------------- */
 
-const struct jobs_paths *jobs_paths(void)
-{
-	static struct jobs_paths p;
-	const char *home;
-
-	if (p.dir)
-		return &p;
-	home = skiff_home();
-	if (!home) {
-		error("no state directory (set HOME or SKIFF_HOME)");
-		return NULL;
-	}
-	p.dir = xasprintf("%s/jobs", home);
-	p.lock = xasprintf("%s/controller.lock", p.dir);
-	p.log = xasprintf("%s/controller.log", p.dir);
-	p.logs = xasprintf("%s/logs", p.dir);
-	if (ensure_private_dir(home) || ensure_private_dir(p.dir) || ensure_private_dir(p.logs))
-		warning("cannot create '%s'", p.logs);
-	return &p;
-}
-
-char *jobs_job_log(int64_t id)
-{
-	const struct jobs_paths *p = jobs_paths();
-
-	return p ? xasprintf("%s/%lld.log", p->logs, (long long)id) : NULL;
-}
-
-long jobs_env_long(const char *name, long def, long min, long max)
-{
-	const char *s = getenv(name);
-	long v;
-
-	if (!s || !*s)
-		return def;
-	if (parse_long(s, min, max, &v)) {
-		warning("%s='%s' is not a number in %ld..%ld; using %ld", name, s, min, max, def);
-		return def;
-	}
-	return v;
-}
-
-int jobs_use_pool(const char *infra)
-{
-	return (!infra || !*infra || !strcmp(infra, "local")) &&
-	       jobs_env_long("SKIFF_JOBS_LOCAL_POOL", 1, 0, 1);
-}
-
-void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)
-{
-	if (pool)
-		xsnprintf(out, size, "%s", JOBS_POOL_CLUSTER);
-	else if (!j->task_index && !j->recoveries)
-		xsnprintf(out, size, "skiff-job-%lld", (long long)j->id);
-	else
-		xsnprintf(out, size, "skiff-job-%lld-%d-%d", (long long)j->id, j->task_index,
-		          j->recoveries);
-}
-
-/*
- * The running limit: half the machine's memory over what one running job costs, measured
- * with tests/bench/jobs_bench.sh (docs/benchmarks.md): the controller's own RSS grows by
- * well under 1 KiB per running job; a job on the local pool costs its node about 180 KiB
- * (shim and task process). 256 KiB covers both with a margin.
- */
-#define JOBS_COST_PER_RUNNING_JOB (256LL << 10)
-#define JOBS_MAX_RUNNING_CAP 100000
-#define JOBS_LAUNCHES_PER_CORE 4
-
-void jobs_limits_compute(struct jobs_limits *l)
-{
-	cpu_set_t set;
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	long long run;
-
-	memset(l, 0, sizeof(*l));
-	l->cores = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
-	if (l->cores < 1)
-		l->cores = 1;
-	l->mem_bytes = pages > 0 && psize > 0 ? (long long)pages * psize : 1LL << 30;
-	l->job_cost_bytes = JOBS_COST_PER_RUNNING_JOB;
-	run = l->mem_bytes / 2 / l->job_cost_bytes;
-	if (run > JOBS_MAX_RUNNING_CAP)
-		run = JOBS_MAX_RUNNING_CAP;
-	l->max_launching = (int)jobs_env_long("SKIFF_JOBS_MAX_LAUNCHING",
-	                                      JOBS_LAUNCHES_PER_CORE * l->cores, 1, 100000);
-	l->max_running = (int)jobs_env_long("SKIFF_JOBS_MAX_RUNNING", run > 0 ? run : 1, 1,
-	                                    JOBS_MAX_RUNNING_CAP);
-}
-
-int jobs_controller_pid(void)
-{
-	const struct jobs_paths *p = jobs_paths();
-	char buf[32] = "";
-	int fd, pid = 0;
-	ssize_t n;
-
-	if (!p)
-		return 0;
-	fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
-	/* A lock we can take means nobody holds it: no controller. */
-	if (!flock(fd, LOCK_SH | LOCK_NB)) {
-		close(fd);
-		return 0;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		long v;
-
-		buf[n] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		if (!parse_long(buf, 1, INT_MAX, &v))
-			pid = (int)v;
-	}
-	return pid;
-}
-
-int jobs_controller_kick(void)
-{
-	const struct jobs_paths *p = jobs_paths();
-	struct spawn_opts o = SPAWN_OPTS_INIT;
-	char *argv[] = {NULL, "__jobs-controller", NULL};
-	const char *self = self_path(NULL);
-	int pid = jobs_controller_pid(), fd, r;
-	pid_t child;
-
-	if (pid > 0 && !kill(pid, SIGUSR1))
-		return 0;
-	if (!p || !self)
-		return error("cannot start the jobs controller: no state directory or executable");
-	fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return error_errno("cannot open '%s'", p->log);
-	argv[0] = (char *)self;
-	o.argv = argv;
-	o.fd_out = fd;
-	o.err_to_out = 1;
-	o.pgrp = SPAWN_SESSION_NEW;
-	r = spawn(&o, &child);
-	close(fd);
-	if (r) {
-		errno = -r;
-		return error_errno("cannot start the jobs controller");
-	}
-	/* It is detached (own session): never reaped by us, adopted by init. */
-	return 0;
-}
-
 static int open_db(struct st_db **db)
 {
 	return st_launcher_open(0, db) ? -1 : 0;
@@ -232,8 +81,8 @@ static int jobs_launch(int argc, char **argv)
 	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct task_list tl = TASK_LIST_INIT;
 	struct yerrors errs = YERRORS_INIT;
-	struct buf entry = BUF_INIT(0), ovargs = BUF_INIT(0), spec = BUF_INIT(64 << 20),
-	           codes = BUF_INIT(0);
+	struct buf entry = BUF_INIT(0), spec = BUF_INIT(64 << 20), codes = BUF_INIT(0);
+	struct msg ovdata;
 	const char *infra = NULL, *recovery = NULL;
 	struct st_db *db = NULL;
 	struct mjob j = {0};
@@ -243,9 +92,9 @@ static int jobs_launch(int argc, char **argv)
 	size_t k;
 	const struct task_resources *res;
 
+	msg_init(&ovdata);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int before = i;
 
 		if (!strcmp(a, "--")) {
 			i++;
@@ -276,8 +125,6 @@ static int jobs_launch(int argc, char **argv)
 				return EXIT_USAGE;
 			if (!r)
 				return usage_error("jobs launch", "unknown option '%s'", a);
-			for (; before < i; before++)
-				buf_addf(&ovargs, "%s%s", ovargs.len ? "\x1f" : "", argv[before]);
 			i--;
 		}
 	}
@@ -342,7 +189,11 @@ static int jobs_launch(int argc, char **argv)
 	j.entry = entry.p;
 	j.spec = spec.len ? spec.p : "";
 	j.cwd = cwd;
-	j.ovargs = ovargs.p;
+	j.ovargs = "";
+	/* The overrides go to the worker as data: it applies them as this command did. */
+	task_overrides_encode(&ov, &ovdata);
+	j.overrides = ovdata.raw.p;
+	j.overrides_len = ovdata.raw.len;
 	j.infra = (char *)(infra ? infra : "");
 	j.recover_codes = codes.p;
 	j.ntasks = (int)tl.n;
@@ -366,7 +217,7 @@ out:
 	/* j's strings point into the buffers and argv: nothing of j to free. */
 	st_close(db);
 	buf_release(&entry);
-	buf_release(&ovargs);
+	msg_release(&ovdata);
 	buf_release(&spec);
 	buf_release(&codes);
 	yerr_release(&errs);

@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "cmd/cmd.h"
-#include "cmd/jobs.h"
-#include "cmd/launcher.h"
+#include "supervisor/jobs/jobs.h"
+#include "bootstrap/launch/engine.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "state/jobs.h"
@@ -137,19 +137,14 @@ static void show_saved(int64_t id, const char *cluster, int64_t job)
 static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t job, int follow)
 {
 	struct cluster c;
-	struct clive cl;
 
 	if (st_cluster_get(db, cluster, &c)) {
 		show_saved(id, cluster, job);
 		return;
 	}
 	cluster_free(&c);
-	if (lc_load(db, cluster, &c, &cl))
-		return;
 	fflush(stdout);
-	lc_follow_logs(db, &cl, job, follow, -1);
-	cluster_free(&c);
-	cl_close(&cl);
+	eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
 }
 
 /*

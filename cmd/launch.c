@@ -1,35 +1,15 @@
 /*
- * `skiff launch` and `skiff exec`: run a task on a cluster, creating the cluster first
- * when launch names one that does not exist.
- *
- *   launch: pick nodes -> bootstrap (copy skiff, supervisor up) -> sync workdir and file
- *           mounts -> submit setup+run on every rank -> follow the logs
- *   exec:   sync workdir -> submit run only -> follow the logs
+ * `skiff launch` and `skiff exec`: the flags, the task, and one call to the launch engine
+ * (bootstrap/launch/engine.h), which does the rest.
  */
 #include <errno.h>
-#include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "bootstrap/launch/cluster.h"
-#include "bootstrap/infra/infra.h"
-#include "bootstrap/infra/infra_slurm.h"
-#include "bootstrap/renv/renv.h"
+#include "bootstrap/launch/engine.h"
 #include "cmd/cmd.h"
-#include "cmd/launcher.h"
-#include "cmd/progress.h"
-#include "lib/json.h"
-#include "lib/lock.h"
 #include "lib/log.h"
-#include "lib/quote.h"
-#include "lib/self.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/launcher.h"
@@ -64,11 +44,6 @@ const char cmd_exec_usage[] =
         "Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
         "task's run step, then follows the logs (as 'skiff launch' does).\n";
 
-struct lc_managed *lc_managed;
-
-/* Random bytes in a cluster job's submit key (hex: twice as many characters). */
-#define SUBMIT_KEY_BYTES 16
-
 struct launch_opts {
 	const char *cluster;
 	const char *infra;
@@ -77,333 +52,6 @@ struct launch_opts {
 	int down;
 	int exec;
 };
-
-/* SkyPilot's SKYPILOT_CLUSTER_INFO for an infra spec. */
-static char *cluster_info(const char *cluster, const char *infra)
-{
-	struct buf b = BUF_INIT(0);
-	struct json j;
-	const char *slash = strchr(infra, '/');
-	char *cloud = slash ? xstrndup(infra, (size_t)(slash - infra)) : xstrdup(infra);
-
-	json_init(&j, &b, 0);
-	json_obj_begin(&j);
-	json_key(&j, "cluster_name");
-	json_str(&j, cluster);
-	json_key(&j, "cloud");
-	json_str(&j, cloud);
-	json_key(&j, "region");
-	json_str(&j, slash ? slash + 1 : NULL);
-	json_key(&j, "zone");
-	json_null(&j);
-	json_obj_end(&j);
-	free(cloud);
-	return buf_detach(&b, NULL);
-}
-
-static void add_env(struct msg *m, const char *k, const char *v)
-{
-	msg_addf(m, "env", "%s=%s", k, v);
-}
-
-/* One rank's submit message: the task's scripts, envs and resources plus the gang envs. */
-static void build_spec(struct msg *m, const struct task *t, const struct clive *cl, int rank,
-                       int nranks, const struct cluster_job *cj, const char *task_id,
-                       int with_setup)
-{
-	int64_t cluster_job = cj->id;
-	const struct task_resources *res = t->nres ? &t->res[0] : NULL;
-	struct buf ips = BUF_INIT(0);
-	char num[32];
-	char *info = cluster_info(cl->name, cl->infra);
-	double cpus = lc_managed ? lc_managed->default_cpus : 0.5, mem = 0;
-	int gpus = 0, i;
-	size_t k;
-
-	if (res && res->cpus.text)
-		cpus = res->cpus.value;
-	if (res && res->memory.text)
-		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus
-		                                       : res->memory.value;
-	if (res && res->accel.name)
-		gpus = (int)ceil(res->accel.count);
-	msg_add(m, "op", "submit");
-	/* The node keeps one job per key: a retried or settled submit never runs twice. */
-	msg_addf(m, "submit_key", "%s/%d", cj->submit_key, rank);
-	msg_add(m, "name", t->name ? t->name : "");
-	msg_addf(m, "cpus", "%g", cpus);
-	msg_addf(m, "memory", "%g", mem);
-	msg_add_int(m, "gpus", gpus);
-	if (res && (res->set & TR_PRIORITY))
-		msg_add_int(m, "priority", res->priority);
-	if (with_setup && t->setup)
-		msg_add(m, "setup", t->setup);
-	if (t->run)
-		msg_add(m, "run", t->run);
-	else if (!with_setup || !t->setup)
-		msg_add(m, "run", "true");
-	if (t->workdir.kind != TASK_WORKDIR_NONE)
-		msg_add(m, "cwd", "~/sky_workdir");
-	for (k = 0; k < t->envs.n; k++)
-		if (t->envs.v[k].value)
-			add_env(m, t->envs.v[k].key, t->envs.v[k].value);
-	for (k = 0; k < t->secrets.n; k++)
-		if (t->secrets.v[k].value)
-			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
-	for (i = 0; i < nranks; i++)
-		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
-	for (i = 0; i < 2; i++) {
-		const char *p = i ? "SKIFF_" : "SKYPILOT_";
-		char key[64];
-
-		xsnprintf(num, sizeof(num), "%d", rank);
-		xsnprintf(key, sizeof(key), "%sNODE_RANK", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sSETUP_NODE_RANK", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
-		add_env(m, key, ips.p);
-		xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
-		add_env(m, key, ips.p);
-		xsnprintf(num, sizeof(num), "%d", nranks);
-		xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
-		add_env(m, key, num);
-		xsnprintf(num, sizeof(num), "%d", gpus);
-		xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sTASK_ID", p);
-		add_env(m, key, task_id);
-		xsnprintf(key, sizeof(key), "%sCLUSTER_INFO", p);
-		add_env(m, key, info);
-	}
-	xsnprintf(num, sizeof(num), "%lld", (long long)cluster_job);
-	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
-	add_env(m, "SKIFF_CLUSTER", cl->name);
-	buf_release(&ips);
-	free(info);
-}
-
-/* Expands a leading ~/ of a local path with the launcher's home. */
-static char *local_path(const char *p)
-{
-	const char *home = user_home();
-
-	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
-		return xasprintf("%s%s", home, p + 1);
-	return xstrdup(p);
-}
-
-static int sync_task(struct clive *cl, const struct task *t)
-{
-	struct step st;
-	size_t i, k;
-	int r = 0, files = 0;
-
-	if (t->workdir.kind == TASK_WORKDIR_GIT)
-		return error("workdir: a git URL is not supported yet; use a local directory");
-	if (t->workdir.kind == TASK_WORKDIR_NONE && !t->nmounts)
-		return 0;
-	step_begin(&st, "sync");
-	for (i = 0; i < cl->n && !r; i++) {
-		if (t->workdir.kind == TASK_WORKDIR_PATH) {
-			char *src = local_path(t->workdir.path);
-
-			r = cl_sync(&cl->nodes[i], src, "~/sky_workdir", 0);
-			free(src);
-			files++;
-		}
-		for (k = 0; k < t->nmounts && !r; k++) {
-			const struct task_mount *mt = &t->mounts[k];
-			char *src;
-			struct stat sb;
-			int is_file;
-
-			if (!mt->src) {
-				r = error(
-				        "file_mounts: %s: storage mounts (buckets) are not supported "
-				        "by this skiff",
-				        mt->dst);
-				break;
-			}
-			if (strstr(mt->src, "://")) {
-				r = error("file_mounts: %s: '%s' is a URL; only local paths can be "
-				          "mounted by this skiff",
-				          mt->dst, mt->src);
-				break;
-			}
-			src = local_path(mt->src);
-			if (stat(src, &sb) < 0) {
-				r = error_errno("file_mounts: %s: cannot use '%s'", mt->dst, src);
-				free(src);
-				break;
-			}
-			is_file = !S_ISDIR(sb.st_mode);
-			r = cl_sync(&cl->nodes[i], src, mt->dst, is_file);
-			free(src);
-			files++;
-		}
-	}
-	if (r) {
-		step_fail(&st);
-		return r;
-	}
-	step_done(&st, "%d path(s) to %zu node(s)", files / (int)(cl->n ? cl->n : 1), cl->n);
-	return 0;
-}
-
-static int bootstrap_nodes(struct st_db *ldb, struct clive *cl);
-
-/* One rank's submit, run in a thread of its own when there are several. */
-struct rank_submit {
-	struct cnode *nd;
-	struct renv_launch *rl;
-	struct msg m;
-	struct cl_follower *f; /* NULL: submit only */
-	int64_t id;
-	int r;
-	pthread_t th;
-	int started;
-};
-
-static void rank_submit(struct rank_submit *s)
-{
-	/* The node's runner is this thread's alone (runner.h); errors are printed. */
-	s->r = renv_launch_node(s->rl, s->nd, &s->m);
-	if (!s->r)
-		s->r = s->f ? cl_submit_follow(s->nd, &s->m, &s->id, s->f)
-		            : cl_submit(s->nd, &s->m, &s->id);
-}
-
-static void *rank_submit_thread(void *arg)
-{
-	rank_submit(arg);
-	return NULL;
-}
-
-/*
- * Submits the job on ranks 0..nranks-1, all at once (a thread per rank, as
- * cl_bootstrap() does); records it in the launcher db. f non-NULL (an array of nranks):
- * each rank is submitted and followed in one round trip, f[i].pid > 0 then.
- */
-static int submit_job(struct st_db *ldb, struct clive *cl, const struct task *t, const char *entry,
-                      int with_setup, int64_t *cluster_job, struct cl_follower *f)
-{
-	struct cluster_job cj = {0};
-	struct buf ids = BUF_INIT(0);
-	struct rank_submit *rs;
-	struct step st;
-	char task_id[160], stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
-	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r, e;
-	time_t now = time(NULL);
-	struct renv_launch rl;
-	struct tm tm;
-
-	if ((size_t)nranks > cl->n)
-		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
-		             cl->n);
-	cj.name = t->name ? t->name : "";
-	cj.num_nodes = nranks;
-	cj.node_job_ids = "";
-	cj.log_dir = "";
-	cj.entrypoint = (char *)entry;
-	/* Until the ranks' ids are recorded, who submits and how to ask the nodes about it. */
-	random_hex(key, SUBMIT_KEY_BYTES);
-	cj.submit_key = key;
-	cj.owner_pid = getpid();
-	cj.owner_start = proc_start_time(getpid());
-	r = renv_launch_prepare(&rl, t);
-	if (r)
-		return r;
-	r = st_cluster_job_add(ldb, cl->name, &cj);
-	if (r) {
-		renv_launch_release(&rl);
-		return r;
-	}
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
-	xsnprintf(task_id, sizeof(task_id), "sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
-	if (lc_managed && lc_managed->task_id)
-		xsnprintf(task_id, sizeof(task_id), "%s", lc_managed->task_id);
-	step_begin(&st, "submit");
-	rs = xcalloc((size_t)nranks, sizeof(*rs));
-	for (i = 0; i < nranks; i++) {
-		rs[i].nd = &cl->nodes[i];
-		rs[i].rl = &rl;
-		rs[i].f = f ? &f[i] : NULL;
-		msg_init(&rs[i].m);
-		build_spec(&rs[i].m, t, cl, i, nranks, &cj, task_id, with_setup);
-	}
-	if (nranks == 1) {
-		rank_submit(&rs[0]);
-	} else {
-		for (i = 0; i < nranks; i++) {
-			e = pthread_create(&rs[i].th, NULL, rank_submit_thread, &rs[i]);
-			if (e) {
-				rs[i].r = error("cannot start a thread to submit to node %s: %s",
-				                rs[i].nd->name, strerror(e));
-				continue;
-			}
-			rs[i].started = 1;
-		}
-		for (i = 0; i < nranks; i++)
-			if (rs[i].started)
-				pthread_join(rs[i].th, NULL);
-	}
-	for (i = 0, r = 0; i < nranks && !r; i++) {
-		if (rs[i].r == -ENOEXEC) {
-			/* Its skiff was removed behind our back: put it back, once. */
-			r = bootstrap_nodes(ldb, cl);
-			if (r)
-				break;
-			for (int k = i; k < nranks; k++)
-				if (rs[k].r == -ENOEXEC) {
-					rank_submit(&rs[k]);
-					if (rs[k].r == -ENOEXEC)
-						rs[k].r = error(
-						        "node %s: skiff is missing there even "
-						        "after a bootstrap",
-						        rs[k].nd->name);
-				}
-		}
-		r = rs[i].r;
-	}
-	for (i = 0; i < nranks; i++) {
-		msg_release(&rs[i].m);
-		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
-		/*
-		 * A gang runs whole or not at all: take back the ranks that went in, by key, so
-		 * that one whose answer was lost (a timeout) is stopped too, or never starts.
-		 */
-		if (r && cl_cancel_key(rs[i].nd, key, i))
-			warning("node %s: cannot cancel rank %d of the failed submit: cancel it with "
-			        "'skiff cancel %s'",
-			        rs[i].nd->name, i, cl->name);
-	}
-	free(rs);
-	if (r) {
-		/* Nothing of it runs: no row that `queue` would show as a job. */
-		st_cluster_job_delete(ldb, cl->name, cj.id);
-		step_fail(&st);
-		goto out;
-	}
-	r = st_cluster_job_set_node_ids(ldb, cl->name, cj.id, ids.p);
-	if (r) {
-		/* The ranks run; a later command finds them by key (lc_settle_submit()). */
-		error("job %lld is submitted, but its node job ids cannot be recorded",
-		      (long long)cj.id);
-		goto out;
-	}
-	step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
-	*cluster_job = cj.id;
-	if (nranks > 1)
-		lc_start_gang_watch(cl->name, cj.id);
-out:
-	renv_launch_release(&rl);
-	buf_release(&ids);
-	return r;
-}
 
 static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
                              struct task_overrides *ov, int *first)
@@ -484,14 +132,7 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 		}
 		task_from_command(tl, entry->p);
 	}
-	if (lc_managed && lc_managed->task_index > 0 && (size_t)lc_managed->task_index < tl->n) {
-		/* A managed pipeline runs one task at a time: this one goes first. */
-		struct task *tmp = tl->tasks[0];
-
-		tl->tasks[0] = tl->tasks[lc_managed->task_index];
-		tl->tasks[lc_managed->task_index] = tmp;
-	}
-	if (tl->n != 1 && !lc_managed) {
+	if (tl->n != 1) {
 		yerr_release(&errs);
 		return usage_error("launch",
 		                   "'%s' is a pipeline of %zu tasks: run it with "
@@ -508,160 +149,15 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 	return 0;
 }
 
-static void warn_ignored_fields(const struct task *t, const char *infra)
-{
-	const char *names[32];
-	size_t n, i;
-	struct buf b = BUF_INIT(0);
-
-	n = task_cloud_only_fields(t,
-	                           starts_with(infra, "ssh")     ? TASK_INFRA_SSH
-	                           : starts_with(infra, "slurm") ? TASK_INFRA_SLURM
-	                                                         : TASK_INFRA_LOCAL,
-	                           names, ARRAY_SIZE(names));
-	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
-		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
-	if (n)
-		warning("ignored on %s infra (only a cloud can honour them): %s", infra, b.p);
-	buf_release(&b);
-}
-
-/* Creates the cluster: pick and book nodes (status INIT). */
-static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
-                          const struct task *t, const char *entry)
-{
-	struct infra inf;
-	struct cluster c = {0};
-	struct cluster_node *nodes = NULL;
-	struct step st;
-	int n = t->num_nodes > 0 ? (int)t->num_nodes : 1, r;
-	char res[128];
-
-	r = infra_parse(spec, &inf);
-	if (r)
-		return r;
-	r = infra_resolve(&inf);
-	if (r)
-		goto out;
-	/* Container and pod infras start new nodes from the task's image (docker:IMAGE). */
-	if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER || inf.kind == INFRA_K8S) &&
-	    t->nres && task_image_is_docker(t->res[0].image_id))
-		inf.image = xstrdup(t->res[0].image_id + strlen("docker:"));
-	inf.task = t; /* slurm: salloc asks for the task's resources */
-	step_begin(&st, "nodes");
-	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
-	if (r) {
-		step_fail(&st);
-		goto out;
-	}
-	lc_resources_text(t, n, res, sizeof(res));
-	c.name = (char *)name;
-	c.infra = inf.spec;
-	c.status = CLUSTER_INIT;
-	c.resources = res;
-	c.autostop_minutes = -1;
-	c.last_task = (char *)entry;
-	c.head_ip = nodes[0].ip;
-	r = st_cluster_create(ldb, &c, nodes, (size_t)n);
-	if (r) {
-		step_fail(&st);
-		/* Containers or pods started for it are removed (-EEXIST: they are another's). */
-		if (inf.image && r != -EEXIST)
-			infra_teardown(&inf, name);
-		/* The Slurm allocation just granted is nobody's: give it back. */
-		if (inf.kind == INFRA_SLURM) {
-			char *job, *node;
-
-			if (!infra_slurm_key_parse(nodes[0].node_key, &job, &node))
-				infra_slurm_cancel(job);
-			free(job);
-			free(node);
-		}
-		goto out;
-	}
-	step_done(&st, "%d node(s) on %s: %s%s", n, inf.spec, nodes[0].ip, n > 1 ? ", ..." : "");
-out:
-	if (nodes)
-		cluster_nodes_free(nodes, (size_t)n);
-	infra_release(&inf);
-	return r;
-}
-
-static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
-{
-	struct step st;
-	size_t i, copied = 0, started = 0;
-
-	step_begin(&st, "bootstrap");
-	/* Slurm: each supervisor then moves into a job step of its own (infra_slurm.h). */
-	if (cl_bootstrap(cl) || (starts_with(cl->infra, "slurm") && infra_slurm_hosts_up(cl))) {
-		step_fail(&st);
-		return -1;
-	}
-	for (i = 0; i < cl->n; i++) {
-		copied += cl->nodes[i].copied;
-		started += cl->nodes[i].sup_started;
-		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
-		st_cluster_node_set_addr(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].addr);
-	}
-	step_done(&st, "skiff copied to %zu, already on %zu; %zu supervisor(s) started", copied,
-	          cl->n - copied, started);
-	return 0;
-}
-
-/*
- * The hosts of a new SSH cluster were booked by no cluster, so whatever jobs their
- * supervisors still have were left by one taken down while its host could not be reached
- * (`down` releases the bookings anyway): they are cancelled, and said so.
- */
-static void cancel_leftovers(struct clive *cl)
-{
-	size_t i;
-
-	for (i = 0; i < cl->n; i++) {
-		struct buf out = BUF_INIT(1 << 16);
-		int status = 0;
-
-		if (!cl->nodes[i].active) /* its `node up` said: nothing there */
-			continue;
-		if (!cl_capture_skiff(&cl->nodes[i], "node cancel --all", &out, CL_NODE_CALL_MS,
-		                      &status) &&
-		    !status && starts_with(out.p, "cancelled ")) {
-			buf_rtrim(&out);
-			warning("node %s: %s, left by a cluster taken down while the node could not "
-			        "be reached",
-			        cl->nodes[i].name, out.p);
-		}
-		buf_release(&out);
-	}
-}
-
-/* A node whose skiff is not this launcher's binary gets it (upgrade in place). */
-static int outdated(const struct clive *cl)
-{
-	const char *sha = self_sha256_cached();
-	size_t i;
-
-	for (i = 0; i < cl->n; i++)
-		if (!cl->nodes[i].exe || !sha || !strstr(cl->nodes[i].exe, sha))
-			return 1;
-	return 0;
-}
-
 static int run_task(int argc, char **argv, struct launch_opts *lo)
 {
 	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct task_list tl = TASK_LIST_INIT;
 	struct buf entry = BUF_INIT(0);
+	struct eng_launch req = {0};
+	struct eng_launched res;
 	struct st_db *ldb = NULL;
-	struct clive cl = {0};
-	struct cluster c = {0};
-	const struct task *t;
-	char *name = NULL;
-	struct cl_follower *fl = NULL;
-	int64_t job = 0;
-	int i = 0, r, rc = EXIT_FAIL, existed, have_c = 0, upgrade, lock_fd = -1;
-	size_t k;
+	int i = 0, r, rc = EXIT_FAIL;
 
 	r = parse_launch_args(argc, argv, lo, &ov, &i);
 	if (r)
@@ -673,119 +169,20 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		rc = r;
 		goto out;
 	}
-	t = tl.tasks[0];
 	if (st_launcher_open(0, &ldb))
 		goto out;
-	name = lo->cluster ? xstrdup(lo->cluster) : infra_cluster_name_new(ldb);
-	if (infra_validate_cluster_name(name)) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	/* From here to the submit, no other command changes this cluster. */
-	lock_fd = lc_lock_cluster(name, lo->exec ? "skiff exec" : "skiff launch");
-	if (lock_fd < 0)
-		goto out;
-	existed = !st_cluster_get(ldb, name, &c);
-	if (existed)
-		cluster_free(&c);
-	if (lo->exec && !existed) {
-		error("cluster %s does not exist (launch it first with 'skiff launch -c %s')", name,
-		      name);
-		goto out;
-	}
-	if (!existed) {
-		const char *spec = lo->infra                    ? lo->infra
-		                   : t->nres && t->res[0].infra ? t->res[0].infra
-		                                                : "local";
-
-		fprintf(stderr, "Launching cluster %s\n", name);
-		if (create_cluster(ldb, name, spec, t, entry.p))
-			goto out;
-	} else {
-		fprintf(stderr, "%s on cluster %s\n", lo->exec ? "Submitting job" : "Launching",
-		        name);
-	}
-	if (st_cluster_get(ldb, name, &c)) {
-		error("cluster %s is gone from the launcher's database", name);
-		goto out;
-	}
-	have_c = 1;
-	if (lo->infra && existed && strcmp(lo->infra, c.infra))
-		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, lo->infra);
-	warn_ignored_fields(t, c.infra);
-	if (lc_open_cluster(ldb, &c, &cl))
-		goto out;
-	/*
-	 * An UP cluster whose nodes run this very binary needs no bootstrap round trip:
-	 * `node submit` starts a supervisor that is down, and a node that lost its binary
-	 * is bootstrapped again when the submit finds it missing.
-	 */
-	upgrade = c.status != CLUSTER_UP || outdated(&cl);
-	if (upgrade && c.status == CLUSTER_UP && starts_with(c.infra, "slurm") &&
-	    infra_slurm_busy(&cl) > 0) {
-		/* The host steps would restart, and Slurm ends a step's jobs with it. */
-		info("cluster %s runs another skiff build, with jobs that have not ended: it "
-		     "keeps that build until they have (upgrading restarts the Slurm steps that "
-		     "hold the supervisors, which would end them)",
-		     name);
-		upgrade = 0;
-	}
-	if (upgrade) {
-		if (bootstrap_nodes(ldb, &cl))
-			goto out;
-		if (!existed && starts_with(c.infra, "ssh"))
-			cancel_leftovers(&cl);
-		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
-	} else if (starts_with(c.infra, "slurm") && infra_slurm_hosts_up(&cl)) {
-		goto out;
-	}
-	if (lo->idle_minutes >= 0 || lo->down) {
-		int minutes = lo->idle_minutes >= 0 ? lo->idle_minutes : 1;
-
-		if (lc_set_autostop(ldb, &cl, minutes, lo->down))
-			goto out;
-	}
-	st_cluster_set_last_task(ldb, name, entry.p);
-	if (sync_task(&cl, t))
-		goto out;
-	fl = xcalloc(cl.n ? cl.n : 1, sizeof(*fl));
-	for (k = 0; k < cl.n; k++) {
-		fl[k].pid = -1;
-		fl[k].fd = -1;
-	}
-	if (submit_job(ldb, &cl, t, entry.p, !lo->exec, &job, lo->detach ? NULL : fl))
-		goto out;
-	/* Following the logs changes nothing: another command may have the cluster now. */
-	lock_release(lock_fd);
-	lock_fd = -1;
-	if (lc_managed)
-		lc_managed->job = job;
-	if (lo->detach) {
-		fprintf(stderr, "Job %lld submitted; follow it with 'skiff logs %s %lld'\n",
-		        (long long)job, name, (long long)job);
-		rc = EXIT_OK;
-		goto out;
-	}
-	rc = fl[0].pid > 0 ? lc_follow_submitted(ldb, &cl, job, fl)
-	                   : lc_follow_logs(ldb, &cl, job, 1, -1);
+	req.cluster = lo->cluster;
+	req.infra = lo->infra;
+	req.task = tl.tasks[0];
+	req.entrypoint = entry.p;
+	req.exec = lo->exec;
+	req.detach = lo->detach;
+	req.idle_minutes = lo->idle_minutes;
+	req.down = lo->down;
+	r = eng_launch(ldb, &req, &res);
+	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE : r ? EXIT_FAIL : res.rc;
 out:
-	for (k = 0; fl && k < cl.n; k++) {
-		if (fl[k].pid > 0) {
-			/* Failed between the submit and following it: the job runs on, unwatched.
-			 */
-			kill(-fl[k].pid, SIGTERM);
-			waitpid(fl[k].pid, NULL, 0);
-			close(fl[k].fd);
-		}
-		buf_release(&fl[k].rest);
-	}
-	free(fl);
-	lock_release(lock_fd);
-	if (have_c)
-		cluster_free(&c);
-	cl_close(&cl);
 	st_close(ldb);
-	free(name);
 	buf_release(&entry);
 	task_list_release(&tl);
 	task_overrides_release(&ov);

@@ -159,12 +159,17 @@ int cmd_dispatch(const char *group, const struct cmd *t, size_t n, int argc, cha
 	return c->fn(argc, argv);
 }
 
-/* 1 unless the command's exit status is another program's (ssh CMD, init CMD). */
-static int passes_status(const char *name)
+/*
+ * 1 unless the command's exit status is another program's (ssh CMD, init CMD), or the
+ * command answers a program in frames (node call: its errors are in the answer).
+ */
+static int passes_status(int argc, char **argv)
 {
-	const struct cmd *c = cmd_find(name);
+	const struct cmd *c = cmd_find(argv[0]);
 
-	return c && !(c->flags & CMD_HIDDEN) && strcmp(name, "ssh") && strcmp(name, "init");
+	if (!c || (c->flags & CMD_HIDDEN) || !strcmp(argv[0], "ssh") || !strcmp(argv[0], "init"))
+		return 0;
+	return !(argc > 1 && !strcmp(argv[0], "node") && !strcmp(argv[1], "call"));
 }
 
 int main(int argc, char **argv)
@@ -212,7 +217,8 @@ int main(int argc, char **argv)
 	 * and the exit statuses that ssh, init and internal commands pass on are answers,
 	 * not failures of skiff.
 	 */
-	if (r >= EXIT_FAIL && r <= EXIT_UNAVAILABLE && !log_error_count() && passes_status(argv[0]))
+	if (r >= EXIT_FAIL && r <= EXIT_UNAVAILABLE && !log_error_count() &&
+	    passes_status(argc, argv))
 		error("%s failed (exit status %d), and said nothing more: this is a bug, please "
 		      "report it",
 		      argv[0], r);

@@ -362,6 +362,8 @@ static int node_autostop(int argc, char **argv)
 
 static const struct cmd node_cmds[] = {
         {"autostop", node_autostop, 0, "stop or tear down the node when idle", node_autostop_usage},
+        {"call", node_call, CMD_HIDDEN, "one framed request (the launcher's protocol)",
+         node_call_usage},
         {"cancel", node_cancel, 0, "cancel jobs", node_cancel_usage},
         {"down", node_down, 0, "stop the supervisor (jobs keep running)", node_down_usage},
         {"logs", node_logs, 0, "show or follow a job's logs", node_logs_usage},

@@ -9,13 +9,12 @@ int node_submit(int argc, char **argv);
 int node_queue(int argc, char **argv);
 int node_logs(int argc, char **argv);
 int node_cancel(int argc, char **argv);
+int node_call(int argc, char **argv);
 extern const char node_submit_usage[];
 extern const char node_queue_usage[];
 extern const char node_logs_usage[];
 extern const char node_cancel_usage[];
-
-/* A job status as `logs` reports it: 0, 100 failed, 101 not finished, 103 cancelled. */
-int job_exit_code(int status);
+extern const char node_call_usage[];
 
 struct st_db;
 /*

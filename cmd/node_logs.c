@@ -46,18 +46,6 @@ const char node_logs_usage[] =
         "Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
         "101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
 
-int job_exit_code(int status)
-{
-	switch (status) {
-	case JOB_SUCCEEDED: return EXIT_OK;
-	case JOB_CANCELLED: return EXIT_JOB_CANCELLED;
-	case JOB_FAILED:
-	case JOB_FAILED_SETUP:
-	case JOB_FAILED_DRIVER: return EXIT_JOB_FAILED;
-	default: return EXIT_JOB_NOT_FINISHED;
-	}
-}
-
 struct logf {
 	const char *name;
 	char *path;

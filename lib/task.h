@@ -283,6 +283,14 @@ struct task_overrides {
  */
 int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i);
 void task_overrides_release(struct task_overrides *o);
+/*
+ * The overrides as data (for the managed-jobs table): fields env and secret ("K=V"),
+ * num_nodes, cpus, memory, gpus, workdir, name, appended to m (lib/proto.h); and back
+ * (o is released first). 0 or -1 (printed) for what was not written by _encode().
+ */
+struct msg;
+void task_overrides_encode(const struct task_overrides *o, struct msg *m);
+int task_overrides_decode(struct task_overrides *o, const char *data, size_t len);
 
 /*
  * Applies overrides to every task (envs and secrets are added or replaced; resource

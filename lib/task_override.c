@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/task_internal.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -306,4 +308,75 @@ size_t task_list_check_required(const struct task_list *l, struct yerrors *errs,
 		}
 	}
 	return n;
+}
+
+/* ---- the overrides as data ------------------------------------------------------------ */
+
+static void encode_kvs(struct msg *m, const char *key, const struct task_kvs *kvs)
+{
+	size_t i;
+
+	for (i = 0; i < kvs->n; i++)
+		if (kvs->v[i].value)
+			msg_addf(m, key, "%s=%s", kvs->v[i].key, kvs->v[i].value);
+}
+
+void task_overrides_encode(const struct task_overrides *o, struct msg *m)
+{
+	encode_kvs(m, "env", &o->envs);
+	encode_kvs(m, "secret", &o->secrets);
+	if (o->num_nodes)
+		msg_add_int(m, "num_nodes", o->num_nodes);
+	if (o->cpus)
+		msg_add(m, "cpus", o->cpus);
+	if (o->memory)
+		msg_add(m, "memory", o->memory);
+	if (o->gpus)
+		msg_add(m, "gpus", o->gpus);
+	if (o->workdir)
+		msg_add(m, "workdir", o->workdir);
+	if (o->name)
+		msg_add(m, "name", o->name);
+}
+
+int task_overrides_decode(struct task_overrides *o, const char *data, size_t len)
+{
+	struct msg m;
+	const char *why;
+	size_t i;
+	int r = 0;
+
+	task_overrides_release(o);
+	msg_init(&m);
+	if (len && msg_decode(&m, data, len, &why)) {
+		msg_release(&m);
+		return error("stored task overrides are malformed: %s", why);
+	}
+	for (i = 0; i < m.n && !r; i++) {
+		const char *k = m.keys[i], *v = m.vals[i], *eq = strchr(v, '=');
+		char **slot = !strcmp(k, "cpus")      ? &o->cpus
+		              : !strcmp(k, "memory")  ? &o->memory
+		              : !strcmp(k, "gpus")    ? &o->gpus
+		              : !strcmp(k, "workdir") ? &o->workdir
+		              : !strcmp(k, "name")    ? &o->name
+		                                      : NULL;
+		long n;
+
+		if (slot) {
+			free(*slot);
+			*slot = xstrdup(v);
+		} else if ((!strcmp(k, "env") || !strcmp(k, "secret")) && eq && eq > v) {
+			char *name = xstrndup(v, (size_t)(eq - v));
+
+			task_kvs_set(!strcmp(k, "env") ? &o->envs : &o->secrets, name, eq + 1, 0,
+			             0);
+			free(name);
+		} else if (!strcmp(k, "num_nodes") && !parse_long(v, 1, TASK_MAX_NODES, &n)) {
+			o->num_nodes = n;
+		} else {
+			r = error("stored task overrides: unexpected field '%s'", k);
+		}
+	}
+	msg_release(&m);
+	return r;
 }

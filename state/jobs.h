@@ -72,10 +72,12 @@ enum mj_strategy { MJ_EAGER_NEXT_REGION = 0, MJ_FAILOVER };
 struct mjob {
 	int64_t id;
 	char *name;
-	char *entry;  /* YAML path or command, as given */
-	char *spec;   /* the YAML file's text; "" for a command */
-	char *cwd;    /* where `jobs launch` ran (relative paths in the task) */
-	char *ovargs; /* task override flags, '\x1f'-separated */
+	char *entry;     /* YAML path or command, as given */
+	char *spec;      /* the YAML file's text; "" for a command */
+	char *cwd;       /* where `jobs launch` ran (relative paths in the task) */
+	char *ovargs;    /* older skiffs' task override flags, '\x1f'-separated; "" now */
+	char *overrides; /* task_overrides_encode() of the overrides (lib/task.h) */
+	size_t overrides_len;
 	char *infra;  /* --infra; "": the task's, else local */
 	int strategy; /* enum mj_strategy */
 	int max_restarts;
@@ -106,7 +108,7 @@ extern const char *const st_jobs_migration; /* launcher db 1 -> 2 */
 
 /*
  * Inserts a job (PENDING, WAITING, submitted_at now) from j's name, entry, spec, cwd, ovargs,
- * infra, strategy, max_restarts, recover_codes, priority, ntasks; sets j->id. Events
+ * overrides, infra, strategy, max_restarts, recover_codes, priority, ntasks; sets j->id. Events
  * INACTIVE -> WAITING are recorded. 0 or an error.
  */
 int mj_submit(struct st_db *db, struct mjob *j);

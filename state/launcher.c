@@ -83,7 +83,9 @@ static const char *const migrations[] = {
         "ALTER TABLE cluster_jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';"
         "ALTER TABLE cluster_jobs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE cluster_jobs ADD COLUMN owner_start INTEGER NOT NULL DEFAULT 0;"
-        "ALTER TABLE cluster_jobs ADD COLUMN reason TEXT NOT NULL DEFAULT '';",
+        "ALTER TABLE cluster_jobs ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
+        /* and a managed job's task overrides as data (task_overrides_encode()) */
+        "ALTER TABLE managed_jobs ADD COLUMN overrides BLOB;",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -21,6 +22,18 @@ const char *job_status_name(int status)
 int job_status_parse(const char *name)
 {
 	return enum_parse(status_names, JOB_N_STATUS, name);
+}
+
+int job_exit_code(int status)
+{
+	switch (status) {
+	case JOB_SUCCEEDED: return EXIT_OK;
+	case JOB_CANCELLED: return EXIT_JOB_CANCELLED;
+	case JOB_FAILED:
+	case JOB_FAILED_SETUP:
+	case JOB_FAILED_DRIVER: return EXIT_JOB_FAILED;
+	default: return EXIT_JOB_NOT_FINISHED;
+	}
 }
 
 int job_status_terminal(int status)

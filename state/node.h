@@ -32,6 +32,8 @@ enum job_status {
 const char *job_status_name(int status);
 int job_status_parse(const char *name);
 int job_status_terminal(int status);
+/* A job status as `logs` reports it (lib/exit.h): 0, 100 failed, 101 not finished, 103. */
+int job_exit_code(int status);
 
 struct job {
 	int64_t id;

@@ -250,6 +250,37 @@ int sup_connect(unsigned flags)
 	return fd;
 }
 
+int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
+	int fd, r, delay = 20;
+
+again:
+	msg_init(reply);
+	fd = sup_connect(flags);
+	if (fd < 0)
+		return fd;
+	r = proto_send(fd, req);
+	if (!r || r == -EPIPE || r == -ECONNRESET) {
+		int r2 = proto_recv(fd, reply, CALL_TIMEOUT_MS);
+
+		if (!r2 || !r)
+			r = r2;
+	}
+	close(fd);
+	if (r) {
+		errno = r == -ECONNRESET ? ECONNRESET : -r;
+		return error_errno("no answer from the node supervisor");
+	}
+	if (msg_get(reply, "busy") && now_ms() + delay < busy_until) {
+		msg_release(reply);
+		poll_ms(delay);
+		delay = delay < 400 ? delay * 2 : 400;
+		goto again;
+	}
+	return 0;
+}
+
 /* sup_call() on a connection of its own; returns the fd, still open, or < 0 (closed). */
 int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 {

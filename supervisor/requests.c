@@ -450,7 +450,7 @@ static void op_submit(struct conn *c, const struct msg *req)
 		        "has %g CPUs, %.1f GiB and %d GPUs in all",
 		        j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
 	for (i = 0; i < req->n; i++) {
-		/* The runtime env's fields (bootstrap/renv/renv.h), kept as they came for the shim. */
+		/* The runtime env's fields (bootstrap/renv/), kept as they came for the shim. */
 		if (!strncmp(req->keys[i], "renv_", 5)) {
 			buf_add(&renv, req->keys[i], strlen(req->keys[i]) + 1);
 			buf_add(&renv, req->vals[i], strlen(req->vals[i]) + 1);

@@ -43,6 +43,12 @@ int sup_connect(unsigned flags);
  */
 int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
 /*
+ * One request, one reply, whatever the reply says: an "error" in it is not printed (the
+ * caller passes it on); a busy supervisor is asked again for a moment. 0, or -errno when
+ * no reply came (printed).
+ */
+int sup_request(unsigned flags, const struct msg *req, struct msg *reply);
+/*
  * sup_call() that keeps the connection: returns its fd (the caller closes it) for
  * requests the supervisor answers again later (submit with follow, watch).
  */

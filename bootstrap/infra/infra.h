@@ -185,7 +185,7 @@ void infra_pools_release(struct infra_pools *p);
 /* "POOL/IP:PORT" ("POOL/[IPV6]:PORT"): the node key a pool host is booked under. */
 char *infra_host_key(const char *pool, const struct infra_host *h);
 
-/* ---- containers and pods (bootstrap/infra/infra_container.c, bootstrap/infra/infra_k8s.c) ------ */
+/* ---- containers and pods (infra_container.c, infra_k8s.c) ------------------------------ */
 
 /* Parse what follows "podman/", "docker/" (rest NULL: nothing) into out; 0 or -EINVAL. */
 int infra_container_parse(enum infra_kind kind, const char *rest, const char *spec,
@@ -213,7 +213,7 @@ struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_no
 /* Deletes the pods this launcher created for cluster (labels); 0 or -errno. */
 int infra_k8s_remove(const struct infra *inf, const char *cluster);
 
-/* ---- Slurm (bootstrap/infra/infra_slurm.c; the rest in bootstrap/infra/infra_slurm.h) ------------ */
+/* ---- Slurm (infra_slurm.c; the rest in infra_slurm.h) --------------------------------- */
 
 /*
  * salloc --no-shell for num_nodes nodes (one task each, the task's cpus, memory and

@@ -244,56 +244,131 @@ out:
 	return r;
 }
 
-int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
+/* Decodes the frames in out[0..len) into msgs, in order; returns how many, or -EPROTO. */
+static int frames_decode(const char *p, size_t len, struct msg **out)
 {
-	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR), out = BUF_INIT(1 << 16);
+	size_t n = 0, alloc = 0;
+	struct msg *v = NULL;
+
+	while (len) {
+		const char *why;
+		size_t body;
+
+		if (len < PROTO_HDR || proto_parse_header((const unsigned char *)p, &body) ||
+		    len - PROTO_HDR < body)
+			goto bad;
+		v = xgrow(v, n, &alloc, sizeof(*v));
+		msg_init(&v[n]);
+		if (msg_decode(&v[n], p + PROTO_HDR, body, &why)) {
+			msg_release(&v[n]);
+			goto bad;
+		}
+		n++;
+		p += PROTO_HDR + body;
+		len -= PROTO_HDR + body;
+	}
+	*out = v;
+	return (int)n;
+bad:
+	while (n)
+		msg_release(&v[--n]);
+	free(v);
+	*out = NULL;
+	return -EPROTO;
+}
+
+void cl_replies_free(struct msg *v, int n)
+{
+	while (n > 0)
+		msg_release(&v[--n]);
+	free(v);
+}
+
+int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
+{
+	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR), out = BUF_INIT(CL_CALL_OUT_MAX);
 	struct buf err = BUF_INIT(1 << 16);
 	unsigned char hdr[PROTO_HDR];
 	char *script;
-	int status = 0, r;
-	long id;
+	int status = 0, r, n = 0;
 
+	*replies = NULL;
 	if (need_exe(nd))
 		return -EINVAL;
-	proto_header(spec, hdr);
+	proto_header(req, hdr);
 	buf_add(&in, hdr, sizeof(hdr));
-	buf_add(&in, spec->raw.p, spec->raw.len);
-	script = xasprintf("exec %s node submit --spec -", nd->exe);
-	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, SUBMIT_TIMEOUT_MS, &status);
+	buf_add(&in, req->raw.p, req->raw.len);
+	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
+	script = xasprintf("[ -x %s ] || exit 127; exec %s node call", nd->exe, nd->exe);
+	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, timeout_ms, &status);
 	if (!r && status == 127) {
-		/* The shell found no skiff there: the caller may bootstrap and retry. */
-		debug("node %s: skiff is gone from the node (%s)", nd->name, err.p);
+		debug("node %s: skiff is gone from the node", nd->name);
 		r = -ENOEXEC;
-	} else if (!r && status) {
+	} else if (!r && (n = frames_decode(out.p, out.len, replies)) <= 0) {
 		buf_rtrim(&err);
-		r = error("node %s: submit failed: %s", nd->name, err.len ? err.p : "no message");
-	}
-	if (!r) {
-		buf_rtrim(&out);
-		if (parse_long(out.p, 1, INT64_MAX, &id))
-			r = error("node %s: submit answered '%.80s', not a job id", nd->name,
-			          out.p);
-		else
-			*job_id = id;
+		r = error("node %s: no answer to '%s'%s%s", nd->name, msg_get(req, "op"),
+		          err.len ? ": " : " (exit status ", err.len ? err.p : "");
+		if (!err.len)
+			fprintf(stderr, "%d)\n", status);
+		if (n == 0)
+			r = -EPROTO;
 	}
 	free(script);
 	buf_release(&in);
 	buf_release(&out);
 	buf_release(&err);
+	return r ? r : n;
+}
+
+int cl_call(struct cnode *nd, const struct msg *req, struct msg *reply, int timeout_ms)
+{
+	struct msg *v;
+	int n = cl_call_many(nd, req, &v, timeout_ms), i;
+
+	msg_init(reply);
+	if (n < 0)
+		return n;
+	/* One request, one answer: the last frame is it. */
+	msg_release(reply);
+	*reply = v[n - 1];
+	for (i = 0; i < n - 1; i++)
+		msg_release(&v[i]);
+	free(v);
+	if (msg_get(reply, "error"))
+		return error("node %s: %s", nd->name, msg_get(reply, "error"));
+	return 0;
+}
+
+int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
+{
+	struct msg rep;
+	int64_t id;
+	int r = cl_call(nd, spec, &rep, SUBMIT_TIMEOUT_MS);
+
+	if (!r && (msg_get_int(&rep, "id", &id) || id <= 0))
+		r = error("node %s: the submit's answer has no job id", nd->name);
+	if (!r)
+		*job_id = id;
+	msg_release(&rep);
 	return r;
 }
 
-/* Reads from fd until a newline is in b, EOF, an error or the deadline: 1, 0 (EOF), -errno. */
-static int read_line_until(int fd, struct buf *b, int64_t deadline)
+/* Reads from fd until b holds one whole frame, EOF, an error or the deadline: 1, 0, -errno. */
+static int read_frame_until(int fd, struct buf *b, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd pf = {fd, POLLIN, 0};
 		char blk[4096];
 		int64_t left = deadline - now_ms();
+		size_t body;
 		ssize_t got;
 
-		if (memchr(b->p, '\n', b->len))
-			return 1;
+		if (b->len >= PROTO_HDR) {
+			if (proto_parse_header((unsigned char *)b->p, &body))
+				return -EPROTO;
+			if (b->len - PROTO_HDR >= body)
+				return 1;
+		}
 		if (left <= 0)
 			return -ETIMEDOUT;
 		if (poll(&pf, 1, (int)left) < 0) {
@@ -319,12 +394,14 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	struct runner_io io = {-1, -1, RUNNER_INHERIT};
 	unsigned char hdr[PROTO_HDR];
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, r, wst = 0;
-	char *script, *nl;
-	long id;
+	struct msg rep, req;
+	char *script;
 
 	f->pid = -1;
 	f->fd = -1;
-	buf_init(&f->rest, 1 << 20);
+	buf_init(&f->rest, PROTO_MAX_MSG + PROTO_HDR);
+	msg_init(&rep);
+	msg_init(&req);
 	if (need_exe(nd))
 		return -EINVAL;
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
@@ -332,8 +409,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		goto fail;
 	}
 	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
-	script = xasprintf("[ -x %s ] || exit 127; exec %s -q node submit --follow --spec -",
-	                   nd->exe, nd->exe);
+	script = xasprintf("[ -x %s ] || exit 127; exec %s node call", nd->exe, nd->exe);
 	io.in_fd = in[0];
 	io.out_fd = out[1];
 	r = runner_spawn(nd->r, script, 0, &io, &f->pid);
@@ -343,29 +419,43 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	in[0] = out[1] = -1;
 	if (r)
 		goto fail;
-	proto_header(spec, hdr);
+	/* The spec, and "follow": the node answers, then streams the job's logs. */
+	for (size_t k = 0; k < spec->n; k++)
+		msg_add(&req, spec->keys[k], spec->vals[k]);
+	msg_add(&req, "follow", "1");
+	proto_header(&req, hdr);
 	/* A node that quit early makes these fail (EPIPE): its exit status tells why. */
 	if (!write_all(in[1], hdr, sizeof(hdr)))
-		write_all(in[1], spec->raw.p, spec->raw.len);
+		write_all(in[1], req.raw.p, req.raw.len);
 	close(in[1]);
 	in[1] = -1;
-	r = read_line_until(out[0], &f->rest, now_ms() + SUBMIT_TIMEOUT_MS);
+	r = read_frame_until(out[0], &f->rest, now_ms() + SUBMIT_TIMEOUT_MS);
 	if (r == 1) {
-		nl = memchr(f->rest.p, '\n', f->rest.len);
-		*nl = '\0';
-		if (parse_long(f->rest.p, 1, INT64_MAX, &id)) {
-			r = error("node %s: submit answered '%.80s', not a job id", nd->name,
-			          f->rest.p);
+		const char *why;
+		size_t body, skip;
+		int64_t id;
+
+		proto_parse_header((unsigned char *)f->rest.p, &body);
+		if (msg_decode(&rep, f->rest.p + PROTO_HDR, body, &why)) {
+			r = error("node %s: a malformed answer to the submit: %s", nd->name, why);
+			goto fail;
+		}
+		if (msg_get(&rep, "error")) {
+			r = error("node %s: submit failed: %s", nd->name, msg_get(&rep, "error"));
+			goto fail;
+		}
+		if (msg_get_int(&rep, "id", &id) || id <= 0) {
+			r = error("node %s: the submit's answer has no job id", nd->name);
 			goto fail;
 		}
 		*job_id = id;
-		{
-			size_t skip = (size_t)(nl - f->rest.p) + 1;
-
-			memmove(f->rest.p, f->rest.p + skip, f->rest.len - skip);
-			buf_setlen(&f->rest, f->rest.len - skip);
-		}
+		/* What came after the answer is the job's log, already. */
+		skip = PROTO_HDR + body;
+		memmove(f->rest.p, f->rest.p + skip, f->rest.len - skip);
+		buf_setlen(&f->rest, f->rest.len - skip);
 		f->fd = out[0];
+		msg_release(&rep);
+		msg_release(&req);
 		return 0;
 	}
 	if (r == -ETIMEDOUT) {
@@ -391,6 +481,8 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		          WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst));
 	}
 fail:
+	msg_release(&rep);
+	msg_release(&req);
 	if (f->pid > 0) {
 		kill(-f->pid, SIGTERM);
 		while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
@@ -407,67 +499,87 @@ fail:
 	return r;
 }
 
-int cl_queue_json(struct cnode *nd, struct buf *out)
+int cl_queue(struct cnode *nd, const int64_t *ids, size_t nids, const char *key,
+             int (*fn)(const struct msg *job, void *arg), void *arg)
 {
-	int status = 0;
-	int r = cl_capture_skiff(nd, "node queue --json", out, CL_NODE_CALL_MS, &status);
+	struct msg req, *v = NULL;
+	int n, i, r = 0;
+	size_t k;
 
-	if (!r && status)
-		r = error("node %s: cannot read its queue (status %d)", nd->name, status);
+	msg_init(&req);
+	msg_add(&req, "op", "queue");
+	for (k = 0; k < nids; k++)
+		msg_add_int(&req, "id", ids[k]);
+	if (key)
+		msg_add(&req, "key", key);
+	n = cl_call_many(nd, &req, &v, CL_NODE_CALL_MS);
+	msg_release(&req);
+	if (n < 0)
+		return n;
+	if (msg_get(&v[n - 1], "error") || !msg_get(&v[n - 1], "end"))
+		r = error("node %s: cannot read its queue: %s", nd->name,
+		          msg_get(&v[n - 1], "error") ? msg_get(&v[n - 1], "error")
+		                                      : "the answer was cut short");
+	for (i = 0; i < n - 1 && !r; i++)
+		if (msg_get(&v[i], "job"))
+			r = fn(&v[i], arg);
+	cl_replies_free(v, n);
 	return r;
 }
 
-/* "KEY/RANK", quoted for the node's shell. */
-static void rank_key(struct buf *q, const char *key, int rank)
+int cl_cancel_jobs(struct cnode *nd, const int64_t *ids, size_t nids, int all)
 {
-	char *k = xasprintf("%s/%d", key, rank);
+	struct msg req, rep;
+	size_t k;
+	int r;
 
-	sh_quote(q, k);
-	free(k);
+	msg_init(&req);
+	msg_add(&req, "op", "cancel");
+	if (all)
+		msg_add(&req, "all", "1");
+	for (k = 0; k < nids; k++)
+		msg_add_int(&req, "id", ids[k]);
+	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
+	msg_release(&req);
+	msg_release(&rep);
+	return r;
+}
+
+/* The first job record's id, for cl_find_key(). */
+static int first_id(const struct msg *job, void *arg)
+{
+	int64_t *id = arg;
+
+	if (!*id && msg_get_int(job, "job", id))
+		*id = 0;
+	return 0;
 }
 
 int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id)
 {
-	struct buf q = BUF_INIT(0), out = BUF_INIT(1 << 16);
-	char *args;
-	int status = 0, r;
-	long id;
+	char *k = xasprintf("%s/%d", key, rank);
+	int64_t id = 0;
+	int r = cl_queue(nd, NULL, 0, k, first_id, &id);
 
-	rank_key(&q, key, rank);
-	args = xasprintf("node queue --porcelain --key %s", q.p);
-	r = cl_capture_skiff(nd, args, &out, CL_NODE_CALL_MS, &status);
-	if (!r && status)
-		r = error("node %s: cannot look up rank %d's job (status %d)", nd->name, rank,
-		          status);
-	if (!r) {
-		char *tab = strchr(out.p, '\t');
-
-		if (!out.len)
-			r = -ENOENT;
-		else if (!tab || (*tab = '\0', parse_long(out.p, 1, INT64_MAX, &id)))
-			r = error("node %s: its queue answered '%.80s'", nd->name, out.p);
-		else
-			*job_id = id;
-	}
-	free(args);
-	buf_release(&q);
-	buf_release(&out);
-	return r;
+	free(k);
+	if (r)
+		return r;
+	if (!id)
+		return -ENOENT;
+	*job_id = id;
+	return 0;
 }
 
 int cl_cancel_key(struct cnode *nd, const char *key, int rank)
 {
-	struct buf q = BUF_INIT(0);
-	char *args;
-	int status = 0, r;
+	struct msg req, rep;
+	int r;
 
-	rank_key(&q, key, rank);
-	args = xasprintf("node cancel --key %s >/dev/null", q.p);
-	r = cl_exec_skiff(nd, args, CL_NODE_CALL_MS, &status);
-	if (!r && status)
-		r = error("node %s: cannot cancel rank %d's job (status %d)", nd->name, rank,
-		          status);
-	free(args);
-	buf_release(&q);
+	msg_init(&req);
+	msg_add(&req, "op", "cancel");
+	msg_addf(&req, "key", "%s/%d", key, rank);
+	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
+	msg_release(&req);
+	msg_release(&rep);
 	return r;
 }

@@ -51,31 +51,52 @@ int cl_bootstrap(struct clive *cl);
 int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);
 
 /*
- * Submits one rank's job (an op=submit message) through `node submit --spec -`.
- * -ENOEXEC (not printed) when the node no longer has its skiff: bootstrap, then retry.
+ * The framed protocol to a node's skiff (`node call`, cmd/node_call.c): one request over
+ * the runner's channel, the answer as frames on its stdout. cl_call_many() gives every
+ * frame (*replies, free with cl_replies_free()) and returns how many (>= 1), or -errno:
+ * -ENOEXEC (not printed) when the node no longer has its skiff (bootstrap, then retry),
+ * another error (printed) when the node cannot be reached or gave no frame. cl_call() keeps
+ * the last frame, the answer, in *reply (the caller releases it, also on failure) and
+ * fails (printed) when it says "error".
  */
+#define CL_CALL_OUT_MAX ((size_t)256 << 20)
+int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms);
+int cl_call(struct cnode *nd, const struct msg *req, struct msg *reply, int timeout_ms);
+void cl_replies_free(struct msg *v, int n);
+
+/* Submits one rank's job (an op=submit message); the node's job id in *job_id. */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
 
 /* A follower of one job's logs, started by cl_submit_follow(). */
 struct cl_follower {
 	pid_t pid;       /* the runner's process (its own process group); reap it */
-	int fd;          /* its stdout: the job's logs, after the id line */
-	struct buf rest; /* log bytes already read with the id line */
+	int fd;          /* its stdout: the job's logs, after the answer's frame */
+	struct buf rest; /* log bytes already read with the answer */
 };
 
 /*
- * cl_submit() and following the job in one round trip: `node submit --follow --spec -`.
- * On success the job id is in *job_id and f holds the running follower (the caller reads
- * f->rest then f->fd to EOF, reaps f->pid, releases f->rest). On failure f holds
- * nothing; -ENOEXEC (not printed) as for cl_submit(), any other error printed.
+ * cl_submit() and following the job in one round trip (the submit with "follow"): on
+ * success the job id is in *job_id and f holds the running follower (the caller reads
+ * f->rest then f->fd to EOF, reaps f->pid, releases f->rest). On failure f holds nothing;
+ * -ENOEXEC (not printed) as for cl_call(), any other error printed.
  */
 int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
                      struct cl_follower *f);
 
 /*
+ * The node's jobs: those of ids[0..nids) (none given: every job), or the one of key;
+ * fn gets each job's frame (fields as `node call` writes them). 0, fn's non-zero return,
+ * or -errno (printed).
+ */
+int cl_queue(struct cnode *nd, const int64_t *ids, size_t nids, const char *key,
+             int (*fn)(const struct msg *job, void *arg), void *arg);
+/* Cancels node jobs ids[0..nids) (or all of them): one request. 0 or -errno (printed). */
+int cl_cancel_jobs(struct cnode *nd, const int64_t *ids, size_t nids, int all);
+
+/*
  * The node job that rank `rank` of a cluster job was submitted as, found by its key
- * ("KEY/RANK", cmd/launch.c): 0 with *job_id, -ENOENT (not printed) when the node has none,
- * another error (printed) when the node cannot be asked.
+ * ("KEY/RANK", bootstrap/launch/launch.c): 0 with *job_id, -ENOENT (not printed) when the
+ * node has none, another error (printed) when the node cannot be asked.
  */
 int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id);
 /*
@@ -83,12 +104,6 @@ int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id);
  * so that it never runs if it still arrives. 0, or an error (printed).
  */
 int cl_cancel_key(struct cnode *nd, const char *key, int rank);
-
-/*
- * The node's queue as JSON text (`node queue --json`), parsed into per-job status and
- * exit codes on demand by cl_job_field(). out is owned by the caller.
- */
-int cl_queue_json(struct cnode *nd, struct buf *out);
 
 /* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
 int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);

@@ -57,7 +57,7 @@ test_expect_success 'a launch killed after the node got its submit: the job gets
 	{ "$SKIFF_BIN" launch -c k1 -y "exit 3" >launch.out 2>&1 & } &&
 	launcher=$! &&
 	wait_for "test \"\$(jobq k1 2 status)\" = \"\\\"INIT\\\"\"" 20 &&
-	wait_for "pgrep -f \"$TRASH.*node submit\" >/dev/null" &&
+	wait_for "pgrep -f \"$TRASH.*node call\" >/dev/null" &&
 	kill -9 $launcher &&
 	cont_node k1 0 &&
 	wait_for "test \"\$(jobq k1 2 status)\" = \"\\\"FAILED\\\"\"" 20 &&
@@ -71,9 +71,9 @@ test_expect_success 'a launch killed before its submit reached the node: FAILED_
 	stop_node k1 0 hide &&
 	{ "$SKIFF_BIN" launch -c k1 -y "exit 0" >launch.out 2>&1 & } &&
 	launcher=$! &&
-	wait_for "pgrep -f \"$TRASH.*node submit\" >/dev/null" 20 &&
+	wait_for "pgrep -f \"$TRASH.*node call\" >/dev/null" 20 &&
 	kill -9 $launcher &&
-	pkill -9 -f "$TRASH.*node submit" &&
+	pkill -9 -f "$TRASH.*node call" &&
 	cont_node k1 0 &&
 	test "$(jobq k1 3 status)" = "\"FAILED_DRIVER\"" &&
 	jobq k1 3 reason | grep -q "never submitted" &&
@@ -90,7 +90,7 @@ test_expect_success 'a gang cut short after rank 0: its ranks are cancelled, the
 	launcher=$! &&
 	wait_for "test -n \"\$(nodeq k2 0 \"\$(key_of k2 2)/0\")\"" 20 &&
 	kill -9 $launcher &&
-	pkill -9 -f "$TRASH.*node submit" &&
+	pkill -9 -f "$TRASH.*node call" &&
 	cont_node k2 1 &&
 	test "$(jobq k2 2 status)" = "\"FAILED_DRIVER\"" &&
 	jobq k2 2 reason | grep -q "ranks that were are cancelled" &&
@@ -171,7 +171,7 @@ test_expect_success 'a command waiting on a cluster says who holds it' '
 	skiff launch -c lk "true" >/dev/null 2>&1 &&
 	stop_node lk 0 &&
 	{ "$SKIFF_BIN" exec lk "true" >e.out 2>&1 & } && ep=$! &&
-	wait_for "pgrep -f \"$TRASH.*node submit\" >/dev/null" &&
+	wait_for "pgrep -f \"$TRASH.*node call\" >/dev/null" &&
 	{ "$SKIFF_BIN" down lk >d.out 2>d.err & } && dp=$! &&
 	wait_for "grep -q \"waiting for another skiff command on cluster lk (pid $ep: skiff exec)\" d.err" &&
 	cont_node lk 0 &&

@@ -1,6 +1,6 @@
 /*
- * The exec-CLI runners (bootstrap/infra/runner_k8s.c, bootstrap/infra/runner_container.c): the exact
- * argv each builds, and the transport under runner_exec_wrap().
+ * The exec-CLI runners (bootstrap/infra/runner_k8s.c, bootstrap/infra/runner_container.c): the
+ * exact argv each builds, and the transport under runner_exec_wrap().
  *
  * No Kubernetes API server can run here, so the kubectl side is a stand-in: a `kubectl`
  * script first in PATH that runs `exec ... -- CMD...` as CMD locally (in a directory

@@ -1,5 +1,5 @@
-#ifndef SKIFF_CMD_PROGRESS_H
-#define SKIFF_CMD_PROGRESS_H
+#ifndef SKIFF_LAUNCH_PROGRESS_H
+#define SKIFF_LAUNCH_PROGRESS_H
 
 /*
  * The launcher's step lines: "  bootstrap  3 nodes: copied to 2, already on 1  0.41s".

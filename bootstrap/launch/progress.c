@@ -1,4 +1,4 @@
-#include "cmd/progress.h"
+#include "bootstrap/launch/progress.h"
 
 #include <stdarg.h>
 #include <stdio.h>

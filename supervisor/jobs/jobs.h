@@ -1,10 +1,11 @@
-#ifndef SKIFF_CMD_JOBS_H
-#define SKIFF_CMD_JOBS_H
+#ifndef SKIFF_SUP_JOBS_H
+#define SKIFF_SUP_JOBS_H
 
 /*
- * What the managed-jobs commands share: `skiff jobs ...` (cmd/jobs.c), the controller
- * (cmd/jobs_controller.c) and its workers (cmd/jobs_worker.c). docs/managed-jobs.md is
- * the design note.
+ * The launcher's daemons and what the managed-jobs commands share with them: `skiff jobs
+ * ...` (cmd/jobs.c), the controller (supervisor/jobs/controller.c), its workers
+ * (supervisor/jobs/worker.c), and the gang watcher (supervisor/jobs/gang.c); their
+ * decisions are in supervisor/jobs/policy.h. docs/managed-jobs.md is the design note.
  *
  *   $SKIFF_HOME/jobs/controller.lock   flock()ed by the running controller; holds its pid
  *   $SKIFF_HOME/jobs/controller.log    the controller's own log
@@ -36,9 +37,10 @@ int jobs_controller_kick(void);
 /* The running controller's pid, or 0. */
 int jobs_controller_pid(void);
 
-/* `jobs logs` (cmd/jobs_logs.c), and following a job until it ends (exit code as logs). */
-int jobs_logs(int argc, char **argv);
-int jobs_follow(int64_t id);
+/* The daemons' entry points: `skiff __jobs-controller`, `__jobs-worker`, `__gang`. */
+int jobs_controller_main(int argc, char **argv);
+int jobs_worker_main(int argc, char **argv);
+int gang_main(int argc, char **argv);
 
 /* Long integer from the environment within [min, max], else def. */
 long jobs_env_long(const char *name, long def, long min, long max);

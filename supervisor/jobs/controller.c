@@ -3,7 +3,7 @@
  * flock()ed, started on demand by `jobs launch` and `jobs cancel`, exiting when it has
  * been idle for a while. One epoll loop over a signalfd; no thread per job: a job is a
  * row, and all work that may block (launching a cluster, probing nodes, tearing clusters
- * down) runs in worker processes (cmd/jobs_worker.c):
+ * down) runs in worker processes (supervisor/jobs/worker.c):
  *
  *   launch worker   one per launching job, at most max_launching; writes its success
  *                   (the cluster job, ALIVE) itself, so it may outlive a crashed controller
@@ -34,8 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
-#include "cmd/jobs.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
@@ -43,15 +42,8 @@
 #include "state/jobs.h"
 #include "state/launcher.h"
 #include "state/node.h"
+#include "supervisor/jobs/jobs.h"
 #include "lib/banned.h"
-
-const char cmd___jobs_controller_usage[] =
-        "usage: skiff __jobs-controller\n"
-        "\n"
-        "The managed-jobs controller (internal; started by 'skiff jobs launch'). Limits:\n"
-        "SKIFF_JOBS_MAX_LAUNCHING, SKIFF_JOBS_MAX_RUNNING; probe interval\n"
-        "SKIFF_JOBS_POLL_MS; first launch backoff SKIFF_JOBS_BACKOFF_S; launch attempts\n"
-        "SKIFF_JOBS_LAUNCH_ATTEMPTS; idle exit SKIFF_JOBS_IDLE_S.\n";
 
 #define CLEANUP_RETRY_MS 1000
 
@@ -742,14 +734,14 @@ static void read_signals(void)
 	}
 }
 
-int cmd___jobs_controller(int argc, char **argv)
+int jobs_controller_main(int argc, char **argv)
 {
 	char v[32];
 	int r;
 
 	(void)argv;
 	if (argc > 1)
-		return usage_error("__jobs-controller", "no arguments expected");
+		return error("usage: skiff __jobs-controller (no arguments)"), EXIT_USAGE;
 	memset(&C, 0, sizeof(C));
 	C.lock_fd = C.sig_fd = C.epfd = -1;
 	r = take_lock();

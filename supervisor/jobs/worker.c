@@ -2,10 +2,11 @@
  * The controller's workers (`skiff __jobs-worker KIND ID GOFD`), each its own process so
  * that the controller's loop never blocks on a node:
  *
- *   launch ID   launches job ID's current task with the launcher's own code (cmd_launch()
- *               on cluster skiff-job-ID..., or on the shared local pool), then records
- *               the cluster job and ALIVE itself
- *   watch       probes every ALIVE job: one `node queue --porcelain IDS` per node
+ *   launch ID   launches job ID's current task with the launch engine (eng_launch() on
+ *               cluster skiff-job-ID..., or on the shared local pool), then records the
+ *               cluster job and ALIVE itself
+ *   watch       probes every ALIVE job: the engine's queue of its cluster jobs (one framed
+ *               request per node)
  *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups
  *
  * A worker first waits for the controller's byte on GOFD: the controller writes it after
@@ -21,26 +22,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/launch/cluster.h"
 #include "bootstrap/infra/infra.h"
-#include "cmd/cmd.h"
-#include "cmd/jobs.h"
-#include "cmd/launcher.h"
+#include "bootstrap/launch/engine.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/jobs.h"
 #include "state/launcher.h"
 #include "state/node.h"
+#include "supervisor/jobs/jobs.h"
 #include "lib/banned.h"
 
-#define PROBE_TIMEOUT_MS 20000
 /* Pool jobs per cancel request (the launcher's cancel takes up to 1000 per node). */
 #define CANCEL_BATCH 500
-
-const char cmd___jobs_worker_usage[] = "usage: skiff __jobs-worker launch|watch|cleanup ID GOFD\n"
-                                       "\n"
-                                       "A managed-jobs controller worker (internal).\n";
 
 static int wait_go(const char *fdtext)
 {
@@ -57,34 +52,57 @@ static int wait_go(const char *fdtext)
 
 /* ---- launch --------------------------------------------------------------------------- */
 
-/* The current task's infra, node count, and whether it syncs files to its nodes. */
-static void task_facts(const struct mjob *j, char *infra, size_t size, int *nodes, int *syncs)
+/*
+ * The job's tasks as `jobs launch` saw them: its YAML text (or its command), with the
+ * overrides it was given applied (stored as data; a row from an older skiff holds them
+ * as its flags). Returns 0, or EXIT_INVALID / EXIT_FAIL with the errors printed.
+ */
+static int load_tasks(const struct mjob *j, struct task_list *tl)
 {
-	struct task_list tl = TASK_LIST_INIT;
+	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct yerrors errs = YERRORS_INIT;
+	int r = 0;
 
-	*nodes = 1;
-	*syncs = 0;
-	xsnprintf(infra, size, "%s", *j->infra ? j->infra : "");
-	if (*j->spec && !task_parse_buf(&tl, j->entry, j->spec, strlen(j->spec), &errs) &&
-	    (size_t)j->task_index < tl.n) {
-		const struct task *t = tl.tasks[j->task_index];
+	if (j->overrides_len) {
+		if (task_overrides_decode(&ov, j->overrides, j->overrides_len))
+			r = EXIT_FAIL;
+	} else if (*j->ovargs) {
+		char *s = xstrdup(j->ovargs), *q = s, *e;
+		struct argv av;
+		int i;
 
-		if (!*infra && t->nres && t->res[0].infra)
-			xsnprintf(infra, size, "%s", t->res[0].infra);
-		*nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1;
-		/* Files synced to the node would be shared with every other pool job. */
-		*syncs = t->workdir.kind != TASK_WORKDIR_NONE || t->nmounts;
+		argv_init(&av);
+		argv_push(&av, "jobs");
+		for (;; q = e + 1) {
+			e = strchr(q, '\x1f');
+			if (e)
+				*e = '\0';
+			argv_push(&av, q);
+			if (!e)
+				break;
+		}
+		free(s);
+		for (i = 1; i < (int)av.n && !r;)
+			if (task_overrides_arg(&ov, (int)av.n, av.v, &i) <= 0)
+				r = EXIT_FAIL;
+		argv_release(&av);
 	}
-	/* Overrides given to `jobs launch` (applied by the launch itself) count too. */
-	if (strstr(j->ovargs, "--workdir"))
-		*syncs = 1;
-	if (strstr(j->ovargs, "--num-nodes"))
-		*nodes = 2;
-	if (!*infra)
-		xsnprintf(infra, size, "local");
+	if (!r && *j->spec)
+		r = task_parse_buf(tl, j->entry, j->spec, strlen(j->spec), &errs) ? EXIT_INVALID
+		                                                                  : 0;
+	else if (!r)
+		task_from_command(tl, j->entry);
+	if (!r &&
+	    (task_list_apply_overrides(tl, &ov, &errs) || task_list_check_required(tl, &errs, 0)))
+		r = EXIT_INVALID;
+	if (!r && (size_t)j->task_index >= tl->n) {
+		error("job %lld has no task %d", (long long)j->id, j->task_index);
+		r = EXIT_INVALID;
+	}
+	yerr_print(&errs, stderr);
 	yerr_release(&errs);
-	task_list_release(&tl);
+	task_overrides_release(&ov);
+	return r;
 }
 
 /* 1 if the shared pool cluster exists and is UP. */
@@ -103,11 +121,13 @@ static int pool_up(struct st_db *db, const char *cluster)
 static int worker_launch(struct st_db *db, int64_t id)
 {
 	const struct jobs_paths *p = jobs_paths();
-	struct lc_managed m = {0};
-	struct argv av;
+	struct task_list tl = TASK_LIST_INIT;
+	struct eng_launch req = {0};
+	struct eng_launched res;
+	const struct task *t;
 	struct mjob j;
 	char cluster[128], infra[256], task_id[256], stamp[32], reason[512];
-	char *specfile = NULL, *lockp = NULL;
+	char *lockp = NULL;
 	int nodes, syncs, pool, rc, lock_fd = -1;
 
 	if (mj_get(db, id, &j))
@@ -116,7 +136,19 @@ static int worker_launch(struct st_db *db, int64_t id)
 		mjob_free(&j);
 		return EXIT_OK;
 	}
-	task_facts(&j, infra, sizeof(infra), &nodes, &syncs);
+	if (*j.cwd && chdir(j.cwd) < 0)
+		warning("cannot change to '%s': %s", j.cwd, strerror(errno));
+	rc = load_tasks(&j, &tl);
+	if (rc)
+		goto out;
+	t = tl.tasks[j.task_index];
+	xsnprintf(infra, sizeof(infra), "%s",
+	          *j.infra                     ? j.infra
+	          : t->nres && t->res[0].infra ? t->res[0].infra
+	                                       : "local");
+	nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1;
+	/* Files synced to the node would be shared with every other pool job. */
+	syncs = t->workdir.kind != TASK_WORKDIR_NONE || t->nmounts;
 	pool = nodes == 1 && !syncs && jobs_use_pool(infra);
 	jobs_cluster_name(&j, pool, cluster, sizeof(cluster));
 	if (!*j.task_id) {
@@ -135,38 +167,6 @@ static int worker_launch(struct st_db *db, int64_t id)
 	mj_set_cluster(db, id, cluster, 0, pool);
 	fprintf(stderr, "[launch] job %lld task %d on %s (%s), task id %s\n", (long long)id,
 	        j.task_index, cluster, infra, task_id);
-	argv_init(&av);
-	argv_push(&av, "launch");
-	argv_push(&av, "-c");
-	argv_push(&av, cluster);
-	argv_push(&av, "-d");
-	argv_push(&av, "--infra");
-	argv_push(&av, infra);
-	if (*j.ovargs) {
-		char *s = xstrdup(j.ovargs), *q = s, *e;
-
-		while ((e = strchr(q, '\x1f'))) {
-			*e = 0;
-			argv_push(&av, q);
-			q = e + 1;
-		}
-		argv_push(&av, q);
-		free(s);
-	}
-	if (*j.spec) {
-		specfile = xasprintf("%s/%lld.yaml", p->logs, (long long)id);
-		if (write_file_atomic(specfile, j.spec, strlen(j.spec), 0600)) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		argv_push(&av, "--");
-		argv_push(&av, specfile);
-	} else {
-		argv_push(&av, "--");
-		argv_push(&av, j.entry);
-	}
-	if (*j.cwd && chdir(j.cwd) < 0)
-		warning("cannot change to '%s': %s", j.cwd, strerror(errno));
 	/*
 	 * Launches into a pool that is not up yet take turns: one creates it. Once it is up,
 	 * they go on in parallel (the launch limit is the only bound).
@@ -181,18 +181,21 @@ static int worker_launch(struct st_db *db, int64_t id)
 	/* Test hook: a slow launch, to hit a controller crash or a cancel mid-launch. */
 	if (jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000))
 		poll_ms((int)jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000));
-	m.task_index = j.task_index;
-	m.task_id = task_id;
-	m.default_cpus = pool ? 0 : 0.5;
-	lc_managed = &m;
-	rc = cmd_launch((int)av.n, av.v);
-	lc_managed = NULL;
+	req.cluster = cluster;
+	req.infra = infra;
+	req.task = t;
+	req.entrypoint = j.entry;
+	req.detach = 1;
+	req.idle_minutes = -1;
+	req.task_id = task_id;
+	req.no_default_cpus = pool;
+	rc = eng_launch(db, &req, &res) ? EXIT_FAIL : EXIT_OK;
 	if (lock_fd >= 0)
 		close(lock_fd);
-	if (rc == EXIT_OK && m.job > 0) {
-		mj_set_cluster(db, id, cluster, m.job, pool);
+	if (rc == EXIT_OK && res.job > 0) {
+		mj_set_cluster(db, id, cluster, res.job, pool);
 		xsnprintf(reason, sizeof(reason), "running on %s (cluster job %lld)", cluster,
-		          (long long)m.job);
+		          (long long)res.job);
 		if (mj_transition(db, id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING),
 		                  MJ_MASK(MJS_LAUNCHING), MJ_RUNNING, MJS_ALIVE, reason) == -ESTALE)
 			mj_transition(db, id, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_LAUNCHING), -1,
@@ -205,9 +208,8 @@ static int worker_launch(struct st_db *db, int64_t id)
 			rc = EXIT_FAIL;
 	}
 out:
-	argv_release(&av);
-	free(specfile);
 	free(lockp);
+	task_list_release(&tl);
 	mjob_free(&j);
 	return rc;
 }
@@ -217,11 +219,9 @@ out:
 struct probe {
 	int64_t id, cluster_job;
 	char *cluster;
-	char *node_ids; /* "17,3" per rank */
-	int status;     /* aggregated node status, -1 unknown */
+	int status; /* the gang's status (gang_status()), -1 unknown */
 	struct buf codes;
 	char err[256];
-	int ranks_seen, ranks;
 };
 
 struct probes {
@@ -252,141 +252,60 @@ static int by_cluster(const void *a, const void *b)
 	return strcmp(((const struct probe *)a)->cluster, ((const struct probe *)b)->cluster);
 }
 
-/* The rank's node job id in "17,3,5", or 0. */
-static long long rank_id(const char *ids, int rank)
-{
-	const char *p = ids;
-	int i;
-
-	for (i = 0; i < rank && p; i++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	return p && *p ? strtoll(p, NULL, 10) : 0;
-}
-
-/* Merges one rank's status: failures win, then the least advanced running one. */
-static void merge(struct probe *p, int st, const char *code)
-{
-	static const int order[] = {JOB_FAILED_SETUP, JOB_FAILED, JOB_FAILED_DRIVER, JOB_CANCELLED};
-	int a = -1, b = -1;
-	size_t k;
-
-	if (*code && strcmp(code, "-"))
-		buf_addf(&p->codes, "%s%s", p->codes.len ? "," : "", code);
-	p->ranks_seen++;
-	if (p->status < 0) {
-		p->status = st;
-		return;
-	}
-	for (k = 0; k < ARRAY_SIZE(order); k++) {
-		if (order[k] == p->status && a < 0)
-			a = (int)k;
-		if (order[k] == st && b < 0)
-			b = (int)k;
-	}
-	if (b >= 0 && (a < 0 || b < a))
-		p->status = st;
-	else if (a < 0 && b < 0 && !job_status_terminal(st) &&
-	         (job_status_terminal(p->status) || st < p->status))
-		p->status = st;
-}
-
-/* Probes the jobs v[0..n) that all run on one cluster. */
+/*
+ * Probes the jobs v[0..n) that all run on one cluster: the engine's queue of just those
+ * cluster jobs (one request per node), their gang statuses as `queue` shows them.
+ */
 static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 {
+	int64_t *want = xcalloc(n, sizeof(*want));
+	struct eng_job *jobs = NULL;
 	struct cluster c;
-	struct clive cl;
-	size_t i, r;
+	size_t i, k, got = 0;
+	int r;
 
 	if (st_cluster_get(db, v[0].cluster, &c)) {
 		for (i = 0; i < n; i++) {
 			v[i].status = JOB_FAILED_DRIVER;
 			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %s is gone", v[i].cluster);
 		}
+		free(want);
 		return;
 	}
 	cluster_free(&c);
-	if (lc_load(db, v[0].cluster, &c, &cl)) {
+	for (i = 0; i < n; i++)
+		want[i] = v[i].cluster_job;
+	r = eng_queue(db, v[0].cluster, 0, want, n, &jobs, &got);
+	if (r < 0)
 		for (i = 0; i < n; i++)
 			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %s cannot be opened",
 			          v[i].cluster);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		struct cluster_job cj;
+	for (k = 0; k < got; k++) {
+		const struct eng_job *jb = &jobs[k];
+		struct probe *p = NULL;
+		int rank, lost = 0;
 
-		if (!st_cluster_job_get(db, v[i].cluster, v[i].cluster_job, &cj)) {
-			v[i].node_ids = xstrdup(cj.node_job_ids);
-			v[i].ranks = cj.num_nodes;
-			cluster_job_free(&cj);
-		} else {
-			v[i].node_ids = xstrdup("");
-		}
-	}
-	for (r = 0; r < cl.n; r++) {
-		struct buf args = BUF_INIT(0), out = BUF_INIT((size_t)64 << 20);
-		int status = 0, any = 0, rc;
-
-		buf_adds(&args, "node queue --porcelain");
-		for (i = 0; i < n; i++) {
-			long long nid = rank_id(v[i].node_ids, (int)r);
-
-			if (nid > 0 && (int)r < v[i].ranks) {
-				buf_addf(&args, " %lld", nid);
-				any = 1;
-			}
-		}
-		if (!any) {
-			buf_release(&args);
+		for (i = 0; i < n && !p; i++)
+			if (v[i].cluster_job == jb->id)
+				p = &v[i];
+		if (!p)
 			continue;
+		p->status = jb->status;
+		for (rank = 0; rank < jb->nranks; rank++) {
+			const struct eng_rank *rk = &jb->ranks[rank];
+
+			if (rk->exit_code >= 0)
+				buf_addf(&p->codes, "%s%d", p->codes.len ? "," : "", rk->exit_code);
+			lost |= rk->lost;
+			if (rk->status < 0 && !p->err[0])
+				xsnprintf(p->err, sizeof(p->err),
+				          "the node of rank %d is unreachable", rank);
 		}
-		rc = cl_capture_skiff(&cl.nodes[r], args.p, &out, PROBE_TIMEOUT_MS, &status);
-		for (i = 0; i < n; i++) {
-			long long nid = rank_id(v[i].node_ids, (int)r);
-			const char *line = out.p;
-			int found = 0;
-
-			if (nid <= 0 || (int)r >= v[i].ranks)
-				continue;
-			if (rc || status) {
-				const char *why = cl.nodes[r].r && cl.nodes[r].r->last_error.len
-				                          ? cl.nodes[r].r->last_error.p
-				                          : "no answer";
-
-				xsnprintf(v[i].err, sizeof(v[i].err), "node %s unreachable: %.160s",
-				          cl.nodes[r].name, why);
-				v[i].err[strcspn(v[i].err, "\n")] = 0;
-				continue;
-			}
-			while (line && *line) {
-				char stname[32], codes[64];
-				long long jid;
-
-				if (sscanf(line,
-				           "%lld\t%31[^\t]\t%*[^\t]\t%*[^\t]\t%*[^\t]\t%63[^\t]",
-				           &jid, stname, codes) == 3 &&
-				    jid == nid) {
-					merge(&v[i], job_status_parse(stname), codes);
-					found = 1;
-					break;
-				}
-				line = strchr(line, '\n');
-				if (line)
-					line++;
-			}
-			if (!found) {
-				merge(&v[i], JOB_FAILED_DRIVER, "");
-				xsnprintf(v[i].err, sizeof(v[i].err), "node %s lost the job",
-				          cl.nodes[r].name);
-			}
-		}
-		buf_release(&args);
-		buf_release(&out);
+		if (!p->err[0] && lost && p->status == JOB_FAILED_DRIVER)
+			xsnprintf(p->err, sizeof(p->err), "its node lost the job");
 	}
-	cluster_free(&c);
-	cl_close(&cl);
+	eng_jobs_free(jobs, got);
+	free(want);
 }
 
 static int worker_watch(struct st_db *db)
@@ -406,19 +325,13 @@ static int worker_watch(struct st_db *db)
 	if (!st_begin(db)) {
 		for (i = 0; i < ps.n; i++) {
 			struct probe *p = &ps.v[i];
-			/* A rank unreachable: the gang's status is unknown whatever the others say.
-			 */
-			int st = *p->err && p->status != JOB_FAILED_DRIVER ? -1 : p->status;
 
-			mj_set_probe(db, p->id, st, p->codes.p,
-			             st == JOB_FAILED_DRIVER && !*p->err ? "its node lost the job"
-			                                                 : p->err);
+			mj_set_probe(db, p->id, p->status, p->codes.p, p->err);
 		}
 		st_commit(db);
 	}
 	for (i = 0; i < ps.n; i++) {
 		free(ps.v[i].cluster);
-		free(ps.v[i].node_ids);
 		buf_release(&ps.v[i].codes);
 	}
 	free(ps.v);
@@ -465,24 +378,20 @@ static void maybe_cancelled(struct st_db *db, int64_t job)
 static void save_logs(struct st_db *db, const char *name)
 {
 	struct cluster_job *v = NULL;
-	struct cluster c;
-	struct clive cl;
 	size_t n = 0, i;
 
-	if (st_cluster_job_list(db, name, &v, &n) || !n || lc_load(db, name, &c, &cl)) {
+	if (st_cluster_job_list(db, name, &v, &n) || !n) {
 		cluster_jobs_free(v, n);
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		struct buf where = BUF_INIT(0);
 
-		if (*v[i].node_job_ids && !lc_sync_down(db, &cl, v[i].id, &where))
+		if (*v[i].node_job_ids && !eng_sync_down(db, name, v[i].id, &where))
 			fprintf(stderr, "[cleanup] logs of %s job %lld saved in %s\n", name,
 			        (long long)v[i].id, where.p);
 		buf_release(&where);
 	}
-	cluster_free(&c);
-	cl_close(&cl);
 	cluster_jobs_free(v, n);
 }
 
@@ -504,25 +413,25 @@ static int worker_cleanup(struct st_db *db)
 			/* Gone already. */
 		} else if (cu[i].cluster_job > 0) {
 			/* Up to CANCEL_BATCH pool jobs of this cluster in one cancel request. */
-			struct argv av;
+			int64_t *ids = xcalloc(CANCEL_BATCH, sizeof(*ids));
+			struct eng_cancelled res;
 			size_t picked = 0;
 
 			cluster_free(&c);
-			argv_init(&av);
-			argv_push(&av, "cancel");
-			argv_push(&av, cu[i].cluster);
 			for (k = i; k < n && picked < CANCEL_BATCH; k++) {
 				if (!cu[k].cluster || cu[k].cluster_job <= 0 ||
 				    strcmp(cu[k].cluster, cu[i].cluster))
 					continue;
-				argv_pushf(&av, "%lld", (long long)cu[k].cluster_job);
+				ids[picked++] = cu[k].cluster_job;
 				cu[k].picked = 1;
-				picked++;
 			}
 			fprintf(stderr, "[cleanup] cancelling %zu job(s) on %s\n", picked,
 			        cu[i].cluster);
-			r = cmd_cancel((int)av.n, av.v);
-			argv_release(&av);
+			r = eng_cancel(db, cu[i].cluster, ids, picked, 0, &res);
+			/* A job the cluster no longer has needs no cancel. */
+			r = r && !(r == -ENOENT && res.missing) ? EXIT_FAIL : EXIT_OK;
+			eng_cancelled_release(&res);
+			free(ids);
 			if (r != EXIT_OK)
 				rc = EXIT_FAIL; /* the rows stay: tried again */
 			for (k = n; k-- > i;) {
@@ -540,13 +449,11 @@ static int worker_cleanup(struct st_db *db)
 			}
 			continue;
 		} else {
-			char *av[] = {"down", cu[i].cluster, NULL};
-
 			cluster_free(&c);
 			save_logs(db, cu[i].cluster);
 			fprintf(stderr, "[cleanup] tearing down %s (job %lld)\n", cu[i].cluster,
 			        (long long)cu[i].job_id);
-			r = cmd_down(2, av);
+			r = eng_down(db, cu[i].cluster, 0) < 0 ? EXIT_FAIL : EXIT_OK;
 			if (r != EXIT_OK && !st_cluster_get(db, cu[i].cluster, &c)) {
 				/*
 				 * It could not even be opened (a local node whose directory is
@@ -570,14 +477,14 @@ static int worker_cleanup(struct st_db *db)
 	return rc;
 }
 
-int cmd___jobs_worker(int argc, char **argv)
+int jobs_worker_main(int argc, char **argv)
 {
 	struct st_db *db;
 	long id = 0;
 	int rc;
 
 	if (argc != 4 || parse_long(argv[2], -2, INT64_MAX, &id))
-		return usage_error("__jobs-worker", "expected KIND ID GOFD");
+		return error("usage: skiff __jobs-worker launch|watch|cleanup ID GOFD"), EXIT_USAGE;
 	if (wait_go(argv[3]))
 		return EXIT_FAIL;
 	if (st_launcher_open(0, &db))
@@ -589,7 +496,7 @@ int cmd___jobs_worker(int argc, char **argv)
 	else if (!strcmp(argv[1], "cleanup"))
 		rc = worker_cleanup(db);
 	else
-		rc = usage_error("__jobs-worker", "unknown kind '%s'", argv[1]);
+		rc = (error("__jobs-worker: unknown kind '%s'", argv[1]), EXIT_USAGE);
 	st_close(db);
 	return rc;
 }

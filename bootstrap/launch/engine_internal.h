@@ -1,0 +1,43 @@
+#ifndef SKIFF_ENGINE_INTERNAL_H
+#define SKIFF_ENGINE_INTERNAL_H
+
+/* What the engine's files (bootstrap/launch/) share. Nothing outside them includes this. */
+
+#include "bootstrap/launch/engine.h"
+
+/* The live view of a loaded cluster (runners for its booked nodes). */
+int eng_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl);
+/* "2x[cpus=4, H100:1]"-style display text of a task's resources. */
+void eng_resources_text(const struct task *t, int nodes, char *out, size_t size);
+/* Autostop on every node (minutes < 0: off), and in the launcher db. */
+int eng_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
+
+/*
+ * A cluster job whose ranks' ids are not all recorded (eng_settle_submit()):
+ *   ENG_SUBMIT_DONE     every rank is known (cj->node_job_ids updated), or the job was
+ *                       settled: cj->final_status and cj->reason say how
+ *   ENG_SUBMITTING      its launcher is still submitting it: INIT, not to be judged
+ *   ENG_SUBMIT_UNKNOWN  its launcher is gone and a node could not be asked (printed)
+ * A job cut short mid-submit is settled by asking each rank's node by its key: every rank
+ * there, their ids are recorded; one missing, the ranks are cancelled by key (one still on
+ * its way never starts) and the job is FAILED_DRIVER with the reason.
+ */
+enum { ENG_SUBMIT_DONE = 0, ENG_SUBMITTING, ENG_SUBMIT_UNKNOWN };
+int eng_settle_submit(struct st_db *ldb, struct clive *cl, struct cluster_job *cj);
+/* How many ranks a node_job_ids text names ("17,3,5": 3; "": 0). */
+int eng_ranks_known(const char *node_job_ids);
+
+/*
+ * Follows a job's logs (mode as eng_logs()); pre, when not NULL, holds one follower per
+ * rank started by cl_submit_follow() (pid > 0), taken over. Returns the `logs` exit code.
+ */
+int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long tail, int fd,
+               struct cl_follower *pre, int *status);
+
+/* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
+void eng_start_gang_watch(const char *cluster, int64_t job);
+
+/* eng_down() of a cluster whose lock the caller holds. */
+int eng_down_locked(struct st_db *ldb, const char *name, int keep);
+
+#endif

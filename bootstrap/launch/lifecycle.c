@@ -1,0 +1,392 @@
+/*
+ * A cluster's life: its record opened live, its lock, what `status` shows, down, stop,
+ * start and autostop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_slurm.h"
+#include "bootstrap/launch/engine_internal.h"
+#include "lib/lock.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "lib/banned.h"
+
+/* ---- opening, locking ------------------------------------------------------------------ */
+
+int eng_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl)
+{
+	struct cluster_node *nodes = NULL;
+	size_t n = 0;
+	int r = st_cluster_nodes(ldb, c->name, &nodes, &n);
+
+	if (r)
+		return error("cluster %s has no nodes recorded", c->name);
+	r = cl_open(cl, c, nodes, n);
+	cluster_nodes_free(nodes, n);
+	return r;
+}
+
+int eng_open(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl)
+{
+	if (st_cluster_get(ldb, name, c))
+		return error("cluster %s does not exist (see 'skiff status')", name), -ENOENT;
+	if (eng_open_cluster(ldb, c, cl)) {
+		cluster_free(c);
+		return -EIO;
+	}
+	return 0;
+}
+
+int eng_lock_cluster(const char *name, const char *what)
+{
+	const char *home = skiff_home();
+	char *path, *subject;
+	int fd;
+
+	if (!home)
+		return -ENOENT;
+	if (infra_validate_cluster_name(name))
+		return -EINVAL; /* printed; and never a path outside the locks dir */
+	path = xasprintf("%s/locks/cluster-%s.lock", home, name);
+	subject = xasprintf("cluster %s", name);
+	fd = lock_take(path, subject, what, LOCK_TAKE_WAIT);
+	free(path);
+	free(subject);
+	return fd;
+}
+
+void eng_resources_text(const struct task *t, int nodes, char *out, size_t size)
+{
+	const struct task_resources *r = t->nres ? &t->res[0] : NULL;
+	struct buf b = BUF_INIT(0);
+
+	buf_addf(&b, "%dx[", nodes);
+	buf_addf(&b, "cpus=%s", r && r->cpus.text ? r->cpus.text : "0.5");
+	if (r && r->memory.text)
+		buf_addf(&b, ", mem=%s", r->memory.text);
+	if (r && r->accel.name)
+		buf_addf(&b, ", %s:%g", r->accel.name, r->accel.count);
+	buf_addch(&b, ']');
+	xsnprintf(out, size, "%.*s", (int)(size - 1), b.p);
+	buf_release(&b);
+}
+
+int eng_managed_cluster(const char *name)
+{
+	long long id;
+	char rest;
+
+	return !strcmp(name, "skiff-jobs") || (starts_with(name, "skiff-job-") &&
+	                                       sscanf(name, "skiff-job-%lld%c", &id, &rest) >= 1);
+}
+
+/* ---- autostop ---------------------------------------------------------------------------- */
+
+int eng_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
+{
+	struct msg req, rep;
+	size_t i;
+	int r = 0;
+
+	msg_init(&req);
+	msg_add(&req, "op", "autostop");
+	if (minutes >= 0) {
+		msg_add_int(&req, "idle_minutes", minutes);
+		msg_add(&req, "down", down ? "1" : "0");
+	} else {
+		msg_add(&req, "cancel", "1");
+	}
+	for (i = 0; i < cl->n && !r; i++) {
+		r = cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS);
+		msg_release(&rep);
+	}
+	msg_release(&req);
+	if (!r)
+		r = st_cluster_set_autostop(ldb, cl->name, minutes, minutes >= 0 && down);
+	return r;
+}
+
+int eng_autostop(struct st_db *ldb, const char *name, int minutes, int down)
+{
+	struct cluster c;
+	struct clive cl;
+	int lock_fd, r;
+
+	lock_fd = eng_lock_cluster(name, "skiff autostop");
+	if (lock_fd < 0)
+		return lock_fd;
+	r = eng_open(ldb, name, &c, &cl);
+	if (!r) {
+		r = eng_set_autostop(ldb, &cl, minutes, down);
+		cluster_free(&c);
+		cl_close(&cl);
+	}
+	lock_release(lock_fd);
+	return r;
+}
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+/*
+ * The status shown for a cluster: the recorded one, or ENDED for a Slurm cluster whose
+ * allocation Slurm ended (time limit, preemption, scancel), said once on stderr.
+ */
+static const char *shown_status(struct st_db *ldb, const struct cluster *c)
+{
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int alive = 1;
+
+	if (starts_with(c->infra, "slurm"))
+		alive = infra_slurm_cluster_state(ldb, c->name, &job, &state);
+	if (!alive)
+		warning("cluster %s: its Slurm allocation %s has ended (%s); 'skiff down %s' "
+		        "removes it",
+		        c->name, job.p, state.p, c->name);
+	buf_release(&job);
+	buf_release(&state);
+	return alive ? cluster_status_name(c->status) : "ENDED";
+}
+
+void eng_clusters_free(struct eng_cluster *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cluster_free(&v[i].c);
+		cluster_nodes_free(v[i].nodes, v[i].nnodes);
+	}
+	free(v);
+}
+
+int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng_cluster **out,
+               size_t *nout)
+{
+	struct cluster *v = NULL;
+	struct eng_cluster *res;
+	size_t n = 0, i, k, kept = 0;
+	int r = st_cluster_list(ldb, &v, &n);
+
+	*out = NULL;
+	*nout = 0;
+	if (r)
+		return r;
+	res = xcalloc(n ? n : 1, sizeof(*res));
+	for (i = 0; i < n; i++) {
+		int want = !n_names;
+
+		for (k = 0; k < n_names && !want; k++)
+			want = !strcmp(names[k], v[i].name);
+		if (!want) {
+			cluster_free(&v[i]);
+			continue;
+		}
+		res[kept].c = v[i];
+		st_cluster_nodes(ldb, v[i].name, &res[kept].nodes, &res[kept].nnodes);
+		res[kept].shown = shown_status(ldb, &res[kept].c);
+		kept++;
+	}
+	free(v);
+	*out = res;
+	*nout = kept;
+	return 0;
+}
+
+/* ---- down, stop, start ------------------------------------------------------------------- */
+
+static int stop_nodes(struct clive *cl)
+{
+	size_t i;
+	int status, r = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		if (!cl->nodes[i].exe)
+			continue;
+		char *script = xasprintf("%s node cancel --all >/dev/null 2>&1; exec %s node down "
+		                         ">/dev/null",
+		                         cl->nodes[i].exe, cl->nodes[i].exe);
+
+		if (runner_run(cl->nodes[i].r, script, NULL, CL_NODE_CALL_MS, &status) ==
+		    -EHOSTUNREACH)
+			r = -EHOSTUNREACH;
+		free(script);
+	}
+	return r;
+}
+
+/* Slurm has no stopped allocation: stop and start are refused there (printed). */
+static int slurm_refuses(const struct cluster *c, const char *cmd)
+{
+	if (!starts_with(c->infra, "slurm"))
+		return 0;
+	return error("cluster %s is a Slurm allocation: '%s' is not supported there (an "
+	             "allocation cannot be paused and resumed); 'skiff down %s' releases it",
+	             c->name, cmd, c->name),
+	       -ENOTSUP;
+}
+
+int eng_down_locked(struct st_db *ldb, const char *name, int keep)
+{
+	struct cluster c;
+	struct clive cl;
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int r, slurm, alive = 1;
+
+	r = eng_open(ldb, name, &c, &cl);
+	if (r)
+		return r;
+	slurm = starts_with(c.infra, "slurm");
+	if (slurm && keep) {
+		r = slurm_refuses(&c, "stop");
+		goto done;
+	}
+	/* An allocation that ended took the supervisors with it: nothing to stop. */
+	if (slurm) {
+		alive = infra_slurm_cluster_state(ldb, name, &job, &state);
+		if (!alive)
+			info("cluster %s: its Slurm allocation %s had already ended (%s)", name,
+			     job.p, state.p);
+	}
+	r = alive ? stop_nodes(&cl) : 0;
+	if (r && !keep)
+		warning("cluster %s: some nodes could not be reached; their bookings are released "
+		        "anyway",
+		        name);
+	if (!keep) {
+		struct infra inf;
+
+		/*
+		 * local: the node dirs; containers, pods: those skiff started. The cluster is
+		 * forgotten only once they are gone, so that `down` can be run again.
+		 */
+		r = 0;
+		if (!infra_parse(c.infra, &inf)) {
+			r = infra_teardown(&inf, name);
+			if (r)
+				error("cluster %s: its %s nodes could not be removed; it is kept, run "
+				      "'skiff down %s' again",
+				      name, inf.spec, name);
+			infra_release(&inf);
+		}
+		if (!r && slurm && job.len && (r = infra_slurm_release(&cl, job.p)))
+			error("cluster %s: its Slurm allocation %s could not be released; it is kept, "
+			      "run 'skiff down %s' again",
+			      name, job.p, name);
+		if (!r && (r = st_cluster_delete(ldb, name)))
+			error("cluster %s: its nodes are gone, but it cannot be forgotten (%s); run "
+			      "'skiff down %s' again",
+			      name, strerror(-r), name);
+	} else {
+		struct infra inf;
+
+		/* Containers skiff started stop too (`start` starts them again). */
+		r = 0;
+		if (!infra_parse(c.infra, &inf)) {
+			if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER) &&
+			    infra_container_stop(&inf, name))
+				r = error("cluster %s: its containers could not be stopped", name);
+			infra_release(&inf);
+		}
+		if (!r)
+			r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_STOPPED);
+	}
+done:
+	buf_release(&job);
+	buf_release(&state);
+	cluster_free(&c);
+	cl_close(&cl);
+	return r;
+}
+
+int eng_down(struct st_db *ldb, const char *name, int keep)
+{
+	struct cluster c;
+	int r, lock_fd;
+
+	if (st_cluster_get(ldb, name, &c))
+		return error("cluster %s does not exist (see 'skiff status')", name), -ENOENT;
+	cluster_free(&c);
+	/* A launch, exec, start or another down of it finishes first. */
+	lock_fd = eng_lock_cluster(name, keep ? "skiff stop" : "skiff down");
+	if (lock_fd < 0)
+		return lock_fd;
+	if (st_cluster_get(ldb, name, &c)) {
+		lock_release(lock_fd);
+		if (keep)
+			return error("cluster %s was taken down by another command meanwhile",
+			             name),
+			       -ENOENT;
+		return ENG_DOWN_BY_OTHER;
+	}
+	cluster_free(&c);
+	r = eng_down_locked(ldb, name, keep);
+	lock_release(lock_fd);
+	return r ? r : ENG_DOWN_DONE;
+}
+
+/*
+ * The containers skiff started for cluster c, started again; c and cl are loaded again
+ * (a container may come back with another address). 0, or -1 (printed).
+ */
+static int start_containers(struct st_db *ldb, struct cluster *c, struct clive *cl)
+{
+	struct infra inf;
+	char *name;
+	int r = 0;
+
+	if (infra_parse(c->infra, &inf))
+		return 0;
+	if (inf.kind != INFRA_PODMAN && inf.kind != INFRA_DOCKER) {
+		infra_release(&inf);
+		return 0;
+	}
+	name = xstrdup(c->name);
+	if (infra_container_start(&inf, ldb, name))
+		r = error("cluster %s: its containers could not be started", name);
+	infra_release(&inf);
+	cluster_free(c);
+	cl_close(cl);
+	if (eng_open(ldb, name, c, cl))
+		r = -1;
+	free(name);
+	return r;
+}
+
+int eng_start(struct st_db *ldb, const char *name)
+{
+	struct cluster c;
+	struct clive cl;
+	size_t i;
+	int lock_fd, r;
+
+	lock_fd = eng_lock_cluster(name, "skiff start");
+	if (lock_fd < 0)
+		return lock_fd;
+	r = eng_open(ldb, name, &c, &cl);
+	if (r) {
+		lock_release(lock_fd);
+		return r;
+	}
+	r = slurm_refuses(&c, "start");
+	if (!r)
+		r = start_containers(ldb, &c, &cl);
+	if (!r)
+		r = cl_bootstrap(&cl);
+	if (!r) {
+		for (i = 0; i < cl.n; i++) {
+			st_cluster_node_set_exe(ldb, c.name, cl.nodes[i].rank, cl.nodes[i].exe);
+			st_cluster_node_set_addr(ldb, c.name, cl.nodes[i].rank, cl.nodes[i].addr);
+		}
+		st_cluster_set_status(ldb, c.name, CLUSTER_MASK_ALL, CLUSTER_UP);
+		if (c.autostop_minutes >= 0)
+			eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down);
+	}
+	lock_release(lock_fd);
+	cluster_free(&c);
+	cl_close(&cl);
+	return r;
+}

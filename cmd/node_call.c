@@ -1,0 +1,255 @@
+/*
+ * `skiff node call`: the launcher's way into a node, over the runner's channel. One framed
+ * request (lib/proto.h) on stdin, framed replies on stdout; the text outputs of the other
+ * node commands are for people and scripts, and skiff never parses them.
+ *
+ *   submit   the supervisor's reply; with "follow", the job's logs follow it, raw, and
+ *            the exit status is `node logs`'s
+ *   queue    answered here from the node db: one frame per job ("job" = its id, then
+ *            status, submitted_at, started_at, ended_at, exit_codes, cpus, memory, gpus,
+ *            log_dir, name, reason, submit_key), then {"ok", "end", "count"}; the jobs are
+ *            those named by "id" fields, the one of "key", or all ("active": only those
+ *            that have not ended)
+ *   watch    the supervisor's two replies ("watching", then "ended" with the status),
+ *            each a frame as it comes
+ *   other    forwarded to the supervisor as is (cancel, status, autostop, config, ping)
+ *
+ * A reply with "error" is the node's answer; the exit status is then 1. No reply at all
+ * (the supervisor cannot be started): a frame {"error"} and exit status 4.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/node.h"
+#include "lib/log.h"
+#include "lib/proto.h"
+#include "lib/util.h"
+#include "state/node.h"
+#include "supervisor/supervisor.h"
+#include "lib/banned.h"
+
+const char node_call_usage[] =
+        "usage: skiff node call\n"
+        "\n"
+        "Internal (the launcher's protocol): reads one framed request on stdin and writes\n"
+        "framed replies on stdout. See cmd/node_call.c for the operations.\n";
+
+/* How long the request may take to arrive on stdin. */
+#define CALL_READ_MS 60000
+
+static void reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* An error as the one frame of the answer. */
+static void reply_error(const char *fmt, ...)
+{
+	struct buf b = BUF_INIT(4096);
+	struct msg m;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	msg_init(&m);
+	msg_add(&m, "error", b.p);
+	proto_send(1, &m);
+	msg_release(&m);
+	buf_release(&b);
+}
+
+static void add_time(struct msg *m, const char *key, double t)
+{
+	msg_addf(m, key, "%.3f", t);
+}
+
+/* One job, as one frame. */
+static int send_job(const struct job *jb)
+{
+	struct msg m;
+	int r;
+
+	msg_init(&m);
+	msg_add_int(&m, "job", jb->id);
+	msg_add(&m, "status", job_status_name(jb->status));
+	add_time(&m, "submitted_at", jb->submitted_at);
+	add_time(&m, "started_at", jb->started_at);
+	add_time(&m, "ended_at", jb->ended_at);
+	msg_add(&m, "exit_codes", jb->exit_codes);
+	msg_addf(&m, "cpus", "%g", jb->cpus);
+	msg_addf(&m, "memory", "%g", jb->memory);
+	msg_add_int(&m, "gpus", jb->gpus);
+	msg_add(&m, "log_dir", jb->log_dir);
+	msg_add(&m, "name", jb->name);
+	msg_add(&m, "reason", jb->reason);
+	if (jb->submit_key)
+		msg_add(&m, "submit_key", jb->submit_key);
+	r = proto_send(1, &m);
+	msg_release(&m);
+	return r;
+}
+
+struct queue_walk {
+	const struct msg *req;
+	int any_ids;
+	long count;
+	int err;
+};
+
+static int wanted(const struct msg *req, int64_t id)
+{
+	size_t i;
+	int64_t v;
+
+	for (i = 0; i < req->n; i++)
+		if (!strcmp(req->keys[i], "id") && !parse_long(req->vals[i], 1, INT64_MAX, &v) &&
+		    v == id)
+			return 1;
+	return 0;
+}
+
+static int walk_job(struct job *jb, void *arg)
+{
+	struct queue_walk *w = arg;
+
+	if (w->any_ids && !wanted(w->req, jb->id))
+		return 0;
+	if (send_job(jb)) {
+		w->err = -EPIPE;
+		return 1;
+	}
+	w->count++;
+	return 0;
+}
+
+static int call_queue(const struct msg *req)
+{
+	struct queue_walk w = {req, msg_get(req, "id") != NULL, 0, 0};
+	const char *key = msg_get(req, "key");
+	struct st_db *db = node_open_db();
+	struct msg end;
+	int r;
+
+	if (!db) {
+		reply_error("cannot open the node's job queue (see its supervisor.log)");
+		return EXIT_UNAVAILABLE;
+	}
+	if (key) {
+		struct job jb;
+
+		r = st_job_find_key(db, key, &jb);
+		if (!r) {
+			r = send_job(&jb);
+			w.count = !r;
+			job_free(&jb);
+		} else if (r == -ENOENT) {
+			r = 0;
+		}
+	} else {
+		r = st_job_each(db, msg_get(req, "active") ? JOB_MASK_ACTIVE : JOB_MASK_ALL,
+		                walk_job, &w);
+		if (!r)
+			r = w.err;
+	}
+	st_close(db);
+	if (r) {
+		reply_error("cannot read the node's job queue: %s", strerror(-r));
+		return EXIT_FAIL;
+	}
+	msg_init(&end);
+	msg_add(&end, "ok", "1");
+	msg_add(&end, "end", "1");
+	msg_add_int(&end, "count", w.count);
+	r = proto_send(1, &end);
+	msg_release(&end);
+	return r ? EXIT_FAIL : EXIT_OK;
+}
+
+/* submit (with follow) and watch: the supervisor answers on the connection again later. */
+static int call_open(const struct msg *req)
+{
+	struct msg rep;
+	int64_t id;
+	int fd, rc;
+
+	fd = sup_call_open(SUP_AUTOSTART | SUP_QUIET, req, &rep);
+	if (fd < 0) {
+		rc = EXIT_FAIL;
+		if (msg_get(&rep, "error")) {
+			proto_send(1, &rep);
+		} else {
+			reply_error("the node supervisor cannot be reached");
+			rc = EXIT_UNAVAILABLE;
+		}
+		msg_release(&rep);
+		return rc;
+	}
+	if (proto_send(1, &rep)) {
+		close(fd);
+		msg_release(&rep);
+		return EXIT_FAIL;
+	}
+	if (!strcmp(msg_get(req, "op"), "watch")) {
+		struct msg ended;
+
+		rc = EXIT_OK;
+		if (!msg_get(&rep, "ended")) {
+			msg_init(&ended);
+			if (proto_recv(fd, &ended, -1)) {
+				reply_error("the node supervisor stopped before the job ended");
+				rc = EXIT_UNAVAILABLE;
+			} else {
+				rc = proto_send(1, &ended) ? EXIT_FAIL : EXIT_OK;
+			}
+			msg_release(&ended);
+		}
+		close(fd);
+		msg_release(&rep);
+		return rc;
+	}
+	/* submit with follow: the logs, raw, until the job ends; `node logs`'s exit code. */
+	fflush(stdout);
+	if (msg_get_int(&rep, "id", &id)) {
+		close(fd);
+		msg_release(&rep);
+		return EXIT_FAIL;
+	}
+	rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"));
+	msg_release(&rep);
+	return rc;
+}
+
+int node_call(int argc, char **argv)
+{
+	struct msg req, rep;
+	const char *op;
+	int rc;
+
+	(void)argv;
+	if (argc > 1)
+		return usage_error("node call", "takes no arguments (the request is on stdin)");
+	log_set_level(LOG_ERROR); /* stderr is for errors; the answer is on stdout */
+	msg_init(&req);
+	if (proto_recv(0, &req, CALL_READ_MS) || !(op = msg_get(&req, "op"))) {
+		msg_release(&req);
+		reply_error("expected one framed request with an op on stdin");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(op, "queue")) {
+		rc = call_queue(&req);
+	} else if (!strcmp(op, "watch") || (!strcmp(op, "submit") && msg_get(&req, "follow"))) {
+		rc = call_open(&req);
+	} else if (sup_request(SUP_AUTOSTART | SUP_QUIET, &req, &rep)) {
+		reply_error("the node supervisor cannot be reached");
+		rc = EXIT_UNAVAILABLE;
+		msg_release(&rep);
+	} else {
+		rc = proto_send(1, &rep) ? EXIT_FAIL : msg_get(&rep, "error") ? EXIT_FAIL : EXIT_OK;
+		msg_release(&rep);
+	}
+	msg_release(&req);
+	return rc;
+}

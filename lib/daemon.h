@@ -1,0 +1,48 @@
+#ifndef SKIFF_DAEMON_H
+#define SKIFF_DAEMON_H
+
+/*
+ * The skeleton every skiff daemon stands on (the node supervisor, the managed-jobs
+ * controller, the gang watcher): a detached self-spawn, a lock that says one daemon per
+ * state dir, signals as an fd, and one wait with a deadline. No daemon sleeps in a loop:
+ * each waits in daemon_wait() for an fd or its next deadline.
+ */
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Starts this binary as argv (argv[0] is replaced by our own path) in a session of its
+ * own, stdin /dev/null, stdout and stderr appended to log (NULL: /dev/null), not reaped
+ * (it outlives us: init adopts it). 0 with *pid, or -errno (printed).
+ */
+int daemon_spawn(char *const *argv, const char *log, pid_t *pid);
+
+/*
+ * Takes path's lock (flock, exclusive, not waiting) and writes our pid into it. The fd
+ * (CLOEXEC; closing it lets go), -EEXIST when another process holds it, or another -errno
+ * (printed).
+ */
+int daemon_lock(const char *path);
+
+/*
+ * Blocks the signals in set and returns a signalfd for them (CLOEXEC, non-blocking), with
+ * SIGPIPE ignored; -errno (printed).
+ */
+int daemon_signals(const sigset_t *set);
+
+/* One fd to wait on and what came. */
+struct daemon_fd {
+	int fd; /* < 0: ignored */
+	short revents;
+};
+
+/*
+ * Waits until one of fds is readable (or hung up) or now_ms() reaches deadline (< 0: no
+ * deadline). Returns how many are ready (0: the deadline), or -errno other than EINTR
+ * (which returns 0).
+ */
+int daemon_wait(struct daemon_fd *fds, int n, int64_t deadline);
+
+#endif

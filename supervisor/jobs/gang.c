@@ -1,0 +1,246 @@
+/*
+ * The gang watcher (`skiff __gang CLUSTER JOB`): a detached daemon per multi-node job,
+ * started by the launch (eng_start_gang_watch()). It watches every rank (a `node call`
+ * watch per node: the node's supervisor answers when the rank's job ends) and, when one
+ * rank fails or its node is lost, cancels the others, as SkyPilot's gang semantics
+ * require. A rank on a node that could not be reached is stopped when the node is back:
+ * retries are timers in the one wait (supervisor/jobs/policy.h), until the cluster is
+ * taken down or launched again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bootstrap/launch/engine.h"
+#include "bootstrap/launch/gang.h"
+#include "lib/daemon.h"
+#include "lib/exit.h"
+#include "lib/log.h"
+#include "lib/proto.h"
+#include "lib/util.h"
+#include "state/launcher.h"
+#include "state/node.h"
+#include "supervisor/jobs/jobs.h"
+#include "supervisor/jobs/policy.h"
+#include "lib/banned.h"
+
+struct rank_watch {
+	pid_t pid;         /* the `node call` watch, or -1 */
+	int fd;            /* its stdout, or -1 */
+	struct buf frames; /* what it sent so far */
+	char status[32];   /* the rank's final status once known; "" unknown */
+	int ended;         /* its stream is over */
+	int pending;       /* to be stopped once its node is back */
+};
+
+/* Starts rank k's watch: `node call` with {op: watch, id}; 0 or -1. */
+static int watch_start(struct cnode *nd, int64_t id, struct rank_watch *w)
+{
+	struct runner_io io = {-1, -1, RUNNER_NULL};
+	unsigned char hdr[PROTO_HDR];
+	int in[2], out[2], r;
+	struct msg req;
+	char *script;
+
+	w->fd = -1;
+	w->pid = -1;
+	if (!nd->exe || pipe2(in, O_CLOEXEC))
+		return -1;
+	if (pipe2(out, O_CLOEXEC)) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	script = xasprintf("exec %s node call", nd->exe);
+	io.in_fd = in[0];
+	io.out_fd = out[1];
+	r = runner_spawn(nd->r, script, 0, &io, &w->pid);
+	free(script);
+	close(in[0]);
+	close(out[1]);
+	if (r) {
+		close(in[1]);
+		close(out[0]);
+		return -1;
+	}
+	msg_init(&req);
+	msg_add(&req, "op", "watch");
+	msg_add_int(&req, "id", id);
+	proto_header(&req, hdr);
+	if (!write_all(in[1], hdr, sizeof(hdr)))
+		write_all(in[1], req.raw.p, req.raw.len);
+	msg_release(&req);
+	close(in[1]);
+	w->fd = out[0];
+	return 0;
+}
+
+/* The final status in the frames a watch sent ("" when none came: the node was lost). */
+static void watch_status(struct rank_watch *w)
+{
+	const char *p = w->frames.p;
+	size_t len = w->frames.len;
+
+	w->status[0] = '\0';
+	while (len >= PROTO_HDR) {
+		struct msg m;
+		const char *why;
+		size_t body;
+
+		if (proto_parse_header((const unsigned char *)p, &body) || len - PROTO_HDR < body)
+			break;
+		msg_init(&m);
+		if (!msg_decode(&m, p + PROTO_HDR, body, &why) && msg_get(&m, "ended") &&
+		    msg_get(&m, "status"))
+			xsnprintf(w->status, sizeof(w->status), "%.31s", msg_get(&m, "status"));
+		msg_release(&m);
+		p += PROTO_HDR + body;
+		len -= PROTO_HDR + body;
+	}
+}
+
+/* Cancels the rank's node job; 0 when the node answered (whatever it said). */
+static int stop_rank(struct cnode *nd, int64_t id)
+{
+	return cl_cancel_jobs(nd, &id, 1, 0) == -EHOSTUNREACH ? -1 : 0;
+}
+
+static int run(struct st_db *ldb, const char *cluster, int64_t job)
+{
+	struct cluster c;
+	struct clive cl;
+	struct cluster_job cj;
+	struct rank_watch *w;
+	struct daemon_fd *fds;
+	int64_t *ids = NULL, start, next = -1;
+	int n, i, live = 0, failed = -1, npending = 0, tries = 0;
+
+	if (eng_open(ldb, cluster, &c, &cl))
+		return EXIT_FAIL;
+	if (st_cluster_job_get(ldb, cluster, job, &cj)) {
+		cluster_free(&c);
+		cl_close(&cl);
+		return error("no job %lld on %s", (long long)job, cluster), EXIT_FAIL;
+	}
+	n = gang_parse_ids(cj.node_job_ids, &ids);
+	if (n > (int)cl.n)
+		n = (int)cl.n;
+	if (n < 0)
+		n = 0;
+	w = xcalloc((size_t)(n ? n : 1), sizeof(*w));
+	fds = xcalloc((size_t)(n ? n : 1), sizeof(*fds));
+	for (i = 0; i < n; i++) {
+		buf_init(&w[i].frames, 1 << 16);
+		if (ids[i] && !watch_start(&cl.nodes[i], ids[i], &w[i]))
+			live++;
+		else
+			w[i].ended = 1;
+	}
+	while (live) {
+		int np = 0;
+
+		for (i = 0; i < n; i++)
+			fds[np++].fd = w[i].fd;
+		if (daemon_wait(fds, np, -1) < 0)
+			break;
+		for (i = 0; i < n; i++) {
+			char blk[4096];
+			ssize_t got;
+
+			if (w[i].fd < 0 || !fds[i].revents)
+				continue;
+			got = read(w[i].fd, blk, sizeof(blk));
+			if (got > 0) {
+				buf_add(&w[i].frames, blk, (size_t)got);
+				continue;
+			}
+			if (got < 0 && errno == EINTR)
+				continue;
+			close(w[i].fd);
+			w[i].fd = -1;
+			while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			w[i].ended = 1;
+			live--;
+			watch_status(&w[i]);
+			/* No status: the node was lost, and its rank may still run there. */
+			if (!w[i].status[0])
+				w[i].pending = 1;
+			if (failed >= 0 || !gang_end_stops_others(w[i].status))
+				continue;
+			failed = i;
+			info("job %lld: rank %d ended %s; stopping the other ranks", (long long)job,
+			     i, w[i].status[0] ? w[i].status : "(node unreachable)");
+			/* Once that rank is stopped (its node back), it would read CANCELLED. */
+			if (!w[i].status[0])
+				st_cluster_job_set_final(ldb, cluster, job, JOB_FAILED_DRIVER);
+			for (int o = 0; o < n; o++)
+				if (o != i && !w[o].ended && stop_rank(&cl.nodes[o], ids[o]))
+					w[o].pending = 1;
+		}
+	}
+	for (i = 0; i < n; i++)
+		npending += w[i].pending;
+	if (npending)
+		info("job %lld: %d rank(s) on unreachable nodes; stopping them when they are back",
+		     (long long)job, npending);
+	start = now_ms();
+	while (npending && now_ms() - start < GANG_RETRY_MAX_MS) {
+		struct cluster_job again;
+		int moved;
+
+		next = now_ms() + gang_retry_delay_ms(tries++);
+		while (now_ms() < next)
+			daemon_wait(NULL, 0, next);
+		if (st_cluster_job_get(ldb, cluster, job, &again))
+			break; /* the cluster was taken down */
+		moved = strcmp(again.node_job_ids, cj.node_job_ids);
+		cluster_job_free(&again);
+		if (moved)
+			break; /* ... and launched again: that job is another one */
+		for (i = 0; i < n; i++) {
+			if (!w[i].pending || stop_rank(&cl.nodes[i], ids[i]))
+				continue;
+			w[i].pending = 0;
+			npending--;
+			info("job %lld: rank %d stopped on %s, which is back", (long long)job, i,
+			     cl.nodes[i].name);
+		}
+	}
+	for (i = 0; i < n; i++)
+		buf_release(&w[i].frames);
+	free(w);
+	free(fds);
+	free(ids);
+	cluster_job_free(&cj);
+	cluster_free(&c);
+	cl_close(&cl);
+	return EXIT_OK;
+}
+
+int gang_main(int argc, char **argv)
+{
+	struct st_db *ldb = NULL;
+	long job;
+	int rc;
+
+	log_set_prog("skiff-gang");
+	if (argc != 3 || parse_long(argv[2], 1, INT64_MAX, &job))
+		return error("usage: skiff __gang CLUSTER JOB"), EXIT_USAGE;
+	/*
+	 * Not at once: the job's ranks are starting, and the launcher that started us is
+	 * following them. Our start (a launcher db, a session per rank) would compete with
+	 * both on a small machine; a rank that fails meanwhile is stopped a moment later.
+	 */
+	daemon_wait(NULL, 0, now_ms() + GANG_START_DELAY_MS);
+	if (st_launcher_open(0, &ldb))
+		return EXIT_FAIL;
+	rc = run(ldb, argv[1], job);
+	st_close(ldb);
+	return rc;
+}
