@@ -27,7 +27,7 @@ MUSL_CFLAGS := $(COMMON) $(CFLAGS) -I$(DEPS)/include -ffunction-sections -fdata-
 MUSL_LDFLAGS := -static -L$(DEPS)/lib -Wl,--gc-sections
 ASAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
-LIBS := -larchive -lz -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
+LIBS := -larchive -lz -lzstd -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
 
 SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c supervisor/*/*.c bootstrap/*/*.c cmd/*.c))
 LIB_SRC := $(filter-out cmd/main.c,$(SRC))
@@ -52,13 +52,38 @@ $(B)/obj/lib/self.o $(B)/asan/obj/lib/self.o: $(B)/gen/version.h
 
 Q := $(if $(V),,@)
 
-$(DEPS)/BUILD-INFO:
+$(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a:
 	./build.sh deps
 
-$(B)/obj/%.o: %.c | $(DEPS)/BUILD-INFO
+$(B)/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -c $< -o $@
+
+# The self-copy's two stubs (bootstrap/launch/stub/): static programs of their own, sent to
+# a new node before skiff, built for size; bootstrap/launch/install_stub.c embeds them.
+STUB_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(DEPS)/include $(WARN) -Os -ffunction-sections \
+	-fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-stack-protector
+STUB_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none -Wl,-z,noseparate-code \
+	-Wl,-z,norelro
+STUBS := $(B)/stub/skiff-split $(B)/stub/skiff-unzstd
+
+$(B)/stub/skiff-split: bootstrap/launch/stub/split.c bootstrap/launch/stub/stub.h
+	@mkdir -p $(@D)
+	$(Q)$(MUSL_CC) $(STUB_CFLAGS) $< $(STUB_LDFLAGS) -o $@
+
+$(B)/stub/skiff-unzstd: bootstrap/launch/stub/unzstd.c bootstrap/launch/stub/stub.h \
+		lib/sha256_x86.c | $(DEPS)/lib/libzstd.a
+	@mkdir -p $(@D)
+	$(Q)$(MUSL_CC) $(STUB_CFLAGS) -DSTUB_SHA_X86 $< lib/sha256_x86.c $(DEPS)/lib/libzstd-stub.a \
+		$(STUB_LDFLAGS) -o $@
+
+$(B)/obj/bootstrap/launch/install_stub.o $(B)/asan/obj/bootstrap/launch/install_stub.o \
+$(B)/fuzz/obj/bootstrap/launch/install_stub.o: $(STUBS)
+STUB_DIR_DEF := -DSKIFF_STUB_DIR='"$(B)/stub"'
+$(B)/obj/bootstrap/launch/install_stub.o: MUSL_CFLAGS += $(STUB_DIR_DEF)
+$(B)/asan/obj/bootstrap/launch/install_stub.o: ASAN_CFLAGS += $(STUB_DIR_DEF)
+$(B)/fuzz/obj/bootstrap/launch/install_stub.o: FUZZ_CFLAGS += $(STUB_DIR_DEF)
 
 $(B)/libskiff.a: $(LIB_OBJ)
 	@rm -f $@
@@ -77,7 +102,7 @@ $(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/libskiff.a
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
 
 # --- sanitizer build: host gcc against Debian's -dev packages (build.sh installs them) ---
-$(B)/asan/obj/%.o: %.c | $(DEPS)/BUILD-INFO
+$(B)/asan/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-ASAN $<")
 	$(Q)$(HOST_CC) $(ASAN_CFLAGS) -c $< -o $@
@@ -150,7 +175,7 @@ format:
 	clang-format -i $(SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:
-	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/libskiff.a $(B)/skiff
+	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff
 
 .PHONY: all asan fuzz fuzz-long unit test test-asan dist format clean FORCE
 .SECONDARY:

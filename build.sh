@@ -5,7 +5,7 @@
 #   ./build.sh deps       only the dependency prefix
 #   ./build.sh --no-apt   skip the apt step (tools already present)
 #
-# The five libraries (zlib, libyaml, sqlite3, mbedtls, libarchive) come from Debian
+# The six libraries (zlib, libyaml, sqlite3, mbedtls, libarchive, libzstd) come from Debian
 # source packages, including bookworm-security, and are built with musl-gcc into
 # build/deps/prefix. Each library has a stamp holding the .dsc it was built from and
 # the flags; a library is rebuilt only when that stamp changes.
@@ -18,9 +18,15 @@ SRC=$WORK/src
 BLD=$WORK/build
 COPT=${COPT:--O2}
 JOBS=$(nproc 2>/dev/null || echo 2)
-LIBS="zlib libyaml sqlite3 mbedtls libarchive"
+LIBS="zlib libyaml sqlite3 mbedtls libarchive libzstd"
+# Libraries that may be built from an older version when the archive lists a newer one
+# whose source cannot be downloaded (said in a warning and in BUILD-INFO; the next run
+# tries the newest again). libzstd: bookworm-security lists 1.5.4+dfsg2-5+deb12u1, whose
+# fix is in the decompressor; skiff decompresses only on the node, and only what the
+# launcher sent (docs/sync.md), never what a node sends.
+OLDER_OK="libzstd"
 HOST_PKGS="musl-tools musl-dev gcc make cmake dpkg-dev tcl xz-utils bzip2 file git
-	libyaml-dev libsqlite3-dev libmbedtls-dev libarchive-dev zlib1g-dev perl python3 valgrind
+	libyaml-dev libsqlite3-dev libmbedtls-dev libarchive-dev zlib1g-dev libzstd-dev perl python3 valgrind
 	procps util-linux
 	debian-archive-keyring ca-certificates perl"
 
@@ -122,17 +128,29 @@ fetch_sources() {
 	fi
 	for lib in $LIBS; do
 		# The newest version across suites, e.g. 3.6.2-1+deb12u5 from bookworm-security.
-		v=$(APT_CACHE showsrc "$lib" 2>/dev/null | awk '/^Version:/ { print $2 }' |
-			sort -V -u | tail -n 1)
+		vs=$(APT_CACHE showsrc "$lib" 2>/dev/null | awk '/^Version:/ { print $2 }' |
+			sort -V -u -r)
+		v=$(echo "$vs" | head -n 1)
 		[ -n "$v" ] || die "no source package found for $lib"
-		vv=${v#*:}
-		eval "ver_$lib=\$vv"
-		if [ ! -f "$SRC/${lib}_$vv.dsc" ]; then
+		newest=$v
+		while :; do
+			vv=${v#*:}
+			[ ! -f "$SRC/${lib}_$vv.dsc" ] || break
 			say "fetching source $lib $v"
-			(cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null) ||
-				{ APT update >/dev/null; (cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null); } ||
-				die "cannot download source package $lib=$v"
+			(cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null 2>&1) && break
+			APT update >/dev/null
+			(cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null 2>&1) && break
+			case " $OLDER_OK " in *" $lib "*) ;; *) die "cannot download source package $lib=$v" ;; esac
+			v=$(echo "$vs" | awk -v v="$v" 'f { print; exit } $0 == v { f = 1 }')
+			[ -n "$v" ] || die "cannot download any source package of $lib"
+		done
+		eval "ver_$lib=\$vv"
+		note=
+		if [ "$v" != "$newest" ]; then
+			note=" (the archive lists $newest, whose source cannot be downloaded)"
+			say "warning: building $lib $v$note"
 		fi
+		eval "note_$lib=\$note"
 	done
 }
 
@@ -204,6 +222,25 @@ build_libarchive() {
 	rm -f "$PREFIX/lib/libarchive.la"
 }
 
+build_libzstd() {
+	common="ZSTD_LIB_DICTBUILDER=0 ZSTD_LIB_DEPRECATED=0 ZSTD_LEGACY_SUPPORT=0"
+	# shellcheck disable=SC2086 # a list of make variables
+	make -s -j"$JOBS" -C lib libzstd.a CC=musl-gcc $common \
+		MOREFLAGS="-ffunction-sections -fdata-sections" >/dev/null
+	mkdir -p "$PREFIX/lib" "$PREFIX/include"
+	install -m 644 lib/libzstd.a "$PREFIX/lib/"
+	install -m 644 lib/zstd.h lib/zstd_errors.h "$PREFIX/include/"
+	# The decoder of the self-copy's stub (bootstrap/launch/stub/), which is sent to every
+	# new node as it is: decompression only, no assembly, built for size.
+	make -s -C lib clean >/dev/null
+	# shellcheck disable=SC2086
+	make -s -j"$JOBS" -C lib libzstd.a CC=musl-gcc $common ZSTD_LIB_MINIFY=1 \
+		ZSTD_LIB_COMPRESSION=0 ZSTD_NO_ASM=1 MOREFLAGS="-ffunction-sections \
+		-fdata-sections -fno-asynchronous-unwind-tables -DDYNAMIC_BMI2=0 -DZSTD_NO_TRACE" \
+		>/dev/null
+	install -m 644 lib/libzstd.a "$PREFIX/lib/libzstd-stub.a"
+}
+
 build_deps() {
 	fetch_sources
 	mkdir -p "$PREFIX/stamps"
@@ -230,7 +267,7 @@ build_deps() {
 		echo "compiler: musl-gcc over gcc $gcc_ver"
 		echo "musl: $musl_ver"
 		echo "COPT: $COPT"
-		for lib in $LIBS; do eval "echo \"$lib: \$ver_$lib\""; done
+		for lib in $LIBS; do eval "echo \"$lib: \$ver_$lib\$note_$lib\""; done
 	} >"$PREFIX/BUILD-INFO.new" && mv "$PREFIX/BUILD-INFO.new" "$PREFIX/BUILD-INFO"
 }
 

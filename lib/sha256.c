@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/sha256_x86.h"
 #include "lib/banned.h"
 
 _Static_assert(sizeof(mbedtls_sha256_context) <= sizeof(struct sha256_ctx),
@@ -23,9 +24,41 @@ void sha256_init(struct sha256_ctx *c)
 	(void)mbedtls_sha256_starts_ret(ctx(c), 0);
 }
 
+/*
+ * mbedtls_sha256_update_ret() with the whole blocks done by the x86 SHA extensions: the
+ * same bookkeeping of total[] and buffer[] (mbedTLS 2.28's), so that its finish pads as
+ * usual.
+ */
+static void update_x86(mbedtls_sha256_context *m, const unsigned char *p, size_t len)
+{
+	size_t left = m->total[0] & 0x3f, fill = 64 - left;
+
+	m->total[0] += (uint32_t)len;
+	if (m->total[0] < (uint32_t)len)
+		m->total[1]++;
+	m->total[1] += (uint32_t)((uint64_t)len >> 32);
+	if (left && len >= fill) {
+		memcpy(m->buffer + left, p, fill);
+		sha256_x86_blocks(m->state, m->buffer, 1);
+		p += fill;
+		len -= fill;
+		left = 0;
+	}
+	if (len >= 64) {
+		sha256_x86_blocks(m->state, p, len / 64);
+		p += len & ~(size_t)0x3f;
+		len &= 0x3f;
+	}
+	if (len)
+		memcpy(m->buffer + left, p, len);
+}
+
 void sha256_update(struct sha256_ctx *c, const void *data, size_t len)
 {
-	(void)mbedtls_sha256_update_ret(ctx(c), data, len);
+	if (len && sha256_x86_available())
+		update_x86(ctx(c), data, len);
+	else
+		(void)mbedtls_sha256_update_ret(ctx(c), data, len);
 }
 
 void sha256_final(struct sha256_ctx *c, unsigned char out[32])

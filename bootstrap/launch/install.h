@@ -53,6 +53,13 @@ int boot_install_script(struct buf *out, int copy, const char *sha, size_t size,
  */
 int boot_install_send(struct runner *r, const char *data, size_t len, const char *sha, size_t size,
                       unsigned flags, struct install_result *res);
+/* The self-copy's stubs, embedded in this binary (bootstrap/launch/install_stub.c). */
+struct boot_stub {
+	const unsigned char *data;
+	size_t len;
+};
+void boot_stubs(struct boot_stub *split, struct boot_stub *unzstd);
+
 /* This executable's bytes (read once) and their sha256; 0 or -errno (printed). */
 int boot_self_image(const char **data, size_t *len, const char **sha);
 
