@@ -307,20 +307,15 @@ size_t task_list_check_required(const struct task_list *l, struct yerrors *errs,
 
 /* ---- consumers ---------------------------------------------------------------------- */
 
-enum task_infra_kind {
-	TASK_INFRA_LOCAL, /* this machine */
-	TASK_INFRA_SSH,   /* hosts reached over ssh */
-	TASK_INFRA_SLURM,
-	TASK_INFRA_K8S,
-	TASK_INFRA_CLOUD, /* a cloud API: everything is honoured */
-};
-
 /*
  * Names of the resource fields the task sets (in any alternative) that only a cloud can
- * honour and that infra `kind` ignores, e.g. "instance_type", "use_spot", "image_id".
+ * honour and that an infra which honours the TR_* fields in `honours` ignores, e.g.
+ * "instance_type", "use_spot", "image_id" (honoured as TR_IMAGE_ID only for a container
+ * image, docker:IMAGE), and any key skiff does not know. TASK_HONOURS_ALL: a cloud, none.
  * Up to max names go to names[]; returns how many there are.
  */
-size_t task_cloud_only_fields(const struct task *t, enum task_infra_kind kind, const char **names,
+#define TASK_HONOURS_ALL (~0u)
+size_t task_cloud_only_fields(const struct task *t, unsigned honours, const char **names,
                               size_t max);
 /* 1 if image_id names a container image ("docker:IMAGE"). */
 int task_image_is_docker(const char *image_id);

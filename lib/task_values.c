@@ -178,35 +178,30 @@ int task_image_is_docker(const char *image_id)
 	return image_id && starts_with(image_id, "docker:");
 }
 
-struct cloud_field {
+/* The resource fields only a cloud can honour unless an infra says it does. */
+static const struct {
 	const char *name;
 	unsigned bit;
-	unsigned char ignored_by[TASK_INFRA_CLOUD + 1]; /* by enum task_infra_kind */
+} cloud_fields[] = {
+        {"cloud", TR_CLOUD},
+        {"region", TR_REGION},
+        {"zone", TR_ZONE},
+        {"instance_type", TR_INSTANCE_TYPE},
+        {"use_spot", TR_USE_SPOT},
+        {"disk_size", TR_DISK_SIZE},
+        {"disk_tier", TR_DISK_TIER},
+        {"network_tier", TR_NETWORK_TIER},
+        {"image_id", TR_IMAGE_ID},
+        {"labels", TR_LABELS},
+        {"accelerator_args", TR_ACCELERATOR_ARGS},
+        {"volumes", TR_VOLUMES},
 };
 
-/* LOCAL, SSH, SLURM, K8S, CLOUD */
-static const struct cloud_field cloud_fields[] = {
-        {"cloud", TR_CLOUD, {1, 1, 1, 0, 0}},
-        {"region", TR_REGION, {1, 1, 1, 0, 0}},
-        {"zone", TR_ZONE, {1, 1, 1, 1, 0}},
-        {"instance_type", TR_INSTANCE_TYPE, {1, 1, 1, 1, 0}},
-        {"use_spot", TR_USE_SPOT, {1, 1, 1, 1, 0}},
-        {"disk_size", TR_DISK_SIZE, {1, 1, 1, 0, 0}},
-        {"disk_tier", TR_DISK_TIER, {1, 1, 1, 1, 0}},
-        {"network_tier", TR_NETWORK_TIER, {1, 1, 1, 1, 0}},
-        {"image_id", TR_IMAGE_ID, {1, 1, 1, 0, 0}},
-        {"labels", TR_LABELS, {1, 1, 1, 0, 0}},
-        {"accelerator_args", TR_ACCELERATOR_ARGS, {1, 1, 1, 1, 0}},
-        {"volumes", TR_VOLUMES, {1, 1, 1, 0, 0}},
-};
-
-static int image_honoured(const struct task_resources *r, enum task_infra_kind kind)
+/* An infra that runs containers honours a container image, and only that. */
+static int image_honoured(const struct task_resources *r)
 {
 	size_t i;
 
-	if (kind == TASK_INFRA_CLOUD)
-		return 1;
-	/* A container image runs wherever skiff can run a container. */
 	if (r->image_id)
 		return task_image_is_docker(r->image_id);
 	for (i = 0; i < r->image_by_region.n; i++)
@@ -227,26 +222,26 @@ static size_t add_name(const char **names, size_t n, size_t max, const char *nam
 	return n + 1;
 }
 
-size_t task_cloud_only_fields(const struct task *t, enum task_infra_kind kind, const char **names,
+size_t task_cloud_only_fields(const struct task *t, unsigned honours, const char **names,
                               size_t max)
 {
 	size_t a, i, k, n = 0;
 
-	if ((int)kind < 0 || kind > TASK_INFRA_CLOUD)
-		kind = TASK_INFRA_LOCAL;
+	if (honours == TASK_HONOURS_ALL)
+		return 0;
 	for (a = 0; a < t->nres; a++) {
 		const struct task_resources *r = &t->res[a];
 
 		for (i = 0; i < ARRAY_SIZE(cloud_fields); i++) {
-			const struct cloud_field *f = &cloud_fields[i];
+			unsigned bit = cloud_fields[i].bit;
 
-			if (!(r->set & f->bit) || !f->ignored_by[kind])
+			if (!(r->set & bit) || ((honours & bit) && bit != TR_IMAGE_ID))
 				continue;
-			if (f->bit == TR_IMAGE_ID && image_honoured(r, kind))
+			if (bit == TR_IMAGE_ID && (honours & bit) && image_honoured(r))
 				continue;
-			n = add_name(names, n, max, f->name);
+			n = add_name(names, n, max, cloud_fields[i].name);
 		}
-		for (k = 0; kind != TASK_INFRA_CLOUD && k < r->nextra; k++)
+		for (k = 0; k < r->nextra; k++)
 			n = add_name(names, n, max, r->extra[k].key);
 	}
 	return n;

@@ -48,6 +48,72 @@
 enum infra_kind { INFRA_LOCAL, INFRA_SSH, INFRA_PODMAN, INFRA_DOCKER, INFRA_K8S, INFRA_SLURM };
 
 struct task;
+struct infra;
+struct clive;
+struct buf;
+
+/* What an infra is, as its ops table says (struct infra_ops). */
+enum infra_flags {
+	/* Its hosts outlive clusters: a new cluster cancels what one taken down while a host
+	 * was away left there (ssh). */
+	INFRA_SHARED_HOSTS = 1 << 0,
+	/* New nodes start from the task's image, image_id: docker:IMAGE (podman, docker, k8s). */
+	INFRA_IMAGE = 1 << 1,
+	/* Stop and start are refused: nothing can be paused there (slurm). */
+	INFRA_NO_STOP = 1 << 2,
+};
+
+/*
+ * One infra: a const table of what it does, so that nothing above bootstrap/infra/ tells
+ * infras apart by name. Functions not given (NULL) do nothing and succeed. Each prints
+ * its errors and returns 0 or -errno unless said otherwise.
+ */
+struct infra_ops {
+	const char *name; /* as written in specs: "local", "ssh", "podman", ... */
+	enum infra_kind kind;
+	unsigned flags;   /* enum infra_flags */
+	int max_nodes;    /* the most nodes one cluster can have here (a rank limit) */
+	unsigned honours; /* resource fields only a cloud honours that this one does (TR_*) */
+	/* What holds a cluster's nodes, for messages ("Slurm allocation"); NULL: nothing
+	 * beyond the nodes. Says what alive() names. */
+	const char *holder;
+	/* What follows "NAME/" in the spec (NULL: nothing) into out (kind, spec, pool...). */
+	int (*parse)(const char *rest, const char *spec, struct infra *out);
+	/* Loads what naming a node needs (ssh: the pool file). Idempotent. */
+	int (*resolve)(struct infra *inf);
+	/* Picks nodes v[0..n) for a new cluster, in rank order (infra_pick_nodes()). */
+	int (*pick)(struct infra *inf, struct st_db *ldb, const char *cluster, int n,
+	            struct cluster_node *v);
+	/* A pick that could not be recorded (the cluster exists, a node was taken): gives
+	 * back what pick made (containers started, an allocation granted). */
+	void (*unpick)(struct infra *inf, const char *cluster, const struct cluster_node *v, int n);
+	/* A runner for one booked node (NULL, printed, on error). */
+	struct runner *(*runner)(const struct infra *inf, const struct cluster_node *n);
+	/* Once every node's supervisor is up (slurm: each moves into a job step). */
+	int (*nodes_up)(struct clive *cl);
+	/* How many jobs a restart of the nodes' supervisors would end (slurm's steps: an
+	 * upgrade in place waits until none); < 0 unknown. */
+	int (*busy)(struct clive *cl);
+	/* 1 while the holder of the cluster's nodes exists, 0 once it is gone (slurm: the
+	 * allocation ended; *what is its id, *state how it ended). */
+	int (*alive)(struct st_db *ldb, const char *cluster, struct buf *what, struct buf *state);
+	/* down, once the supervisors are stopped: removes what skiff made for the cluster and
+	 * releases it (cl may be NULL when the cluster cannot be opened any more). */
+	int (*teardown)(const struct infra *inf, struct st_db *ldb, struct clive *cl,
+	                const char *cluster);
+	/* stop and start of the nodes themselves, beyond their supervisors (containers). */
+	int (*stop)(const struct infra *inf, const char *cluster);
+	int (*start)(const struct infra *inf, struct st_db *ldb, const char *cluster);
+	/*
+	 * The script a node runs when autostop fires (hooks/stop, or hooks/down with down),
+	 * for rank `rank` of cluster cl; the caller frees it. NULL: the node's own default
+	 * (its supervisor stops, and says so to the launcher's next look).
+	 */
+	char *(*idle_hook)(const struct infra *inf, const struct clive *cl, int rank, int down);
+};
+
+/* The infra named name ("kubernetes" is k8s), or NULL. */
+const struct infra_ops *infra_ops_find(const char *name);
 
 /* One host of a pool, with the pool's defaults applied. */
 struct infra_host {
@@ -74,6 +140,7 @@ struct infra_pools {
 };
 
 struct infra {
+	const struct infra_ops *ops;
 	enum infra_kind kind;
 	char *spec; /* canonical: "local", "ssh/POOL"; "ssh" until infra_resolve() */
 	char *pool; /* ssh: the pool's name; NULL for a bare "ssh" until infra_resolve() */
@@ -116,7 +183,8 @@ void infra_release(struct infra *inf);
 /*
  * Picks num_nodes nodes for a new cluster, in rank order, ready for st_cluster_create()
  * (their `cluster` field is set to cluster; *out is an array of num_nodes, freed with
- * cluster_nodes_free()). Resolves inf first if needed.
+ * cluster_nodes_free()), with the infra's pick (at most its max_nodes). Resolves inf
+ * first if needed.
  *   ssh:   the first num_nodes hosts of the pool, in pool order, that no other cluster
  *          holds (st_node_holder(): by node key, or the same IP:PORT booked through
  *          another pool). node_key "POOL/IP:PORT" ("POOL/[IPV6]:PORT"). A host's
@@ -134,28 +202,35 @@ int infra_pick_nodes(struct infra *inf, struct st_db *ldb, const char *cluster, 
 
 /*
  * A runner for a node of a cluster on inf (inf need not be resolved: the node row holds
- * everything, so a cluster stays reachable when its pool is edited). local:
- * runner_local_new() with HOME = n->home. ssh: runner_ssh_new() with the node's
- * address, user, port, identity and proxy jump, ControlMaster sockets (and skiff's
- * known_hosts) in $SKIFF_HOME/ssh (0700), or the runner's short /tmp fallback when that
- * cannot be made or is too long for a socket path. NULL (printed) on error.
- * Free with runner_free().
+ * everything, so a cluster stays reachable when its pool is edited): the infra's own
+ * (struct infra_ops). NULL (printed) on error. Free with runner_free().
  */
 struct runner *infra_runner(const struct infra *inf, const struct cluster_node *n);
 
 /*
- * Removes a local cluster's node directories ($SKIFF_HOME/local/CLUSTER) after `down` has
- * stopped their supervisors. Symlinks are removed, never followed. 0 when gone (also when
- * it never existed), or a negative errno (printed).
+ * What `down` does on the infra once the cluster's supervisors are stopped (ops
+ * teardown): local removes the node directories; podman, docker and k8s remove the
+ * containers or pods skiff started for the cluster, and nothing else; slurm releases the
+ * allocation; ssh has nothing to do. cl may be NULL. 0 or -errno (printed).
  */
-int infra_local_remove(const char *cluster);
+int infra_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
+                   const char *cluster);
 
 /*
- * What `down` does on the infra once the cluster's supervisors are stopped: local removes
- * the node directories (infra_local_remove()); podman, docker and k8s remove the
- * containers or pods skiff started for the cluster, and nothing else. 0 or -errno.
+ * The booking helper every infra that picks among existing hosts uses (ssh pool hosts,
+ * running containers of a pool, running pods): of candidates[0..n), in order, the first
+ * `want` that no other cluster holds (st_node_holder(): by node key, else by ip:port).
+ * Their indexes go to picked[0..want); *busy gets how many were held, and holders (may
+ * be NULL) a list of the clusters that hold them ("a, b"). Returns how many were picked
+ * (want at most), or -errno.
  */
-int infra_teardown(const struct infra *inf, const char *cluster);
+struct infra_candidate {
+	const char *key; /* node_key it would be booked under */
+	const char *ip;  /* NULL: compare by key only */
+	int port;
+};
+int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candidate *candidates,
+               size_t n, int want, size_t *picked, size_t *busy, struct buf *holders);
 
 /*
  * Cluster names, as SkyPilot's: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
@@ -185,49 +260,15 @@ void infra_pools_release(struct infra_pools *p);
 /* "POOL/IP:PORT" ("POOL/[IPV6]:PORT"): the node key a pool host is booked under. */
 char *infra_host_key(const char *pool, const struct infra_host *h);
 
-/* ---- containers and pods (infra_container.c, infra_k8s.c) ------------------------------ */
-
-/* Parse what follows "podman/", "docker/" (rest NULL: nothing) into out; 0 or -EINVAL. */
-int infra_container_parse(enum infra_kind kind, const char *rest, const char *spec,
-                          struct infra *out);
-int infra_container_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
-                         struct cluster_node *v);
-/* node_key "ENGINE/CONTAINER"; user: exec --user. */
-struct runner *infra_container_runner(const struct infra *inf, const struct cluster_node *n);
-/* Removes the containers this launcher started for cluster (labels); 0 or -errno. */
-int infra_container_remove(const struct infra *inf, const char *cluster);
-/*
- * `stop` and `start` of a cluster whose containers skiff started (image_id): the
- * containers are stopped, and started again (the node rows get their new addresses).
- * Containers skiff did not start (podman/POOL) are left as they are.
- */
-int infra_container_stop(const struct infra *inf, const char *cluster);
-int infra_container_start(const struct infra *inf, struct st_db *ldb, const char *cluster);
-
-/* "k8s[/CONTEXT[/NAMESPACE]]": rest is what follows "k8s/" (NULL: nothing). */
-int infra_k8s_parse(const char *rest, const char *spec, struct infra *out);
-int infra_k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
-                   struct cluster_node *v);
-/* node_key "k8s/CONTEXT/NAMESPACE/POD"; user: the pod's container ("" its default). */
-struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_node *n);
-/* Deletes the pods this launcher created for cluster (labels); 0 or -errno. */
-int infra_k8s_remove(const struct infra *inf, const char *cluster);
-
-/* ---- Slurm (infra_slurm.c; the rest in infra_slurm.h) --------------------------------- */
-
-/*
- * salloc --no-shell for num_nodes nodes (one task each, the task's cpus, memory and
- * accelerators, $SKIFF_SLURM_TIME as the time limit), named skiff-CLUSTER; waits until
- * Slurm grants it. Rank order is the allocation's node list; ip is each node's NodeAddr.
- * An allocation that cannot be used is cancelled before returning an error.
- */
-int infra_slurm_pick(struct infra *inf, const char *cluster, int num_nodes, struct cluster_node *v);
-/* runner_slurm_new() for a node row (node_key "slurm/JOB/NODE"). */
-struct runner *infra_slurm_runner(const struct cluster_node *n);
-
 /* 16 hex digits naming this launcher (host name and $SKIFF_HOME): label skiff.launcher. */
 char *infra_launcher_id(void);
 /* 1 if s can be an image reference (no blanks, no control bytes, no leading '-'). */
 int infra_valid_image(const char *s);
+/*
+ * Removes a local cluster's node directories ($SKIFF_HOME/local/CLUSTER), killing what
+ * still runs as one of its nodes first. Symlinks are removed, never followed. 0 when gone
+ * (also when it never existed), or a negative errno (printed).
+ */
+int infra_local_remove(const char *cluster);
 
 #endif

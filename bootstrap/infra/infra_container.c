@@ -24,11 +24,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -40,8 +41,7 @@ static const char *engine_of(const struct infra *inf)
 	return inf->kind == INFRA_DOCKER ? "docker" : "podman";
 }
 
-int infra_container_parse(enum infra_kind kind, const char *rest, const char *spec,
-                          struct infra *out)
+static int parse_engine(enum infra_kind kind, const char *rest, const char *spec, struct infra *out)
 {
 	const char *engine = kind == INFRA_DOCKER ? "docker" : "podman";
 
@@ -245,8 +245,9 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
                          struct cluster_node *v)
 {
 	const char *engine = engine_of(inf);
+	struct infra_candidate *cand = NULL;
 	char **names = NULL;
-	size_t n = 0, i, busy = 0;
+	size_t n = 0, i, busy = 0, *picked = NULL;
 	int taken = 0, rc;
 
 	if (!inf->pool)
@@ -254,8 +255,6 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 		             "labelled skiff.pool=POOL, or the one named POOL), or give the task "
 		             "an image to start (image_id: docker:IMAGE)",
 		             inf->spec, engine);
-	if (!ldb)
-		return error("BUG: picking containers needs the launcher database");
 	rc = pool_members(inf, &names, &n);
 	if (rc)
 		return rc;
@@ -265,33 +264,36 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 		rc = -ENOSPC;
 		goto out;
 	}
-	for (i = 0; i < n && taken < num_nodes; i++) {
-		char *key = xasprintf("%s/%s", engine, names[i]), *holder = NULL, *st = NULL, *ip;
+	cand = xcalloc(n, sizeof(*cand));
+	picked = xcalloc(n, sizeof(*picked));
+	for (i = 0; i < n; i++)
+		cand[i].key = xasprintf("%s/%s", engine, names[i]);
+	rc = infra_book(ldb, cluster, cand, n, num_nodes, picked, &busy, NULL);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < (size_t)rc; i++) {
+		char *st = NULL, *ip = NULL;
 
-		rc = st_node_holder(ldb, key, NULL, 0, &holder);
-		free(key);
-		if (rc)
+		if (inspect(engine, names[picked[i]], &st, &ip)) {
+			rc = -EIO;
 			goto out;
-		if (holder && strcmp(holder, cluster)) {
-			free(holder);
-			busy++;
-			continue;
 		}
-		free(holder);
-		rc = inspect(engine, names[i], &st, &ip);
-		if (rc)
-			goto out;
-		node_fill(&v[taken], engine, cluster, taken, names[i], ip);
+		node_fill(&v[taken], engine, cluster, taken, names[picked[i]], ip);
 		taken++;
 		free(st);
 		free(ip);
 	}
+	rc = 0;
 	if (taken < num_nodes) {
 		error("infra %s has %zu running container%s, %zu in use by other clusters; need %d",
 		      inf->spec, n, n == 1 ? "" : "s", busy, num_nodes);
 		rc = -EBUSY;
 	}
 out:
+	for (i = 0; cand && i < n; i++)
+		free((char *)cand[i].key);
+	free(cand);
+	free(picked);
 	free_lines(names, n);
 	return rc;
 }
@@ -308,6 +310,8 @@ static void tell_logs(const char *engine, const char *name)
 	}
 	buf_release(&out);
 }
+
+static int container_remove(const struct infra *inf, const char *cluster);
 
 static int create_one(const struct infra *inf, const char *cluster, const char *id, int rank,
                       const char *self, struct cluster_node *n)
@@ -386,7 +390,7 @@ static int create_containers(struct infra *inf, const char *cluster, int num_nod
 	if (!self)
 		return error("cannot find this skiff executable to mount it into the containers");
 	/* Leftovers of an earlier launch of this cluster that never booked them. */
-	rc = infra_container_remove(inf, cluster);
+	rc = container_remove(inf, cluster);
 	if (rc)
 		return rc;
 	id = infra_launcher_id();
@@ -394,19 +398,19 @@ static int create_containers(struct infra *inf, const char *cluster, int num_nod
 		rc = create_one(inf, cluster, id, i, self, &v[i]);
 	free(id);
 	if (rc)
-		infra_container_remove(inf, cluster);
+		container_remove(inf, cluster);
 	return rc;
 }
 
-int infra_container_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
-                         struct cluster_node *v)
+static int container_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                          struct cluster_node *v)
 {
 	if (inf->image)
 		return create_containers(inf, cluster, num_nodes, v);
 	return pick_existing(inf, ldb, cluster, num_nodes, v);
 }
 
-struct runner *infra_container_runner(const struct infra *inf, const struct cluster_node *n)
+static struct runner *container_runner(const struct infra *inf, const struct cluster_node *n)
 {
 	struct container_target t = {0};
 	const char *slash = strchr(n->node_key, '/');
@@ -476,7 +480,7 @@ out:
 	return rc;
 }
 
-int infra_container_remove(const struct infra *inf, const char *cluster)
+static int container_remove(const struct infra *inf, const char *cluster)
 {
 	static const char *const rm_podman[] = {"rm", "-f", "-t", "0", NULL};
 	static const char *const rm_docker[] = {"rm", "-f", NULL};
@@ -490,7 +494,7 @@ int infra_container_remove(const struct infra *inf, const char *cluster)
 	return rc;
 }
 
-int infra_container_stop(const struct infra *inf, const char *cluster)
+static int container_stop(const struct infra *inf, const char *cluster)
 {
 	/* The supervisors are down and the jobs cancelled already: init exits at once. */
 	static const char *const stop[] = {"stop", "-t", "10", NULL};
@@ -498,7 +502,7 @@ int infra_container_stop(const struct infra *inf, const char *cluster)
 	return on_cluster_containers(inf, cluster, stop, NULL);
 }
 
-int infra_container_start(const struct infra *inf, struct st_db *ldb, const char *cluster)
+static int container_start(const struct infra *inf, struct st_db *ldb, const char *cluster)
 {
 	static const char *const start[] = {"start", NULL};
 	const char *engine = engine_of(inf);
@@ -528,3 +532,65 @@ int infra_container_start(const struct infra *inf, struct st_db *ldb, const char
 	cluster_nodes_free(v, n);
 	return rc;
 }
+
+static int podman_parse(const char *rest, const char *spec, struct infra *out)
+{
+	return parse_engine(INFRA_PODMAN, rest, spec, out);
+}
+
+static int docker_parse(const char *rest, const char *spec, struct infra *out)
+{
+	return parse_engine(INFRA_DOCKER, rest, spec, out);
+}
+
+/* Containers this pick started for the cluster go again (-EEXIST: they are another's). */
+static void container_unpick(struct infra *inf, const char *cluster, const struct cluster_node *v,
+                             int n)
+{
+	(void)v;
+	(void)n;
+	if (inf->image)
+		container_remove(inf, cluster);
+}
+
+static int container_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
+                              const char *cluster)
+{
+	(void)ldb;
+	(void)cl;
+	return container_remove(inf, cluster);
+}
+
+/* Containers: an engine runs as many as the machine holds; a cluster's ranks are bounded
+ * by what one launcher follows sensibly. */
+#define CONTAINER_MAX_NODES 1024
+
+const struct infra_ops infra_podman_ops = {
+        .name = "podman",
+        .kind = INFRA_PODMAN,
+        .flags = INFRA_IMAGE,
+        .max_nodes = CONTAINER_MAX_NODES,
+        .honours = TR_IMAGE_ID,
+        .parse = podman_parse,
+        .pick = container_pick,
+        .unpick = container_unpick,
+        .runner = container_runner,
+        .teardown = container_teardown,
+        .stop = container_stop,
+        .start = container_start,
+};
+
+const struct infra_ops infra_docker_ops = {
+        .name = "docker",
+        .kind = INFRA_DOCKER,
+        .flags = INFRA_IMAGE,
+        .max_nodes = CONTAINER_MAX_NODES,
+        .honours = TR_IMAGE_ID,
+        .parse = docker_parse,
+        .pick = container_pick,
+        .unpick = container_unpick,
+        .runner = container_runner,
+        .teardown = container_teardown,
+        .stop = container_stop,
+        .start = container_start,
+};

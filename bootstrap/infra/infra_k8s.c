@@ -22,11 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_internal.h"
 #include "lib/buf.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -37,7 +38,7 @@
 	"until [ -x \"$HOME/.skiff/bin/skiff\" ]; do sleep 1; done; "                              \
 	"exec \"$HOME/.skiff/bin/skiff\" init"
 
-int infra_k8s_parse(const char *rest, const char *spec, struct infra *out)
+static int k8s_parse(const char *rest, const char *spec, struct infra *out)
 {
 	const char *slash = rest ? strchr(rest, '/') : NULL;
 	char *ctx = NULL, *ns = NULL;
@@ -175,39 +176,37 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 {
 	const char *args[] = {"get", "pods", "-l", "skiff.node", "-o", PODS_JSONPATH, NULL};
 	struct buf out = BUF_INIT(K8S_OUT_MAX);
+	struct infra_candidate *cand = NULL;
 	struct pod *pods = NULL;
-	size_t n = 0, i, running = 0, busy = 0;
+	size_t n = 0, i, running = 0, busy = 0, *picked = NULL, *idx = NULL;
 	int taken = 0, rc;
 
-	if (!ldb)
-		return error("BUG: picking pods needs the launcher database");
 	rc = kubectl(inf, args, NULL, &out);
 	if (rc)
 		goto out;
 	pods = parse_pods(out.p, &n);
 	if (n)
 		qsort(pods, n, sizeof(*pods), cmp_pod);
-	for (i = 0; i < n && taken < num_nodes; i++) {
-		char *key, *holder = NULL;
-
+	cand = xcalloc(n ? n : 1, sizeof(*cand));
+	picked = xcalloc(n ? n : 1, sizeof(*picked));
+	idx = xcalloc(n ? n : 1, sizeof(*idx));
+	for (i = 0; i < n; i++) {
 		if (strcmp(pods[i].phase, "Running") || !runner_valid_object_name(pods[i].name))
 			continue;
-		running++;
-		key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
-		                inf->ns ? inf->ns : "", pods[i].name);
-		rc = st_node_holder(ldb, key, NULL, 0, &holder);
-		free(key);
-		if (rc)
-			goto out;
-		if (holder && strcmp(holder, cluster)) {
-			free(holder);
-			busy++;
-			continue;
-		}
-		free(holder);
-		node_fill(&v[taken], inf, cluster, taken, pods[i].name, pods[i].ip, NULL);
+		cand[running].key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
+		                              inf->ns ? inf->ns : "", pods[i].name);
+		idx[running++] = i;
+	}
+	rc = infra_book(ldb, cluster, cand, running, num_nodes, picked, &busy, NULL);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < (size_t)rc; i++) {
+		const struct pod *pd = &pods[idx[picked[i]]];
+
+		node_fill(&v[taken], inf, cluster, taken, pd->name, pd->ip, NULL);
 		taken++;
 	}
+	rc = 0;
 	if (taken < num_nodes) {
 		error("infra %s: %zu Running pod%s labelled skiff.node, %zu in use by other "
 		      "clusters; need %d (or give the task an image to start pods from: image_id: "
@@ -216,6 +215,11 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 		rc = running < (size_t)num_nodes ? -ENOSPC : -EBUSY;
 	}
 out:
+	for (i = 0; cand && i < running; i++)
+		free((char *)cand[i].key);
+	free(cand);
+	free(picked);
+	free(idx);
 	free_pods(pods, n);
 	buf_release(&out);
 	return rc;
@@ -273,6 +277,8 @@ static char *pod_manifest(const struct infra *inf, const char *name, const char 
 	return buf_detach(&b, NULL);
 }
 
+static int k8s_remove(const struct infra *inf, const char *cluster);
+
 static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
                        struct cluster_node *v)
 {
@@ -281,7 +287,7 @@ static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
 
 	if (!infra_valid_image(inf->image))
 		return error("image '%s' is not an image name", inf->image);
-	rc = infra_k8s_remove(inf, cluster);
+	rc = k8s_remove(inf, cluster);
 	if (rc)
 		return rc;
 	id = infra_launcher_id();
@@ -312,19 +318,19 @@ static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
 	}
 	free(id);
 	if (rc)
-		infra_k8s_remove(inf, cluster);
+		k8s_remove(inf, cluster);
 	return rc;
 }
 
-int infra_k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
-                   struct cluster_node *v)
+static int k8s_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                    struct cluster_node *v)
 {
 	if (inf->image)
 		return create_pods(inf, cluster, num_nodes, v);
 	return pick_existing(inf, ldb, cluster, num_nodes, v);
 }
 
-struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_node *n)
+static struct runner *k8s_runner(const struct infra *inf, const struct cluster_node *n)
 {
 	struct k8s_target t = {0};
 	const char *pod = strrchr(n->node_key, '/');
@@ -342,7 +348,7 @@ struct runner *infra_k8s_runner(const struct infra *inf, const struct cluster_no
 	return runner_k8s_new(pod, &t);
 }
 
-int infra_k8s_remove(const struct infra *inf, const char *cluster)
+static int k8s_remove(const struct infra *inf, const char *cluster)
 {
 	char *id = infra_launcher_id();
 	char *sel = xasprintf("skiff.managed=1,skiff.cluster=%s,skiff.launcher=%s", cluster, id);
@@ -353,3 +359,36 @@ int infra_k8s_remove(const struct infra *inf, const char *cluster)
 	free(id);
 	return rc;
 }
+
+static void k8s_unpick(struct infra *inf, const char *cluster, const struct cluster_node *v, int n)
+{
+	(void)v;
+	(void)n;
+	if (inf->image)
+		k8s_remove(inf, cluster);
+}
+
+static int k8s_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
+                        const char *cluster)
+{
+	(void)ldb;
+	(void)cl;
+	return k8s_remove(inf, cluster);
+}
+
+/* Pods: what one launcher follows sensibly; a namespace's quota says the rest. */
+#define K8S_MAX_NODES 1024
+
+/* A pod spec names the image and labels; a node pool, a region or a disk is the cluster's. */
+const struct infra_ops infra_k8s_ops = {
+        .name = "k8s",
+        .kind = INFRA_K8S,
+        .flags = INFRA_IMAGE,
+        .max_nodes = K8S_MAX_NODES,
+        .honours = TR_CLOUD | TR_REGION | TR_DISK_SIZE | TR_IMAGE_ID | TR_LABELS | TR_VOLUMES,
+        .parse = k8s_parse,
+        .pick = k8s_pick,
+        .unpick = k8s_unpick,
+        .runner = k8s_runner,
+        .teardown = k8s_teardown,
+};

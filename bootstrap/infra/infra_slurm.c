@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap/infra/infra.h"
+#include "bootstrap/infra/infra_internal.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
 #include "lib/task.h"
@@ -330,13 +330,15 @@ static char *node_root(void)
 	return xasprintf("/tmp/skiff-slurm-%ld", (long)geteuid());
 }
 
-int infra_slurm_pick(struct infra *inf, const char *cluster, int num_nodes, struct cluster_node *v)
+static int slurm_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                      struct cluster_node *v)
 {
 	struct buf err = BUF_INIT(1 << 20);
 	struct argv av;
 	char job[32] = "", **names = NULL, **addrs = NULL, *root = NULL;
 	int code = 0, i, r;
 
+	(void)ldb;
 	argv_init(&av);
 	argv_push(&av, "salloc");
 	argv_push(&av, "--no-shell");
@@ -395,11 +397,12 @@ out:
 	return r;
 }
 
-struct runner *infra_slurm_runner(const struct cluster_node *n)
+static struct runner *slurm_runner(const struct infra *inf, const struct cluster_node *n)
 {
 	struct runner *r;
 	char *job, *node;
 
+	(void)inf;
 	if (infra_slurm_key_parse(n->node_key, &job, &node)) {
 		error("cluster '%s': node %d ('%s') is not a Slurm node", n->cluster, n->rank,
 		      n->node_key);
@@ -734,3 +737,72 @@ int infra_slurm_release(struct clive *cl, const char *job)
 	free(dir);
 	return r;
 }
+
+static int slurm_parse(const char *rest, const char *spec, struct infra *out)
+{
+	/* A partition name is one argv word of salloc: no '/', no option. */
+	if (rest && (!*rest || *rest == '-' || strchr(rest, '/') || strlen(rest) > 64))
+		return error("infra '%s': expected slurm/PARTITION, a Slurm partition name", spec);
+	out->pool = rest ? xstrdup(rest) : NULL;
+	out->spec = rest ? xasprintf("slurm/%s", rest) : xstrdup("slurm");
+	return 0;
+}
+
+/* The allocation just granted is nobody's: give it back. */
+static void slurm_unpick(struct infra *inf, const char *cluster, const struct cluster_node *v,
+                         int n)
+{
+	char *job, *node;
+
+	(void)inf;
+	(void)cluster;
+	if (n > 0 && !infra_slurm_key_parse(v[0].node_key, &job, &node)) {
+		infra_slurm_cancel(job);
+		free(job);
+		free(node);
+	}
+}
+
+static int slurm_alive(struct st_db *ldb, const char *cluster, struct buf *what, struct buf *state)
+{
+	return infra_slurm_cluster_state(ldb, cluster, what, state);
+}
+
+static int slurm_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
+                          const char *cluster)
+{
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int r = 0;
+
+	(void)inf;
+	infra_slurm_cluster_state(ldb, cluster, &job, &state);
+	if (cl && job.len && (r = infra_slurm_release(cl, job.p)))
+		error("cluster %s: its Slurm allocation %s could not be released", cluster, job.p);
+	buf_release(&job);
+	buf_release(&state);
+	return r;
+}
+
+static int slurm_busy(struct clive *cl)
+{
+	return infra_slurm_busy(cl);
+}
+
+/* salloc --nodes: what one allocation can give, bounded as the others are. */
+#define SLURM_MAX_NODES 1024
+
+const struct infra_ops infra_slurm_ops = {
+        .name = "slurm",
+        .kind = INFRA_SLURM,
+        .flags = INFRA_NO_STOP,
+        .max_nodes = SLURM_MAX_NODES,
+        .holder = "Slurm allocation",
+        .parse = slurm_parse,
+        .pick = slurm_pick,
+        .unpick = slurm_unpick,
+        .runner = slurm_runner,
+        .nodes_up = infra_slurm_hosts_up,
+        .busy = slurm_busy,
+        .alive = slurm_alive,
+        .teardown = slurm_teardown,
+};

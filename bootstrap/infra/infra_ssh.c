@@ -20,11 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/infra_internal.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -496,3 +498,233 @@ char *infra_host_key(const char *pool, const struct infra_host *h)
 		return xasprintf("%s/[%s]:%d", pool, h->ip, h->port);
 	return xasprintf("%s/%s:%d", pool, h->ip, h->port);
 }
+
+/* ---- the ssh infra: hosts of a pool -------------------------------------------------- */
+
+#define INFRA_DOCS_HINT "see docs/infra-ssh.md"
+
+static int ssh_parse(const char *rest, const char *spec, struct infra *out)
+{
+	if (rest && (!*rest || strchr(rest, '/')))
+		return error("infra '%s': expected ssh/POOL, a pool name of the ssh node pool file "
+		             "(no '/' in it)",
+		             spec);
+	out->pool = rest ? xstrdup(rest) : NULL;
+	out->spec = rest ? xasprintf("ssh/%s", rest) : xstrdup("ssh");
+	return 0;
+}
+
+/* "a, b, c" (the first few) into out. */
+static void name_list(struct buf *out, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 8; i++)
+		buf_addf(out, "%s%s", i ? ", " : "", names[i]);
+	if (n > 8)
+		buf_addf(out, ", ... (%zu in all)", n);
+}
+
+static int ssh_resolve(struct infra *inf)
+{
+	struct yerrors errs = YERRORS_INIT;
+	const char **names = NULL;
+	struct buf list = BUF_INIT(4096);
+	char *path = NULL;
+	size_t i;
+	int r;
+
+	if (inf->p)
+		return 0;
+	path = infra_pools_path();
+	if (!path)
+		return -ENOENT;
+	r = infra_pools_load(&inf->pools, path, &errs);
+	if (r == -ENOENT) {
+		error("no ssh node pool file '%s': write one to use infra ssh (%s)", path,
+		      INFRA_DOCS_HINT);
+		goto out;
+	}
+	fflush(stdout);
+	yerr_print(&errs, stderr);
+	if (r)
+		goto out;
+	names = xcalloc(inf->pools.n + 1, sizeof(*names));
+	for (i = 0; i < inf->pools.n; i++)
+		names[i] = inf->pools.v[i].name;
+	name_list(&list, names, inf->pools.n);
+	if (!inf->pools.n) {
+		r = -ENOENT;
+		error("the ssh node pool file '%s' defines no pools (%s)", path, INFRA_DOCS_HINT);
+		goto out;
+	}
+	if (!inf->pool) {
+		if (inf->pools.n > 1) {
+			r = -EINVAL;
+			error("infra 'ssh' names no pool, and '%s' has %zu: %s; use ssh/POOL", path,
+			      inf->pools.n, list.p);
+			goto out;
+		}
+		inf->pool = xstrdup(inf->pools.v[0].name);
+		free(inf->spec);
+		inf->spec = xasprintf("ssh/%s", inf->pool);
+	}
+	inf->p = infra_pools_find(&inf->pools, inf->pool);
+	if (!inf->p) {
+		const char *best = nearest_word(inf->pool, names, inf->pools.n);
+
+		r = -ENOENT;
+		if (best)
+			error("no ssh node pool '%s' in '%s'; did you mean '%s'?", inf->pool, path,
+			      best);
+		else
+			error("no ssh node pool '%s' in '%s' (it has %s)", inf->pool, path, list.p);
+	}
+out:
+	if (r)
+		infra_pools_release(&inf->pools);
+	yerr_release(&errs);
+	buf_release(&list);
+	free(names);
+	free(path);
+	return r;
+}
+
+static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
+                    struct cluster_node *v)
+{
+	const struct infra_pool *pool;
+	struct infra_candidate *cand;
+	struct buf holders = BUF_INIT(4096);
+	size_t *picked, busy = 0, i;
+	int taken, r;
+
+	r = ssh_resolve(inf);
+	if (r)
+		return r;
+	pool = inf->p;
+	if ((size_t)num_nodes > pool->nhosts) {
+		error("pool '%s' has %zu node%s; need %d", pool->name, pool->nhosts,
+		      pool->nhosts == 1 ? "" : "s", num_nodes);
+		return -ENOSPC;
+	}
+	cand = xcalloc(pool->nhosts, sizeof(*cand));
+	picked = xcalloc(pool->nhosts, sizeof(*picked));
+	for (i = 0; i < pool->nhosts; i++) {
+		cand[i].key = infra_host_key(pool->name, &pool->hosts[i]);
+		cand[i].ip = pool->hosts[i].ip;
+		cand[i].port = pool->hosts[i].port;
+	}
+	taken = infra_book(ldb, cluster, cand, pool->nhosts, num_nodes, picked, &busy, &holders);
+	if (taken < 0) {
+		r = taken;
+		goto out;
+	}
+	if (taken < num_nodes) {
+		error("pool '%s' has %zu node%s, %zu %s in use by cluster%s %s; need %d",
+		      pool->name, pool->nhosts, pool->nhosts == 1 ? "" : "s", busy,
+		      busy == 1 ? "is" : "are", strchr(holders.p, ',') ? "s" : "", holders.p,
+		      num_nodes);
+		r = -EBUSY;
+		goto out;
+	}
+	for (i = 0; i < (size_t)taken; i++) {
+		const struct infra_host *h = &pool->hosts[picked[i]];
+		struct cluster_node *n = &v[i];
+
+		infra_node_init(n, cluster, (int)i);
+		n->node_key = xstrdup(cand[picked[i]].key);
+		n->ip = xstrdup(h->ip);
+		n->port = h->port;
+		if (h->user) {
+			free(n->user);
+			n->user = xstrdup(h->user);
+		}
+		if (h->identity_file) {
+			free(n->identity_file);
+			n->identity_file = xstrdup(h->identity_file);
+		}
+		if (h->proxy_jump) {
+			free(n->proxy_jump);
+			n->proxy_jump = xstrdup(h->proxy_jump);
+		}
+	}
+	/* ssh would only say "Permission denied (publickey)": name the file instead. */
+	for (i = 0; i < (size_t)taken; i++) {
+		if (!*v[i].identity_file || access(v[i].identity_file, R_OK) == 0)
+			continue;
+		r = error_errno("pool '%s', host %s: cannot read identity_file '%s'", pool->name,
+		                v[i].ip, v[i].identity_file);
+		goto out;
+	}
+	r = 0;
+out:
+	for (i = 0; i < pool->nhosts; i++)
+		free((char *)cand[i].key);
+	free(cand);
+	free(picked);
+	buf_release(&holders);
+	return r;
+}
+
+/*
+ * $SKIFF_HOME/ssh (0700): ControlMaster sockets and skiff's known_hosts. NULL when it
+ * cannot be made: the runner then falls back to its short /tmp directory, as it does
+ * when this path is too long for a socket.
+ */
+static char *control_dir(void)
+{
+	const char *home = skiff_home();
+	char *dir;
+
+	if (!home)
+		return NULL;
+	dir = xasprintf("%s/ssh", home);
+	if (!mkdir_p(home, 0700) && !ensure_private_dir(dir))
+		return dir;
+	debug("cannot create '%s'; ssh control files go to the runner's fallback", dir);
+	free(dir);
+	return NULL;
+}
+
+static const char *or_null(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+static struct runner *ssh_runner(const struct infra *inf, const struct cluster_node *n)
+{
+	struct ssh_target t;
+	struct runner *r;
+	char *name, *dir;
+
+	(void)inf;
+	if (!n->ip || !*n->ip) {
+		error("cluster '%s': node %d has no address", n->cluster, n->rank);
+		return NULL;
+	}
+	dir = control_dir();
+	memset(&t, 0, sizeof(t));
+	t.host = n->ip;
+	t.user = or_null(n->user);
+	t.port = n->port;
+	t.identity_file = or_null(n->identity_file);
+	t.proxy_jump = or_null(n->proxy_jump);
+	t.control_dir = dir;
+	name = n->port && n->port != 22 ? xasprintf("%s:%d", n->ip, n->port) : xstrdup(n->ip);
+	r = runner_ssh_new(name, &t);
+	free(name);
+	free(dir);
+	return r;
+}
+
+const struct infra_ops infra_ssh_ops = {
+        .name = "ssh",
+        .kind = INFRA_SSH,
+        .flags = INFRA_SHARED_HOSTS,
+        .max_nodes = INFRA_MAX_HOSTS,
+        .parse = ssh_parse,
+        .resolve = ssh_resolve,
+        .pick = ssh_pick,
+        .runner = ssh_runner,
+};

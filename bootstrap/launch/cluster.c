@@ -33,6 +33,7 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 		return error("cluster %s: unknown infra '%s'", c->name, c->infra);
 	cl->name = xstrdup(c->name);
 	cl->infra = xstrdup(c->infra);
+	cl->ops = inf.ops;
 	cl->nodes = xcalloc(n ? n : 1, sizeof(*cl->nodes));
 	cl->n = n;
 	for (i = 0; i < n; i++) {

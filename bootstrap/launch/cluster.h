@@ -35,7 +35,8 @@ struct cnode {
 
 struct clive {
 	char *name;
-	char *infra;
+	char *infra;                 /* the spec */
+	const struct infra_ops *ops; /* what the infra does (bootstrap/infra/infra.h) */
 	struct cnode *nodes;
 	size_t n;
 };

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
-#include "bootstrap/infra/infra_slurm.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/progress.h"
 #include "bootstrap/renv/renv.h"
@@ -376,21 +375,17 @@ out:
 	return r;
 }
 
-static void warn_ignored_fields(const struct task *t, const char *infra)
+static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 {
 	const char *names[32];
 	size_t n, i;
 	struct buf b = BUF_INIT(0);
 
-	n = task_cloud_only_fields(t,
-	                           starts_with(infra, "ssh")     ? TASK_INFRA_SSH
-	                           : starts_with(infra, "slurm") ? TASK_INFRA_SLURM
-	                                                         : TASK_INFRA_LOCAL,
-	                           names, ARRAY_SIZE(names));
+	n = task_cloud_only_fields(t, cl->ops->honours, names, ARRAY_SIZE(names));
 	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
 		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
 	if (n)
-		warning("ignored on %s infra (only a cloud can honour them): %s", infra, b.p);
+		warning("ignored on %s infra (only a cloud can honour them): %s", cl->infra, b.p);
 	buf_release(&b);
 }
 
@@ -412,8 +407,7 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	if (r)
 		goto out;
 	/* Container and pod infras start new nodes from the task's image (docker:IMAGE). */
-	if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER || inf.kind == INFRA_K8S) &&
-	    t->nres && task_image_is_docker(t->res[0].image_id))
+	if ((inf.ops->flags & INFRA_IMAGE) && t->nres && task_image_is_docker(t->res[0].image_id))
 		inf.image = xstrdup(t->res[0].image_id + strlen("docker:"));
 	inf.task = t; /* slurm: salloc asks for the task's resources */
 	step_begin(&st, "nodes");
@@ -433,18 +427,12 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	r = st_cluster_create(ldb, &c, nodes, (size_t)n);
 	if (r) {
 		step_fail(&st);
-		/* Containers or pods started for it are removed (-EEXIST: they are another's). */
-		if (inf.image && r != -EEXIST)
-			infra_teardown(&inf, name);
-		/* The Slurm allocation just granted is nobody's: give it back. */
-		if (inf.kind == INFRA_SLURM) {
-			char *job, *node;
-
-			if (!infra_slurm_key_parse(nodes[0].node_key, &job, &node))
-				infra_slurm_cancel(job);
-			free(job);
-			free(node);
-		}
+		/*
+		 * What the pick made (containers, pods, an allocation) is given back, unless the
+		 * cluster exists already (-EEXIST: they are another launch's).
+		 */
+		if (r != -EEXIST && inf.ops->unpick)
+			inf.ops->unpick(&inf, name, nodes, n);
 		goto out;
 	}
 	step_done(&st, "%d node(s) on %s: %s%s", n, inf.spec, nodes[0].ip, n > 1 ? ", ..." : "");
@@ -461,8 +449,8 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	size_t i, copied = 0, started = 0;
 
 	step_begin(&st, "bootstrap");
-	/* Slurm: each supervisor then moves into a job step of its own (infra_slurm.h). */
-	if (cl_bootstrap(cl) || (starts_with(cl->infra, "slurm") && infra_slurm_hosts_up(cl))) {
+	/* Then what the infra does once the supervisors are up (slurm: its job steps). */
+	if (cl_bootstrap(cl) || (cl->ops->nodes_up && cl->ops->nodes_up(cl))) {
 		step_fail(&st);
 		return -1;
 	}
@@ -621,31 +609,30 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	have_c = 1;
 	if (req->infra && existed && strcmp(req->infra, c.infra))
 		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, req->infra);
-	warn_ignored_fields(t, c.infra);
 	if (eng_open_cluster(ldb, &c, &cl))
 		goto out;
+	warn_ignored_fields(t, &cl);
 	/*
 	 * An UP cluster whose nodes run this very binary needs no bootstrap round trip: a
 	 * submit starts a supervisor that is down, and a node that lost its binary is
 	 * bootstrapped again when the submit finds it missing.
 	 */
 	upgrade = c.status != CLUSTER_UP || outdated(&cl);
-	if (upgrade && c.status == CLUSTER_UP && starts_with(c.infra, "slurm") &&
-	    infra_slurm_busy(&cl) > 0) {
-		/* The host steps would restart, and Slurm ends a step's jobs with it. */
+	if (upgrade && c.status == CLUSTER_UP && cl.ops->busy && cl.ops->busy(&cl) > 0) {
+		/* A restart of the supervisors would end those jobs (slurm: their steps). */
 		info("cluster %s runs another skiff build, with jobs that have not ended: it "
-		     "keeps that build until they have (upgrading restarts the Slurm steps that "
-		     "hold the supervisors, which would end them)",
-		     name);
+		     "keeps that build until they have (upgrading restarts what holds the "
+		     "supervisors on %s, which would end them)",
+		     name, c.infra);
 		upgrade = 0;
 	}
 	if (upgrade) {
 		if (bootstrap_nodes(ldb, &cl))
 			goto out;
-		if (!existed && starts_with(c.infra, "ssh"))
+		if (!existed && (cl.ops->flags & INFRA_SHARED_HOSTS))
 			cancel_leftovers(&cl);
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
-	} else if (starts_with(c.infra, "slurm") && infra_slurm_hosts_up(&cl)) {
+	} else if (cl.ops->nodes_up && cl.ops->nodes_up(&cl)) {
 		goto out;
 	}
 	if (req->idle_minutes >= 0 || req->down) {

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "bootstrap/infra/infra.h"
-#include "bootstrap/infra/infra_slurm.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "lib/lock.h"
 #include "lib/log.h"
@@ -133,21 +132,25 @@ int eng_autostop(struct st_db *ldb, const char *name, int minutes, int down)
 /* ---- status ------------------------------------------------------------------------------ */
 
 /*
- * The status shown for a cluster: the recorded one, or ENDED for a Slurm cluster whose
- * allocation Slurm ended (time limit, preemption, scancel), said once on stderr.
+ * The status shown for a cluster: the recorded one, or ENDED when what held its nodes is
+ * gone (a Slurm allocation that Slurm ended: time limit, preemption, scancel), said once
+ * on stderr.
  */
 static const char *shown_status(struct st_db *ldb, const struct cluster *c)
 {
-	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	struct buf what = BUF_INIT(0), state = BUF_INIT(0);
+	struct infra inf;
 	int alive = 1;
 
-	if (starts_with(c->infra, "slurm"))
-		alive = infra_slurm_cluster_state(ldb, c->name, &job, &state);
-	if (!alive)
-		warning("cluster %s: its Slurm allocation %s has ended (%s); 'skiff down %s' "
-		        "removes it",
-		        c->name, job.p, state.p, c->name);
-	buf_release(&job);
+	if (!infra_parse(c->infra, &inf)) {
+		if (inf.ops->alive)
+			alive = inf.ops->alive(ldb, c->name, &what, &state);
+		if (!alive)
+			warning("cluster %s: its %s %s has ended (%s); 'skiff down %s' removes it",
+			        c->name, inf.ops->holder, what.p, state.p, c->name);
+		infra_release(&inf);
+	}
+	buf_release(&what);
 	buf_release(&state);
 	return alive ? cluster_status_name(c->status) : "ENDED";
 }
@@ -218,14 +221,14 @@ static int stop_nodes(struct clive *cl)
 	return r;
 }
 
-/* Slurm has no stopped allocation: stop and start are refused there (printed). */
-static int slurm_refuses(const struct cluster *c, const char *cmd)
+/* An infra where nothing can be paused (slurm) refuses stop and start (printed). */
+static int stop_refused(const struct clive *cl, const char *cmd)
 {
-	if (!starts_with(c->infra, "slurm"))
+	if (!(cl->ops->flags & INFRA_NO_STOP))
 		return 0;
-	return error("cluster %s is a Slurm allocation: '%s' is not supported there (an "
-	             "allocation cannot be paused and resumed); 'skiff down %s' releases it",
-	             c->name, cmd, c->name),
+	return error("cluster %s is a %s: '%s' is not supported there (it cannot be paused "
+	             "and resumed); 'skiff down %s' releases it",
+	             cl->name, cl->ops->holder, cmd, cl->name),
 	       -ENOTSUP;
 }
 
@@ -233,23 +236,24 @@ int eng_down_locked(struct st_db *ldb, const char *name, int keep)
 {
 	struct cluster c;
 	struct clive cl;
-	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
-	int r, slurm, alive = 1;
+	struct buf what = BUF_INIT(0), state = BUF_INIT(0);
+	struct infra inf;
+	int r, alive = 1;
 
 	r = eng_open(ldb, name, &c, &cl);
 	if (r)
 		return r;
-	slurm = starts_with(c.infra, "slurm");
-	if (slurm && keep) {
-		r = slurm_refuses(&c, "stop");
+	if (keep && (r = stop_refused(&cl, "stop")))
 		goto done;
-	}
-	/* An allocation that ended took the supervisors with it: nothing to stop. */
-	if (slurm) {
-		alive = infra_slurm_cluster_state(ldb, name, &job, &state);
+	r = infra_parse(c.infra, &inf);
+	if (r)
+		goto done;
+	/* What held the nodes is gone (an allocation that ended): nothing to stop. */
+	if (inf.ops->alive) {
+		alive = inf.ops->alive(ldb, name, &what, &state);
 		if (!alive)
-			info("cluster %s: its Slurm allocation %s had already ended (%s)", name,
-			     job.p, state.p);
+			info("cluster %s: its %s %s had already ended (%s)", name, inf.ops->holder,
+			     what.p, state.p);
 	}
 	r = alive ? stop_nodes(&cl) : 0;
 	if (r && !keep)
@@ -257,45 +261,31 @@ int eng_down_locked(struct st_db *ldb, const char *name, int keep)
 		        "anyway",
 		        name);
 	if (!keep) {
-		struct infra inf;
-
 		/*
-		 * local: the node dirs; containers, pods: those skiff started. The cluster is
-		 * forgotten only once they are gone, so that `down` can be run again.
+		 * local: the node dirs; containers, pods: those skiff started; slurm: the
+		 * allocation. The cluster is forgotten only once they are gone, so that `down`
+		 * can be run again.
 		 */
-		r = 0;
-		if (!infra_parse(c.infra, &inf)) {
-			r = infra_teardown(&inf, name);
-			if (r)
-				error("cluster %s: its %s nodes could not be removed; it is kept, run "
-				      "'skiff down %s' again",
-				      name, inf.spec, name);
-			infra_release(&inf);
-		}
-		if (!r && slurm && job.len && (r = infra_slurm_release(&cl, job.p)))
-			error("cluster %s: its Slurm allocation %s could not be released; it is kept, "
-			      "run 'skiff down %s' again",
-			      name, job.p, name);
+		r = infra_teardown(&inf, ldb, &cl, name);
+		if (r)
+			error("cluster %s: its %s nodes could not be removed; it is kept, run "
+			      "'skiff down %s' again",
+			      name, inf.spec, name);
 		if (!r && (r = st_cluster_delete(ldb, name)))
 			error("cluster %s: its nodes are gone, but it cannot be forgotten (%s); run "
 			      "'skiff down %s' again",
 			      name, strerror(-r), name);
 	} else {
-		struct infra inf;
-
-		/* Containers skiff started stop too (`start` starts them again). */
-		r = 0;
-		if (!infra_parse(c.infra, &inf)) {
-			if ((inf.kind == INFRA_PODMAN || inf.kind == INFRA_DOCKER) &&
-			    infra_container_stop(&inf, name))
-				r = error("cluster %s: its containers could not be stopped", name);
-			infra_release(&inf);
-		}
+		/* What the infra stops beyond the supervisors (`start` starts it again). */
+		r = inf.ops->stop ? inf.ops->stop(&inf, name) : 0;
+		if (r)
+			r = error("cluster %s: its %s nodes could not be stopped", name, inf.spec);
 		if (!r)
 			r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_STOPPED);
 	}
+	infra_release(&inf);
 done:
-	buf_release(&job);
+	buf_release(&what);
 	buf_release(&state);
 	cluster_free(&c);
 	cl_close(&cl);
@@ -329,24 +319,21 @@ int eng_down(struct st_db *ldb, const char *name, int keep)
 }
 
 /*
- * The containers skiff started for cluster c, started again; c and cl are loaded again
- * (a container may come back with another address). 0, or -1 (printed).
+ * What the infra starts again beyond the supervisors (the containers skiff started); c
+ * and cl are loaded again (a container may come back with another address). 0, or -1
+ * (printed).
  */
-static int start_containers(struct st_db *ldb, struct cluster *c, struct clive *cl)
+static int start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl)
 {
 	struct infra inf;
 	char *name;
 	int r = 0;
 
-	if (infra_parse(c->infra, &inf))
+	if (!cl->ops->start || infra_parse(c->infra, &inf))
 		return 0;
-	if (inf.kind != INFRA_PODMAN && inf.kind != INFRA_DOCKER) {
-		infra_release(&inf);
-		return 0;
-	}
 	name = xstrdup(c->name);
-	if (infra_container_start(&inf, ldb, name))
-		r = error("cluster %s: its containers could not be started", name);
+	if (inf.ops->start(&inf, ldb, name))
+		r = error("cluster %s: its %s nodes could not be started", name, inf.spec);
 	infra_release(&inf);
 	cluster_free(c);
 	cl_close(cl);
@@ -371,9 +358,9 @@ int eng_start(struct st_db *ldb, const char *name)
 		lock_release(lock_fd);
 		return r;
 	}
-	r = slurm_refuses(&c, "start");
+	r = stop_refused(&cl, "start");
 	if (!r)
-		r = start_containers(ldb, &c, &cl);
+		r = start_nodes(ldb, &c, &cl);
 	if (!r)
 		r = cl_bootstrap(&cl);
 	if (!r) {

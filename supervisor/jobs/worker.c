@@ -459,9 +459,13 @@ static int worker_cleanup(struct st_db *db)
 				 * It could not even be opened (a local node whose directory is
 				 * gone): drop the record and what is left of it, as down --purge.
 				 */
+				struct infra inf;
+
 				fprintf(stderr, "[cleanup] purging %s\n", cu[i].cluster);
-				if (!strcmp(c.infra, "local"))
-					infra_local_remove(cu[i].cluster);
+				if (!infra_parse(c.infra, &inf)) {
+					infra_teardown(&inf, db, NULL, cu[i].cluster);
+					infra_release(&inf);
+				}
 				cluster_free(&c);
 				r = st_cluster_delete(db, cu[i].cluster) ? EXIT_FAIL : EXIT_OK;
 			}

@@ -735,6 +735,27 @@ static void test_names(void)
 	free(db_path);
 }
 
+/* Every ops table is whole enough for the engine, which never asks an infra's name. */
+static void test_ops_tables(void)
+{
+	static const char *const names[] = {"local", "ssh", "podman", "docker", "k8s", "slurm"};
+	const struct infra_ops *o;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		o = infra_ops_find(names[i]);
+		ok(o && !strcmp(o->name, names[i]), "%s: found by its name", names[i]);
+		if (!o)
+			continue;
+		ok(o->runner && o->pick && o->max_nodes > 0, "%s: picks nodes and runs on them",
+		   names[i]);
+		ok(!((o->flags & INFRA_NO_STOP) || o->alive) || o->holder,
+		   "%s: what can end or refuse stop has a name for messages", names[i]);
+	}
+	ok(infra_ops_find("kubernetes") == infra_ops_find("k8s"), "kubernetes is k8s");
+	ok(!infra_ops_find("aws") && !infra_ops_find(""), "a cloud or nothing is no infra");
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -764,6 +785,7 @@ int main(void)
 	plan_run(test_pick_local);
 	plan_run(test_runner_ssh);
 	plan_run(test_names);
+	plan_run(test_ops_tables);
 	dup2(stderr_fd, 2); /* sanitizer reports at exit must be seen */
 	close(stderr_fd);
 	close(log_fd);

@@ -631,14 +631,20 @@ static void test_overrides(void)
 	          "  image_id: docker:ubuntu\n  labels: {a: b}\n  disk_size: 100\n"
 	          "  max_hourly_cost: 3.5\n"),
 	   "cloud fields");
-	is_int(task_cloud_only_fields(T(), TASK_INFRA_LOCAL, names, 16), 5, "five ignored locally");
+	is_int(task_cloud_only_fields(T(), 0, names, 16), 6, "six ignored locally");
 	is_str(names[0], "instance_type", "instance_type");
-	is_str(names[4], "max_hourly_cost", "kept extras count too");
-	is_int(task_cloud_only_fields(T(), TASK_INFRA_K8S, names, 16), 3, "k8s ignores fewer");
-	is_int(task_cloud_only_fields(T(), TASK_INFRA_CLOUD, names, 16), 0, "a cloud none");
-	is_int(task_cloud_only_fields(T(), TASK_INFRA_SSH, names, 2), 5, "count beyond max");
+	is_str(names[2], "disk_size", "disk_size");
+	is_str(names[3], "image_id", "a container image, where no container runs");
+	is_str(names[5], "max_hourly_cost", "kept extras count too");
+	is_int(task_cloud_only_fields(T(), TR_IMAGE_ID, names, 16), 5,
+	       "a container infra honours the image");
+	is_int(task_cloud_only_fields(T(), TR_IMAGE_ID | TR_LABELS | TR_DISK_SIZE, names, 16), 3,
+	       "k8s ignores fewer");
+	is_int(task_cloud_only_fields(T(), TASK_HONOURS_ALL, names, 16), 0, "a cloud none");
+	is_int(task_cloud_only_fields(T(), 0, names, 2), 6, "count beyond max");
 	ok(!parse("resources:\n  image_id: ami-123\n"), "a cloud image");
-	is_int(task_cloud_only_fields(T(), TASK_INFRA_SSH, names, 16), 1, "is ignored on ssh");
+	is_int(task_cloud_only_fields(T(), TR_IMAGE_ID, names, 16), 1,
+	       "is ignored where containers run");
 	ok(task_image_is_docker("docker:x") && !task_image_is_docker("ami-1"), "docker images");
 }
 
