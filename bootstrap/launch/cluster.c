@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/launch/cl_sync.h"
 #include "bootstrap/launch/install.h"
 #include "bootstrap/sync/sync.h"
 #include "lib/log.h"
@@ -186,63 +187,8 @@ int cl_capture_skiff(struct cnode *nd, const char *args, struct buf *out, int ti
 
 int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
 {
-	struct sync_manifest remote;
-	struct sync_stats st = {0};
-	struct buf q = BUF_INIT(4096), out = BUF_INIT(SYNC_MANIFEST_MAX), err = BUF_INIT(1 << 20);
-	char *script = NULL, tmpl[] = "/tmp/skiff-sync.XXXXXX";
-	int fd = -1, status = 0, r;
-	unsigned flags = is_file ? SYNC_FILE : 0;
-
-	sync_manifest_init(&remote);
-	if (need_exe(nd))
-		return -EINVAL;
-	/* dst is expanded by the node (its own $HOME), so it is passed quoted as is. */
-	sh_quote(&q, dst);
-	script = xasprintf("exec %s __sync-manifest %s%s", nd->exe, is_file ? "--file " : "", q.p);
-	r = runner_capture(nd->r, script, NULL, 0, &out, &err, CL_NODE_CALL_MS, &status);
-	if (!r && status) {
-		buf_rtrim(&err);
-		r = error("node %s: cannot read what is at %s: %s", nd->name, dst, err.p);
-	}
-	if (r)
-		goto out;
-	r = sync_manifest_parse(&remote, out.p, out.len, nd->name);
-	if (r)
-		goto out;
-	/* The stream goes through a temp file: the runner's stdin is then a plain file. */
-	fd = mkostemp(tmpl, O_CLOEXEC);
-	if (fd < 0) {
-		r = error_errno("cannot create a temp file for the sync");
-		goto out;
-	}
-	unlink(tmpl);
-	r = sync_pack(src, &remote, fd, flags | SYNC_GZIP, &st);
-	if (r)
-		goto out;
-	if (lseek(fd, 0, SEEK_SET) < 0) {
-		r = error_errno("lseek");
-		goto out;
-	}
-	free(script);
-	script = xasprintf("exec %s __sync-recv %s%s", nd->exe, is_file ? "--file " : "", q.p);
-	buf_reset(&out);
-	buf_reset(&err);
-	{
-		struct runner_io io = {fd, RUNNER_NULL, RUNNER_INHERIT};
-
-		r = runner_run(nd->r, script, &io, BOOT_TIMEOUT_MS, &status);
-	}
-	if (!r && status)
-		r = error("node %s: the sync to %s failed (status %d)", nd->name, dst, status);
-out:
-	if (fd >= 0)
-		close(fd);
-	free(script);
-	sync_manifest_release(&remote);
-	buf_release(&q);
-	buf_release(&out);
-	buf_release(&err);
-	return r;
+	/* One node is a cluster of one (bootstrap/launch/cl_sync.h). */
+	return cl_sync_many(&nd, 1, src, dst, is_file);
 }
 
 /* Decodes the frames in out[0..len) into msgs, in order; returns how many, or -EPROTO. */

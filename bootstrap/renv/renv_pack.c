@@ -1,6 +1,6 @@
 /*
  * working_dir and py_modules packages: content-hashed and packed by the launcher (a
- * gzipped sync stream, so the node's unpacking is sync_unpack() with all its refusals),
+ * compressed sync stream, so the node's unpacking is sync_unpack() with all its refusals),
  * or fetched from an https:// URL by the download manager (a .zip or .tar.gz, one
  * top-level directory stripped as Ray does). Unpacked into pkgs/dir/ID through a temp
  * dir and a rename, so a package dir that exists is complete.
@@ -79,7 +79,7 @@ int renv_pack_dir(const char *dir, const char *path)
 		r = error_errno("cannot create '%s'", tmp);
 		goto out;
 	}
-	r = sync_pack(dir, NULL, fd, SYNC_GZIP, NULL);
+	r = sync_pack(dir, NULL, fd, SYNC_COMPRESS, NULL);
 	if (!r && fsync(fd) < 0)
 		r = error_errno("cannot write '%s'", tmp);
 	close(fd);
@@ -333,7 +333,7 @@ int renv_pkg_ensure(const char *home, const char *ref, const struct renv_conf *c
 				         strerror(errno));
 				goto out;
 			}
-			r = sync_unpack(fd, tmp, 0, 0, NULL);
+			r = sync_unpack(fd, tmp, SYNC_NO_STATE | SYNC_COMPRESS, 0, NULL);
 			if (r) {
 				buf_addf(err, "cannot unpack '%s'", src);
 				goto out;

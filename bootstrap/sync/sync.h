@@ -6,22 +6,30 @@
  * launcher to a node, over whatever channel the runner gives (ssh, `podman exec -i`,
  * srun). Both ends are skiff; the node needs nothing else. docs/sync.md has the protocol.
  *
- *   launcher                                    node
- *   --------                                    ----
- *                      <- manifest text --      skiff __sync-manifest DST
- *   sync_manifest_parse()                       (sync_remote_manifest + _format)
- *   sync_pack(src, &remote, fd, ...)  -- tar -> skiff __sync-recv DST  (sync_unpack)
- *                      <- summary line --
+ *   launcher                                         node
+ *   --------                                         ----
+ *   sync_push(src, peers)  -- HELLO (digest) ---->   skiff __sync-serve DST  (sync_serve)
+ *                          <-- match, or manifest
+ *                          -- changes, deltas --->   applied as they come
+ *                          <-- signatures, wants
+ *                          <-- outcome, digest ---
  *
- * The stream is a tar (pax) archive, gzip optional: a control entry first (protocol
- * version, mode, paths to delete), then the new or changed entries, then an end entry
- * that makes a truncated stream detectable. Member names are escaped paths (ASCII).
+ * One session per node, both ways at once; a launcher syncs several nodes with one read
+ * of the tree (sync_push() with several peers). The one-way form, sync_pack() into a
+ * stream and sync_unpack() out of it, serves tests and runtime-env packages.
  *
- * The node is a security boundary: sync_unpack() never creates, changes or removes
- * anything outside DST whatever the stream holds (see docs/sync.md for what it refuses).
- * The launcher side trusts its own tree and treats the node's manifest as untrusted text.
+ * The stream is framed records, zstd-compressed where that pays (docs/sync.md): what
+ * the node deletes, then the new and changed entries, files as their data or as a
+ * delta against the node's copy, each file checked against its sha256 before it is
+ * renamed into place, and an end record that makes a truncated stream detectable.
  *
- * Fds passed in are never closed. Every function here blocks on its fds and the disk.
+ * The node is a security boundary: sync_unpack() and sync_serve() never create, change
+ * or remove anything outside DST whatever the stream holds (see docs/sync.md for what
+ * they refuse). The launcher side trusts its own tree and treats what a node sends
+ * (manifest, signatures, answers) as untrusted, and never decompresses it.
+ *
+ * Fds passed in are never closed, except as sync_push() says. Every function here blocks
+ * on its fds and the disk. SIGPIPE must be ignored (cmd/main.c does).
  */
 
 #include <stddef.h>
@@ -29,12 +37,8 @@
 
 #include "lib/buf.h"
 
-#define SYNC_PROTO_VERSION 1
-/* In DST: what the node extracted, written atomically after every sync. */
+/* Where older skiffs kept the node's manifest, inside DST (now $SKIFF_HOME/sync/). */
 #define SYNC_MANIFEST_NAME ".skiff-sync-manifest"
-/* The first and last members of the stream. */
-#define SYNC_CONTROL_NAME ".skiff-sync-control"
-#define SYNC_END_NAME ".skiff-sync-end"
 /* Temp files in the destination dirs start with this. */
 #define SYNC_TMP_PREFIX ".skiff-sync-tmp."
 /* The one entry's path in single-file mode. */
@@ -49,8 +53,10 @@
 
 enum sync_flags {
 	SYNC_FILE = 1 << 0,      /* the source and destination are one file, not a dir */
-	SYNC_GZIP = 1 << 1,      /* sync_pack: gzip the stream (sync_unpack detects it) */
+	SYNC_COMPRESS = 1 << 1,  /* sync_pack: zstd where it pays (sync_push always does);
+	                            sync_unpack: compressed data is accepted */
 	SYNC_NO_IGNORE = 1 << 2, /* send everything but .git (no .skyignore / .gitignore) */
+	SYNC_NO_STATE = 1 << 3,  /* sync_unpack: keep no manifest of DST (a fresh dir, once) */
 };
 
 enum sync_type {
@@ -199,37 +205,77 @@ int sync_local_manifest(const char *src, unsigned flags, struct sync_manifest *o
                         uint64_t *skipped);
 
 /*
- * The node's side (`skiff __sync-manifest`): the stored manifest of dst, checked against
- * the disk. An entry whose file is gone or became another type is dropped or re-typed;
- * a file whose size, mtime or mode changed is re-hashed. Nothing outside the stored
- * manifest is listed (files a job created there are never deleted by a sync). A dst
- * that does not exist gives an empty manifest. In SYNC_FILE mode dst is the file and
- * its one entry has no hash (size, mtime and mode decide).
+ * The node's side (`skiff __sync-manifest`): the stored manifest of dst (kept in
+ * $SKIFF_HOME/sync/, outside DST, by the real path of DST), checked against the disk. An entry
+ * whose file is gone or became another type is dropped or re-typed; a file whose size, mtime or
+ * mode changed is re-hashed. Nothing outside the stored manifest is listed (files a job created
+ * there are never deleted by a sync). A dst that does not exist gives an empty manifest. In
+ * SYNC_FILE mode dst is the file and its one entry has no hash (size, mtime and mode decide).
  */
 int sync_remote_manifest(const char *dst, unsigned flags, struct sync_manifest *out);
 
-/* --- the stream (bootstrap/sync/sync_pack.c, bootstrap/sync/sync_unpack.c) ------------------- */
+/* --- sessions (bootstrap/sync/sync_session.c, bootstrap/sync/sync_unpack.c) ----------- */
+
+/* One node of a sync_push(). */
+struct sync_peer {
+	const char *name;      /* for messages: "node tn1" */
+	int to_fd;             /* the node's stdin: sync_push() closes it when it is done */
+	int from_fd;           /* the node's stdout, where `__sync-serve` answers; not closed */
+	const char *cache_key; /* names this node and DST in the launcher's cache; NULL: none */
+	int rc;                /* out: 0, or -errno (printed, or -EIO: the node printed why) */
+	struct sync_stats st;  /* out: what the node applied, as it says */
+	uint64_t wire_bytes;   /* out: bytes written to it */
+};
+
+/*
+ * Brings every peer's DST up to date with src (a directory, or with SYNC_FILE a file):
+ * each peer must be a running `skiff __sync-serve [--file] DST` (sync_serve()) with its
+ * stdin on to_fd and its stdout on from_fd. The tree is walked once; peers that hold the
+ * same thing (most often all of them) get one encoding of the changes, written to all at
+ * once, so N nodes cost about what one does. A changed large file goes as a block delta
+ * against the node's copy; the node checks every file's sha256 before it renames it into
+ * place, and asks again for a file whose delta it could not apply. A file that changes
+ * while it is read is read again, or left out with a warning (never sent mixed). Each
+ * peer's to_fd is closed when its stream ends; the caller then reaps the peers and may
+ * keep their exit status too. Returns 0 if every peer succeeded, else an error (each
+ * peer's own outcome in rc). Uses the launcher's cache under $SKIFF_HOME/sync/nodes.
+ */
+int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n);
+
+/*
+ * The node's side of a session: reads the launcher's records on in_fd and answers on
+ * out_fd, applying them to dst as sync_unpack() does. 0, or an error (printed; the
+ * launcher is told too).
+ */
+int sync_serve(int in_fd, int out_fd, const char *dst, unsigned flags, uint64_t max_bytes,
+               struct sync_stats *st);
+
+/* --- the one-way stream (bootstrap/sync/sync_pack.c, bootstrap/sync/sync_unpack.c) ------ */
 
 /*
  * Writes to out_fd the stream that brings a node whose manifest is `remote` (sorted;
  * NULL means empty) up to date with src: entries whose type or mode differ, or whose
  * size or mtime differ and (when the node knows a hash) whose sha256 differs; symlinks
- * whose target differs; and, in the control entry, every path the node has that src
- * no longer has. SYNC_GZIP compresses. st (may be NULL) is zeroed and filled.
- * A file that shrinks while being read is an error (the stream is then incomplete).
+ * whose target differs; and every path the node has that src no longer has, to delete.
+ * Files go whole (a delta needs the node's answer). SYNC_COMPRESS compresses what
+ * compresses. st (may be NULL) is zeroed and filled.
  */
 int sync_pack(const char *src, const struct sync_manifest *remote, int out_fd, unsigned flags,
               struct sync_stats *st);
 
 /*
  * Reads a stream from in_fd and applies it to dst (a directory, created if missing, or
- * in SYNC_FILE mode the file path). Files are written to a temp name in their directory
- * and renamed into place, with their permission bits (setuid, setgid and sticky
- * stripped) and mtime. Deletions are only done for paths in dst's stored manifest.
+ * in SYNC_FILE mode the file path). Files are written to a temp name in their directory,
+ * checked against their sha256 and renamed into place, with their permission bits
+ * (setuid, setgid and sticky stripped) and mtime. Deletions are only done for paths in
+ * dst's stored manifest ($SKIFF_HOME/sync/, docs/sync.md; none with SYNC_NO_STATE).
  * More than max_bytes of file data (0: SYNC_DEFAULT_MAX_BYTES) is an error. Any refused
  * entry, corrupt or truncated stream stops the sync with an error; what was fully
  * written before that is recorded in the manifest, the rest of dst is as it was.
- * Concurrent syncs to one dst are serialised with a lock on the directory.
+ * Concurrent syncs to one dst are serialised with a lock on the directory. Compressed
+ * data is refused unless flags has SYNC_COMPRESS: give it when the stream comes from a
+ * launcher, never when it comes from a node (sync-down), as the launcher does not
+ * decompress what a node sends.
  */
 int sync_unpack(int in_fd, const char *dst, unsigned flags, uint64_t max_bytes,
                 struct sync_stats *st);

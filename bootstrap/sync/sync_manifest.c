@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/log.h"
@@ -17,6 +18,8 @@
 #include "lib/banned.h"
 
 #define MANIFEST_MAGIC "skiff-sync-manifest"
+/* The manifest's text form; the stream has a version of its own (sync_wire.h). */
+#define MANIFEST_VERSION 1
 
 /* --- escaping and path rules --------------------------------------------------------- */
 
@@ -243,14 +246,6 @@ void sync_dir_cache_release(struct sync_dir_cache *c)
 	c->fd = -1;
 }
 
-int sync_archive_error(struct archive *a, const char *msg)
-{
-	const char *s = archive_error_string(a);
-
-	error("%s: %s", msg, s ? s : "unknown libarchive error");
-	return -EIO;
-}
-
 /* --- the manifest ------------------------------------------------------------------- */
 
 void sync_manifest_init(struct sync_manifest *m)
@@ -347,7 +342,7 @@ int sync_manifest_format(const struct sync_manifest *m, struct buf *out)
 	size_t i, len0 = out->len, count = 0;
 	int r;
 
-	r = buf_addf(out, MANIFEST_MAGIC " %d\n", SYNC_PROTO_VERSION);
+	r = buf_addf(out, MANIFEST_MAGIC " %d\n", MANIFEST_VERSION);
 	for (i = 0; i < m->n && !r; i++) {
 		e = &m->v[i];
 		switch (e->type) {
@@ -525,7 +520,7 @@ int sync_manifest_parse(struct sync_manifest *m, const char *text, size_t len, c
 			if ((size_t)(nl - p) != strlen(MANIFEST_MAGIC " 1") ||
 			    memcmp(p, MANIFEST_MAGIC " ", strlen(MANIFEST_MAGIC " ")))
 				why = "not a skiff sync manifest";
-			else if (p[strlen(MANIFEST_MAGIC " ")] != '0' + SYNC_PROTO_VERSION)
+			else if (p[strlen(MANIFEST_MAGIC " ")] != '0' + MANIFEST_VERSION)
 				why = "unsupported manifest version";
 		} else if (nl - p > 4 && !memcmp(p, "end ", 4)) {
 			if (parse_num(p + 4, (size_t)(nl - p - 4), 10, 0, SIZE_MAX, &count, &neg) ||

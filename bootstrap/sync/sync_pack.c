@@ -1,10 +1,11 @@
 /*
- * The launcher's side of a sync: compare the local tree with the node's manifest and
- * write the stream that brings the node up to date. See sync.h and docs/sync.md.
+ * The launcher's side of a sync: the diff of the local tree against what the node holds
+ * (the plan), and the records that bring the node up to date. sync_pack() is the one-way
+ * form (a stream for `__sync-recv`); bootstrap/sync/sync_session.c drives the two-way one.
+ * See bootstrap/sync/sync.h and docs/sync.md.
  */
 #include "bootstrap/sync/sync_internal.h"
 
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,279 +13,672 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
+#include "bootstrap/sync/sync_delta.h"
+#include "bootstrap/sync/sync_wire.h"
 #include "lib/log.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
-#define PACK_BLOCK 65536
+#define CHUNK (256u << 10)
+/* A file is read at most this many times when it changes while it is read. */
+#define READ_TRIES 3
+/* Compressibility: a sample of this much, compressed at level 1, must shrink below 9/10. */
+#define SAMPLE (32u << 10)
+#define SAMPLE_EVERY 16 /* chunks of a large file between two samples */
+/* The adaptive level looks at the link every this many compressed bytes. */
+#define ADAPT_BYTES ((uint64_t)4 << 20)
+#define LEVEL_MIN 1
+#define LEVEL_MAX 9
 
-struct pack {
-	const char *src;
-	unsigned flags;
-	struct archive *a;
-	struct buf path; /* scratch: a local path */
-	struct buf name; /* scratch: an escaped member name */
-	struct buf link; /* scratch: an escaped link target */
-	struct sync_stats *st;
-	uint64_t members; /* between the control and the end entry */
-	char *blk;
-};
-
-static const char *local_path(struct pack *p, const char *rel)
+static int64_t mtime_of(const struct stat *st)
 {
-	buf_reset(&p->path);
-	if (p->flags & SYNC_FILE)
-		buf_adds(&p->path, p->src);
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* --- the plan ------------------------------------------------------------------------- */
+
+static const char *local_path(const char *src, unsigned flags, const char *rel, struct buf *b)
+{
+	buf_reset(b);
+	if (flags & SYNC_FILE)
+		buf_adds(b, src);
 	else
-		buf_addf(&p->path, "%s/%s", p->src, rel);
-	return p->path.p;
+		buf_addf(b, "%s/%s", src, rel);
+	return b->p;
 }
 
-/* 1 if the node's entry r already is what the local entry l says. */
-static int unchanged(struct pack *p, const struct sync_entry *l, const struct sync_entry *r)
+static struct sync_item *plan_add(struct sync_plan *p, const struct sync_entry *l,
+                                  const struct sync_entry *c, int op)
 {
+	struct sync_item *it;
+
+	p->v = xgrow(p->v, p->n, &p->alloc, sizeof(*p->v));
+	it = &p->v[p->n++];
+	memset(it, 0, sizeof(*it));
+	it->l = l;
+	it->c = c;
+	it->op = op;
+	return it;
+}
+
+void sync_plan_release(struct sync_plan *p)
+{
+	if (!p)
+		return;
+	free(p->v);
+	free(p->del);
+	memset(p, 0, sizeof(*p));
+}
+
+int sync_plan_make(const char *src, unsigned flags, const struct sync_manifest *local,
+                   const struct sync_manifest *remote, int session, struct sync_plan *p)
+{
+	struct buf path = BUF_INIT(0);
+	const struct sync_entry *l, *c;
+	struct sync_item *it;
 	char hex[SHA256_HEX_LEN + 1];
+	size_t i;
 
-	if (!r || l->type != r->type)
-		return 0;
-	switch (l->type) {
-	case SYNC_T_DIR: return l->mode == r->mode;
-	case SYNC_T_LINK: return l->target && r->target && !strcmp(l->target, r->target);
-	case SYNC_T_FILE:
-		if (l->mode != r->mode || l->size != r->size)
-			return 0;
-		if (l->mtime_ns == r->mtime_ns)
-			return 1;
-		/* Same size, another mtime: the content decides, if the node knows a hash. */
-		if (!r->sha256[0] || sha256_file(local_path(p, l->path), hex))
-			return 0;
-		return !strcmp(hex, r->sha256);
+	memset(p, 0, sizeof(*p));
+	/* Deletions, children first: what the node has that the tree does not, or not as
+	 * that type (the new one then takes its place). */
+	for (i = remote && !(flags & SYNC_FILE) ? remote->n : 0; i-- > 0;) {
+		c = &remote->v[i];
+		l = sync_manifest_find(local, c->path);
+		if (l && l->type == c->type)
+			continue;
+		p->del = xgrow(p->del, p->ndel, &p->delalloc, sizeof(*p->del));
+		p->del[p->ndel++] = c;
 	}
-	return 0;
-}
-
-static int write_member(struct pack *p, const char *name, unsigned type, unsigned perm,
-                        uint64_t size, int64_t mtime_ns, const char *target)
-{
-	struct archive_entry *e = archive_entry_new();
-	int64_t sec, ns;
-	int r = 0;
-
-	if (!e)
-		return error("out of memory");
-	buf_reset(&p->name);
-	buf_reset(&p->link);
-	if (sync_escape(&p->name, name) || (target && sync_escape(&p->link, target))) {
-		r = error("cannot encode the name '%s'", name);
-		goto out;
-	}
-	archive_entry_copy_pathname(e, p->name.p);
-	archive_entry_set_filetype(e, type);
-	archive_entry_set_perm(e, perm & 0777);
-	archive_entry_set_size(e, (la_int64_t)size);
-	sec = mtime_ns / 1000000000;
-	ns = mtime_ns % 1000000000;
-	if (ns < 0)
-		sec--, ns += 1000000000;
-	archive_entry_set_mtime(e, (time_t)sec, (long)ns);
-	if (target)
-		archive_entry_copy_symlink(e, p->link.p);
-	if (archive_write_header(p->a, e) != ARCHIVE_OK)
-		r = sync_archive_error(p->a, "cannot write the sync stream");
-out:
-	archive_entry_free(e);
-	return r;
-}
-
-static int write_data(struct pack *p, const void *data, size_t len)
-{
-	la_ssize_t n = archive_write_data(p->a, data, len);
-
-	if (n < 0 || (size_t)n != len)
-		return sync_archive_error(p->a, "cannot write the sync stream");
-	return 0;
-}
-
-/* 0 sent, 1 skipped because it vanished, or -errno. */
-static int send_file(struct pack *p, const struct sync_entry *e)
-{
-	const char *path = local_path(p, e->path);
-	int fd, r;
-	uint64_t left;
-	struct stat st;
-	ssize_t n;
-
-	/* The source of a single-file sync may be a symlink; a member of a tree never. */
-	fd = open(path,
-	          O_RDONLY | O_CLOEXEC | O_NONBLOCK | (p->flags & SYNC_FILE ? 0 : O_NOFOLLOW));
-	if (fd < 0 && errno == ENOENT && !(p->flags & SYNC_FILE)) {
-		warning("'%s' vanished before it could be synced", path);
-		return 1;
-	}
-	if (fd < 0)
-		return error_errno("cannot open '%s'", path);
-	if (fstat(fd, &st) < 0) {
-		r = error_errno("cannot stat '%s'", path);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = error("'%s' changed while it was being synced: not a file any more", path);
-		goto out;
-	}
-	r = write_member(p, e->path, AE_IFREG, st.st_mode, (uint64_t)st.st_size,
-	                 (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, NULL);
-	/* Send exactly the size in the header: a file that grows is cut there. */
-	for (left = (uint64_t)st.st_size; !r && left; left -= (uint64_t)n) {
-		n = read(fd, p->blk, left < PACK_BLOCK ? (size_t)left : PACK_BLOCK);
-		if (n < 0 && errno == EINTR) {
-			n = 0;
+	for (i = 0; i < local->n; i++) {
+		l = &local->v[i];
+		c = remote ? sync_manifest_find(remote, l->path) : NULL;
+		if (c && c->type != l->type)
+			c = NULL;
+		switch (l->type) {
+		case SYNC_T_DIR:
+			if (c && c->mode == l->mode)
+				p->unchanged++;
+			else
+				plan_add(p, l, c, SYNC_OP_DIR);
+			continue;
+		case SYNC_T_LINK:
+			if (c && c->target && l->target && !strcmp(c->target, l->target))
+				p->unchanged++;
+			else
+				plan_add(p, l, c, SYNC_OP_LINK);
+			continue;
+		case SYNC_T_FILE: break;
+		default: continue;
+		}
+		if (c && c->size == l->size && c->mtime_ns == l->mtime_ns) {
+			if (c->mode == l->mode) {
+				p->unchanged++;
+			} else if (session && c->sha256[0]) {
+				it = plan_add(p, l, c, SYNC_OP_TOUCH);
+				memcpy(it->sha, c->sha256, sizeof(it->sha));
+				p->ntouch++;
+			} else {
+				plan_add(p, l, c, SYNC_OP_FILE);
+			}
 			continue;
 		}
-		if (n < 0)
-			r = error_errno("cannot read '%s'", path);
-		else if (n == 0)
-			r = error("'%s' shrank while it was being synced", path);
-		else
-			r = write_data(p, p->blk, (size_t)n);
+		/* Same size, another mtime: the content decides, if the node knows a hash. */
+		if (c && c->size == l->size && c->sha256[0] &&
+		    !sha256_file(local_path(src, flags, l->path, &path), hex) &&
+		    !strcmp(hex, c->sha256)) {
+			if (!session) {
+				p->unchanged++; /* one-way: its mtime on the node stays old */
+				continue;
+			}
+			it = plan_add(p, l, c, SYNC_OP_TOUCH);
+			memcpy(it->sha, hex, sizeof(it->sha));
+			p->ntouch++;
+			continue;
+		}
+		if (session && c && l->size >= SYNC_DELTA_MIN && c->size >= SYNC_DELTA_MIN) {
+			plan_add(p, l, c, SYNC_OP_DELTA);
+			p->ndelta++;
+		} else {
+			plan_add(p, l, c, SYNC_OP_FILE);
+		}
 	}
-	if (!r) {
-		p->st->files++;
-		p->st->bytes += (uint64_t)st.st_size;
-	}
-out:
-	close(fd);
+	buf_release(&path);
+	return 0;
+}
+
+/* --- records ---------------------------------------------------------------------------- */
+
+void sync_sender_init(struct sync_sender *s, const char *src, unsigned flags,
+                      struct sync_wire_out *w, struct sync_manifest *after)
+{
+	memset(s, 0, sizeof(*s));
+	s->src = src;
+	s->flags = flags;
+	s->w = w;
+	s->after = after;
+	buf_init(&s->path, strlen(src) + SYNC_PATH_MAX + 2);
+	buf_init(&s->body, SYNC_REC_META_MAX);
+	s->blk = xmalloc(CHUNK);
+	if (w->z)
+		s->sample = ZSTD_createCCtx();
+	s->mark_us = sync_now_us();
+}
+
+void sync_sender_release(struct sync_sender *s)
+{
+	if (!s)
+		return;
+	buf_release(&s->path);
+	buf_release(&s->body);
+	free(s->blk);
+	ZSTD_freeCCtx(s->sample);
+	memset(s, 0, sizeof(*s));
+}
+
+static int rec(struct sync_sender *s, int type)
+{
+	return sync_wire_rec(s->w, type, s->body.p, s->body.len, 1);
+}
+
+static void body_path(struct buf *b, const char *path)
+{
+	buf_adds(b, path);
+}
+
+int sync_send_hello(struct sync_wire_out *w, unsigned flags, int session,
+                    const unsigned char *digest)
+{
+	struct buf b = BUF_INIT(128);
+	unsigned char zero[32] = {0};
+	int r;
+
+	buf_adds(&b, SYNC_HELLO_MAGIC);
+	sync_put_u8(&b, SYNC_WIRE_VERSION);
+	sync_put_u8(&b, flags & SYNC_FILE ? 'f' : 'd');
+	sync_put_u8(&b, session ? HELLO_SESSION : 0);
+	sync_put_u8(&b, digest ? 1 : 0);
+	buf_add(&b, digest ? digest : zero, 32);
+	r = sync_wire_rec(w, REC_HELLO, b.p, b.len, 0);
+	buf_release(&b);
 	return r;
 }
 
-static int send_entry(struct pack *p, const struct sync_entry *e)
+static struct sync_entry *after_add(struct sync_sender *s, const char *path, char type)
+{
+	return s->after ? sync_manifest_add(s->after, path, type) : NULL;
+}
+
+int sync_send_deletes(struct sync_sender *s, const struct sync_plan *p)
+{
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < p->ndel && !r; i++) {
+		buf_reset(&s->body);
+		body_path(&s->body, p->del[i]->path);
+		r = rec(s, REC_DELETE);
+		s->entries++;
+		s->st.deleted++;
+		after_add(s, p->del[i]->path, SYNC_T_NONE);
+	}
+	return r;
+}
+
+int sync_level(int *adaptive)
+{
+	const char *v = getenv("SKIFF_SYNC_LEVEL");
+	long n;
+
+	if (adaptive)
+		*adaptive = 1;
+	if (!v || !*v || parse_long(v, 0, 19, &n))
+		return LEVEL_MIN;
+	if (adaptive)
+		*adaptive = 0;
+	return (int)n;
+}
+
+/* Changes the zstd level by what the link does: raise it while the sinks make us wait. */
+static int adapt(struct sync_sender *s)
+{
+	struct sync_wire_out *w = s->w;
+	int64_t now, dt, db;
+	int level, adaptive;
+
+	if (!w->z || w->zin_bytes - s->mark_in < ADAPT_BYTES)
+		return 0;
+	sync_level(&adaptive);
+	if (!adaptive)
+		return 0;
+	now = sync_now_us();
+	dt = now - s->mark_us;
+	db = w->blocked_us - s->mark_blocked;
+	level = w->level;
+	if (db * 2 > dt && level < LEVEL_MAX)
+		level = level + 2 > LEVEL_MAX ? LEVEL_MAX : level + 2;
+	else if (db * 20 < dt && level > LEVEL_MIN)
+		level--;
+	s->mark_us = now;
+	s->mark_blocked = w->blocked_us;
+	s->mark_in = w->zin_bytes;
+	if (level == w->level)
+		return 0;
+	debug("sync: zstd level %d -> %d (%lld of %lld ms waiting on the link)", w->level, level,
+	      (long long)db / 1000, (long long)dt / 1000);
+	return sync_wire_level(w, level);
+}
+
+/* 1 if p[0..n) is worth compressing: a sample shrinks below 9/10 at level 1. */
+static int compressible(struct sync_sender *s, const unsigned char *p, size_t n)
+{
+	unsigned char out[SAMPLE + 1024];
+	size_t take = n < SAMPLE ? n : SAMPLE, z;
+
+	if (!s->w->z || !s->sample)
+		return 0;
+	/* Small pieces are not worth a sample: zstd stores what it cannot shrink. */
+	if (n < 2 * SAMPLE)
+		return 1;
+	z = ZSTD_compressCCtx(s->sample, out, sizeof(out), p, take, 1);
+	return !ZSTD_isError(z) && z * 10 < take * 9;
+}
+
+static int data_rec(struct sync_sender *s, const unsigned char *p, size_t n, int comp)
 {
 	int r;
 
-	switch (e->type) {
-	case SYNC_T_FILE:
-		r = send_file(p, e);
-		if (r > 0)
-			return 0; /* vanished: nothing sent */
-		break;
-	case SYNC_T_DIR:
-		r = write_member(p, e->path, AE_IFDIR, e->mode, 0, e->mtime_ns, NULL);
-		p->st->dirs += !r;
-		break;
-	case SYNC_T_LINK:
-		r = write_member(p, e->path, AE_IFLNK, 0777, 0, e->mtime_ns, e->target);
-		p->st->links += !r;
-		break;
-	default: return 0;
+	if (comp)
+		r = sync_wire_rec(s->w, REC_DATA, p, n, 1);
+	else
+		r = sync_wire_rec_raw(s->w, REC_DATA, NULL, 0, p, n);
+	return r ? r : adapt(s);
+}
+
+static int zeros_rec(struct sync_sender *s, uint64_t n, struct sha256_ctx *sha)
+{
+	static const unsigned char zero[65536];
+	uint64_t left;
+
+	buf_reset(&s->body);
+	sync_put_u64(&s->body, n);
+	for (left = n; left; left -= left < sizeof(zero) ? left : sizeof(zero))
+		sha256_update(sha, zero, left < sizeof(zero) ? (size_t)left : sizeof(zero));
+	return rec(s, REC_ZEROS);
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Opens a file to send: 1 when it vanished (skip it), 0 with *fd and *st, or < 0. */
+static int open_local(struct sync_sender *s, const char *rel, int *fd, struct stat *st)
+{
+	const char *path = local_path(s->src, s->flags, rel, &s->path);
+
+	/* The source of a single-file sync may be a symlink; a member of a tree never. */
+	*fd = open(path,
+	           O_RDONLY | O_CLOEXEC | O_NONBLOCK | (s->flags & SYNC_FILE ? 0 : O_NOFOLLOW));
+	if (*fd < 0 && errno == ENOENT && !(s->flags & SYNC_FILE)) {
+		warning("'%s' vanished before it could be synced", path);
+		return 1;
 	}
-	p->members += !r;
+	if (*fd < 0)
+		return error_errno("cannot open '%s'", path);
+	if (fstat(*fd, st) < 0) {
+		close(*fd);
+		return error_errno("cannot stat '%s'", path);
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(*fd);
+		return error("'%s' changed while it was being synced: not a file any more", path);
+	}
+	return 0;
+}
+
+/* The data of fd (size bytes): holes as zeros records, the rest in chunks. -EAGAIN: it shrank. */
+static int send_data(struct sync_sender *s, int fd, const struct stat *st, struct sha256_ctx *sha)
+{
+	uint64_t size = (uint64_t)st->st_size, off = 0, end;
+	int sparse = (uint64_t)st->st_blocks * 512 < size, comp = 1, r = 0;
+	unsigned chunks = 0;
+	off_t d;
+	ssize_t n;
+
+	while (!r && off < size) {
+		end = size;
+		if (sparse) {
+			d = lseek(fd, (off_t)off, SEEK_DATA);
+			if (d < 0 && errno == ENXIO)
+				d = (off_t)size;
+			if (d < 0) {
+				sparse = 0; /* no SEEK_DATA here: read it all */
+			} else if ((uint64_t)d > off) {
+				if ((uint64_t)d > size)
+					d = (off_t)size;
+				r = zeros_rec(s, (uint64_t)d - off, sha);
+				off = (uint64_t)d;
+				continue;
+			} else {
+				off_t h = lseek(fd, (off_t)off, SEEK_HOLE);
+
+				if (h > (off_t)off && (uint64_t)h < size)
+					end = (uint64_t)h;
+				lseek(fd, (off_t)off, SEEK_SET);
+			}
+		}
+		while (!r && off < end) {
+			n = read(fd, s->blk, end - off < CHUNK ? (size_t)(end - off) : CHUNK);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return error_errno("cannot read '%s'", s->path.p);
+			if (n == 0)
+				return -EAGAIN;
+			sha256_update(sha, s->blk, (size_t)n);
+			/* Large files are sampled now and then: a tar of images is not text. */
+			if (chunks++ % SAMPLE_EVERY == 0)
+				comp = compressible(s, s->blk, (size_t)n);
+			r = data_rec(s, s->blk, (size_t)n, comp);
+			off += (uint64_t)n;
+		}
+	}
 	return r;
 }
 
-static int write_text_member(struct pack *p, const char *name, const struct buf *text)
+static int file_head(struct sync_sender *s, int type, const struct stat *st, const char *rel,
+                     const struct sync_sigs *sigs)
 {
-	int r = write_member(p, name, AE_IFREG, 0600, text->len, 0, NULL);
-
-	return r ? r : write_data(p, text->p, text->len);
+	buf_reset(&s->body);
+	sync_put_u32(&s->body, st->st_mode & 0777);
+	sync_put_u64(&s->body, (uint64_t)mtime_of(st));
+	sync_put_u64(&s->body, (uint64_t)st->st_size);
+	if (sigs)
+		sync_put_u64(&s->body, sigs->size);
+	body_path(&s->body, rel);
+	s->entries++;
+	return rec(s, type);
 }
 
-/*
- * The control text: what the node must delete. Paths go children first (reverse
- * order); a path whose type changed is deleted too, so that the new one can take it.
- */
-static int control_text(struct pack *p, const struct sync_manifest *local,
-                        const struct sync_manifest *remote, struct buf *out)
+/* The end of a file: its hash if it did not change while it was read, else an abort. */
+static int file_tail(struct sync_sender *s, int fd, const struct stat *st1, struct sha256_ctx *sha,
+                     unsigned char digest[32], int *changed)
 {
-	const struct sync_entry *r, *l;
-	size_t i;
-	int ret;
+	struct stat st2;
 
-	ret = buf_addf(out, "skiff-sync %d\nmode %s\n", SYNC_PROTO_VERSION,
-	               p->flags & SYNC_FILE ? "file" : "dir");
-	for (i = remote && !(p->flags & SYNC_FILE) ? remote->n : 0; i-- > 0 && !ret;) {
-		r = &remote->v[i];
-		l = sync_manifest_find(local, r->path);
-		if (l && l->type == r->type)
-			continue;
-		ret = buf_adds(out, "delete ");
-		if (!ret)
-			ret = sync_escape(out, r->path);
-		if (!ret)
-			ret = buf_addch(out, '\n');
-		p->st->deleted++;
+	sha256_final(sha, digest);
+	*changed = fstat(fd, &st2) < 0 || !same_file(st1, &st2);
+	if (*changed)
+		return sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
+	return sync_wire_rec(s->w, REC_HASH, digest, 32, 1);
+}
+
+static void after_file(struct sync_sender *s, const char *rel, const struct stat *st,
+                       const unsigned char digest[32])
+{
+	struct sync_entry *e = after_add(s, rel, SYNC_T_FILE);
+
+	if (!e)
+		return;
+	e->mode = st->st_mode & 0777;
+	e->size = (uint64_t)st->st_size;
+	e->mtime_ns = mtime_of(st);
+	if (s->flags & SYNC_FILE)
+		return; /* the node keeps no hash of a single file */
+	sync_digest_hex(digest, e->sha256);
+}
+
+static int send_file(struct sync_sender *s, const char *rel)
+{
+	unsigned char digest[32];
+	struct sha256_ctx sha;
+	struct stat st;
+	int fd, r, changed = 0, tries;
+
+	for (tries = 0; tries < READ_TRIES; tries++) {
+		r = open_local(s, rel, &fd, &st);
+		if (r)
+			return r > 0 ? 0 : r;
+		r = file_head(s, REC_FILE, &st, rel, NULL);
+		sha256_init(&sha);
+		if (!r)
+			r = send_data(s, fd, &st, &sha);
+		if (r == -EAGAIN) {
+			r = 0;
+			changed = 1;
+			sha256_final(&sha, digest);
+			r = sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
+		} else if (!r) {
+			r = file_tail(s, fd, &st, &sha, digest, &changed);
+		} else {
+			sha256_final(&sha, digest);
+		}
+		close(fd);
+		if (r || !changed)
+			break;
 	}
-	if (!ret)
-		ret = buf_adds(out, "end\n");
-	return ret ? error("the list of paths to delete is too large") : 0;
+	if (r)
+		return r;
+	if (changed) {
+		warning("'%s' kept changing while it was read; it is not synced (the node keeps "
+		        "what it had)",
+		        local_path(s->src, s->flags, rel, &s->path));
+		s->st.skipped++;
+		return 0;
+	}
+	after_file(s, rel, &st, digest);
+	s->st.files++;
+	s->st.bytes += (uint64_t)st.st_size;
+	return 0;
 }
+
+struct delta_arg {
+	struct sync_sender *s;
+	int comp;
+	unsigned chunks;
+	int err; /* what an op failed with (printed, or -EPIPE) */
+};
+
+static int delta_literal(void *arg, const unsigned char *p, size_t n)
+{
+	struct delta_arg *a = arg;
+	size_t take;
+	int r = 0;
+
+	for (; !r && n; p += take, n -= take) {
+		take = n < CHUNK ? n : CHUNK;
+		if (a->chunks++ % SAMPLE_EVERY == 0)
+			a->comp = compressible(a->s, p, take);
+		r = data_rec(a->s, p, take, a->comp);
+		a->s->literal_bytes += take;
+	}
+	if (r)
+		a->err = r;
+	return r;
+}
+
+static int delta_copy(void *arg, uint64_t off, uint64_t len)
+{
+	struct delta_arg *a = arg;
+
+	int r;
+
+	buf_reset(&a->s->body);
+	sync_put_u64(&a->s->body, off);
+	sync_put_u64(&a->s->body, len);
+	r = rec(a->s, REC_COPY);
+	if (r)
+		a->err = r;
+	return r;
+}
+
+/* 0 sent, 1: it changed while it was read (an abort went out; send it whole), or < 0. */
+static int send_delta(struct sync_sender *s, const char *rel, const struct sync_sigs *sigs)
+{
+	static const struct sync_delta_ops ops = {delta_literal, delta_copy};
+	struct delta_arg a = {s, 1, 0, 0};
+	unsigned char digest[32];
+	struct sha256_ctx sha;
+	struct stat st;
+	int fd, r, changed = 0;
+	uint64_t lit0 = s->literal_bytes;
+
+	r = open_local(s, rel, &fd, &st);
+	if (r)
+		return r > 0 ? 0 : r;
+	r = file_head(s, REC_DELTA, &st, rel, sigs);
+	sha256_init(&sha);
+	if (!r)
+		r = sync_delta_scan(sigs, fd, (uint64_t)st.st_size, &ops, &a, &sha);
+	if (r == -EAGAIN) {
+		sha256_final(&sha, digest);
+		r = sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
+		changed = 1;
+	} else if (r) {
+		sha256_final(&sha, digest);
+		if (!a.err) {
+			errno = -r;
+			r = error_errno("cannot read '%s'", s->path.p);
+		}
+	} else {
+		r = file_tail(s, fd, &st, &sha, digest, &changed);
+	}
+	close(fd);
+	if (r)
+		return r;
+	if (changed)
+		return 1;
+	after_file(s, rel, &st, digest);
+	s->st.files++;
+	s->st.bytes += s->literal_bytes - lit0;
+	return 0;
+}
+
+int sync_send_item(struct sync_sender *s, const struct sync_item *it, const struct sync_sigs *sigs)
+{
+	const struct sync_entry *l = it->l;
+	unsigned char d[32];
+	struct sync_entry *e;
+	int r;
+
+	switch (it->op) {
+	case SYNC_OP_DIR:
+		buf_reset(&s->body);
+		sync_put_u32(&s->body, l->mode);
+		body_path(&s->body, l->path);
+		s->entries++;
+		r = rec(s, REC_DIR);
+		e = after_add(s, l->path, SYNC_T_DIR);
+		if (e)
+			e->mode = l->mode;
+		s->st.dirs += !r;
+		return r;
+	case SYNC_OP_LINK:
+		buf_reset(&s->body);
+		sync_put_u64(&s->body, (uint64_t)l->mtime_ns);
+		sync_put_u32(&s->body, (uint32_t)strlen(l->target));
+		buf_adds(&s->body, l->target);
+		body_path(&s->body, l->path);
+		s->entries++;
+		r = rec(s, REC_LINK);
+		e = after_add(s, l->path, SYNC_T_LINK);
+		if (e) {
+			e->mode = 0777;
+			e->target = xstrdup(l->target);
+		}
+		s->st.links += !r;
+		return r;
+	case SYNC_OP_TOUCH:
+		if (sync_digest_parse(it->sha, d))
+			return send_file(s, l->path);
+		buf_reset(&s->body);
+		sync_put_u32(&s->body, l->mode);
+		sync_put_u64(&s->body, (uint64_t)l->mtime_ns);
+		sync_put_u64(&s->body, l->size);
+		buf_add(&s->body, d, 32);
+		body_path(&s->body, l->path);
+		s->entries++;
+		r = rec(s, REC_TOUCH);
+		e = after_add(s, l->path, SYNC_T_FILE);
+		if (e) {
+			e->mode = l->mode;
+			e->size = l->size;
+			e->mtime_ns = l->mtime_ns;
+			if (!(s->flags & SYNC_FILE))
+				memcpy(e->sha256, it->sha, sizeof(e->sha256));
+		}
+		s->st.unchanged++;
+		return r;
+	case SYNC_OP_DELTA:
+		if (sigs) {
+			r = send_delta(s, l->path, sigs);
+			if (r <= 0)
+				return r;
+		}
+		return send_file(s, l->path);
+	case SYNC_OP_FILE: return send_file(s, l->path);
+	}
+	return 0;
+}
+
+int sync_send_end(struct sync_sender *s)
+{
+	buf_reset(&s->body);
+	sync_put_u64(&s->body, s->entries);
+	return rec(s, REC_END);
+}
+
+/* --- one way ---------------------------------------------------------------------------- */
 
 int sync_pack(const char *src, const struct sync_manifest *remote, int out_fd, unsigned flags,
               struct sync_stats *st)
 {
 	struct sync_stats dummy;
-	struct pack p = {.src = src, .flags = flags, .st = st ? st : &dummy};
-	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX);
 	struct sync_manifest local;
-	const struct sync_entry *e;
+	struct sync_wire_out w;
+	struct sync_sender s;
+	struct sync_plan p;
+	uint64_t skipped = 0;
 	size_t i;
-	int r, opened = 0;
+	int r;
 
-	memset(p.st, 0, sizeof(*p.st));
+	st = st ? st : &dummy;
+	memset(st, 0, sizeof(*st));
 	sync_manifest_init(&local);
-	buf_init(&p.path, strlen(src) + SYNC_PATH_MAX + 2);
-	buf_init(&p.name, 4 * SYNC_PATH_MAX + 4);
-	buf_init(&p.link, 4 * SYNC_PATH_MAX + 4);
-	p.blk = xmalloc(PACK_BLOCK);
-	r = sync_local_manifest(src, flags, &local, &p.st->skipped);
+	memset(&p, 0, sizeof(p));
+	r = sync_local_manifest(src, flags, &local, &skipped);
 	if (!r)
-		r = control_text(&p, &local, remote, &text);
+		r = sync_plan_make(src, flags, &local, remote, 0, &p);
 	if (r)
 		goto out;
-
-	p.a = archive_write_new();
-	if (!p.a) {
-		r = error("out of memory");
+	r = sync_wire_out_init(&w, "sync stream", &out_fd, 1, flags & SYNC_COMPRESS ? 1 : 0);
+	if (r)
 		goto out;
-	}
-	if (archive_write_set_format_pax(p.a) != ARCHIVE_OK ||
-	    ((flags & SYNC_GZIP) && archive_write_add_filter_gzip(p.a) != ARCHIVE_OK) ||
-	    archive_write_set_bytes_in_last_block(p.a, 1) != ARCHIVE_OK) {
-		r = sync_archive_error(p.a, "cannot set up the sync stream");
-		goto out;
-	}
-	if (archive_write_open_fd(p.a, out_fd) != ARCHIVE_OK) {
-		r = sync_archive_error(p.a, "cannot start the sync stream");
-		goto out;
-	}
-	opened = 1;
-	r = write_text_member(&p, SYNC_CONTROL_NAME, &text);
-	for (i = 0; i < local.n && !r; i++) {
-		e = &local.v[i];
-		if (remote && unchanged(&p, e, sync_manifest_find(remote, e->path)))
-			p.st->unchanged++;
-		else
-			r = send_entry(&p, e);
-	}
-	if (!r) {
-		buf_reset(&text);
-		buf_addf(&text, "entries %" PRIu64 "\n", p.members);
-		r = write_text_member(&p, SYNC_END_NAME, &text);
-	}
-	if (!r && archive_write_close(p.a) != ARCHIVE_OK)
-		r = sync_archive_error(p.a, "cannot finish the sync stream");
+	sync_sender_init(&s, src, flags, &w, NULL);
+	r = sync_send_hello(&w, flags, 0, NULL);
+	if (!r)
+		r = sync_send_deletes(&s, &p);
+	for (i = 0; i < p.n && !r; i++)
+		r = sync_send_item(&s, &p.v[i], NULL);
+	if (!r)
+		r = sync_send_end(&s);
+	if (!r)
+		r = sync_wire_flush(&w);
+	if (r == -EPIPE)
+		r = error("cannot write the sync stream: the receiver went away");
+	*st = s.st;
+	st->unchanged += p.unchanged;
+	st->skipped += skipped;
+	sync_sender_release(&s);
+	sync_wire_out_release(&w);
 out:
-	if (p.a) {
-		/* Do not let free() flush a valid-looking tar after a failure. */
-		if (r && opened)
-			archive_write_fail(p.a);
-		archive_write_free(p.a);
-	}
+	sync_plan_release(&p);
 	sync_manifest_release(&local);
-	buf_release(&text);
-	buf_release(&p.path);
-	buf_release(&p.name);
-	buf_release(&p.link);
-	free(p.blk);
 	return r;
 }

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -283,14 +284,15 @@ out:
 	return r;
 }
 
-int sync_read_stored(int dfd, const char *dst, struct sync_manifest *m)
+/* Reads the stored manifest at path (what: for messages) into m: -ENOENT if there is none. */
+static int read_stored(int dirfd, const char *path, const char *what, struct sync_manifest *m)
 {
 	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX);
-	char *what = xasprintf("%s/%s", dst, SYNC_MANIFEST_NAME);
 	int fd, r = 0;
 
-	fd = openat(dfd, SYNC_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
+		r = -errno;
 		if (errno != ENOENT)
 			warning("cannot open '%s' (%s); treating it as empty", what,
 			        strerror(errno));
@@ -307,7 +309,6 @@ int sync_read_stored(int dfd, const char *dst, struct sync_manifest *m)
 		warning("ignoring the unreadable manifest '%s'", what);
 out:
 	buf_release(&text);
-	free(what);
 	return r;
 }
 
@@ -360,38 +361,73 @@ static void check_entry(int dfd, struct sync_dir_cache *dirs, const struct sync_
 	}
 }
 
-int sync_remote_manifest(const char *dst, unsigned flags, struct sync_manifest *out)
+int sync_file_entry(const char *dst, struct sync_manifest *out)
+{
+	struct sync_entry *e;
+	struct stat st;
+
+	if (lstat(dst, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0
+		                                           : error_errno("cannot stat '%s'", dst);
+	if (S_ISREG(st.st_mode)) {
+		e = sync_manifest_add(out, SYNC_FILE_ENTRY, SYNC_T_FILE);
+		e->mode = st.st_mode & 0777;
+		e->size = (uint64_t)st.st_size;
+		e->mtime_ns = mtime_ns(&st);
+	}
+	return 0;
+}
+
+int sync_checked_manifest(int dfd, const char *dst, struct sync_manifest *out, int *old,
+                          char **stored_path)
 {
 	struct sync_dir_cache dirs = {NULL, -1};
 	struct sync_manifest stored;
-	struct sync_entry *e;
-	struct stat st;
+	char real[PATH_MAX], *path = NULL, *what;
 	size_t i;
-	int dfd, r;
+	int r;
 
-	if (flags & SYNC_FILE) {
-		if (lstat(dst, &st) < 0)
-			return errno == ENOENT || errno == ENOTDIR
-			               ? 0
-			               : error_errno("cannot stat '%s'", dst);
-		if (S_ISREG(st.st_mode)) {
-			e = sync_manifest_add(out, SYNC_FILE_ENTRY, SYNC_T_FILE);
-			e->mode = st.st_mode & 0777;
-			e->size = (uint64_t)st.st_size;
-			e->mtime_ns = mtime_ns(&st);
-		}
-		return 0;
-	}
-	dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : error_errno("cannot open directory '%s'", dst);
+	*old = 0;
+	if (stored_path)
+		*stored_path = NULL;
 	sync_manifest_init(&stored);
-	r = sync_read_stored(dfd, dst, &stored);
+	/* Keyed by the real path: "~/x" and "/home/u/x" are one DST. */
+	if (!realpath(dst, real))
+		return error_errno("cannot resolve '%s'", dst);
+	path = sync_stored_path(real);
+	if (!path)
+		return -ENOENT;
+	r = read_stored(AT_FDCWD, path, path, &stored);
+	if (r == -ENOENT) {
+		what = xasprintf("%s/%s", dst, SYNC_OLD_MANIFEST_NAME);
+		r = read_stored(dfd, SYNC_OLD_MANIFEST_NAME, what, &stored);
+		*old = !r;
+		free(what);
+	}
+	if (r == -ENOENT)
+		r = 0;
 	for (i = 0; i < stored.n && !r; i++)
 		check_entry(dfd, &dirs, &stored.v[i], out);
 	sync_dir_cache_release(&dirs);
 	sync_manifest_sort(out);
 	sync_manifest_release(&stored);
+	if (stored_path && !r)
+		*stored_path = path;
+	else
+		free(path);
+	return r;
+}
+
+int sync_remote_manifest(const char *dst, unsigned flags, struct sync_manifest *out)
+{
+	int dfd, r, old;
+
+	if (flags & SYNC_FILE)
+		return sync_file_entry(dst, out);
+	dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : error_errno("cannot open directory '%s'", dst);
+	r = sync_checked_manifest(dfd, dst, out, &old, NULL);
 	close(dfd);
 	return r;
 }

@@ -10,8 +10,10 @@
  *   - every symlink in DST (but `evil`) stays inside, read textually here and by
  *     sync_link_check().
  *
- * The input is a file-mode stream (DST is a file) when its first 1 KiB holds
- * "mode file\n", else a directory stream.
+ * The input is a file-mode stream (DST is a file) when its HELLO says so (byte 20, the
+ * mode of a stream that starts with an 'R' frame holding the HELLO record), else a
+ * directory stream. The node's manifest lives in a SKIFF_HOME of the harness's own, and is
+ * removed after every input: each input starts from the same state.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +34,7 @@
 #define CANARY "canary\n"
 
 static char sandbox[PATH_MAX], dst[PATH_MAX + 8], outside[PATH_MAX + 16];
+static char home[PATH_MAX], home_sync[PATH_MAX + 8];
 static size_t dst_len;
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
@@ -48,6 +51,7 @@ static void rm_rf(const char *path)
 static void sandbox_remove(void)
 {
 	rm_rf(sandbox);
+	rm_rf(home);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -62,6 +66,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	          tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(sandbox))
 		fuzz_fail("mkdtemp: %s", strerror(errno));
+	xsnprintf(home, sizeof(home), "%s/skiff-fuzz-home.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(home))
+		fuzz_fail("mkdtemp: %s", strerror(errno));
+	xsnprintf(home_sync, sizeof(home_sync), "%s/sync", home);
+	setenv("SKIFF_HOME", home, 1);
 	atexit(sandbox_remove);
 	xsnprintf(dst, sizeof(dst), "%s/dst", sandbox);
 	dst_len = strlen(dst);
@@ -171,8 +180,7 @@ static int check_one(const char *p, const struct stat *sb, int flag, struct FTW 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	size_t head = size < 1024 ? size : 1024;
-	unsigned flags = memmem(data, head, "mode file\n", 10) ? SYNC_FILE : 0;
+	unsigned flags = size > 20 && data[0] == 'R' && data[20] == 'f' ? SYNC_FILE : 0;
 	struct sync_stats st;
 	char evil[PATH_MAX + 16];
 	int fd;
@@ -190,5 +198,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_outside();
 	nftw(dst, check_one, 16, FTW_PHYS);
 	rm_rf(dst);
+	rm_rf(home_sync);
 	return 0;
 }

@@ -5,7 +5,7 @@ the task files in the integration tests, and streams made by the skiff under tes
     tests/fuzz/make-seeds.py [SKIFF]     (SKIFF: default build/skiff, for __sync-send)
 
 Regression inputs (crash-*, named after what they found) are kept as they are."""
-import glob, io, os, re, struct, subprocess, sys, tarfile, tempfile
+import glob, hashlib, io, os, re, struct, subprocess, sys, tarfile, tempfile
 
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 corpus = os.path.join(top, "tests/fuzz/corpus")
@@ -119,7 +119,7 @@ put("proto", "cancel", msg(("op", "cancel"), ("id", "1"), ("id", "22")) + msg(("
 put("proto", "body", b"\x01" + msg(("op", "queue"), ("all", "1"))[4:])
 put("proto", "toolong", b"\x01\x00\x00\x05")
 
-# --- sync streams: made by skiff __sync-send, and hostile tars --------------------------
+# --- sync streams: made by skiff __sync-send, and hostile ones (docs/sync.md) -----------
 clear("untar")
 with tempfile.TemporaryDirectory() as d:
     os.makedirs(os.path.join(d, "src/sub/deep"))
@@ -130,44 +130,50 @@ with tempfile.TemporaryDirectory() as d:
     os.chmod(os.path.join(d, "src/sub/deep/b.sh"), 0o755)
     os.symlink("../a.txt", os.path.join(d, "src/sub/l"))
     with open(os.path.join(d, "src/.gitignore"), "w") as f:
-        f.write("*.o\n")
+        f.write("*.o\n" * 50)
     if os.access(skiff, os.X_OK):
-        for key, args in (("dir", []), ("gzip", ["--gzip"])):
+        for key, args in (("dir", []), ("compressed", ["--compress"])):
             out = subprocess.run([skiff, "__sync-send"] + args + [os.path.join(d, "src")],
                                  stdout=subprocess.PIPE, check=True).stdout
-            put("untar", key + ".tar", out)
+            put("untar", key + ".stream", out)
         out = subprocess.run([skiff, "__sync-send", "--file", os.path.join(d, "src/a.txt")],
                              stdout=subprocess.PIPE, check=True).stdout
-        put("untar", "file.tar", out)
+        put("untar", "file.stream", out)
     else:
         print("make-seeds.py: %s not built; no __sync-send seeds" % skiff, file=sys.stderr)
 
 
-def hostile(key, members, control="skiff-sync 1\nmode dir\nend\n"):
-    b = io.BytesIO()
-    with tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT) as t:
-        def add(name, typ=tarfile.REGTYPE, data=b"", link="", mode=0o644):
-            i = tarfile.TarInfo(name)
-            i.type, i.linkname, i.mode, i.size = typ, link, mode, len(data)
-            t.addfile(i, io.BytesIO(data) if data else None)
-        add(".skiff-sync-control", data=control.encode())
-        for m in members:
-            add(*m)
-        add(".skiff-sync-end", data=b"entries %d\n" % len(members))
-    put("untar", key + ".tar", b.getvalue())
+def rec(t, body):
+    return t.encode() + struct.pack("<I", len(body)) + body
 
 
-hostile("dotdot", [("../x", tarfile.REGTYPE, b"x")])
-hostile("abs", [("/tmp/x", tarfile.REGTYPE, b"x")])
-hostile("symlink-out", [("l", tarfile.SYMTYPE, b"", "../outside"),
-                        ("l/canary", tarfile.REGTYPE, b"owned")])
-hostile("through-evil", [("evil/canary", tarfile.REGTYPE, b"owned")])
-hostile("hardlink", [("h", tarfile.LNKTYPE, b"", "../outside/canary")])
-hostile("device", [("null", tarfile.CHRTYPE), ("fifo", tarfile.FIFOTYPE)])
-hostile("setuid", [("s", tarfile.REGTYPE, b"#!/bin/sh\n", "", 0o4755)])
-hostile("delete", [("d", tarfile.DIRTYPE, b"", "", 0o755)],
-        "skiff-sync 1\nmode dir\ndelete evil\ndelete ..\nend\n")
-hostile("filemode", [(".", tarfile.REGTYPE, b"data\n")], "skiff-sync 1\nmode file\nend\n")
+def hostile(key, records, mode="d"):
+    """A one-way stream: the HELLO, the records given, an end record counting them."""
+    body = rec("H", b"skiff-sync" + bytes([2, ord(mode), 0, 0]) + bytes(32))
+    body += b"".join(records) + rec("E", struct.pack("<Q", len(records)))
+    put("untar", key + ".stream", b"R" + struct.pack("<I", len(body))[:3] + body)
+
+
+def file_rec(name, data=b"x", mode=0o644):
+    return (rec("f", struct.pack("<IqQ", mode, 0, len(data)) + name.encode()) +
+            (rec("c", data) if data else b"") + rec("h", hashlib.sha256(data).digest()))
+
+
+def link_rec(name, target):
+    return rec("l", struct.pack("<qI", 0, len(target)) + target.encode() + name.encode())
+
+
+hostile("dotdot", [file_rec("../x")])
+hostile("abs", [file_rec("/tmp/x")])
+hostile("symlink-out", [link_rec("l", "../outside"), file_rec("l/canary", b"owned")])
+hostile("through-evil", [file_rec("evil/canary", b"owned")])
+hostile("unknown", [rec("L", b"h"), rec("N", b"null")])
+hostile("setuid", [file_rec("s", b"#!/bin/sh\n", 0o4755)])
+hostile("delete", [rec("d", struct.pack("<I", 0o755) + b"d"), rec("D", b"evil"), rec("D", b"..")])
+hostile("filemode", [file_rec(".", b"data\n")], "f")
+hostile("sparse", [rec("f", struct.pack("<IqQ", 0o644, 0, 4096 + 2) + b"z") + rec("c", b"a") +
+                   rec("z", struct.pack("<Q", 4096)) + rec("c", b"b") +
+                   rec("h", hashlib.sha256(b"a" + bytes(4096) + b"b").digest())])
 
 # --- shell quoting ----------------------------------------------------------------------
 clear("quote")

@@ -1,18 +1,18 @@
 /*
- * sync_unpack() against hostile and broken streams, built here with libarchive's writer.
+ * sync_unpack() against hostile and broken streams, built here record by record with the
+ * protocol's own writer (bootstrap/sync/sync_wire.h).
  * Each must be refused with a clear message (or sanitised, for setuid bits) and leave
  * nothing outside DST: after every case the sandbox that holds DST is listed.
  *
  * Escapes aim at a directory inside the sandbox, never at /etc: if a check were broken,
  * the test must fail, not damage the machine running it.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,8 @@
 
 #include "tests/unit/harness.h"
 #include "bootstrap/sync/sync.h"
+#include "bootstrap/sync/sync_internal.h"
+#include "bootstrap/sync/sync_wire.h"
 #include "lib/log.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
@@ -61,79 +63,125 @@ static void rm_rf(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* --- building streams --------------------------------------------------------------- */
+/* --- building streams ------------------------------------------------------------ */
 
-static struct archive *hb_open(int gzip)
+/* A stream in the file `stream`, built record by record with the real writer. */
+static struct sync_wire_out hw;
+static int hfd = -1;
+
+static void hb_open(int level)
 {
-	struct archive *a = archive_write_new();
-
-	archive_write_set_format_pax(a);
-	if (gzip)
-		archive_write_add_filter_gzip(a);
-	archive_write_open_filename(a, stream);
-	return a;
+	hfd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	sync_wire_out_init(&hw, "test stream", &hfd, 1, level);
 }
 
-static void hb_add(struct archive *a, const char *name, unsigned type, unsigned perm,
-                   const char *data, const char *symlink, const char *hardlink)
+static void hb_close(void)
 {
-	struct archive_entry *e = archive_entry_new();
+	sync_wire_flush(&hw);
+	sync_wire_out_release(&hw);
+	close(hfd);
+	hfd = -1;
+}
+
+static void hb_rec(int type, const void *body, size_t len)
+{
+	sync_wire_rec(&hw, type, body, len, 1);
+}
+
+static void hb_hello_v(unsigned version, int mode, unsigned flags)
+{
+	struct buf b = BUF_INIT(0);
+
+	buf_adds(&b, SYNC_HELLO_MAGIC);
+	sync_put_u8(&b, version);
+	sync_put_u8(&b, (unsigned)mode);
+	sync_put_u8(&b, flags);
+	sync_put_u8(&b, 0);
+	buf_add(&b, (char[32]){0}, 32);
+	hb_rec(REC_HELLO, b.p, b.len);
+	buf_release(&b);
+}
+
+static void hb_hello(int mode)
+{
+	hb_hello_v(SYNC_WIRE_VERSION, mode, 0);
+}
+
+/* A file record with its data and hash; name_len lets a name hold a NUL. */
+static void hb_file_n(const char *name, size_t name_len, unsigned perm, const char *data)
+{
+	struct buf b = BUF_INIT(0);
 	size_t len = data ? strlen(data) : 0;
+	unsigned char d[32];
+	struct sha256_ctx c;
 
-	archive_entry_copy_pathname(e, name);
-	archive_entry_set_filetype(e, type);
-	archive_entry_set_perm(e, perm);
-	archive_entry_set_size(e, (la_int64_t)len);
-	archive_entry_set_mtime(e, 1600000000, 0);
-	if (symlink)
-		archive_entry_copy_symlink(e, symlink);
-	if (hardlink)
-		archive_entry_copy_hardlink(e, hardlink);
-	if (type == AE_IFCHR || type == AE_IFBLK)
-		archive_entry_set_rdev(e, 0x0103);
-	if (archive_write_header(a, e) < ARCHIVE_WARN)
-		printf("# header %s: %s\n", name, archive_error_string(a));
+	sync_put_u32(&b, perm);
+	sync_put_u64(&b, (uint64_t)1600000000 * 1000000000);
+	sync_put_u64(&b, len);
+	buf_add(&b, name, name_len);
+	hb_rec(REC_FILE, b.p, b.len);
 	if (len)
-		archive_write_data(a, data, len);
-	archive_entry_free(e);
+		hb_rec(REC_DATA, data, len);
+	sha256_init(&c);
+	sha256_update(&c, data ? data : "", len);
+	sha256_final(&c, d);
+	hb_rec(REC_HASH, d, 32);
+	buf_release(&b);
 }
 
-static void hb_file(struct archive *a, const char *name, const char *data)
+static void hb_file(const char *name, const char *data)
 {
-	hb_add(a, name, AE_IFREG, 0644, data, NULL, NULL);
+	hb_file_n(name, strlen(name), 0644, data);
 }
 
-static void hb_control(struct archive *a, const char *text)
+static void hb_link(const char *name, const char *target)
 {
-	hb_add(a, ".skiff-sync-control", AE_IFREG, 0600, text, NULL, NULL);
+	struct buf b = BUF_INIT(0);
+
+	sync_put_u64(&b, 0);
+	sync_put_u32(&b, (uint32_t)strlen(target));
+	buf_adds(&b, target);
+	buf_adds(&b, name);
+	hb_rec(REC_LINK, b.p, b.len);
+	buf_release(&b);
 }
 
-static void hb_end(struct archive *a, int n)
+static void hb_dir(const char *name, unsigned perm)
 {
-	char text[64];
+	struct buf b = BUF_INIT(0);
 
-	xsnprintf(text, sizeof(text), "entries %d\n", n);
-	hb_add(a, ".skiff-sync-end", AE_IFREG, 0600, text, NULL, NULL);
+	sync_put_u32(&b, perm);
+	buf_adds(&b, name);
+	hb_rec(REC_DIR, b.p, b.len);
+	buf_release(&b);
 }
 
-static void hb_close(struct archive *a)
+static void hb_end(uint64_t n)
 {
-	archive_write_close(a);
-	archive_write_free(a);
+	struct buf b = BUF_INIT(0);
+
+	sync_put_u64(&b, n);
+	hb_rec(REC_END, b.p, b.len);
+	buf_release(&b);
 }
 
-#define CONTROL_DIR "skiff-sync 1\nmode dir\nend\n"
-
-/* A stream of: the control entry, one member, the end entry. */
-static void one(unsigned type, const char *name, unsigned perm, const char *data,
-                const char *symlink, const char *hardlink)
+/* A stream of: the hello, one file, the end. */
+static void one_file(const char *name, const char *data)
 {
-	struct archive *a = hb_open(0);
+	hb_open(0);
+	hb_hello('d');
+	hb_file(name, data);
+	hb_end(1);
+	hb_close();
+}
 
-	hb_control(a, CONTROL_DIR);
-	hb_add(a, name, type, perm, data, symlink, hardlink);
-	hb_end(a, 1);
-	hb_close(a);
+static void one_link(const char *name, const char *target)
+{
+	hb_open(0);
+	hb_hello('d');
+	hb_link(name, target);
+	hb_end(1);
+	hb_close();
 }
 
 static void raw_stream(const void *data, size_t len)
@@ -163,7 +211,8 @@ static int unpack_to(const char *to, unsigned flags, uint64_t max, struct sync_s
 
 static int unpack(struct sync_stats *st)
 {
-	return unpack_to(dst, 0, 0, st);
+	/* As on a node: what comes from a launcher may be compressed. */
+	return unpack_to(dst, SYNC_COMPRESS, 0, st);
 }
 
 static int no_tmp_files(const char *p, const struct stat *sb, int flag, struct FTW *f)
@@ -237,119 +286,190 @@ static void test_paths(void)
 	struct sync_stats st;
 	char name[400];
 
-	one(AE_IFREG, "../escape", 0644, "x", NULL, NULL);
+	one_file("../escape", "x");
 	refused(unpack(&st), "refusing '../escape' in the sync stream: '.' or '..'", "../escape");
-	one(AE_IFREG, at(outside, "abs"), 0644, "x", NULL, NULL);
+	one_file(at(outside, "abs"), "x");
 	refused(unpack(&st), "absolute path", "/abs/path");
-	one(AE_IFREG, "a/../../x", 0644, "x", NULL, NULL);
+	one_file("a/../../x", "x");
 	refused(unpack(&st), "'.' or '..'", "a/../../x");
-	one(AE_IFREG, "./x", 0644, "x", NULL, NULL);
+	one_file("./x", "x");
 	refused(unpack(&st), "'.' or '..'", "./x");
-	one(AE_IFREG, "a//x", 0644, "x", NULL, NULL);
+	one_file("a//x", "x");
 	refused(unpack(&st), "empty path component", "a//x");
-	one(AE_IFREG, "\\x2e\\x2e/x", 0644, "x", NULL, NULL);
-	refused(unpack(&st), "'.' or '..'", "an escaped ../x");
-	one(AE_IFREG, "bad\nname", 0644, "x", NULL, NULL);
-	refused(unpack(&st), "badly escaped name", "an unescaped newline");
+	hb_open(0);
+	hb_hello('d');
+	hb_file_n("ok\0../../x", 11, 0644, "x");
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "a record with a bad path", "a NUL in a name");
 	memset(name, 'a', sizeof(name));
 	memcpy(name, "../", 3);
 	name[sizeof(name) - 1] = '\0';
-	one(AE_IFREG, name, 0644, "x", NULL, NULL);
-	refused(unpack(&st), "in the sync stream", "a long pax name ../aaa...");
-	one(AE_IFREG, ".skiff-sync-manifest", 0644, "x", NULL, NULL);
-	refused(unpack(&st), "a name the sync uses for itself", "the manifest's name");
-	one(AE_IFREG, "d/.skiff-sync-tmp.1.1", 0644, "x", NULL, NULL);
+	one_file(name, "x");
+	refused(unpack(&st), "in the sync stream", "a long name ../aaa...");
+	memset(name, 'a', sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	one_file(name, "x");
+	refused(unpack(&st), "path component too long", "a component over 255 bytes");
+	one_file(".skiff-sync-manifest", "x");
+	refused(unpack(&st), "a name the sync uses for itself", "the old manifest's name");
+	one_file("d/.skiff-sync-tmp.1.1", "x");
 	refused(unpack(&st), "a name the sync uses for itself", "a temp file's name");
 }
 
 static void test_links(void)
 {
 	struct sync_stats st;
-	struct archive *a;
 	struct stat sb;
 
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_add(a, "link", AE_IFLNK, 0777, NULL, outside, NULL);
-	hb_file(a, "link/secret", "owned\n");
-	hb_end(a, 2);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_link("link", outside);
+	hb_file("link/secret", "owned\n");
+	hb_end(2);
+	hb_close();
 	refused(unpack(&st), "absolute symlink target", "link -> /abs then link/secret");
-	one(AE_IFLNK, "etc", 0777, NULL, "/etc", NULL);
+	one_link("etc", "/etc");
 	refused(unpack(&st), "absolute symlink target", "link -> /etc");
 
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_add(a, "up", AE_IFLNK, 0777, NULL, "..", NULL);
-	hb_file(a, "up/outside/secret", "owned\n");
-	hb_end(a, 2);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_link("up", "..");
+	hb_file("up/outside/secret", "owned\n");
+	hb_end(2);
+	hb_close();
 	refused(unpack(&st), "points outside the tree", "up -> .. then up/x");
-	one(AE_IFLNK, "a/b/up", 0777, NULL, "../../..", NULL);
+	one_link("a/b/up", "../../..");
 	refused(unpack(&st), "points outside the tree", "a/b/up -> ../../..");
 
 	/* Each link alone stays inside; the second would climb out through the first. */
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_add(a, "a/b/l2", AE_IFLNK, 0777, NULL, "../..", NULL);
-	hb_add(a, "l1", AE_IFLNK, 0777, NULL, "a/b/l2/..", NULL);
-	hb_end(a, 2);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_link("a/b/l2", "../..");
+	hb_link("l1", "a/b/l2/..");
+	hb_end(2);
+	hb_close();
 	refused(unpack(&st), "'..' after a name", "l1 -> a/b/l2/.. (a chain)");
 	ok(!lstat(at(dst, "a/b/l2"), &sb) && S_ISLNK(sb.st_mode), "the harmless l2 was written");
 
 	/* A symlink already on the node (a job made it): never written through. */
 	if (symlink("../outside", at(dst, "evil")))
 		printf("# symlink: %s\n", strerror(errno));
-	one(AE_IFREG, "evil/secret", 0644, "owned\n", NULL, NULL);
+	one_file("evil/secret", "owned\n");
 	refused(unpack(&st), "'evil' is not a directory on the node", "a file under a symlink");
-	one(AE_IFDIR, "evil", 0755, NULL, NULL, NULL);
+	hb_open(0);
+	hb_hello('d');
+	hb_dir("evil", 0755);
+	hb_end(1);
+	hb_close();
 	refused(unpack(&st), "exists on the node and is not a directory", "a dir over a symlink");
-	one(AE_IFDIR, "evil/sub", 0755, NULL, NULL, NULL);
+	hb_open(0);
+	hb_hello('d');
+	hb_dir("evil/sub", 0755);
+	hb_end(1);
+	hb_close();
 	refused(unpack(&st), "not a directory on the node", "a dir under a symlink");
-	one(AE_IFREG, "evil", 0644, "replaced\n", NULL, NULL);
+	one_file("evil", "replaced\n");
 	ok(!unpack(&st) && !lstat(at(dst, "evil"), &sb) && S_ISREG(sb.st_mode) && sandbox_clean(),
 	   "a file over an existing symlink replaces the link, not its target");
 	unlink(at(dst, "evil"));
 
-	one(AE_IFREG, "hl", 0644, NULL, NULL, at(outside, "secret"));
-	refused(unpack(&st), "hardlinks are not synced", "a hardlink to an outside file");
-	one(AE_IFREG, "hl", 0644, NULL, NULL, "keep.txt");
-	refused(unpack(&st), "hardlinks are not synced", "a hardlink inside");
-	one(AE_IFLNK, "badtarget", 0777, NULL, "a\x01z", NULL);
-	refused(unpack(&st), "badly escaped target", "an unescaped symlink target");
+	hb_open(0);
+	hb_hello('d');
+	{
+		struct buf b = BUF_INIT(0);
+
+		sync_put_u64(&b, 0);
+		sync_put_u32(&b, 3);
+		buf_add(&b, "a\0z", 3);
+		buf_adds(&b, "badtarget");
+		hb_rec(REC_LINK, b.p, b.len);
+		buf_release(&b);
+	}
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "a symlink with a bad target", "a NUL in a symlink target");
+	hb_open(0);
+	hb_hello('d');
+	{
+		struct buf b = BUF_INIT(0);
+
+		sync_put_u64(&b, 0);
+		sync_put_u32(&b, 1000); /* longer than the record */
+		buf_adds(&b, "x");
+		hb_rec(REC_LINK, b.p, b.len);
+		buf_release(&b);
+	}
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "a symlink with a bad target", "a target length past the record");
 }
 
 static void test_types(void)
 {
 	struct sync_stats st;
 	struct stat sb;
-	struct archive *a;
+	static const char kinds[] = "LNqY\x01\xff";
+	size_t i;
 
-	one(AE_IFCHR, "null", 0666, NULL, NULL, NULL);
-	refused(unpack(&st), "a character device", "a char device");
-	one(AE_IFBLK, "sda", 0660, NULL, NULL, NULL);
-	refused(unpack(&st), "a block device", "a block device");
-	one(AE_IFIFO, "fifo", 0644, NULL, NULL, NULL);
-	refused(unpack(&st), "a fifo", "a fifo");
+	/* Hardlinks, devices, fifos: no record says them; any unknown one is refused. */
+	for (i = 0; i < sizeof(kinds) - 1; i++) {
+		hb_open(0);
+		hb_hello('d');
+		hb_rec((unsigned char)kinds[i], "hl", 2);
+		hb_end(1);
+		hb_close();
+		refused(unpack(&st), "an unknown record", "an unknown record type");
+	}
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_DATA, "xyz", 3);
+	hb_end(0);
+	hb_close();
+	refused(unpack(&st), "file data outside a file", "data with no file");
 
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_add(a, "suid", AE_IFREG, 04755, "#!/bin/sh\n", NULL, NULL);
-	hb_add(a, "sgid-dir", AE_IFDIR, 02775, NULL, NULL, NULL);
-	hb_add(a, "sticky", AE_IFREG, 01777, "x", NULL, NULL);
-	hb_end(a, 3);
-	hb_close(a);
-	ok(!unpack(&st) && sandbox_clean(), "setuid, setgid and sticky entries are extracted");
+	hb_open(0);
+	hb_hello('d');
+	hb_file_n("suid", 4, 04755, "#!/bin/sh\n");
+	hb_dir("sgid-dir", 02775);
+	hb_file_n("sticky", 6, 01777, "x");
+	hb_end(3);
+	hb_close();
+	ok(!unpack(&st) && sandbox_clean(), "setuid, setgid and sticky entries are written");
 	ok(!stat(at(dst, "suid"), &sb) && (sb.st_mode & 07777) == 0755, "without setuid");
 	ok(!stat(at(dst, "sgid-dir"), &sb) && (sb.st_mode & 07777) == 0775, "without setgid");
 	ok(!stat(at(dst, "sticky"), &sb) && (sb.st_mode & 07777) == 0777, "without sticky");
 }
 
+/* A file record with data and an end as given, for lies about sizes and hashes. */
+static void lying_file(const char *name, uint64_t size, const char *data, int hash_ok)
+{
+	struct buf b = BUF_INIT(0);
+	unsigned char d[32];
+
+	sync_put_u32(&b, 0644);
+	sync_put_u64(&b, 0);
+	sync_put_u64(&b, size);
+	buf_adds(&b, name);
+	hb_rec(REC_FILE, b.p, b.len);
+	if (*data)
+		hb_rec(REC_DATA, data, strlen(data));
+	{
+		struct sha256_ctx c;
+
+		sha256_init(&c);
+		sha256_update(&c, data, strlen(data));
+		sha256_final(&c, d);
+	}
+	if (!hash_ok)
+		d[0] ^= 1;
+	hb_rec(REC_HASH, d, 32);
+	buf_release(&b);
+}
+
 static void test_broken(void)
 {
 	struct sync_stats st;
-	struct archive *a;
 	char junk[65536];
 	uint32_t x = 99;
 	size_t i;
@@ -361,67 +481,136 @@ static void test_broken(void)
 		junk[i] = (char)(x >> 16);
 	}
 	raw_stream(junk, sizeof(junk));
-	refused(unpack(&st), "cannot read the sync stream: Unrecognized archive format",
-	        "random bytes");
-	junk[0] = 0x1f, junk[1] = (char)0x8b, junk[2] = 8, junk[3] = 0;
+	refused(unpack(&st), "corrupt sync stream", "random bytes");
+	junk[0] = 'Z', junk[1] = 100, junk[2] = 0, junk[3] = 0;
 	raw_stream(junk, sizeof(junk));
-	refused(unpack(&st), "sync stream", "a gzip header and garbage");
+	refused(unpack(&st), "corrupt sync stream", "a zstd frame of garbage");
+	junk[0] = 'R', junk[1] = 0, junk[2] = 0, junk[3] = 0;
+	raw_stream(junk, 8);
+	refused(unpack(&st), "a bad frame", "a frame of 0 bytes");
+	junk[0] = 'R', junk[1] = (char)0xff, junk[2] = (char)0xff, junk[3] = (char)0x7f;
+	raw_stream(junk, 8);
+	refused(unpack(&st), "a bad frame", "a frame over the limit");
 
-	a = hb_open(0);
-	hb_file(a, "x", "x");
-	hb_close(a);
-	refused(unpack(&st), "does not start with", "a plain tar");
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 2\nmode dir\nend\n");
-	hb_end(a, 0);
-	hb_close(a);
-	refused(unpack(&st), "unsupported protocol version", "protocol version 2");
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode file\nend\n");
-	hb_end(a, 0);
-	hb_close(a);
+	hb_open(0);
+	hb_file("x", "x");
+	hb_close();
+	refused(unpack(&st), "not a sync stream", "a stream without its hello");
+	hb_open(0);
+	hb_rec(REC_HELLO,
+	       "skiff-sunk\2d\0\0"
+	       "0123456789abcdef0123456789abcdef",
+	       46);
+	hb_close();
+	refused(unpack(&st), "not a sync stream", "another magic");
+	hb_open(0);
+	hb_hello_v(3, 'd', 0);
+	hb_end(0);
+	hb_close();
+	refused(unpack(&st), "unsupported protocol version", "protocol version 3");
+	hb_open(0);
+	hb_hello('f');
+	hb_end(0);
+	hb_close();
 	refused(unpack(&st), "a file sync sent to a directory", "a file sync to a dir");
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode dir\n");
-	hb_end(a, 0);
-	hb_close(a);
-	refused(unpack(&st), "control entry", "a control entry without its end");
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_file(a, "x", "x");
-	hb_close(a);
-	refused(unpack(&st), "truncated sync stream", "no end entry");
-	unlink(at(dst, "x"));
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_end(a, 5);
-	hb_close(a);
-	refused(unpack(&st), "not what its end says", "a wrong count in the end entry");
-	a = hb_open(0);
-	hb_control(a, CONTROL_DIR);
-	hb_end(a, 0);
-	hb_file(a, "late", "x");
-	hb_close(a);
-	refused(unpack(&st), "data after", "an entry after the end");
+	hb_open(0);
+	hb_hello_v(SYNC_WIRE_VERSION, 'd', 1);
+	hb_end(0);
+	hb_close();
+	refused(unpack(&st), "a session's stream sent one way", "a session's hello, one way");
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_SIGREQ, "\0\0\0\0x", 5);
+	hb_end(0);
+	hb_close();
+	refused(unpack(&st), "a session's record in a one-way stream", "a signature request");
 
-	one(AE_IFREG, "big", 0644, "0123456789abcdef", NULL, NULL);
-	refused(unpack_to(dst, 0, 10, &st), "larger than the limit of 10 bytes", "over the limit");
+	hb_open(0);
+	hb_hello('d');
+	hb_file("x", "x");
+	hb_close();
+	refused(unpack(&st), "truncated sync stream", "no end record");
+	unlink(at(dst, "x"));
+	hb_open(0);
+	hb_hello('d');
+	hb_end(5);
+	hb_close();
+	refused(unpack(&st), "not what its end says", "a wrong count in the end record");
+	hb_open(0);
+	hb_hello('d');
+	hb_end(0);
+	hb_file("late", "x");
+	hb_close();
+	refused(unpack(&st), "data after its end record", "a record after the end");
+
+	one_file("big", "0123456789abcdef");
+	refused(unpack_to(dst, SYNC_COMPRESS, 10, &st), "larger than the limit of 10 bytes",
+	        "over the limit");
 	ok(access(at(dst, "big"), F_OK) < 0, "nothing of it written");
 
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode file\nend\n");
-	hb_file(a, ".", "one\n");
-	hb_file(a, ".", "two\n");
-	hb_end(a, 2);
-	hb_close(a);
+	/* Lies about a file's size and content: refused, the old copy stays. */
+	hb_open(0);
+	hb_hello('d');
+	lying_file("keep.txt", 3, "more than three", 1);
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "more data than its size", "more data than the size says");
+	hb_open(0);
+	hb_hello('d');
+	lying_file("keep.txt", 30, "short", 1);
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "is incomplete", "less data than the size says");
+	hb_open(0);
+	hb_hello('d');
+	lying_file("keep.txt", 4, "new\n", 0);
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "does not match its sha256", "data that does not match its hash");
+	hb_open(0);
+	hb_hello('d');
+	lying_file("other.txt", 4, "new\n", 1);
+	hb_rec(REC_DATA, "x", 1);
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "file data outside a file", "data after a file's hash");
+	unlink(at(dst, "other.txt"));
+	hb_open(0);
+	hb_hello('d');
+	{
+		struct buf b = BUF_INIT(0);
+
+		sync_put_u32(&b, 0644);
+		sync_put_u64(&b, 0);
+		sync_put_u64(&b, 4);
+		buf_adds(&b, "other.txt");
+		hb_rec(REC_FILE, b.p, b.len);
+		hb_rec(REC_DATA, "ne", 2);
+		buf_reset(&b);
+		sync_put_u64(&b, 0);
+		sync_put_u64(&b, 2);
+		hb_rec(REC_COPY, b.p, b.len); /* a copy outside a delta */
+		buf_release(&b);
+	}
+	hb_end(1);
+	hb_close();
+	refused(unpack(&st), "a record that has no place in a file", "a copy in a whole file");
+
+	hb_open(0);
+	hb_hello('f');
+	hb_file(".", "one\n");
+	hb_file(".", "two\n");
+	hb_dir(".", 0755);
+	hb_end(3);
+	hb_close();
 	refused(unpack_to(at(dst, "single"), SYNC_FILE, 0, &st), "holds one file",
-	        "two files in a single-file sync");
+	        "a directory in a single-file sync");
 	unlink(at(dst, "single"));
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode file\nend\n");
-	hb_file(a, "../x", "one\n");
-	hb_end(a, 1);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('f');
+	hb_file("../x", "one\n");
+	hb_end(1);
+	hb_close();
 	refused(unpack_to(at(dst, "single"), SYNC_FILE, 0, &st), "holds one file",
 	        "another name in a single-file sync");
 }
@@ -429,62 +618,72 @@ static void test_broken(void)
 static void test_deletes(void)
 {
 	struct sync_stats st;
-	struct archive *a;
 
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode dir\ndelete ../outside/secret\nend\n");
-	hb_end(a, 0);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_DELETE, "../outside/secret", 17);
+	hb_end(1);
+	hb_close();
 	refused(unpack(&st), "'.' or '..'", "delete ../outside/secret");
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode dir\ndelete /x\nend\n");
-	hb_end(a, 0);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_DELETE, "/x", 2);
+	hb_end(1);
+	hb_close();
 	refused(unpack(&st), "absolute path", "delete /x");
 
 	put(at(dst, "jobfile"), "job\n", 0644);
-	a = hb_open(0);
-	hb_control(a, "skiff-sync 1\nmode dir\ndelete jobfile\nend\n");
-	hb_end(a, 0);
-	hb_close(a);
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_DELETE, "jobfile", 7);
+	hb_end(1);
+	hb_close();
 	ok(!unpack(&st) && st.skipped == 1 && !access(at(dst, "jobfile"), F_OK) &&
 	           strstr(logtext.p, "not deleting"),
 	   "a path no sync wrote is not deleted");
 	unlink(at(dst, "jobfile"));
 }
 
-/* A real stream cut short anywhere: an error, and every file old or new, never half. */
-static void test_truncated(void)
+/*
+ * A real stream cut short anywhere: an error, and every file old or new, never half.
+ * flags: SYNC_COMPRESS for a compressed stream; c: the byte the new big file is made of.
+ */
+static void truncated(unsigned flags, char c, const char *was, const char *now)
 {
 	struct sync_manifest remote, stored;
 	struct buf whole = BUF_INIT(64 << 20), b = BUF_INIT(0);
-	char hex[SHA256_HEX_LEN + 1];
+	char hex[SHA256_HEX_LEN + 1], real[PATH_MAX], *path;
 	struct sync_stats st;
 	size_t cut, i, bad = 0, partial = 0, ncut = 0;
 	char *big = xmalloc(300000);
+	uint64_t seed = 1;
 	int fd, r;
 
 	mkdir(src, 0755);
-	put(at(src, "keep.txt"), "new\n", 0644);
-	memset(big, 'b', 300000);
+	put(at(src, "keep.txt"), now, 0644);
+	/* Letters, random: a stream that compresses, but not to nothing. */
+	for (i = 0; i < 299999; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		big[i] = (char)(c + seed % 20);
+	}
 	big[299999] = '\0';
 	put(at(src, "big"), big, 0644);
-	put(at(src, "f1"), "small\n", 0644);
-	put(at(src, "f2"), "small\n", 0644);
+	put(at(src, "f1"), now, 0644);
+	put(at(src, "f2"), now, 0644);
 	sync_manifest_init(&remote);
 	sync_remote_manifest(dst, 0, &remote);
 	fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	r = sync_pack(src, &remote, fd, 0, &st);
+	r = sync_pack(src, &remote, fd, flags, &st);
 	close(fd);
-	ok(!r && !buf_read_file(&whole, stream), "a real stream to cut");
-	for (cut = 0; cut + 2048 < whole.len; cut += cut < 4096 ? 97 : 4099) {
+	ok(!r && !buf_read_file(&whole, stream), "a real stream to cut (%zu bytes)", whole.len);
+	for (cut = 0; cut + 64 < whole.len; cut += cut < 4096 ? 37 : whole.len / 100) {
 		raw_stream(whole.p, cut);
 		ncut++;
 		if (!unpack(&st))
 			bad++;
 		buf_reset(&b);
 		if (buf_read_file(&b, at(dst, "keep.txt")) ||
-		    (strcmp(b.p, "old\n") && strcmp(b.p, "new\n")))
+		    (strcmp(b.p, was) && strcmp(b.p, now)))
 			partial++;
 		buf_reset(&b);
 		if (!buf_read_file(&b, at(dst, "big")) && b.len != 299999)
@@ -497,8 +696,10 @@ static void test_truncated(void)
 	is_int(partial, 0, "no half-written file, no temp file left");
 	sync_manifest_init(&stored);
 	buf_reset(&b);
-	buf_read_file(&b, at(dst, SYNC_MANIFEST_NAME));
-	ok(!sync_manifest_parse(&stored, b.p, b.len, "stored"), "the manifest is readable");
+	path = realpath(dst, real) ? sync_stored_path(real) : NULL;
+	ok(path && !buf_read_file(&b, path) && !sync_manifest_parse(&stored, b.p, b.len, "stored"),
+	   "the manifest (outside DST) is readable");
+	free(path);
 	/* (The test itself removed some files behind the sync's back: skip those.) */
 	for (i = 0, bad = 0; i < stored.n; i++)
 		if (stored.v[i].type == SYNC_T_FILE &&
@@ -510,13 +711,34 @@ static void test_truncated(void)
 	raw_stream(whole.p, whole.len);
 	ok(!unpack(&st), "the whole stream applies");
 	buf_reset(&b);
-	ok(!buf_read_file(&b, at(dst, "keep.txt")) && !strcmp(b.p, "new\n"), "new content");
+	ok(!buf_read_file(&b, at(dst, "keep.txt")) && !strcmp(b.p, now), "new content");
 
 	sync_manifest_release(&remote);
 	sync_manifest_release(&stored);
 	buf_release(&whole);
 	buf_release(&b);
 	free(big);
+}
+
+static void test_truncated(void)
+{
+	truncated(0, 'a', "old\n", "new\n");
+}
+
+static void test_truncated_compressed(void)
+{
+	struct sync_stats st;
+
+	truncated(SYNC_COMPRESS, 'c', "new\n", "newer\n");
+	/* What a launcher reads from a node (sync-down) is never decompressed. */
+	put(at(src, "keep.txt"), "newest\n", 0644);
+	hb_open(3);
+	hb_hello('d');
+	hb_file("keep.txt", "newest newest newest newest\n");
+	hb_end(1);
+	hb_close();
+	ok(unpack_to(dst, 0, 0, &st) < 0 && strstr(logtext.p, "compressed data where none may be"),
+	   "a compressed stream where none may be: refused");
 }
 
 int main(void)
@@ -535,12 +757,15 @@ int main(void)
 	xsnprintf(src, sizeof(src), "%s/src", tmpdir);
 	xsnprintf(stream, sizeof(stream), "%s/stream", tmpdir);
 	xsnprintf(logpath, sizeof(logpath), "%s/log", tmpdir);
+	/* The node's manifests live in SKIFF_HOME/sync: the test's own. */
+	setenv("SKIFF_HOME", at(tmpdir, "home"), 1);
+	signal(SIGPIPE, SIG_IGN);
 	mkdir(sandbox, 0755);
 	mkdir(outside, 0755);
 	put(at(outside, "secret"), "secret\n", 0600);
 
 	/* The baseline: a sync wrote keep.txt. */
-	one(AE_IFREG, "keep.txt", 0644, "old\n", NULL, NULL);
+	one_file("keep.txt", "old\n");
 	ok(!unpack(&st) && st.files == 1 && sandbox_clean(), "baseline sync");
 
 	plan_run(test_paths);
@@ -549,6 +774,7 @@ int main(void)
 	plan_run(test_broken);
 	plan_run(test_deletes);
 	plan_run(test_truncated);
+	plan_run(test_truncated_compressed);
 	rm_rf(tmpdir);
 	buf_release(&logtext);
 	return done_testing();

@@ -1,0 +1,41 @@
+#ifndef SKIFF_RCALL_H
+#define SKIFF_RCALL_H
+
+/*
+ * A runner call that talks both ways while it runs: runner_run() in a thread of its own,
+ * with the script's stdin and stdout on pipes whose other ends the caller gets. For the
+ * sync sessions (bootstrap/launch/cl_sync.c) and the self-copy (install.c), which write
+ * to a node and read its answers at the same time. Transport failures and the timeout
+ * are runner_run()'s (bootstrap/infra/runner.h).
+ *
+ *   struct rcall c;
+ *   rcall_start(&c, r, script, timeout_ms, &to, &from);
+ *   ... write to `to` (close it for EOF), read `from` until EOF ...
+ *   rc = rcall_wait(&c, &status);
+ *
+ * The caller owns `to` and `from` and closes them. EOF on `from` comes once the
+ * process has exited (the thread then closes its ends of the pipes). The stderr of the
+ * script is ours.
+ */
+
+#include <pthread.h>
+
+#include "bootstrap/infra/runner.h"
+
+struct rcall {
+	struct runner *r;
+	char *script;
+	int timeout_ms;
+	int child_in, child_out; /* the script's ends, closed once the call returned */
+	int rc, status;
+	pthread_t th;
+	int started;
+};
+
+/* 0, or -errno (printed); on failure no fd is left open and nothing runs. */
+int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms, int *to,
+                int *from);
+/* Waits for the call; runner_run()'s result, and the script's exit status in *status. */
+int rcall_wait(struct rcall *c, int *status);
+
+#endif

@@ -1,0 +1,431 @@
+/*
+ * Block signatures and deltas (bootstrap/sync/sync_delta.h).
+ *
+ * The weak checksum is rsync's: a = sum of the bytes, b = sum of (n - i) * byte i, each
+ * mod 2^16, so that sliding the window by one byte is O(1). The strong hash is a 64-bit
+ * multiply-rotate hash in the style of xxHash's small-input path; both ends run the same
+ * binary, and a wrong match is caught by the file's sha256 anyway.
+ */
+#include "bootstrap/sync/sync_delta.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/sync/sync_wire.h"
+#include "lib/sha256.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define BLOCK_MIN 2048u
+#define BLOCK_MAX (128u << 10)
+#define BLOCK_DECODE_MIN 512u
+#define BLOCK_DECODE_MAX (1u << 20)
+/* Literal bytes are handed on at least this often, so that the window's buffer is bounded. */
+#define LIT_FLUSH (256u << 10)
+#define READ_CHUNK (1u << 20)
+/* Candidates of one weak checksum tried at one position. */
+#define CHAIN_MAX 8
+
+#define P1 0x9e3779b185ebca87ULL
+#define P2 0xc2b2ae3d27d4eb4fULL
+#define P3 0x165667b19e3779f9ULL
+#define P4 0x85ebca77c2b2ae63ULL
+#define P5 0x27d4eb2f165667c5ULL
+
+uint32_t sync_sig_block(uint64_t size)
+{
+	uint64_t b = 1;
+
+	while (b * b < size)
+		b <<= 1;
+	/* A power of two near the square root, then as many blocks as a set may hold. */
+	if (b < BLOCK_MIN)
+		b = BLOCK_MIN;
+	if (b > BLOCK_MAX)
+		b = BLOCK_MAX;
+	while (size / b >= SYNC_SIG_COUNT_MAX)
+		b <<= 1;
+	return (uint32_t)b;
+}
+
+uint32_t sync_weak(const unsigned char *p, size_t n)
+{
+	uint32_t a = 0, b = 0;
+	size_t i;
+
+	/* b = sum of (n - i) * p[i] = the sum of a's running values. */
+	for (i = 0; i + 4 <= n; i += 4) {
+		b += 4 * a + 4 * p[i] + 3 * p[i + 1] + 2 * p[i + 2] + p[i + 3];
+		a += (uint32_t)p[i] + p[i + 1] + p[i + 2] + p[i + 3];
+	}
+	for (; i < n; i++) {
+		a += p[i];
+		b += a;
+	}
+	return (a & 0xffff) | b << 16;
+}
+
+static uint64_t rotl(uint64_t x, int r)
+{
+	return x << r | x >> (64 - r);
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+	       (uint64_t)p[7] << 56;
+}
+
+uint64_t sync_strong(const unsigned char *p, size_t n)
+{
+	uint64_t h = P5 + (uint64_t)n, k;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		k = rotl(le64(p) * P2, 31) * P1;
+		h = rotl(h ^ k, 27) * P1 + P4;
+	}
+	for (; n; n--, p++)
+		h = rotl(h ^ (*p * P5), 11) * P1;
+	h ^= h >> 33;
+	h *= P2;
+	h ^= h >> 29;
+	h *= P3;
+	return h ^ (h >> 32);
+}
+
+/* --- signatures ----------------------------------------------------------------------- */
+
+void sync_sigs_release(struct sync_sigs *s)
+{
+	if (!s)
+		return;
+	free(s->weak);
+	free(s->strong);
+	memset(s, 0, sizeof(*s));
+}
+
+static void sigs_alloc(struct sync_sigs *s, uint64_t size, uint32_t block)
+{
+	s->size = size;
+	s->block = block;
+	s->n = (uint32_t)((size + block - 1) / block);
+	s->weak = xcalloc(s->n ? s->n : 1, sizeof(*s->weak));
+	s->strong = xcalloc(s->n ? s->n : 1, sizeof(*s->strong));
+}
+
+int sync_sigs_make(int fd, uint64_t size, struct sync_sigs *s)
+{
+	unsigned char *buf;
+	size_t have = 0, cap, len, room;
+	uint64_t done = 0, rest;
+	uint32_t i = 0;
+	ssize_t n;
+	int r = 0;
+
+	memset(s, 0, sizeof(*s));
+	sigs_alloc(s, size, sync_sig_block(size));
+	cap = READ_CHUNK + s->block;
+	buf = xmalloc(cap);
+	while (done < size) {
+		rest = size - done - have;
+		room = cap - have;
+		if (rest) {
+			n = read(fd, buf + have, rest < room ? (size_t)rest : room);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				r = n < 0 ? -errno : -EAGAIN; /* it shrank */
+				break;
+			}
+			have += (size_t)n;
+		}
+		/* Whole blocks, and the last one once all of it is here. */
+		while (have >= s->block || (have && done + have == size)) {
+			len = have < s->block ? have : s->block;
+			s->weak[i] = sync_weak(buf, len);
+			s->strong[i] = sync_strong(buf, len);
+			i++;
+			done += len;
+			memmove(buf, buf + len, have - len);
+			have -= len;
+		}
+	}
+	free(buf);
+	if (r)
+		sync_sigs_release(s);
+	return r;
+}
+
+void sync_sigs_encode(const struct sync_sigs *s, uint32_t id, int ok, struct buf *out)
+{
+	uint32_t i;
+
+	buf_reset(out);
+	sync_put_u32(out, id);
+	sync_put_u8(out, ok ? 1 : 0);
+	if (!ok)
+		return;
+	sync_put_u32(out, s->block);
+	sync_put_u64(out, s->size);
+	sync_put_u32(out, s->n);
+	for (i = 0; i < s->n; i++) {
+		sync_put_u32(out, s->weak[i]);
+		sync_put_u64(out, s->strong[i]);
+	}
+}
+
+int sync_sigs_decode(const void *body, size_t len, uint32_t *id, int *ok, struct sync_sigs *s)
+{
+	struct sync_cur c;
+	uint32_t block, n, i;
+	uint64_t size;
+
+	memset(s, 0, sizeof(*s));
+	sync_cur_init(&c, body, len);
+	*id = sync_get_u32(&c);
+	*ok = (int)sync_get_u8(&c);
+	if (c.bad || *ok > 1)
+		return -EPROTO;
+	if (!*ok)
+		return c.n ? -EPROTO : 0;
+	block = sync_get_u32(&c);
+	size = sync_get_u64(&c);
+	n = sync_get_u32(&c);
+	if (c.bad || block < BLOCK_DECODE_MIN || block > BLOCK_DECODE_MAX ||
+	    n > SYNC_SIG_COUNT_MAX || (uint64_t)n != (size + block - 1) / block ||
+	    c.n != (size_t)n * 12)
+		return -EPROTO;
+	sigs_alloc(s, size, block);
+	for (i = 0; i < n; i++) {
+		s->weak[i] = sync_get_u32(&c);
+		s->strong[i] = sync_get_u64(&c);
+	}
+	return 0;
+}
+
+/* --- the delta ------------------------------------------------------------------------ */
+
+struct table {
+	uint32_t *head; /* block index + 1 of a chain's first, 0: empty */
+	uint32_t *next; /* the next block of the same slot, + 1 */
+	uint32_t bits;
+};
+
+static uint32_t slot(const struct table *t, uint32_t weak)
+{
+	return (weak * 0x9e3779b1u) >> (32 - t->bits);
+}
+
+/* Every whole block, in order (a chain lists lower indices first). */
+static void table_build(struct table *t, const struct sync_sigs *s)
+{
+	uint32_t i, h;
+
+	t->bits = 4;
+	while ((1u << t->bits) < 2 * s->n)
+		t->bits++;
+	t->head = xcalloc((size_t)1 << t->bits, sizeof(*t->head));
+	t->next = xcalloc(s->n ? s->n : 1, sizeof(*t->next));
+	for (i = s->n; i-- > 0;) {
+		if ((uint64_t)(i + 1) * s->block > s->size)
+			continue; /* the short last block: only at the file's end */
+		h = slot(t, s->weak[i]);
+		t->next[i] = t->head[h];
+		t->head[h] = i + 1;
+	}
+}
+
+struct scan {
+	const struct sync_sigs *s;
+	const struct sync_delta_ops *ops;
+	void *arg;
+	int fd;
+	uint64_t size;
+	struct sha256_ctx *sha;
+	unsigned char *buf; /* file bytes [base, base + len) */
+	size_t cap, len;
+	uint64_t base;
+	uint64_t lit;                /* start of the literal bytes not yet handed on */
+	uint64_t copy_off, copy_len; /* a copy not yet handed on */
+};
+
+/* Makes the buffer hold [sc->lit, want) of the file (want <= size). */
+static int need(struct scan *sc, uint64_t want)
+{
+	size_t drop;
+	ssize_t n;
+
+	if (want <= sc->base + sc->len)
+		return 0;
+	drop = (size_t)(sc->lit - sc->base);
+	memmove(sc->buf, sc->buf + drop, sc->len - drop);
+	sc->len -= drop;
+	sc->base += drop;
+	while (sc->base + sc->len < want) {
+		size_t room = sc->cap - sc->len;
+		uint64_t rest = sc->size - (sc->base + sc->len);
+
+		n = read(sc->fd, sc->buf + sc->len, rest < room ? (size_t)rest : room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EAGAIN;
+		sha256_update(sc->sha, sc->buf + sc->len, (size_t)n);
+		sc->len += (size_t)n;
+	}
+	return 0;
+}
+
+static int flush_copy(struct scan *sc)
+{
+	int r = 0;
+
+	if (sc->copy_len)
+		r = sc->ops->copy(sc->arg, sc->copy_off, sc->copy_len);
+	sc->copy_len = 0;
+	return r;
+}
+
+static int flush_lit(struct scan *sc, uint64_t to)
+{
+	int r = 0;
+
+	if (to > sc->lit) {
+		r = flush_copy(sc);
+		if (!r)
+			r = sc->ops->literal(sc->arg, sc->buf + (sc->lit - sc->base),
+			                     (size_t)(to - sc->lit));
+	}
+	sc->lit = to;
+	return r;
+}
+
+static int add_copy(struct scan *sc, uint64_t off, uint64_t len)
+{
+	int r = 0;
+
+	if (sc->copy_len && sc->copy_off + sc->copy_len == off) {
+		sc->copy_len += len;
+		return 0;
+	}
+	r = flush_copy(sc);
+	sc->copy_off = off;
+	sc->copy_len = len;
+	return r;
+}
+
+int sync_delta_scan(const struct sync_sigs *s, int fd, uint64_t size,
+                    const struct sync_delta_ops *ops, void *arg, void *sha)
+{
+	struct scan sc = {.s = s, .ops = ops, .arg = arg, .fd = fd, .size = size, .sha = sha};
+	const uint64_t B = s->block;
+	struct table t = {NULL, NULL, 0};
+	uint64_t p = 0, budget, strong = 0;
+	uint32_t a = 0, b = 0, weak, c, expect = UINT32_MAX;
+	const unsigned char *w;
+	int r = 0, have = 0, found, tries;
+	size_t i;
+
+	sc.cap = LIT_FLUSH + (size_t)B + READ_CHUNK;
+	sc.buf = xmalloc(sc.cap);
+	table_build(&t, s);
+	/* Strong hashes tried without a match, at most: a few per block of the new file. */
+	budget = 4096 + 4 * (size / B + 1);
+	while (!r && s->n) {
+		/* The window and the byte after it, which the roll takes in. */
+		r = need(&sc, p + B + 1 < size ? p + B + 1 : size);
+		if (r || p + B > size)
+			break;
+		w = sc.buf + (p - sc.base);
+		found = -1;
+		tries = 0;
+		/* Right after a match, the next block first, by its strong hash alone: an
+		 * unchanged run costs one hash per block, no rolling. */
+		if (!have && expect < s->n && (uint64_t)(expect + 1) * B <= s->size) {
+			strong = sync_strong(w, (size_t)B);
+			tries = 1;
+			if (strong == s->strong[expect]) {
+				r = flush_lit(&sc, p);
+				if (!r)
+					r = add_copy(&sc, (uint64_t)expect * B, B);
+				p += B;
+				sc.lit = p;
+				expect++;
+				continue;
+			}
+		}
+		if (!have) {
+			weak = sync_weak(w, (size_t)B);
+			a = weak & 0xffff;
+			b = weak >> 16;
+			have = 1;
+		}
+		weak = (a & 0xffff) | b << 16;
+		for (c = t.head[slot(&t, weak)], i = 0; found < 0 && c && i < CHAIN_MAX && budget;
+		     c = t.next[c - 1], i++) {
+			if (s->weak[c - 1] != weak)
+				continue;
+			if (!tries++)
+				strong = sync_strong(w, (size_t)B);
+			if (strong == s->strong[c - 1])
+				found = (int)(c - 1);
+		}
+		if (tries && found < 0 && budget)
+			budget--;
+		if (found >= 0) {
+			r = flush_lit(&sc, p);
+			if (!r)
+				r = add_copy(&sc, (uint64_t)found * B, B);
+			p += B;
+			sc.lit = p;
+			expect = (uint32_t)found + 1;
+			have = 0;
+			continue;
+		}
+		if (p + B < size) {
+			unsigned xo = w[0], xn = w[B];
+
+			a = a - xo + xn;
+			b = b - (uint32_t)B * xo + a;
+		} else {
+			have = 0;
+		}
+		p++;
+		if (p - sc.lit >= LIT_FLUSH)
+			r = flush_lit(&sc, p);
+	}
+	/* The old file's short last block may end the new one. */
+	if (!r && s->n && size > p && size - p < B) {
+		uint64_t last = s->size - (uint64_t)(s->n - 1) * B;
+
+		r = need(&sc, size);
+		w = sc.buf + (p - sc.base);
+		if (!r && last < B && size - p == last &&
+		    sync_weak(w, (size_t)last) == s->weak[s->n - 1] &&
+		    sync_strong(w, (size_t)last) == s->strong[s->n - 1]) {
+			r = flush_lit(&sc, p);
+			if (!r)
+				r = add_copy(&sc, (uint64_t)(s->n - 1) * B, last);
+			sc.lit = size;
+		}
+	}
+	/* The rest is literal (all of it when the old file was empty), a buffer at a time. */
+	while (!r && sc.lit < size) {
+		uint64_t to = size - sc.lit > LIT_FLUSH ? sc.lit + LIT_FLUSH : size;
+
+		r = need(&sc, to);
+		if (!r)
+			r = flush_lit(&sc, to);
+	}
+	if (!r)
+		r = flush_copy(&sc);
+	free(sc.buf);
+	free(t.head);
+	free(t.next);
+	return r;
+}
