@@ -57,6 +57,7 @@ DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);
 DECLARE_CMD(__ssh_mux);
 DECLARE_CMD(__supervisor);
+DECLARE_CMD(__sync_cluster);
 DECLARE_CMD(__sync_manifest);
 DECLARE_CMD(__sync_push);
 DECLARE_CMD(__sync_recv);

@@ -34,6 +34,8 @@ static const struct cmd commands[] = {
          cmd___ssh_mux_usage},
         {"__supervisor", cmd___supervisor, CMD_HIDDEN, "the node supervisor (internal)",
          cmd___supervisor_usage},
+        {"__sync-cluster", cmd___sync_cluster, CMD_HIDDEN, "sync to a cluster's nodes (internal)",
+         cmd___sync_cluster_usage},
         {"__sync-manifest", cmd___sync_manifest, CMD_HIDDEN, "print a sync manifest (internal)",
          cmd___sync_manifest_usage},
         {"__sync-push", cmd___sync_push, CMD_HIDDEN, "sync to node commands (internal)",

@@ -2,8 +2,9 @@
  * Hidden commands for file sync (bootstrap/sync/sync.h, docs/sync.md). On the node:
  * __sync-serve answers a launcher's session on stdin/stdout, __sync-manifest prints what
  * DST holds, __sync-recv applies a one-way stream from stdin. On the launcher:
- * __sync-send writes a one-way stream for SRC to stdout, and __sync-push runs a session
- * against node commands of the caller's (tests and benchmarks drive both ends with these).
+ * __sync-send writes a one-way stream for SRC to stdout, __sync-push runs a session
+ * against node commands of the caller's, and __sync-cluster syncs to every node of a
+ * cluster at once as a launch does (tests and benchmarks drive both ends with these).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +16,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bootstrap/launch/cl_sync.h"
+#include "bootstrap/launch/engine.h"
 #include "bootstrap/sync/sync.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
+#include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
+#include "state/launcher.h"
 #include "lib/banned.h"
 
 const char cmd___sync_manifest_usage[] =
@@ -75,6 +80,15 @@ const char cmd___sync_push_usage[] =
         "  --cache KEY     the launcher's cache of what the nodes hold, under KEY/I (none: no\n"
         "                  cache)\n"
         "  --stats         print the timing and bytes of the push on stderr\n";
+
+const char cmd___sync_cluster_usage[] =
+        "usage: skiff __sync-cluster [--file] CLUSTER SRC DST\n"
+        "\n"
+        "Internal: syncs SRC to DST on every node of CLUSTER at once, with one read of SRC\n"
+        "(cl_sync_many(), as a launch's sync step), and prints 'skiff-sync-cluster nodes=N\n"
+        "ms=T'. DST may start with '~/'.\n"
+        "\n"
+        "  --file    SRC is a single file, not a directory\n";
 
 /* Options shared by the commands; returns the index of the first operand or -1. */
 static int parse_opts(const char *name, int argc, char **argv, unsigned allowed, unsigned *flags,
@@ -323,4 +337,48 @@ int cmd___sync_push(int argc, char **argv)
 		        n);
 	fflush(stdout);
 	return r ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd___sync_cluster(int argc, char **argv)
+{
+	struct st_db *ldb = NULL;
+	struct cnode **nodes = NULL;
+	struct clive cl = {0};
+	struct cluster c = {0};
+	int is_file = 0, i = 1, r = EXIT_FAIL, lock = -1, open = 0;
+	int64_t t0;
+	size_t k;
+
+	if (i < argc && !strcmp(argv[i], "--file")) {
+		is_file = 1;
+		i++;
+	}
+	if (argc - i != 3)
+		return usage_error("__sync-cluster", "expected CLUSTER SRC DST");
+	if (st_launcher_open(0, &ldb))
+		goto out;
+	/* As a launch: no other command changes the cluster meanwhile. */
+	lock = eng_lock_cluster(argv[i], "skiff __sync-cluster");
+	if (lock < 0)
+		goto out;
+	if (eng_open(ldb, argv[i], &c, &cl))
+		goto out;
+	open = 1;
+	nodes = xcalloc(cl.n ? cl.n : 1, sizeof(*nodes));
+	for (k = 0; k < cl.n; k++)
+		nodes[k] = &cl.nodes[k];
+	t0 = now_ms();
+	if (!cl_sync_many(nodes, cl.n, argv[i + 1], argv[i + 2], is_file)) {
+		printf("skiff-sync-cluster nodes=%zu ms=%lld\n", cl.n, (long long)(now_ms() - t0));
+		r = EXIT_OK;
+	}
+out:
+	free(nodes);
+	if (open) {
+		cl_close(&cl);
+		cluster_free(&c);
+	}
+	lock_release(lock);
+	st_close(ldb);
+	return r;
 }
