@@ -20,7 +20,7 @@
  *
  * The stream is framed records, zstd-compressed where that pays (docs/sync.md): what
  * the node deletes, then the new and changed entries, files as their data or as a
- * delta against the node's copy, each file checked against its sha256 before it is
+ * delta against the node's copy, each file checked against its content hash before it is
  * renamed into place, and an end record that makes a truncated stream detectable.
  *
  * The node is a security boundary: sync_unpack() and sync_serve() never create, change
@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bootstrap/sync/sync_hash.h"
 #include "lib/buf.h"
 
 /* Where older skiffs kept the node's manifest, inside DST (now $SKIFF_HOME/sync/). */
@@ -71,10 +72,10 @@ struct sync_entry {
 	char *target;  /* symlinks: the link text; NULL otherwise */
 	uint64_t size; /* files */
 	int64_t mtime_ns;
-	unsigned mode;   /* permission bits only (& 0777) */
-	char type;       /* enum sync_type */
-	char sha256[65]; /* files: hex digest, or "" when not known */
-	size_t seq;      /* internal: insertion order, so that a later entry wins */
+	unsigned mode;                /* permission bits only (& 0777) */
+	char type;                    /* enum sync_type */
+	char hash[SYNC_HASH_HEX + 1]; /* files: the content hash (sync_hash.h), or "" */
+	size_t seq;                   /* internal: insertion order, so that a later entry wins */
 };
 
 /* A list of entries, sorted by path (bytewise) once sync_manifest_sort() has run. */
@@ -149,13 +150,15 @@ struct sync_entry *sync_manifest_find(const struct sync_manifest *m, const char 
  * Text form, one entry a line, fields separated by one space, paths and link targets
  * escaped with sync_escape():
  *
- *   skiff-sync-manifest 1
+ *   skiff-sync-manifest 2
  *   d MODE MTIME_NS PATH
- *   f MODE SIZE MTIME_NS SHA256|- PATH
+ *   f MODE SIZE MTIME_NS HASH|- PATH
  *   l MTIME_NS TARGET PATH
  *   end COUNT
  *
- * MODE is octal, the rest decimal. The "end" line makes a cut-off manifest an error.
+ * MODE is octal, the rest decimal, HASH the content hash in hex (sync_hash.h). The "end"
+ * line makes a cut-off manifest an error. Version 1 (SHA-256 hashes) is read too, its
+ * hashes as unknown.
  * format appends to out (which the caller sorts first if it wants a stable order).
  */
 int sync_manifest_format(const struct sync_manifest *m, struct buf *out);
@@ -233,7 +236,7 @@ struct sync_peer {
  * stdin on to_fd and its stdout on from_fd. The tree is walked once; peers that hold the
  * same thing (most often all of them) get one encoding of the changes, written to all at
  * once, so N nodes cost about what one does. A changed large file goes as a block delta
- * against the node's copy; the node checks every file's sha256 before it renames it into
+ * against the node's copy; the node checks every file's content hash before it renames it into
  * place, and asks again for a file whose delta it could not apply. A file that changes
  * while it is read is read again, or left out with a warning (never sent mixed). Each
  * peer's to_fd is closed when its stream ends; the caller then reaps the peers and may
@@ -255,7 +258,7 @@ int sync_serve(int in_fd, int out_fd, const char *dst, unsigned flags, uint64_t 
 /*
  * Writes to out_fd the stream that brings a node whose manifest is `remote` (sorted;
  * NULL means empty) up to date with src: entries whose type or mode differ, or whose
- * size or mtime differ and (when the node knows a hash) whose sha256 differs; symlinks
+ * size or mtime differ and (when the node knows a hash) whose content hash differs; symlinks
  * whose target differs; and every path the node has that src no longer has, to delete.
  * Files go whole (a delta needs the node's answer). SYNC_COMPRESS compresses what
  * compresses. st (may be NULL) is zeroed and filled.
@@ -266,7 +269,7 @@ int sync_pack(const char *src, const struct sync_manifest *remote, int out_fd, u
 /*
  * Reads a stream from in_fd and applies it to dst (a directory, created if missing, or
  * in SYNC_FILE mode the file path). Files are written to a temp name in their directory,
- * checked against their sha256 and renamed into place, with their permission bits
+ * checked against their content hash and renamed into place, with their permission bits
  * (setuid, setgid and sticky stripped) and mtime. Deletions are only done for paths in
  * dst's stored manifest ($SKIFF_HOME/sync/, docs/sync.md; none with SYNC_NO_STATE).
  * More than max_bytes of file data (0: SYNC_DEFAULT_MAX_BYTES) is an error. Any refused

@@ -16,7 +16,6 @@
 
 #include "bootstrap/sync/sync_delta.h"
 #include "lib/log.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -147,7 +146,7 @@ struct fill {
 	int basis;      /* the old file, for copies; -1 if none */
 	uint64_t bsize; /* its size */
 	uint64_t size, got;
-	struct sha256_ctx sha;
+	struct sync_hash hash;
 	int bad_copy; /* a copy the old file cannot give: the delta is discarded */
 };
 
@@ -155,7 +154,7 @@ static int put(struct fill *f, const unsigned char *p, size_t n)
 {
 	int r;
 
-	sha256_update(&f->sha, p, n);
+	sync_hash_update(&f->hash, p, n);
 	f->got += n;
 	if (f->fd < 0 || f->bad_copy)
 		return 0; /* it will not be kept: read on to its end */
@@ -209,7 +208,7 @@ static int zeros(struct fill *f, uint64_t n)
 		return r;
 	memset(a->blk, 0, BLK);
 	for (left = n; left; left -= left < BLK ? left : BLK)
-		sha256_update(&f->sha, a->blk, left < BLK ? (size_t)left : BLK);
+		sync_hash_update(&f->hash, a->blk, left < BLK ? (size_t)left : BLK);
 	f->got += n;
 	/* A hole: the file's size is set at the end. */
 	if (f->fd >= 0 && lseek(f->fd, (off_t)n, SEEK_CUR) < 0)
@@ -248,8 +247,8 @@ static int copy(struct fill *f, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* Reads the file's data records up to 'h' (1) or 'a' (0); the digest in sha. */
-static int read_data(struct fill *f, int delta, unsigned char sha[32])
+/* Reads the file's data records up to 'h' (1) or 'a' (0); the hash it ends with in hash. */
+static int read_data(struct fill *f, int delta, unsigned char hash[SYNC_HASH_LEN])
 {
 	struct sync_apply *a = f->a;
 	struct buf b = BUF_INIT(64);
@@ -283,11 +282,11 @@ static int read_data(struct fill *f, int delta, unsigned char sha[32])
 			}
 			r = type == REC_ZEROS ? zeros(f, x) : copy(f, x, y);
 		} else if (type == REC_HASH || type == REC_ABORT) {
-			r = sync_rec_body(a->in, type, len, 32, &b);
-			if (!r && b.len != (type == REC_HASH ? 32u : 0u))
+			r = sync_rec_body(a->in, type, len, SYNC_HASH_LEN, &b);
+			if (!r && b.len != (type == REC_HASH ? SYNC_HASH_LEN : 0u))
 				r = sync_apply_refuse(a, f->path, "a bad end of file");
 			if (!r && type == REC_HASH)
-				memcpy(sha, b.p, 32);
+				memcpy(hash, b.p, SYNC_HASH_LEN);
 			if (!r)
 				r = type == REC_HASH;
 			break;
@@ -320,8 +319,8 @@ int sync_apply_file(struct sync_apply *a, const char *path, unsigned mode, int64
 {
 	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
 	struct fill f = {.a = a, .path = path, .fd = -1, .basis = -1, .bsize = bsize, .size = size};
-	unsigned char sent[32], got[32];
-	char tmp[64] = "", hex[SHA256_HEX_LEN + 1];
+	unsigned char sent[SYNC_HASH_LEN], got[SYNC_HASH_LEN];
+	char tmp[64] = "", hex[SYNC_HASH_HEX + 1];
 	struct sync_entry *e;
 	const char *base;
 	struct stat st;
@@ -342,9 +341,9 @@ int sync_apply_file(struct sync_apply *a, const char *path, unsigned mode, int64
 		r = error_errno("cannot create a file in the directory of '%s'", where(a, path));
 		goto out;
 	}
-	sha256_init(&f.sha);
+	sync_hash_init(&f.hash);
 	end = read_data(&f, delta, sent);
-	sha256_final(&f.sha, got);
+	sync_hash_final(&f.hash, got);
 	if (end <= 0) {
 		r = end; /* an error, or the sender's abort: drop what came */
 		goto out;
@@ -354,12 +353,12 @@ int sync_apply_file(struct sync_apply *a, const char *path, unsigned mode, int64
 		r = error("truncated sync stream: '%s' is incomplete", shown(a, path));
 		goto out;
 	}
-	if (memcmp(sent, got, 32) || f.bad_copy) {
+	if (memcmp(sent, got, SYNC_HASH_LEN) || f.bad_copy) {
 		if (delta) {
 			*want = 1;
 			goto out;
 		}
-		r = error("corrupt sync stream: '%s' does not match its sha256", shown(a, path));
+		r = error("corrupt sync stream: '%s' does not match its hash", shown(a, path));
 		goto out;
 	}
 	ts[1] = ns_to_ts(mtime_ns);
@@ -376,8 +375,8 @@ int sync_apply_file(struct sync_apply *a, const char *path, unsigned mode, int64
 		goto out;
 	e = record(a, path, SYNC_T_FILE, &st);
 	if (e) {
-		sync_digest_hex(got, hex);
-		memcpy(e->sha256, hex, sizeof(hex));
+		sync_hash_hex(got, hex);
+		memcpy(e->hash, hex, sizeof(hex));
 	}
 	a->st->files++;
 	a->st->bytes += size;
@@ -393,18 +392,18 @@ out:
 }
 
 int sync_apply_touch(struct sync_apply *a, const char *path, unsigned mode, int64_t mtime_ns,
-                     uint64_t size, const unsigned char sha[32], int *want)
+                     uint64_t size, const unsigned char hash[SYNC_HASH_LEN], int *want)
 {
 	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
 	const struct sync_entry *b = NULL;
-	char hex[SHA256_HEX_LEN + 1];
+	char hex[SYNC_HASH_HEX + 1];
 	struct sync_entry *e;
 	const char *base;
 	struct stat st;
 	int pfd, fd, r = 0;
 
 	*want = 1;
-	sync_digest_hex(sha, hex);
+	sync_hash_hex(hash, hex);
 	if (!(a->flags & SYNC_FILE))
 		b = sync_manifest_find(&a->base, path);
 	pfd = parent(a, path, &base);
@@ -416,14 +415,14 @@ int sync_apply_touch(struct sync_apply *a, const char *path, unsigned mode, int6
 	/* The content must be the one the launcher knows, as checked when the sync began. */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)
 		goto out;
-	if (b && b->type == SYNC_T_FILE && b->sha256[0] && b->size == size &&
+	if (b && b->type == SYNC_T_FILE && b->hash[0] && b->size == size &&
 	    b->mtime_ns == mtime_of(&st)) {
-		if (strcmp(b->sha256, hex))
+		if (strcmp(b->hash, hex))
 			goto out;
 	} else {
-		char now[SHA256_HEX_LEN + 1];
+		char now[SYNC_HASH_HEX + 1];
 
-		if (sha256_fd(fd, now) || strcmp(now, hex))
+		if (sync_hash_fd(fd, now) || strcmp(now, hex))
 			goto out;
 	}
 	ts[1] = ns_to_ts(mtime_ns);
@@ -433,7 +432,7 @@ int sync_apply_touch(struct sync_apply *a, const char *path, unsigned mode, int6
 	}
 	e = record(a, path, SYNC_T_FILE, &st);
 	if (e)
-		memcpy(e->sha256, hex, sizeof(hex));
+		memcpy(e->hash, hex, sizeof(hex));
 	*want = 0;
 out:
 	close(fd);

@@ -5,7 +5,7 @@
  * The node's side of a sync, on the file system: one call per entry record, every write
  * through a directory fd opened one component at a time with O_NOFOLLOW from DST
  * (sync_open_parent), files made under a temp name and renamed into place only once their
- * sha256 matched. For bootstrap/sync/sync_unpack.c, which reads the records.
+ * content hash matched. For bootstrap/sync/sync_unpack.c, which reads the records.
  *
  * Errors are printed; a refusal is -EPERM with "refusing 'NAME' in the sync stream: WHY".
  */
@@ -49,7 +49,7 @@ int sync_apply_link(struct sync_apply *a, const char *path, const char *target, 
 int sync_apply_delete(struct sync_apply *a, const char *path);
 /*
  * A file ('f', or 'x' with delta set and bsize the old file's size): reads its data
- * records from a->in up to its 'h' (or 'a') and puts it in place if its sha256 matches.
+ * records from a->in up to its 'h' (or 'a') and puts it in place if its hash matches.
  * *want is set (and 0 returned) when a delta cannot be applied here: the old file is not
  * what the launcher cut, or the result does not match; it was discarded and the node
  * asks for the file whole.
@@ -58,7 +58,7 @@ int sync_apply_file(struct sync_apply *a, const char *path, unsigned mode, int64
                     uint64_t size, int delta, uint64_t bsize, int *want);
 /* Same content, new mode and mtime ('t'): *want when the node's copy is not that content. */
 int sync_apply_touch(struct sync_apply *a, const char *path, unsigned mode, int64_t mtime_ns,
-                     uint64_t size, const unsigned char sha[32], int *want);
+                     uint64_t size, const unsigned char hash[SYNC_HASH_LEN], int *want);
 /* The node's signatures of the file at path (for a 'G'); *ok 0 if it has no such file. */
 int sync_apply_sigs(struct sync_apply *a, const char *path, struct sync_sigs *s, int *ok);
 

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,36 +215,43 @@ void sync_cache_drop(const char *key)
 
 /* --- digests ------------------------------------------------------------------------- */
 
+static void put64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
 int sync_manifest_digest(const struct sync_manifest *m, unsigned char out[32])
 {
-	struct buf line = BUF_INIT(4 * (SYNC_PATH_MAX + 2) + 256);
+	unsigned char b[1 + 8 * 3 + 64 + 16];
 	struct sha256_ctx c;
 	const struct sync_entry *e;
-	size_t i;
-	int r = 0;
+	size_t i, pl, tl;
 
 	sha256_init(&c);
-	for (i = 0; i < m->n && !r; i++) {
+	for (i = 0; i < m->n; i++) {
 		e = &m->v[i];
-		buf_reset(&line);
+		if (e->type == SYNC_T_NONE)
+			continue;
+		pl = strlen(e->path);
+		tl = e->target ? strlen(e->target) : 0;
 		/* What a sync decides by: a directory's or link's mtime changes by itself. */
-		r = buf_addf(&line, "%c %o %" PRIu64 " %" PRId64 " %s ", e->type, e->mode,
-		             e->type == SYNC_T_FILE ? e->size : 0,
-		             e->type == SYNC_T_FILE ? e->mtime_ns : 0,
-		             e->type == SYNC_T_FILE && e->sha256[0] ? e->sha256 : "-");
-		if (!r)
-			r = sync_escape(&line, e->path);
-		if (!r && e->target) {
-			r = buf_addch(&line, ' ');
-			if (!r)
-				r = sync_escape(&line, e->target);
-		}
-		if (!r)
-			r = buf_addch(&line, '\n');
-		if (!r)
-			sha256_update(&c, line.p, line.len);
+		memset(b, 0, sizeof(b));
+		b[0] = (unsigned char)e->type;
+		put64(b + 1, e->mode);
+		put64(b + 9, e->type == SYNC_T_FILE ? e->size : 0);
+		put64(b + 17, e->type == SYNC_T_FILE ? (uint64_t)e->mtime_ns : 0);
+		if (e->type == SYNC_T_FILE && e->hash[0])
+			memcpy(b + 25, e->hash, SYNC_HASH_HEX);
+		put64(b + 89, pl);
+		put64(b + 97, tl);
+		sha256_update(&c, b, sizeof(b));
+		sha256_update(&c, e->path, pl);
+		if (tl)
+			sha256_update(&c, e->target, tl);
 	}
 	sha256_final(&c, out);
-	buf_release(&line);
-	return r;
+	return 0;
 }

@@ -2,9 +2,9 @@
  * Block signatures and deltas (bootstrap/sync/sync_delta.h).
  *
  * The weak checksum is rsync's: a = sum of the bytes, b = sum of (n - i) * byte i, each
- * mod 2^16, so that sliding the window by one byte is O(1). The strong hash is a 64-bit
- * multiply-rotate hash in the style of xxHash's small-input path; both ends run the same
- * binary, and a wrong match is caught by the file's sha256 anyway.
+ * mod 2^16, so that sliding the window by one byte is O(1). The strong hash is XXH64
+ * (bootstrap/sync/sync_hash.c); a wrong match (64 bits, and a weak checksum, both equal)
+ * is caught by the whole file's content hash.
  */
 #include "bootstrap/sync/sync_delta.h"
 
@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "bootstrap/sync/sync_wire.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -25,14 +24,10 @@
 /* Literal bytes are handed on at least this often, so that the window's buffer is bounded. */
 #define LIT_FLUSH (256u << 10)
 #define READ_CHUNK (1u << 20)
+/* A run of copied blocks is handed on at least this often. */
+#define COPY_RUN ((uint64_t)1 << 20)
 /* Candidates of one weak checksum tried at one position. */
 #define CHAIN_MAX 8
-
-#define P1 0x9e3779b185ebca87ULL
-#define P2 0xc2b2ae3d27d4eb4fULL
-#define P3 0x165667b19e3779f9ULL
-#define P4 0x85ebca77c2b2ae63ULL
-#define P5 0x27d4eb2f165667c5ULL
 
 uint32_t sync_sig_block(uint64_t size)
 {
@@ -67,35 +62,6 @@ uint32_t sync_weak(const unsigned char *p, size_t n)
 	return (a & 0xffff) | b << 16;
 }
 
-static uint64_t rotl(uint64_t x, int r)
-{
-	return x << r | x >> (64 - r);
-}
-
-static uint64_t le64(const unsigned char *p)
-{
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
-	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	       (uint64_t)p[7] << 56;
-}
-
-uint64_t sync_strong(const unsigned char *p, size_t n)
-{
-	uint64_t h = P5 + (uint64_t)n, k;
-
-	for (; n >= 8; n -= 8, p += 8) {
-		k = rotl(le64(p) * P2, 31) * P1;
-		h = rotl(h ^ k, 27) * P1 + P4;
-	}
-	for (; n; n--, p++)
-		h = rotl(h ^ (*p * P5), 11) * P1;
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	return h ^ (h >> 32);
-}
-
 /* --- signatures ----------------------------------------------------------------------- */
 
 void sync_sigs_release(struct sync_sigs *s)
@@ -119,7 +85,7 @@ static void sigs_alloc(struct sync_sigs *s, uint64_t size, uint32_t block)
 int sync_sigs_make(int fd, uint64_t size, struct sync_sigs *s)
 {
 	unsigned char *buf;
-	size_t have = 0, cap, len, room;
+	size_t have = 0, cap, len, room, off;
 	uint64_t done = 0, rest;
 	uint32_t i = 0;
 	ssize_t n;
@@ -142,16 +108,19 @@ int sync_sigs_make(int fd, uint64_t size, struct sync_sigs *s)
 			}
 			have += (size_t)n;
 		}
-		/* Whole blocks, and the last one once all of it is here. */
-		while (have >= s->block || (have && done + have == size)) {
-			len = have < s->block ? have : s->block;
-			s->weak[i] = sync_weak(buf, len);
-			s->strong[i] = sync_strong(buf, len);
+		/* Whole blocks, and the last one once all of it is here; then what is left of a
+		 * block moves to the front, once per read. */
+		for (off = 0;
+		     have - off >= s->block || (have > off && done + have - off == size);) {
+			len = have - off < s->block ? have - off : s->block;
+			s->weak[i] = sync_weak(buf + off, len);
+			s->strong[i] = sync_strong(buf + off, len);
 			i++;
 			done += len;
-			memmove(buf, buf + len, have - len);
-			have -= len;
+			off += len;
 		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
 	}
 	free(buf);
 	if (r)
@@ -244,7 +213,7 @@ struct scan {
 	void *arg;
 	int fd;
 	uint64_t size;
-	struct sha256_ctx *sha;
+	struct sync_hash *hash;
 	unsigned char *buf; /* file bytes [base, base + len) */
 	size_t cap, len;
 	uint64_t base;
@@ -275,7 +244,7 @@ static int need(struct scan *sc, uint64_t want)
 			return -errno;
 		if (n == 0)
 			return -EAGAIN;
-		sha256_update(sc->sha, sc->buf + sc->len, (size_t)n);
+		sync_hash_update(sc->hash, sc->buf + sc->len, (size_t)n);
 		sc->len += (size_t)n;
 	}
 	return 0;
@@ -309,7 +278,8 @@ static int add_copy(struct scan *sc, uint64_t off, uint64_t len)
 {
 	int r = 0;
 
-	if (sc->copy_len && sc->copy_off + sc->copy_len == off) {
+	/* Merged, but handed on every COPY_RUN bytes: the node rebuilds while we scan. */
+	if (sc->copy_len && sc->copy_off + sc->copy_len == off && sc->copy_len < COPY_RUN) {
 		sc->copy_len += len;
 		return 0;
 	}
@@ -320,9 +290,9 @@ static int add_copy(struct scan *sc, uint64_t off, uint64_t len)
 }
 
 int sync_delta_scan(const struct sync_sigs *s, int fd, uint64_t size,
-                    const struct sync_delta_ops *ops, void *arg, void *sha)
+                    const struct sync_delta_ops *ops, void *arg, struct sync_hash *hash)
 {
-	struct scan sc = {.s = s, .ops = ops, .arg = arg, .fd = fd, .size = size, .sha = sha};
+	struct scan sc = {.s = s, .ops = ops, .arg = arg, .fd = fd, .size = size, .hash = hash};
 	const uint64_t B = s->block;
 	struct table t = {NULL, NULL, 0};
 	uint64_t p = 0, budget, strong = 0;

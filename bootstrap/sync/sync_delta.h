@@ -7,8 +7,8 @@
  * checksum and a strong 64-bit hash; the launcher slides a window over its new file and,
  * wherever the window's checksums match a block, sends "copy that block" instead of the
  * bytes. Only what changed (and up to a block around it) crosses the link. A false match
- * cannot go unseen: the node checks the whole rebuilt file against the sha256 the launcher
- * sends before it replaces the old one (docs/sync.md).
+ * cannot go unseen: the node checks the whole rebuilt file against the content hash the
+ * launcher sends before it replaces the old one (docs/sync.md).
  *
  * For the bootstrap/sync/ files only. Nothing here prints except as said.
  */
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bootstrap/sync/sync_hash.h"
 #include "lib/buf.h"
 
 /* Files smaller than this are sent whole: a delta costs a round trip. */
@@ -31,9 +32,8 @@ struct sync_sigs {
 
 /* The block size for a file of size bytes: about its square root, 2 KiB to 128 KiB. */
 uint32_t sync_sig_block(uint64_t size);
-/* rsync's rolling checksum of p[0..n) (a, b folded into 32 bits), and the strong hash. */
+/* rsync's rolling checksum of p[0..n) (a, b folded into 32 bits); sync_strong() is XXH64. */
 uint32_t sync_weak(const unsigned char *p, size_t n);
-uint64_t sync_strong(const unsigned char *p, size_t n);
 
 /*
  * The node's side: reads fd (a regular file of size bytes) from its start and cuts it.
@@ -58,12 +58,12 @@ struct sync_delta_ops {
 /*
  * The launcher's side: reads fd (size bytes, from the current offset) and reports it as
  * literals and copies of s's blocks, in file order (adjacent copies merged), hashing
- * every byte into sha (a struct sha256_ctx the caller set up). -EAGAIN (not printed)
+ * every byte into hash (which the caller set up). -EAGAIN (not printed)
  * when fd ended before size bytes; an op's error as it returned it; -errno for a read.
  * A node that sent checksums that collide on purpose gets literals, not a slow scan: the
  * strong hashes tried without a match are bounded.
  */
 int sync_delta_scan(const struct sync_sigs *s, int fd, uint64_t size,
-                    const struct sync_delta_ops *ops, void *arg, void *sha);
+                    const struct sync_delta_ops *ops, void *arg, struct sync_hash *hash);
 
 #endif

@@ -97,7 +97,7 @@ struct sync_item {
 	const struct sync_entry *l; /* the local entry */
 	const struct sync_entry *c; /* what the node has at that path, or NULL */
 	int op;
-	char sha[65]; /* SYNC_OP_TOUCH: the content's hash (the node's and ours) */
+	char hash[SYNC_HASH_HEX + 1]; /* SYNC_OP_TOUCH: the content's (the node's and ours) */
 };
 
 /* What a sync sends: the diff of the local tree against what the node holds. */
@@ -135,7 +135,8 @@ struct sync_sender {
 	void *sample;         /* a ZSTD_CCtx that tells compressible data from the rest */
 	int64_t mark_us;      /* the adaptive level's last look: time, */
 	int64_t mark_blocked; /* time blocked, */
-	uint64_t mark_in;     /* and bytes compressed so far */
+	uint64_t mark_in;     /* bytes compressed so far, */
+	uint64_t mark_wire;   /* and bytes written */
 };
 
 void sync_sender_init(struct sync_sender *s, const char *src, unsigned flags,

@@ -13,13 +13,17 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
 #define MANIFEST_MAGIC "skiff-sync-manifest"
-/* The manifest's text form; the stream has a version of its own (sync_wire.h). */
-#define MANIFEST_VERSION 1
+/*
+ * The manifest's text form; the stream has a version of its own (sync_wire.h). Version 1
+ * held SHA-256 hashes: such a manifest is still read (a node's, from an older skiff), its
+ * hashes as unknown, so that a node keeps owning what it has.
+ */
+#define MANIFEST_VERSION 2
+#define SHA256_HEX 64
 
 /* --- escaping and path rules --------------------------------------------------------- */
 
@@ -300,12 +304,40 @@ static int entry_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+	return entry_cmp(*(const struct sync_entry *const *)a,
+	                 *(const struct sync_entry *const *)b);
+}
+
+/* Sorts by (path, seq): through an array of pointers, the entries being large. */
+static void sort_entries(struct sync_manifest *m)
+{
+	struct sync_entry **p, *v;
+	size_t i;
+
+	for (i = 1; i < m->n && entry_cmp(&m->v[i - 1], &m->v[i]) < 0; i++)
+		;
+	if (i >= m->n)
+		return; /* already in order: a manifest read back, most often */
+	p = xmalloc(m->n * sizeof(*p));
+	for (i = 0; i < m->n; i++)
+		p[i] = &m->v[i];
+	qsort(p, m->n, sizeof(*p), ptr_cmp);
+	v = xmalloc(m->alloc * sizeof(*v));
+	for (i = 0; i < m->n; i++)
+		v[i] = *p[i];
+	free(m->v);
+	m->v = v;
+	free(p);
+}
+
 void sync_manifest_sort(struct sync_manifest *m)
 {
 	size_t i, k = 0;
 
 	if (m->n > 1)
-		qsort(m->v, m->n, sizeof(*m->v), entry_cmp);
+		sort_entries(m);
 	/* Of a run with the same path keep the last (newest); drop removed entries. */
 	for (i = 0; i < m->n; i++) {
 		if ((i + 1 < m->n && !strcmp(m->v[i].path, m->v[i + 1].path)) ||
@@ -351,7 +383,7 @@ int sync_manifest_format(const struct sync_manifest *m, struct buf *out)
 			break;
 		case SYNC_T_FILE:
 			r = buf_addf(out, "f %o %" PRIu64 " %" PRId64 " %s ", e->mode & 0777,
-			             e->size, e->mtime_ns, e->sha256[0] ? e->sha256 : "-");
+			             e->size, e->mtime_ns, e->hash[0] ? e->hash : "-");
 			break;
 		case SYNC_T_LINK:
 			r = buf_addf(out, "l %" PRId64 " ", e->mtime_ns);
@@ -400,11 +432,11 @@ static int parse_num(const char *s, size_t len, unsigned base, int neg, uint64_t
 	return 0;
 }
 
-static int is_sha(const char *s, size_t len)
+static int is_hash(const char *s, size_t len, int version)
 {
 	size_t i;
 
-	if (len != SHA256_HEX_LEN)
+	if (len != (version == 1 ? SHA256_HEX : SYNC_HASH_HEX))
 		return 0;
 	for (i = 0; i < len; i++)
 		if (hexval(s[i]) < 0)
@@ -434,7 +466,7 @@ static int split(const char *line, size_t len, const char **f, size_t *fl)
 
 /* One entry line into m; a static reason on error. */
 static const char *parse_entry(struct sync_manifest *m, const char *line, size_t len,
-                               struct buf *tmp)
+                               struct buf *tmp, int version)
 {
 	const char *f[MAX_FIELDS], *why;
 	size_t fl[MAX_FIELDS];
@@ -457,7 +489,7 @@ static const char *parse_entry(struct sync_manifest *m, const char *line, size_t
 		if (n != 6 || parse_num(f[1], fl[1], 8, 0, 0777, &mode, &neg) ||
 		    parse_num(f[2], fl[2], 10, 0, INT64_MAX, &size, &neg) ||
 		    parse_num(f[3], fl[3], 10, 1, INT64_MAX, &mt, &neg) ||
-		    !(is_sha(f[4], fl[4]) || (fl[4] == 1 && f[4][0] == '-')))
+		    !(is_hash(f[4], fl[4], version) || (fl[4] == 1 && f[4][0] == '-')))
 			return "malformed file line";
 		pf = 5;
 		break;
@@ -490,9 +522,9 @@ static const char *parse_entry(struct sync_manifest *m, const char *line, size_t
 	e->size = size;
 	e->mtime_ns = neg ? -(int64_t)mt : (int64_t)mt;
 	e->target = target;
-	if (e->type == SYNC_T_FILE && f[4][0] != '-') {
-		memcpy(e->sha256, f[4], SHA256_HEX_LEN);
-		e->sha256[SHA256_HEX_LEN] = '\0';
+	if (e->type == SYNC_T_FILE && f[4][0] != '-' && version > 1) {
+		memcpy(e->hash, f[4], SYNC_HASH_HEX);
+		e->hash[SYNC_HASH_HEX] = '\0';
 	}
 	return NULL;
 }
@@ -504,7 +536,7 @@ int sync_manifest_parse(struct sync_manifest *m, const char *text, size_t len, c
 	struct sync_manifest t;
 	size_t lineno = 0;
 	uint64_t count = 0;
-	int done = 0, neg;
+	int done = 0, neg, version = 0;
 
 	sync_manifest_init(&t);
 	while (p < end && !why) {
@@ -520,8 +552,11 @@ int sync_manifest_parse(struct sync_manifest *m, const char *text, size_t len, c
 			if ((size_t)(nl - p) != strlen(MANIFEST_MAGIC " 1") ||
 			    memcmp(p, MANIFEST_MAGIC " ", strlen(MANIFEST_MAGIC " ")))
 				why = "not a skiff sync manifest";
-			else if (p[strlen(MANIFEST_MAGIC " ")] != '0' + MANIFEST_VERSION)
+			else if (p[strlen(MANIFEST_MAGIC " ")] != '1' &&
+			         p[strlen(MANIFEST_MAGIC " ")] != '0' + MANIFEST_VERSION)
 				why = "unsupported manifest version";
+			else
+				version = p[strlen(MANIFEST_MAGIC " ")] - '0';
 		} else if (nl - p > 4 && !memcmp(p, "end ", 4)) {
 			if (parse_num(p + 4, (size_t)(nl - p - 4), 10, 0, SIZE_MAX, &count, &neg) ||
 			    count != t.n)
@@ -530,7 +565,7 @@ int sync_manifest_parse(struct sync_manifest *m, const char *text, size_t len, c
 		} else if (t.n >= SYNC_MAX_ENTRIES) {
 			why = "too many entries";
 		} else {
-			why = parse_entry(&t, p, (size_t)(nl - p), &tmp);
+			why = parse_entry(&t, p, (size_t)(nl - p), &tmp, version);
 		}
 		p = nl + 1;
 	}

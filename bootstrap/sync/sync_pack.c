@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include "bootstrap/sync/sync_delta.h"
 #include "bootstrap/sync/sync_wire.h"
 #include "lib/log.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -29,9 +29,11 @@
 #define SAMPLE (32u << 10)
 #define SAMPLE_EVERY 16 /* chunks of a large file between two samples */
 /* The adaptive level looks at the link every this many compressed bytes. */
-#define ADAPT_BYTES ((uint64_t)4 << 20)
+#define ADAPT_BYTES ((uint64_t)1 << 20)
 #define LEVEL_MIN 1
 #define LEVEL_MAX 9
+/* A link that takes less than this (bytes a second) is worth compressing harder for. */
+#define SLOW_LINK ((uint64_t)60 << 20)
 
 static int64_t mtime_of(const struct stat *st)
 {
@@ -79,7 +81,7 @@ int sync_plan_make(const char *src, unsigned flags, const struct sync_manifest *
 	struct buf path = BUF_INIT(0);
 	const struct sync_entry *l, *c;
 	struct sync_item *it;
-	char hex[SHA256_HEX_LEN + 1];
+	char hex[SYNC_HASH_HEX + 1];
 	size_t i;
 
 	memset(p, 0, sizeof(*p));
@@ -117,25 +119,29 @@ int sync_plan_make(const char *src, unsigned flags, const struct sync_manifest *
 		if (c && c->size == l->size && c->mtime_ns == l->mtime_ns) {
 			if (c->mode == l->mode) {
 				p->unchanged++;
-			} else if (session && c->sha256[0]) {
+			} else if (session && c->hash[0]) {
 				it = plan_add(p, l, c, SYNC_OP_TOUCH);
-				memcpy(it->sha, c->sha256, sizeof(it->sha));
+				memcpy(it->hash, c->hash, sizeof(it->hash));
 				p->ntouch++;
 			} else {
 				plan_add(p, l, c, SYNC_OP_FILE);
 			}
 			continue;
 		}
-		/* Same size, another mtime: the content decides, if the node knows a hash. */
-		if (c && c->size == l->size && c->sha256[0] &&
-		    !sha256_file(local_path(src, flags, l->path, &path), hex) &&
-		    !strcmp(hex, c->sha256)) {
+		/*
+		 * Same size, another mtime: the content decides, if the node knows a hash. A
+		 * large file is not read twice for that: its delta finds every block the same.
+		 */
+		if (c && c->size == l->size && c->hash[0] &&
+		    (!session || l->size < SYNC_DELTA_MIN) &&
+		    !sync_hash_file(local_path(src, flags, l->path, &path), hex) &&
+		    !strcmp(hex, c->hash)) {
 			if (!session) {
 				p->unchanged++; /* one-way: its mtime on the node stays old */
 				continue;
 			}
 			it = plan_add(p, l, c, SYNC_OP_TOUCH);
-			memcpy(it->sha, hex, sizeof(it->sha));
+			memcpy(it->hash, hex, sizeof(it->hash));
 			p->ntouch++;
 			continue;
 		}
@@ -242,11 +248,17 @@ int sync_level(int *adaptive)
 	return (int)n;
 }
 
-/* Changes the zstd level by what the link does: raise it while the sinks make us wait. */
+/*
+ * Changes the zstd level by what the link does. While the sinks make us wait and take
+ * less than SLOW_LINK bytes a second, the link is the bottleneck: compress harder (the CPU
+ * would idle). When they take more (a fast link, a busy receiver) or we never wait, a
+ * harder level only costs time: go back down to level 1.
+ */
 static int adapt(struct sync_sender *s)
 {
 	struct sync_wire_out *w = s->w;
 	int64_t now, dt, db;
+	uint64_t dw;
 	int level, adaptive;
 
 	if (!w->z || w->zin_bytes - s->mark_in < ADAPT_BYTES)
@@ -257,18 +269,21 @@ static int adapt(struct sync_sender *s)
 	now = sync_now_us();
 	dt = now - s->mark_us;
 	db = w->blocked_us - s->mark_blocked;
+	dw = w->wire_bytes - s->mark_wire;
 	level = w->level;
-	if (db * 2 > dt && level < LEVEL_MAX)
+	if (dt > 0 && db * 2 > dt && dw * 1000000 / (uint64_t)dt < SLOW_LINK)
 		level = level + 2 > LEVEL_MAX ? LEVEL_MAX : level + 2;
-	else if (db * 20 < dt && level > LEVEL_MIN)
+	else if (level > LEVEL_MIN)
 		level--;
 	s->mark_us = now;
 	s->mark_blocked = w->blocked_us;
 	s->mark_in = w->zin_bytes;
+	s->mark_wire = w->wire_bytes;
 	if (level == w->level)
 		return 0;
-	debug("sync: zstd level %d -> %d (%lld of %lld ms waiting on the link)", w->level, level,
-	      (long long)db / 1000, (long long)dt / 1000);
+	debug("sync: zstd level %d -> %d (%lld of %lld ms waiting on a link that took %llu KB)",
+	      w->level, level, (long long)db / 1000, (long long)dt / 1000,
+	      (unsigned long long)dw / 1000);
 	return sync_wire_level(w, level);
 }
 
@@ -298,7 +313,7 @@ static int data_rec(struct sync_sender *s, const unsigned char *p, size_t n, int
 	return r ? r : adapt(s);
 }
 
-static int zeros_rec(struct sync_sender *s, uint64_t n, struct sha256_ctx *sha)
+static int zeros_rec(struct sync_sender *s, uint64_t n, struct sync_hash *hash)
 {
 	static const unsigned char zero[65536];
 	uint64_t left;
@@ -306,7 +321,7 @@ static int zeros_rec(struct sync_sender *s, uint64_t n, struct sha256_ctx *sha)
 	buf_reset(&s->body);
 	sync_put_u64(&s->body, n);
 	for (left = n; left; left -= left < sizeof(zero) ? left : sizeof(zero))
-		sha256_update(sha, zero, left < sizeof(zero) ? (size_t)left : sizeof(zero));
+		sync_hash_update(hash, zero, left < sizeof(zero) ? (size_t)left : sizeof(zero));
 	return rec(s, REC_ZEROS);
 }
 
@@ -315,6 +330,43 @@ static int same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/*
+ * File times come from a coarse clock: a write in the same tick as the last one leaves
+ * mtime and ctime as they were. A file changed less than a tick ago could change again
+ * unseen while we read it, so we wait until that tick is over (and look again) before
+ * reading; any write after that shows in the times. At most RACY_WAITS waits: -EAGAIN,
+ * the file keeps changing.
+ */
+#define RACY_WAITS 10
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int settle(int fd, struct stat *st)
+{
+	static int64_t tick = -1;
+	struct timespec now, res;
+	int64_t last, left;
+	int i;
+
+	if (tick < 0)
+		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 : ts_ns(&res);
+	for (i = 0; i < RACY_WAITS; i++) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		last = ts_ns(&st->st_mtim) > ts_ns(&st->st_ctim) ? ts_ns(&st->st_mtim)
+		                                                 : ts_ns(&st->st_ctim);
+		left = last + tick + 1000000 - ts_ns(&now);
+		if (left <= 0)
+			return 0;
+		poll_ms((int)((left + 999999) / 1000000));
+		if (fstat(fd, st) < 0)
+			return -errno;
+	}
+	return -EAGAIN;
 }
 
 /* Opens a file to send: 1 when it vanished (skip it), 0 with *fd and *st, or < 0. */
@@ -342,8 +394,25 @@ static int open_local(struct sync_sender *s, const char *rel, int *fd, struct st
 	return 0;
 }
 
+/* Opens a file and waits for it to be quiet (settle()): 2 when it is not. */
+static int open_quiet(struct sync_sender *s, const char *rel, int *fd, struct stat *st)
+{
+	int r = open_local(s, rel, fd, st);
+
+	if (r)
+		return r;
+	r = settle(*fd, st);
+	if (!r)
+		return 0;
+	close(*fd);
+	if (r == -EAGAIN)
+		return 2;
+	errno = -r;
+	return error_errno("cannot stat '%s'", s->path.p);
+}
+
 /* The data of fd (size bytes): holes as zeros records, the rest in chunks. -EAGAIN: it shrank. */
-static int send_data(struct sync_sender *s, int fd, const struct stat *st, struct sha256_ctx *sha)
+static int send_data(struct sync_sender *s, int fd, const struct stat *st, struct sync_hash *hash)
 {
 	uint64_t size = (uint64_t)st->st_size, off = 0, end;
 	int sparse = (uint64_t)st->st_blocks * 512 < size, comp = 1, r = 0;
@@ -362,7 +431,7 @@ static int send_data(struct sync_sender *s, int fd, const struct stat *st, struc
 			} else if ((uint64_t)d > off) {
 				if ((uint64_t)d > size)
 					d = (off_t)size;
-				r = zeros_rec(s, (uint64_t)d - off, sha);
+				r = zeros_rec(s, (uint64_t)d - off, hash);
 				off = (uint64_t)d;
 				continue;
 			} else {
@@ -381,7 +450,7 @@ static int send_data(struct sync_sender *s, int fd, const struct stat *st, struc
 				return error_errno("cannot read '%s'", s->path.p);
 			if (n == 0)
 				return -EAGAIN;
-			sha256_update(sha, s->blk, (size_t)n);
+			sync_hash_update(hash, s->blk, (size_t)n);
 			/* Large files are sampled now and then: a tar of images is not text. */
 			if (chunks++ % SAMPLE_EVERY == 0)
 				comp = compressible(s, s->blk, (size_t)n);
@@ -407,20 +476,20 @@ static int file_head(struct sync_sender *s, int type, const struct stat *st, con
 }
 
 /* The end of a file: its hash if it did not change while it was read, else an abort. */
-static int file_tail(struct sync_sender *s, int fd, const struct stat *st1, struct sha256_ctx *sha,
-                     unsigned char digest[32], int *changed)
+static int file_tail(struct sync_sender *s, int fd, const struct stat *st1, struct sync_hash *hash,
+                     unsigned char digest[SYNC_HASH_LEN], int *changed)
 {
 	struct stat st2;
 
-	sha256_final(sha, digest);
+	sync_hash_final(hash, digest);
 	*changed = fstat(fd, &st2) < 0 || !same_file(st1, &st2);
 	if (*changed)
 		return sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
-	return sync_wire_rec(s->w, REC_HASH, digest, 32, 1);
+	return sync_wire_rec(s->w, REC_HASH, digest, SYNC_HASH_LEN, 1);
 }
 
 static void after_file(struct sync_sender *s, const char *rel, const struct stat *st,
-                       const unsigned char digest[32])
+                       const unsigned char digest[SYNC_HASH_LEN])
 {
 	struct sync_entry *e = after_add(s, rel, SYNC_T_FILE);
 
@@ -431,33 +500,34 @@ static void after_file(struct sync_sender *s, const char *rel, const struct stat
 	e->mtime_ns = mtime_of(st);
 	if (s->flags & SYNC_FILE)
 		return; /* the node keeps no hash of a single file */
-	sync_digest_hex(digest, e->sha256);
+	sync_hash_hex(digest, e->hash);
 }
 
 static int send_file(struct sync_sender *s, const char *rel)
 {
-	unsigned char digest[32];
-	struct sha256_ctx sha;
+	unsigned char digest[SYNC_HASH_LEN];
+	struct sync_hash hash;
 	struct stat st;
 	int fd, r, changed = 0, tries;
 
 	for (tries = 0; tries < READ_TRIES; tries++) {
-		r = open_local(s, rel, &fd, &st);
+		r = open_quiet(s, rel, &fd, &st);
+		if (r == 2) {
+			changed = 1;
+			r = 0;
+			continue;
+		}
 		if (r)
 			return r > 0 ? 0 : r;
 		r = file_head(s, REC_FILE, &st, rel, NULL);
-		sha256_init(&sha);
+		sync_hash_init(&hash);
 		if (!r)
-			r = send_data(s, fd, &st, &sha);
+			r = send_data(s, fd, &st, &hash);
 		if (r == -EAGAIN) {
-			r = 0;
 			changed = 1;
-			sha256_final(&sha, digest);
 			r = sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
 		} else if (!r) {
-			r = file_tail(s, fd, &st, &sha, digest, &changed);
-		} else {
-			sha256_final(&sha, digest);
+			r = file_tail(s, fd, &st, &hash, digest, &changed);
 		}
 		close(fd);
 		if (r || !changed)
@@ -513,6 +583,9 @@ static int delta_copy(void *arg, uint64_t off, uint64_t len)
 	sync_put_u64(&a->s->body, off);
 	sync_put_u64(&a->s->body, len);
 	r = rec(a->s, REC_COPY);
+	/* A long run of copies is work for the node: let it start while we scan on. */
+	if (!r && len >= ((uint64_t)1 << 20))
+		r = sync_wire_flush(a->s->w);
 	if (r)
 		a->err = r;
 	return r;
@@ -523,31 +596,31 @@ static int send_delta(struct sync_sender *s, const char *rel, const struct sync_
 {
 	static const struct sync_delta_ops ops = {delta_literal, delta_copy};
 	struct delta_arg a = {s, 1, 0, 0};
-	unsigned char digest[32];
-	struct sha256_ctx sha;
+	unsigned char digest[SYNC_HASH_LEN];
+	struct sync_hash hash;
 	struct stat st;
 	int fd, r, changed = 0;
 	uint64_t lit0 = s->literal_bytes;
 
-	r = open_local(s, rel, &fd, &st);
+	r = open_quiet(s, rel, &fd, &st);
+	if (r == 2)
+		return 1; /* hot: it goes whole, which waits and reads again */
 	if (r)
 		return r > 0 ? 0 : r;
 	r = file_head(s, REC_DELTA, &st, rel, sigs);
-	sha256_init(&sha);
+	sync_hash_init(&hash);
 	if (!r)
-		r = sync_delta_scan(sigs, fd, (uint64_t)st.st_size, &ops, &a, &sha);
+		r = sync_delta_scan(sigs, fd, (uint64_t)st.st_size, &ops, &a, &hash);
 	if (r == -EAGAIN) {
-		sha256_final(&sha, digest);
 		r = sync_wire_rec(s->w, REC_ABORT, NULL, 0, 1);
 		changed = 1;
 	} else if (r) {
-		sha256_final(&sha, digest);
 		if (!a.err) {
 			errno = -r;
 			r = error_errno("cannot read '%s'", s->path.p);
 		}
 	} else {
-		r = file_tail(s, fd, &st, &sha, digest, &changed);
+		r = file_tail(s, fd, &st, &hash, digest, &changed);
 	}
 	close(fd);
 	if (r)
@@ -560,10 +633,29 @@ static int send_delta(struct sync_sender *s, const char *rel, const struct sync_
 	return 0;
 }
 
+/* A content hash in hex, back to its bytes. */
+static int hash_parse(const char *hex, unsigned char d[SYNC_HASH_LEN])
+{
+	static const char digits[] = "0123456789abcdef";
+	const char *hi, *lo;
+	int i;
+
+	if (strlen(hex) != SYNC_HASH_HEX)
+		return -EINVAL;
+	for (i = 0; i < SYNC_HASH_LEN; i++) {
+		hi = strchr(digits, hex[2 * i]);
+		lo = strchr(digits, hex[2 * i + 1]);
+		if (!hi || !lo || !*hi || !*lo)
+			return -EINVAL;
+		d[i] = (unsigned char)((hi - digits) << 4 | (lo - digits));
+	}
+	return 0;
+}
+
 int sync_send_item(struct sync_sender *s, const struct sync_item *it, const struct sync_sigs *sigs)
 {
 	const struct sync_entry *l = it->l;
-	unsigned char d[32];
+	unsigned char d[SYNC_HASH_LEN];
 	struct sync_entry *e;
 	int r;
 
@@ -595,13 +687,13 @@ int sync_send_item(struct sync_sender *s, const struct sync_item *it, const stru
 		s->st.links += !r;
 		return r;
 	case SYNC_OP_TOUCH:
-		if (sync_digest_parse(it->sha, d))
+		if (hash_parse(it->hash, d))
 			return send_file(s, l->path);
 		buf_reset(&s->body);
 		sync_put_u32(&s->body, l->mode);
 		sync_put_u64(&s->body, (uint64_t)l->mtime_ns);
 		sync_put_u64(&s->body, l->size);
-		buf_add(&s->body, d, 32);
+		buf_add(&s->body, d, SYNC_HASH_LEN);
 		body_path(&s->body, l->path);
 		s->entries++;
 		r = rec(s, REC_TOUCH);
@@ -611,7 +703,7 @@ int sync_send_item(struct sync_sender *s, const struct sync_item *it, const stru
 			e->size = l->size;
 			e->mtime_ns = l->mtime_ns;
 			if (!(s->flags & SYNC_FILE))
-				memcpy(e->sha256, it->sha, sizeof(e->sha256));
+				memcpy(e->hash, it->hash, sizeof(e->hash));
 		}
 		s->st.unchanged++;
 		return r;

@@ -176,7 +176,7 @@ static int entry(struct unpack *u, int type)
 		if (type == REC_DELTA)
 			bsize = sync_get_u64(&c);
 		if (type == REC_TOUCH)
-			sha = sync_get_bytes(&c, 32);
+			sha = sync_get_bytes(&c, SYNC_HASH_LEN);
 		break;
 	}
 	r = take_path(&c, &u->path);

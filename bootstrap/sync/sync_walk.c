@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -347,15 +346,15 @@ static void check_entry(int dfd, struct sync_dir_cache *dirs, const struct sync_
 		e->mode = st.st_mode & 0777;
 		e->size = (uint64_t)st.st_size;
 		e->mtime_ns = mtime_ns(&st);
-		if (old->type == SYNC_T_FILE && old->sha256[0] && old->size == e->size &&
+		if (old->type == SYNC_T_FILE && old->hash[0] && old->size == e->size &&
 		    old->mtime_ns == e->mtime_ns && old->mode == e->mode) {
-			memcpy(e->sha256, old->sha256, sizeof(e->sha256));
+			memcpy(e->hash, old->hash, sizeof(e->hash));
 			return;
 		}
 		/* Changed since the sync wrote it (or never hashed): hash it now. */
 		fd = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0 && sha256_fd(fd, e->sha256))
-			e->sha256[0] = '\0';
+		if (fd >= 0 && sync_hash_fd(fd, e->hash))
+			e->hash[0] = '\0';
 		if (fd >= 0)
 			close(fd);
 	}

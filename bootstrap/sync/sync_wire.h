@@ -40,20 +40,20 @@
 
 /* Record types, launcher to node. */
 enum {
-	REC_HELLO = 'H',   /* magic, version:u8, mode:u8 ('d'|'f'), flags:u8, has:u8, digest[32] */
-	REC_SIGREQ = 'G',  /* id:u32, path: send the signatures of the node's file */
-	REC_DELETE = 'D',  /* path */
-	REC_DIR = 'd',     /* mode:u32, path */
-	REC_LINK = 'l',    /* mtime:i64, tlen:u32, target, path */
-	REC_FILE = 'f',    /* mode:u32, mtime:i64, size:u64, path; then data, then 'h' or 'a' */
-	REC_DELTA = 'x',   /* mode:u32, mtime:i64, size:u64, bsize:u64 (the old file's), path;
-	                      then data and copies, then 'h' or 'a' */
-	REC_DATA = 'c',    /* bytes of the current file */
-	REC_COPY = 'k',    /* off:u64, len:u64: bytes of the node's old file (a delta only) */
-	REC_ZEROS = 'z',   /* len:u64: zero bytes (a hole) */
-	REC_HASH = 'h',    /* sha256[32] of the whole file: it goes in place only if it matches */
-	REC_ABORT = 'a',   /* the file changed while it was read: drop what came of it */
-	REC_TOUCH = 't',   /* mode:u32, mtime:i64, size:u64, sha256[32], path: same content */
+	REC_HELLO = 'H',  /* magic, version:u8, mode:u8 ('d'|'f'), flags:u8, has:u8, digest[32] */
+	REC_SIGREQ = 'G', /* id:u32, path: send the signatures of the node's file */
+	REC_DELETE = 'D', /* path */
+	REC_DIR = 'd',    /* mode:u32, path */
+	REC_LINK = 'l',   /* mtime:i64, tlen:u32, target, path */
+	REC_FILE = 'f',   /* mode:u32, mtime:i64, size:u64, path; then data, then 'h' or 'a' */
+	REC_DELTA = 'x',  /* mode:u32, mtime:i64, size:u64, bsize:u64 (the old file's), path;
+	                     then data and copies, then 'h' or 'a' */
+	REC_DATA = 'c',   /* bytes of the current file */
+	REC_COPY = 'k',   /* off:u64, len:u64: bytes of the node's old file (a delta only) */
+	REC_ZEROS = 'z',  /* len:u64: zero bytes (a hole) */
+	REC_HASH = 'h',  /* hash[16]: the whole file's (sync_hash.h); in place only if it matches */
+	REC_ABORT = 'a', /* the file changed while it was read: drop what came of it */
+	REC_TOUCH = 't', /* mode:u32, mtime:i64, size:u64, hash[16], path: same content */
 	REC_BARRIER = 'B', /* answer 'B' once everything before is applied */
 	REC_END = 'E',     /* entries:u64 (records D d l f x t before it); nothing may follow */
 };
@@ -63,7 +63,7 @@ enum {
 	REC_STATE = 'S',        /* match:u8, digest[32] of the node's manifest */
 	REC_MANIFEST = 'M',     /* manifest text (sync_manifest_format); any number of them */
 	REC_MANIFEST_END = 'm', /* total:u64 */
-	REC_SIGS = 'K',         /* id:u32, ok:u8, block:u32, size:u64, sha256[32], n:u32, then n x
+	REC_SIGS = 'K',         /* id:u32, ok:u8, block:u32, size:u64, n:u32, then n x
 	                           (weak:u32, strong:u64) */
 	REC_WANT = 'W',         /* path: the delta or touch of it failed; send it whole */
 	REC_ACK = 'b',          /* the barrier is reached */

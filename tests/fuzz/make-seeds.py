@@ -5,7 +5,7 @@ the task files in the integration tests, and streams made by the skiff under tes
     tests/fuzz/make-seeds.py [SKIFF]     (SKIFF: default build/skiff, for __sync-send)
 
 Regression inputs (crash-*, named after what they found) are kept as they are."""
-import glob, hashlib, io, os, re, struct, subprocess, sys, tarfile, tempfile
+import glob, os, re, struct, subprocess, sys, tempfile
 
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 corpus = os.path.join(top, "tests/fuzz/corpus")
@@ -143,24 +143,17 @@ with tempfile.TemporaryDirectory() as d:
         print("make-seeds.py: %s not built; no __sync-send seeds" % skiff, file=sys.stderr)
 
 
-def rec(t, body):
-    return t.encode() + struct.pack("<I", len(body)) + body
+sys.path.insert(0, os.path.join(top, "tests/lib"))
+import sync_stream as ss  # noqa: E402
 
 
 def hostile(key, records, mode="d"):
     """A one-way stream: the HELLO, the records given, an end record counting them."""
-    body = rec("H", b"skiff-sync" + bytes([2, ord(mode), 0, 0]) + bytes(32))
-    body += b"".join(records) + rec("E", struct.pack("<Q", len(records)))
-    put("untar", key + ".stream", b"R" + struct.pack("<I", len(body))[:3] + body)
+    data = ss.hello(mode) + b"".join(records) + ss.end(len(records))
+    put("untar", key + ".stream", ss.frame(data))
 
 
-def file_rec(name, data=b"x", mode=0o644):
-    return (rec("f", struct.pack("<IqQ", mode, 0, len(data)) + name.encode()) +
-            (rec("c", data) if data else b"") + rec("h", hashlib.sha256(data).digest()))
-
-
-def link_rec(name, target):
-    return rec("l", struct.pack("<qI", 0, len(target)) + target.encode() + name.encode())
+file_rec, link_rec, rec = ss.file_rec, ss.link_rec, ss.rec
 
 
 hostile("dotdot", [file_rec("../x")])
@@ -169,11 +162,11 @@ hostile("symlink-out", [link_rec("l", "../outside"), file_rec("l/canary", b"owne
 hostile("through-evil", [file_rec("evil/canary", b"owned")])
 hostile("unknown", [rec("L", b"h"), rec("N", b"null")])
 hostile("setuid", [file_rec("s", b"#!/bin/sh\n", 0o4755)])
-hostile("delete", [rec("d", struct.pack("<I", 0o755) + b"d"), rec("D", b"evil"), rec("D", b"..")])
+hostile("delete", [ss.dir_rec("d"), rec("D", b"evil"), rec("D", b"..")])
 hostile("filemode", [file_rec(".", b"data\n")], "f")
 hostile("sparse", [rec("f", struct.pack("<IqQ", 0o644, 0, 4096 + 2) + b"z") + rec("c", b"a") +
                    rec("z", struct.pack("<Q", 4096)) + rec("c", b"b") +
-                   rec("h", hashlib.sha256(b"a" + bytes(4096) + b"b").digest())])
+                   rec("h", ss.content_hash(b"a" + bytes(4096) + b"b"))])
 
 # --- shell quoting ----------------------------------------------------------------------
 clear("quote")

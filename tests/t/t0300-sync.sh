@@ -27,7 +27,7 @@ summary_is() {
 
 test_expect_success 'the manifest of a missing destination is empty' '
 	skiff __sync-manifest "$TRASH/nothing-here" >out &&
-	printf "skiff-sync-manifest 1\nend 0\n" >want &&
+	printf "skiff-sync-manifest 2\nend 0\n" >want &&
 	test_cmp want out
 '
 
@@ -184,34 +184,24 @@ test_expect_success 'truncated, garbage and empty streams are errors' '
 # and X, N, B records of types this stream never has (hardlinks, devices and fifos
 # cannot even be said in it).
 hostile() {
-	python3 - "$@" <<-\EOF
-	import hashlib, struct, sys
-	out, *members = sys.argv[1:]
-	def rec(t, body):
-	    return t.encode() + struct.pack("<I", len(body)) + body
-	recs = [rec("H", b"skiff-sync" + bytes([2, ord("d"), 0, 0]) + bytes(32))]
-	n = 0
+	python3 - "$SRC_DIR/tests/lib" "$@" <<-\EOF
+	import sys
+	sys.path.insert(0, sys.argv[1])
+	import sync_stream as ss
+	out, *members = sys.argv[2:]
+	recs = []
 	for m in members:
 	    kind, name, target = (m.split(":") + [""])[:3]
-	    name = name.encode()
 	    if kind == "f":
-	        data = b"x"
-	        mode = 0o4755 if name == b"suid" else 0o644
-	        recs += [rec("f", struct.pack("<IqQ", mode, 0, len(data)) + name),
-	                 rec("c", data), rec("h", hashlib.sha256(data).digest())]
+	        recs.append(ss.file_rec(name, b"x", 0o4755 if name == "suid" else 0o644))
 	    elif kind == "l":
-	        recs.append(rec("l", struct.pack("<qI", 0, len(target)) + target.encode() + name))
+	        recs.append(ss.link_rec(name, target))
 	    elif kind == "d":
-	        recs.append(rec("d", struct.pack("<I", 0o755) + name))
-	    elif kind == "D":
-	        recs.append(rec("D", name))
+	        recs.append(ss.dir_rec(name))
 	    else:
-	        recs.append(rec(kind, name))
-	    n += 1
-	recs.append(rec("E", struct.pack("<Q", n)))
-	data = b"".join(recs)
+	        recs.append(ss.rec(kind, name.encode()))
 	with open(out, "wb") as f:
-	    f.write(b"R" + struct.pack("<I", len(data))[:3] + data)
+	    f.write(ss.frame(ss.hello("d") + b"".join(recs) + ss.end(len(recs))))
 	EOF
 }
 
@@ -238,8 +228,51 @@ test_expect_success 'hostile streams are refused, nothing escapes' '
 	test "$(stat -c %a box/dst/suid)" = 755
 '
 
+# push3: a session from src2 to n1, n2 and n3 at once (the launcher's cache under key t);
+# one line per node in ./pushed.
+push3() {
+	skiff __sync-push --cache t src2 --node "$SKIFF_BIN __sync-serve $PWD/n1" \
+		--node "$SKIFF_BIN __sync-serve $PWD/n2" --node "$SKIFF_BIN __sync-serve $PWD/n3" \
+		>pushed
+}
+
+# wire_of I: the bytes node I was sent in the last push.
+wire_of() {
+	sed -n "s/^skiff-sync-push node=$1 wire=\\([0-9]*\\) .*/\\1/p" pushed
+}
+
+test_expect_success 'a session: the tree goes once to three nodes, then nothing moves' '
+	mkdir -p src2/sub &&
+	for i in 1 2 3 4 5 6 7 8 9; do echo "line $i" >src2/sub/f$i; done &&
+	head -c 4194304 /dev/urandom >src2/big.bin &&
+	ln -s sub/f1 src2/link &&
+	push3 &&
+	for d in n1 n2 n3; do diff -r --no-dereference src2 $d || exit 1; done &&
+	test "$(wire_of 1)" = "$(wire_of 3)" &&
+	push3 &&
+	test "$(wire_of 2)" -lt 200
+'
+
+test_expect_success 'a session sends a changed large file as a delta, checked whole' '
+	python3 -c "
+import os
+with open(\"src2/big.bin\", \"r+b\") as f:
+    f.seek(2000000)
+    f.write(os.urandom(4096))" &&
+	push3 &&
+	test "$(wire_of 1)" -lt 65536 &&
+	for d in n1 n2 n3; do cmp src2/big.bin $d/big.bin || exit 1; done
+'
+
+test_expect_success 'a session: nodes in different states, each brought to the tree' '
+	echo job >n2/sub/f3 && rm n3/sub/f4 && echo new >src2/sub/new &&
+	push3 &&
+	for d in n1 n2 n3; do diff -r --no-dereference src2 $d || exit 1; done &&
+	grep -q "node=2 .*files=2" pushed && grep -q "node=1 .*files=1" pushed
+'
+
 test_expect_success 'usage: help text and bad arguments' '
-	for c in __sync-manifest __sync-recv __sync-send __sync-serve __sync-push; do
+	for c in __sync-manifest __sync-recv __sync-send __sync-serve __sync-push __sync-cluster; do
 		skiff $c --help >h && head -1 h | grep -q "^usage: skiff $c" || exit 1
 		expect_fail 2 skiff $c 2>err || exit 1
 	done &&

@@ -17,7 +17,6 @@
 #include "tests/unit/harness.h"
 #include "bootstrap/sync/sync_delta.h"
 #include "bootstrap/sync/sync_wire.h"
-#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -92,8 +91,8 @@ static int delta_ok(const unsigned char *old, size_t old_len, const unsigned cha
                     size_t new_len, struct rebuild *rb)
 {
 	struct sync_sigs s;
-	struct sha256_ctx sha;
-	char a[65], b[65];
+	struct sync_hash hash;
+	unsigned char ha[SYNC_HASH_LEN], hb[SYNC_HASH_LEN];
 	int fd = file_of(old, old_len), r;
 
 	memset(rb, 0, sizeof(*rb));
@@ -105,14 +104,16 @@ static int delta_ok(const unsigned char *old, size_t old_len, const unsigned cha
 	if (r)
 		return 0;
 	fd = file_of(nw, new_len);
-	sha256_init(&sha);
-	r = sync_delta_scan(&s, fd, new_len, &ops, rb, &sha);
+	sync_hash_init(&hash);
+	r = sync_delta_scan(&s, fd, new_len, &ops, rb, &hash);
 	close(fd);
-	sha256_final_hex(&sha, a);
-	sha256_hex(nw, new_len, b);
+	sync_hash_final(&hash, ha);
+	sync_hash_init(&hash);
+	sync_hash_update(&hash, nw, new_len);
+	sync_hash_final(&hash, hb);
 	sync_sigs_release(&s);
 	return !r && !rb->bad && rb->out.len == new_len && !memcmp(rb->out.p, nw, new_len) &&
-	       !strcmp(a, b);
+	       !memcmp(ha, hb, SYNC_HASH_LEN);
 }
 
 static void test_edits(void)
@@ -128,8 +129,8 @@ static void test_edits(void)
 
 	memcpy(nw, old, n);
 	good = delta_ok(old, n, nw, n, &rb);
-	ok(good && rb.literal == 0 && rb.copies == 1, "identical: one copy, no literal (%llu ops)",
-	   (unsigned long long)rb.ops);
+	ok(good && rb.literal == 0 && rb.copies == 3,
+	   "identical: a copy per MiB, no literal (%llu ops)", (unsigned long long)rb.ops);
 	buf_release(&rb.out);
 
 	memcpy(nw, old, n);
@@ -226,6 +227,47 @@ static void test_weak_rolls(void)
 	ok(sync_strong(p, 100) != sync_strong(p + 1, 100) &&
 	           sync_strong(p, 100) == sync_strong(p, 100),
 	   "the strong hash");
+	/* XXH64's published value for the empty input, seed 0. */
+	ok(sync_strong((const unsigned char *)"", 0) == 0xef46db3751d8e999ULL,
+	   "the strong hash is XXH64");
+}
+
+/* The content hash: both halves are XXH64 (seeds 0 and SYNC_HASH_SEED2), in any pieces. */
+static void test_content_hash(void)
+{
+	unsigned char data[1000], d[SYNC_HASH_LEN], e[SYNC_HASH_LEN];
+	struct sync_hash h;
+	char hex[SYNC_HASH_HEX + 1];
+	size_t n, k, bad = 0;
+	uint64_t first;
+
+	fill(data, sizeof(data));
+	for (n = 0; n <= sizeof(data); n += n < 70 ? 1 : 37) {
+		sync_hash_init(&h);
+		sync_hash_update(&h, data, n);
+		sync_hash_final(&h, d);
+		for (k = 0, first = 0; k < 8; k++)
+			first = first << 8 | d[k];
+		bad += first != sync_strong(data, n);
+		/* The same bytes in pieces of 1, 5 and 33. */
+		sync_hash_init(&h);
+		for (k = 0; k < n; k += k % 3 == 0 ? 1 : k % 3 == 1 ? 5 : 33)
+			sync_hash_update(&h, data + k,
+			                 (k % 3 == 0   ? 1
+			                  : k % 3 == 1 ? 5
+			                               : 33) < n - k
+			                         ? (k % 3 == 0   ? 1
+			                            : k % 3 == 1 ? 5
+			                                         : 33)
+			                         : n - k);
+		sync_hash_final(&h, e);
+		bad += memcmp(d, e, SYNC_HASH_LEN) != 0;
+	}
+	is_int(bad, 0, "its first half is XXH64, and pieces do not change it");
+	sync_hash_init(&h);
+	sync_hash_final(&h, d);
+	sync_hash_hex(d, hex);
+	ok(!strncmp(hex, "ef46db3751d8e999", 16), "the empty input: %s", hex);
 }
 
 static void test_sigs_records(void)
@@ -268,7 +310,8 @@ static void test_hostile_sigs(void)
 	unsigned char *nw = xmalloc(n);
 	struct sync_sigs s;
 	struct rebuild rb;
-	struct sha256_ctx sha;
+	struct sync_hash hash;
+	unsigned char d[SYNC_HASH_LEN];
 	struct timespec t0, t1;
 	uint32_t i;
 	int fd, r;
@@ -290,12 +333,12 @@ static void test_hostile_sigs(void)
 	buf_init(&rb.out, n + 1);
 	rb.old_len = 0;
 	fd = file_of(nw, n);
-	sha256_init(&sha);
+	sync_hash_init(&hash);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = sync_delta_scan(&s, fd, n, &ops, &rb, &sha);
+	r = sync_delta_scan(&s, fd, n, &ops, &rb, &hash);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	close(fd);
-	sha256_final_hex(&sha, (char[65]){0});
+	sync_hash_final(&hash, d);
 	ok(!r && rb.literal == n && rb.out.len == n && !memcmp(rb.out.p, nw, n),
 	   "every weak checksum collides: all of it goes as literals");
 	printf("# the scan took %.0f ms\n",
@@ -316,6 +359,7 @@ int main(void)
 	}
 	plan_run(test_edits);
 	plan_run(test_weak_rolls);
+	plan_run(test_content_hash);
 	plan_run(test_sigs_records);
 	plan_run(test_hostile_sigs);
 	rmdir(tmpdir);

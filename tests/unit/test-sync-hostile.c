@@ -112,8 +112,8 @@ static void hb_file_n(const char *name, size_t name_len, unsigned perm, const ch
 {
 	struct buf b = BUF_INIT(0);
 	size_t len = data ? strlen(data) : 0;
-	unsigned char d[32];
-	struct sha256_ctx c;
+	unsigned char d[SYNC_HASH_LEN];
+	struct sync_hash c;
 
 	sync_put_u32(&b, perm);
 	sync_put_u64(&b, (uint64_t)1600000000 * 1000000000);
@@ -122,10 +122,10 @@ static void hb_file_n(const char *name, size_t name_len, unsigned perm, const ch
 	hb_rec(REC_FILE, b.p, b.len);
 	if (len)
 		hb_rec(REC_DATA, data, len);
-	sha256_init(&c);
-	sha256_update(&c, data ? data : "", len);
-	sha256_final(&c, d);
-	hb_rec(REC_HASH, d, 32);
+	sync_hash_init(&c);
+	sync_hash_update(&c, data ? data : "", len);
+	sync_hash_final(&c, d);
+	hb_rec(REC_HASH, d, SYNC_HASH_LEN);
 	buf_release(&b);
 }
 
@@ -445,7 +445,7 @@ static void test_types(void)
 static void lying_file(const char *name, uint64_t size, const char *data, int hash_ok)
 {
 	struct buf b = BUF_INIT(0);
-	unsigned char d[32];
+	unsigned char d[SYNC_HASH_LEN];
 
 	sync_put_u32(&b, 0644);
 	sync_put_u64(&b, 0);
@@ -455,15 +455,15 @@ static void lying_file(const char *name, uint64_t size, const char *data, int ha
 	if (*data)
 		hb_rec(REC_DATA, data, strlen(data));
 	{
-		struct sha256_ctx c;
+		struct sync_hash c;
 
-		sha256_init(&c);
-		sha256_update(&c, data, strlen(data));
-		sha256_final(&c, d);
+		sync_hash_init(&c);
+		sync_hash_update(&c, data, strlen(data));
+		sync_hash_final(&c, d);
 	}
 	if (!hash_ok)
 		d[0] ^= 1;
-	hb_rec(REC_HASH, d, 32);
+	hb_rec(REC_HASH, d, SYNC_HASH_LEN);
 	buf_release(&b);
 }
 
@@ -566,7 +566,7 @@ static void test_broken(void)
 	lying_file("keep.txt", 4, "new\n", 0);
 	hb_end(1);
 	hb_close();
-	refused(unpack(&st), "does not match its sha256", "data that does not match its hash");
+	refused(unpack(&st), "does not match its hash", "data that does not match its hash");
 	hb_open(0);
 	hb_hello('d');
 	lying_file("other.txt", 4, "new\n", 1);
@@ -652,7 +652,7 @@ static void truncated(unsigned flags, char c, const char *was, const char *now)
 {
 	struct sync_manifest remote, stored;
 	struct buf whole = BUF_INIT(64 << 20), b = BUF_INIT(0);
-	char hex[SHA256_HEX_LEN + 1], real[PATH_MAX], *path;
+	char hex[SYNC_HASH_HEX + 1], real[PATH_MAX], *path;
 	struct sync_stats st;
 	size_t cut, i, bad = 0, partial = 0, ncut = 0;
 	char *big = xmalloc(300000);
@@ -703,8 +703,8 @@ static void truncated(unsigned flags, char c, const char *was, const char *now)
 	/* (The test itself removed some files behind the sync's back: skip those.) */
 	for (i = 0, bad = 0; i < stored.n; i++)
 		if (stored.v[i].type == SYNC_T_FILE &&
-		    sha256_file(at(dst, stored.v[i].path), hex) != -ENOENT &&
-		    strcmp(hex, stored.v[i].sha256))
+		    sync_hash_file(at(dst, stored.v[i].path), hex) != -ENOENT &&
+		    strcmp(hex, stored.v[i].hash))
 			bad++;
 	is_int(bad, 0, "it only records what was fully written");
 

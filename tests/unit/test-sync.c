@@ -220,7 +220,7 @@ static void test_round_trip(void)
 		sync_manifest_init(&m);
 		ok(!sync_remote_manifest(dst, 0, &m) && m.n == 14 &&
 		           sync_manifest_find(&m, "a/big.bin") &&
-		           sync_manifest_find(&m, "a/big.bin")->sha256[0],
+		           sync_manifest_find(&m, "a/big.bin")->hash[0],
 		   "...and knows every entry it wrote, with its hash");
 		sync_manifest_release(&m);
 	}
@@ -347,7 +347,9 @@ static void test_manifest_text(void)
 	static const char *bad[] = {
 	        "",
 	        "skiff-sync-manifest 1\n",
-	        "skiff-sync-manifest 2\nend 0\n",
+	        "skiff-sync-manifest 3\nend 0\n",
+	        "skiff-sync-manifest 2\nf 644 1 0 "
+	        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad x\nend 1\n",
 	        "skiff-sync-manifest 1\nend 1\n",
 	        "skiff-sync-manifest 1\nend 0",
 	        "skiff-sync-manifest 1\nend 0\nd 755 0 x\n",
@@ -376,7 +378,7 @@ static void test_manifest_text(void)
 	e->mode = 0755;
 	e->size = 42;
 	e->mtime_ns = -1500000000;
-	memset(e->sha256, 'a', SHA256_HEX_LEN);
+	memset(e->hash, 'a', SYNC_HASH_HEX);
 	e = sync_manifest_add(&m, "d/sub dir", SYNC_T_DIR);
 	e->mode = 0700;
 	e = sync_manifest_add(&m, "d/l\n", SYNC_T_LINK);
@@ -386,13 +388,25 @@ static void test_manifest_text(void)
 	ok(!sync_manifest_format(&m, &t), "format");
 	ok(!sync_manifest_parse(&back, t.p, t.len, "test") && back.n == 4, "parse it back");
 	e = sync_manifest_find(&back, WEIRD);
-	ok(e && e->mode == 0755 && e->size == 42 && e->mtime_ns == -1500000000 &&
-	           e->sha256[0] == 'a',
+	ok(e && e->mode == 0755 && e->size == 42 && e->mtime_ns == -1500000000 && e->hash[0] == 'a',
 	   "file entry round trip (negative mtime too)");
 	e = sync_manifest_find(&back, "d/l\n");
 	ok(e && e->type == SYNC_T_LINK && !strcmp(e->target, "../a b\xff"), "symlink round trip");
 	e = sync_manifest_find(&back, "nohash");
-	ok(e && !e->sha256[0], "an unknown hash stays unknown");
+	ok(e && !e->hash[0], "an unknown hash stays unknown");
+	{
+		static const char v1[] =
+		        "skiff-sync-manifest 1\nf 644 3 0 "
+		        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad x\n"
+		        "end 1\n";
+		struct sync_manifest old;
+
+		sync_manifest_init(&old);
+		ok(!sync_manifest_parse(&old, v1, strlen(v1), "v1") && old.n == 1 &&
+		           !old.v[0].hash[0],
+		   "a version 1 manifest (SHA-256) is read, its hashes as unknown");
+		sync_manifest_release(&old);
+	}
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		size_t n = back.n;
 
