@@ -12,6 +12,9 @@
  *            that have not ended)
  *   watch    the supervisor's two replies ("watching", then "ended" with the status),
  *            each a frame as it comes
+ *   autostop_state  answered here, without starting a supervisor: {"ok", "running" (1
+ *            while a supervisor serves), "fired" (stop, down or "": what autostop did
+ *            last since it was set), "fired_at"}
  *   other    forwarded to the supervisor as is (cancel, status, autostop, config, ping)
  *
  * A reply with "error" is the node's answer; the exit status is then 1. No reply at all
@@ -30,6 +33,7 @@
 #include "lib/proto.h"
 #include "lib/util.h"
 #include "state/node.h"
+#include "supervisor/node.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
@@ -123,6 +127,43 @@ static int walk_job(struct job *jb, void *arg)
 	}
 	w->count++;
 	return 0;
+}
+
+static int call_autostop_state(void)
+{
+	const struct node_paths *p = node_paths();
+	struct st_db *db = NULL;
+	char *fired = NULL, *at = NULL;
+	struct msg m;
+	int fd, r;
+
+	if (!p) {
+		reply_error("this node has no state directory");
+		return EXIT_UNAVAILABLE;
+	}
+	/* Read only, and no supervisor started: a node with no database has no state. */
+	if (!access(p->db, F_OK) && st_open(p->db, &st_node_schema, ST_READONLY, &db)) {
+		reply_error("cannot open the node's database (see its supervisor.log)");
+		return EXIT_UNAVAILABLE;
+	}
+	if (db) {
+		fired = st_kv_get(db, "autostop_fired");
+		at = st_kv_get(db, "autostop_fired_at");
+		st_close(db);
+	}
+	fd = unix_connect(p->sock);
+	if (fd >= 0)
+		close(fd);
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add(&m, "running", fd >= 0 ? "1" : "0");
+	msg_add(&m, "fired", fired ? fired : "");
+	msg_add(&m, "fired_at", at ? at : "");
+	r = proto_send(1, &m) ? EXIT_FAIL : EXIT_OK;
+	msg_release(&m);
+	free(fired);
+	free(at);
+	return r;
 }
 
 static int call_queue(const struct msg *req)
@@ -240,6 +281,8 @@ int node_call(int argc, char **argv)
 	}
 	if (!strcmp(op, "queue")) {
 		rc = call_queue(&req);
+	} else if (!strcmp(op, "autostop_state")) {
+		rc = call_autostop_state();
 	} else if (!strcmp(op, "watch") || (!strcmp(op, "submit") && msg_get(&req, "follow"))) {
 		rc = call_open(&req);
 	} else if (sup_request(SUP_AUTOSTART | SUP_QUIET, &req, &rep)) {

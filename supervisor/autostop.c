@@ -5,6 +5,14 @@
  * login session on a pty. The setting is tied to the boot it was made in: a rebooted node
  * forgets it, and the launcher sends it again on start.
  *
+ * Without a hook the node stops by itself: its jobs are cancelled and the supervisor
+ * exits (what `skiff stop` does to a node). Either way the node db keeps which one fired
+ * (kv autostop_fired: stop or down; autostop_fired_at), for the launcher's next look
+ * (`node call` op autostop_state); a new setting clears it.
+ *
+ * The launcher may send the hooks with the setting ("hooks", then "hook_stop" and
+ * "hook_down": a script each, "" for none): a container's kills its PID 1.
+ *
  * No polling: the event loop sleeps until the deadline, checks once, and either fires or
  * moves the deadline to a full idle period after the last activity.
  */
@@ -19,6 +27,7 @@
 
 #include "lib/env.h"
 #include "lib/log.h"
+#include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/node.h"
@@ -27,6 +36,12 @@
 #include "lib/banned.h"
 
 #define HOOK_TIMEOUT_MS (3600 * 1000)
+/* The most a hook sent by the launcher may hold: a script, not a payload. */
+#define HOOK_BODY_MAX (64 << 10)
+
+/* What a node does when autostop fires and no hook is installed ($0: this skiff). */
+static const char default_action[] =
+        "\"$0\" node cancel --all >/dev/null 2>&1; exec \"$0\" node down >/dev/null 2>&1";
 
 static void set_deadline(void)
 {
@@ -109,26 +124,42 @@ static void fire(void)
 	const char *which = S.autostop_down ? "down" : "stop";
 	char *hook = xasprintf("%s/%s", node_paths()->hooks, which);
 	char *argv[] = {hook, NULL};
+	char *dflt[] = {"/bin/sh", "-c", (char *)default_action, NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct env env;
 	char stamp[32];
+	double idle = S.idle_minutes;
 	pid_t pid;
 	int r;
 
-	info("autostop: idle for %g minute(s); running the %s hook", S.idle_minutes, which);
 	xsnprintf(stamp, sizeof(stamp), "%.3f", now_wall());
-	st_kv_set(S.db, "autostop_fired_at", stamp);
 	/* It fires once; the launcher sets it again when it starts the node. */
 	S.idle_minutes = -1;
 	S.autostop_deadline = 0;
-	st_kv_set(S.db, "autostop_idle_minutes", NULL);
-	if (access(hook, X_OK)) {
-		info("autostop: no executable %s hook at '%s': nothing to %s", which, hook, which);
-		goto out;
+	if (st_begin(S.db) == 0) {
+		st_kv_set(S.db, "autostop_fired_at", stamp);
+		st_kv_set(S.db, "autostop_fired", which);
+		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+		if (st_commit(S.db))
+			st_rollback(S.db);
+	}
+	if (!access(hook, X_OK)) {
+		info("autostop: idle for %g minute(s); running the %s hook", idle, which);
+		o.argv = argv;
+	} else {
+		/* A path the shell can run ($0 would be the shell's own /proc/self/exe). */
+		dflt[3] = getenv("SKIFF_EXE") ? getenv("SKIFF_EXE") : (char *)self_path(NULL);
+		if (!dflt[3]) {
+			error("autostop: cannot find skiff's own executable to stop the node");
+			goto out;
+		}
+		info("autostop: idle for %g minute(s); no %s hook: cancelling the jobs and "
+		     "stopping the supervisor",
+		     idle, which);
+		o.argv = dflt;
 	}
 	env_init(&env, 1);
 	env_set(&env, "SKIFF_AUTOSTOP", which);
-	o.argv = argv;
 	o.envp = env.v;
 	o.fd_out = S.log_fd;
 	o.err_to_out = 1;
@@ -137,7 +168,7 @@ static void fire(void)
 	env_release(&env);
 	if (r) {
 		errno = -r;
-		error_errno("autostop: cannot run '%s'", hook);
+		error_errno("autostop: cannot run '%s'", o.argv[0]);
 		goto out;
 	}
 	S.hook_pid = pid;
@@ -180,8 +211,39 @@ void sup_hook_reaped(pid_t pid, int status)
 		        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
+/* A hook the launcher sent: a script ("#!..."), or "" for none. NULL if fine, else why not. */
+static const char *bad_hook(const char *body)
+{
+	if (!*body)
+		return NULL;
+	if (strlen(body) > HOOK_BODY_MAX)
+		return "too long for a script";
+	if (!starts_with(body, "#!"))
+		return "not a script (no #! line)";
+	return NULL;
+}
+
+/* hooks/NAME holds body (0700), or is removed for "". */
+static int put_hook(const char *name, const char *body)
+{
+	char *path = xasprintf("%s/%s", node_paths()->hooks, name);
+	int r = 0;
+
+	if (*body)
+		r = write_file_atomic(path, body, strlen(body), 0700);
+	else if (unlink(path) < 0 && errno != ENOENT)
+		r = -errno;
+	if (r) {
+		errno = -r;
+		error_errno("autostop: cannot write '%s'", path);
+	}
+	free(path);
+	return r;
+}
+
 void sup_op_autostop(struct conn *c, const struct msg *req)
 {
+	static const char *const hooks[] = {"stop", "down"};
 	const char *v;
 	struct msg m;
 	double idle = -1;
@@ -203,8 +265,21 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 			wait_for = WAIT_JOBS_AND_SSH;
 		down = msg_get(req, "down") && strcmp(msg_get(req, "down"), "0");
 	}
+	for (size_t i = 0; msg_get(req, "hooks") && i < ARRAY_SIZE(hooks); i++) {
+		char key[16];
+		const char *why;
+
+		xsnprintf(key, sizeof(key), "hook_%s", hooks[i]);
+		v = msg_get(req, key) ? msg_get(req, key) : "";
+		if ((why = bad_hook(v)))
+			return sup_reply_error(c, "bad %s hook: %s", hooks[i], why);
+		if (put_hook(hooks[i], v))
+			return sup_reply_error(c, "cannot install the %s hook (see supervisor.log)",
+			                       hooks[i]);
+	}
 	if (st_begin(S.db))
 		return sup_reply_error(c, "node database error");
+	st_kv_set(S.db, "autostop_fired", NULL);
 	if (idle < 0) {
 		st_kv_set(S.db, "autostop_idle_minutes", NULL);
 	} else {
