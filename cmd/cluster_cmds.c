@@ -14,6 +14,7 @@
 #include "cmd/cmd.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
 #include "lib/banned.h"
@@ -70,9 +71,14 @@ const char cmd_start_usage[] =
         "allocation cannot be stopped (use down).\n";
 
 const char cmd_autostop_usage[] =
-        "usage: skiff autostop CLUSTER -i IDLE_MINUTES [--down] | --cancel\n"
+        "usage: skiff autostop CLUSTER [-i IDLE_MINUTES] [--down]\n"
+        "                      [--wait-for jobs_and_ssh|jobs|none] | --cancel\n"
         "\n"
-        "Sets (or cancels) autostop on every node of the cluster.\n";
+        "Stops (--down: tears down) the cluster once it has been idle for IDLE_MINUTES (5;\n"
+        "with --down alone, 1): no job that has not ended and, with jobs_and_ssh (the\n"
+        "default), no login session on the head; jobs: only jobs count; none: stop at\n"
+        "the deadline whatever runs. The cluster decides by itself; 'skiff status' shows\n"
+        "what it did. --cancel turns it off.\n";
 
 const char cmd_ssh_usage[] =
         "usage: skiff ssh CLUSTER [COMMAND...]\n"
@@ -140,6 +146,10 @@ static void status_json(const struct eng_cluster *v, size_t n, struct buf *out)
 			json_int(&j, c->autostop_minutes);
 			json_key(&j, "down");
 			json_bool(&j, c->autostop_down);
+			json_key(&j, "wait_for");
+			json_str(&j, c->autostop_wait_for && *c->autostop_wait_for
+			                     ? c->autostop_wait_for
+			                     : "jobs_and_ssh");
 			json_obj_end(&j);
 		}
 		json_key(&j, "launched_at");
@@ -557,7 +567,7 @@ int cmd_start(int argc, char **argv)
 int cmd_autostop(int argc, char **argv)
 {
 	struct st_db *ldb;
-	const char *name = NULL;
+	const char *name = NULL, *wait_for = NULL;
 	long minutes = -2;
 	int down = 0, cancel = 0, a, rc;
 
@@ -568,6 +578,14 @@ int cmd_autostop(int argc, char **argv)
 				return usage_error("autostop", "bad minutes '%s'", argv[a]);
 		} else if (!strcmp(argv[a], "--down")) {
 			down = 1;
+		} else if (!strcmp(argv[a], "--wait-for") && a + 1 < argc) {
+			if (!task_wait_for_valid(argv[++a]))
+				return usage_error(
+				        "autostop",
+				        "bad --wait-for '%s': expected jobs_and_ssh, jobs or "
+				        "none",
+				        argv[a]);
+			wait_for = argv[a];
 		} else if (!strcmp(argv[a], "--cancel")) {
 			cancel = 1;
 		} else if (!strcmp(argv[a], "-y") || !strcmp(argv[a], "--yes")) {
@@ -586,7 +604,7 @@ int cmd_autostop(int argc, char **argv)
 		minutes = down ? 1 : 5;
 	if (open_ldb(&ldb))
 		return EXIT_FAIL;
-	rc = eng_autostop(ldb, name, (int)minutes, down) ? EXIT_FAIL : EXIT_OK;
+	rc = eng_autostop(ldb, name, (int)minutes, down, wait_for) ? EXIT_FAIL : EXIT_OK;
 	if (rc == EXIT_OK && minutes >= 0)
 		printf("autostop for %s: %s after %ld idle minute(s)\n", name,
 		       down ? "down" : "stop", minutes);

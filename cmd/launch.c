@@ -16,19 +16,21 @@
 #include "lib/banned.h"
 
 const char cmd_launch_usage[] =
-        "usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--infra INFRA]\n"
-        "                    [task flags] YAML|COMMAND...\n"
+        "usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--wait-for MODE]\n"
+        "                    [--infra INFRA] [task flags] YAML|COMMAND...\n"
         "\n"
         "Runs a task on a cluster: creates the cluster NAME (or a new one) on INFRA when it\n"
         "does not exist, copies skiff to its nodes, syncs the workdir and file mounts, runs\n"
         "setup on every node and run on num_nodes nodes, and follows the logs. On an\n"
-        "existing cluster it re-syncs and runs setup and run again.\n"
+        "existing cluster it re-syncs and runs setup and run again; a stopped one is started\n"
+        "first.\n"
         "\n"
         "  -c, --cluster NAME   the cluster (default: a new name)\n"
         "  -d, --detach-run     submit and return; do not follow the logs\n"
         "  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
         "  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
         "  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
+        "  --wait-for MODE      what keeps it busy: jobs_and_ssh (default), jobs, none\n"
         "  --infra INFRA        local (default), ssh/POOL, podman[/POOL], docker[/POOL],\n"
         "                       k8s[/CONTEXT[/NAMESPACE]], slurm[/PARTITION]\n"
         "\n"
@@ -50,6 +52,7 @@ struct launch_opts {
 	int detach;
 	int idle_minutes; /* -1: not given */
 	int down;
+	const char *wait_for; /* NULL: not given */
 	int exec;
 };
 
@@ -89,6 +92,11 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			lo->idle_minutes = v ? (int)v : 1; /* as SkyPilot: 0 means 1 */
 		} else if (!lo->exec && !strcmp(a, "--down")) {
 			lo->down = 1;
+		} else if (!lo->exec && !strcmp(a, "--wait-for")) {
+			if (++i >= argc || !task_wait_for_valid(argv[i]))
+				return usage_error("launch", "%s needs jobs_and_ssh, jobs or none",
+				                   a);
+			lo->wait_for = argv[i];
 		} else if (!lo->exec && !strcmp(a, "--infra")) {
 			if (++i >= argc)
 				return usage_error("launch",
@@ -178,6 +186,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	req.exec = lo->exec;
 	req.detach = lo->detach;
 	req.idle_minutes = lo->idle_minutes;
+	req.wait_for = lo->wait_for;
 	req.down = lo->down;
 	r = eng_launch(ldb, &req, &res);
 	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE : r ? EXIT_FAIL : res.rc;

@@ -1,6 +1,7 @@
 #include "lib/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@ static int log_fd = 2;
 static int log_stamps;
 static const char *log_prog = "skiff";
 static unsigned long errors;
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_error[512];
 
 void log_set_level(enum log_level lvl)
 {
@@ -28,6 +31,15 @@ enum log_level log_get_level(void)
 unsigned long log_error_count(void)
 {
 	return errors;
+}
+
+void log_last_error(char *out, size_t size)
+{
+	if (!size)
+		return;
+	pthread_mutex_lock(&last_lock);
+	snprintf(out, size, "%s", last_error);
+	pthread_mutex_unlock(&last_lock);
 }
 
 void log_count_error(void)
@@ -90,6 +102,14 @@ static void emit(enum log_level lvl, const char *fmt, va_list ap, const char *su
 		n = sizeof(line) - 5;
 		memcpy(line + n, "...", 3);
 		n += 3;
+	}
+	if (lvl == LOG_ERROR) {
+		const char *text = strstr(line, tag[LOG_ERROR]);
+
+		text = text ? text + strlen(tag[LOG_ERROR]) : line;
+		pthread_mutex_lock(&last_lock);
+		snprintf(last_error, sizeof(last_error), "%.*s", (int)(line + n - text), text);
+		pthread_mutex_unlock(&last_lock);
 	}
 	line[n++] = '\n';
 	while (n) {

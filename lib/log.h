@@ -11,6 +11,7 @@
  */
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SKIFF_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -21,6 +22,12 @@ void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
 /* How many error messages this process has produced (printed or not): see cmd/main.c. */
 unsigned long log_error_count(void);
+/*
+ * The text of the last error message (without "skiff: error: "), from any thread, into
+ * out (size bytes, always terminated; "" when there was none): for a summary of several
+ * attempts that each printed their own error as it came.
+ */
+void log_last_error(char *out, size_t size);
 /* Counts an error printed in a form of its own ("FILE:LINE:COL: message"). */
 void log_count_error(void);
 /* Messages go to fd (default 2). With timestamps set, each line starts with an ISO time

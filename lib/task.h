@@ -79,6 +79,9 @@ struct task_job_recovery {
 
 #define TASK_AUTOSTOP_DEFAULT_MINUTES 5
 
+/* Whether s is one of autostop's wait_for modes: jobs_and_ssh, jobs, none. */
+int task_wait_for_valid(const char *s);
+
 struct task_autostop {
 	int set;
 	int enabled; /* `false` turns autostop off */

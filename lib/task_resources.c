@@ -43,6 +43,16 @@ static const char *const network_tiers[] = {"standard", "best"};
 static const char *const recovery_strategies[] = {"FAILOVER", "EAGER_NEXT_REGION", "NONE"};
 static const char *const wait_for_modes[] = {"jobs_and_ssh", "jobs", "none"};
 
+int task_wait_for_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < ARRAY_SIZE(wait_for_modes); i++)
+		if (!strcmp(s, wait_for_modes[i]))
+			return 1;
+	return 0;
+}
+
 /* One alternative while it is being parsed: accelerators may still hold several choices. */
 struct rp {
 	struct task_resources r;

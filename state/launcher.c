@@ -86,6 +86,8 @@ static const char *const migrations[] = {
         "ALTER TABLE cluster_jobs ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
         /* and a managed job's task overrides as data (task_overrides_encode()) */
         "ALTER TABLE managed_jobs ADD COLUMN overrides BLOB;",
+        /* 5 -> 6: what autostop waits for (SkyPilot's --wait-for); '': the node's default */
+        "ALTER TABLE clusters ADD COLUMN autostop_wait_for TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -127,6 +129,7 @@ void cluster_free(struct cluster *c)
 	free(c->resources);
 	free(c->last_task);
 	free(c->head_ip);
+	free(c->autostop_wait_for);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -206,7 +209,7 @@ static char *col_dup(sqlite3_stmt *st, int i)
 
 #define CLUSTER_COLS                                                                               \
 	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
-	"autostop_down, last_task, head_ip"
+	"autostop_down, last_task, head_ip, autostop_wait_for"
 
 static void load_cluster(sqlite3_stmt *st, struct cluster *c)
 {
@@ -222,6 +225,7 @@ static void load_cluster(sqlite3_stmt *st, struct cluster *c)
 	c->autostop_down = sqlite3_column_int(st, 8);
 	c->last_task = col_dup(st, 9);
 	c->head_ip = col_dup(st, 10);
+	c->autostop_wait_for = col_dup(st, 11);
 }
 
 /* 1 if the cluster exists, 0 if not, or an error. */
@@ -512,16 +516,19 @@ int st_cluster_set_status(struct st_db *db, const char *name, unsigned from_mask
 	return r < 0 ? r : r ? -ESTALE : -ENOENT;
 }
 
-int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down)
+int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down,
+                            const char *wait_for)
 {
-	sqlite3_stmt *st = st_prepare(db, "UPDATE clusters SET autostop_minutes = ?, "
-	                                  "autostop_down = ? WHERE name = ?");
+	sqlite3_stmt *st =
+	        st_prepare(db, "UPDATE clusters SET autostop_minutes = ?, "
+	                       "autostop_down = ?, autostop_wait_for = ? WHERE name = ?");
 
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, minutes < 0 ? -1 : minutes);
 	st_bind_int(st, 2, minutes < 0 ? 0 : !!down);
-	st_bind_text(st, 3, name);
+	st_bind_text(st, 3, minutes < 0 || !wait_for ? "" : wait_for);
+	st_bind_text(st, 4, name);
 	return changed_or_enoent(db, st_step_done(db, st));
 }
 

@@ -44,16 +44,17 @@ int cluster_status_parse(const char *name);  /* -1 if not a status */
 
 struct cluster {
 	char *name;
-	char *infra;          /* canonical infra spec: "local", "ssh/POOL" */
-	int status;           /* enum cluster_status */
-	int num_nodes;        /* >= 1: the rows in cluster_nodes */
-	char *resources;      /* display text for `status`, e.g. "2x(cpus=4, H100:1)" */
-	double created_at;    /* epoch seconds: the row was created */
-	double launched_at;   /* epoch seconds: the last time it became UP; 0: never */
-	int autostop_minutes; /* -1: off */
-	int autostop_down;    /* 1: autodown instead of autostop */
-	char *last_task;      /* the entry point (YAML path or command) last launched or exec'd */
-	char *head_ip;        /* rank 0's address; "" until known */
+	char *infra;             /* canonical infra spec: "local", "ssh/POOL" */
+	int status;              /* enum cluster_status */
+	int num_nodes;           /* >= 1: the rows in cluster_nodes */
+	char *resources;         /* display text for `status`, e.g. "2x(cpus=4, H100:1)" */
+	double created_at;       /* epoch seconds: the row was created */
+	double launched_at;      /* epoch seconds: the last time it became UP; 0: never */
+	int autostop_minutes;    /* -1: off */
+	int autostop_down;       /* 1: autodown instead of autostop */
+	char *autostop_wait_for; /* jobs_and_ssh, jobs, none; "": the node's default */
+	char *last_task; /* the entry point (YAML path or command) last launched or exec'd */
+	char *head_ip;   /* rank 0's address; "" until known */
 };
 
 void cluster_free(struct cluster *c);            /* releases the strings; c itself is not freed */
@@ -140,8 +141,10 @@ int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node 
  * status was not in from_mask (not printed: the caller decides).
  */
 int st_cluster_set_status(struct st_db *db, const char *name, unsigned from_mask, int status);
-/* minutes -1 turns autostop off (down is then stored as 0). 0 or -ENOENT. */
-int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down);
+/* minutes -1 turns autostop off (down is then stored as 0, wait_for as ""); wait_for NULL
+ * is "". 0 or -ENOENT. */
+int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int down,
+                            const char *wait_for);
 int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip);
 int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint);
 /* Records the binary installed on one node (after bootstrap). 0 or -ENOENT. */

@@ -48,6 +48,7 @@
 enum infra_kind { INFRA_LOCAL, INFRA_SSH, INFRA_PODMAN, INFRA_DOCKER, INFRA_K8S, INFRA_SLURM };
 
 struct task;
+struct task_resources;
 struct infra;
 struct clive;
 struct buf;
@@ -105,11 +106,17 @@ struct infra_ops {
 	int (*stop)(const struct infra *inf, const char *cluster);
 	int (*start)(const struct infra *inf, struct st_db *ldb, const char *cluster);
 	/*
-	 * The script a node runs when autostop fires (hooks/stop, or hooks/down with down),
-	 * for rank `rank` of cluster cl; the caller frees it. NULL: the node's own default
-	 * (its supervisor stops, and says so to the launcher's next look).
+	 * Autostop is the head's (rank 0) call: every job has a rank there, so the head is
+	 * idle exactly when the cluster is. idle_hook is the script the head runs when it
+	 * fires (hooks/stop, or hooks/down with down; the caller frees it); NULL, or no
+	 * idle_hook: the node's default, its jobs cancelled and its supervisor stopped. The
+	 * other nodes always get the default; the launcher's next look finishes the stop or
+	 * the down on all of them.
 	 */
-	char *(*idle_hook)(const struct infra *inf, const struct clive *cl, int rank, int down);
+	char *(*idle_hook)(const struct clive *cl, int down);
+	/* 1 once the head's hook has stopped what holds it (its container exited, the
+	 * allocation released), 0 while it runs, < 0 unknown (then the head is asked). */
+	int (*hook_fired)(struct st_db *ldb, const struct clive *cl);
 };
 
 /* The infra named name ("kubernetes" is k8s), or NULL. */
@@ -156,11 +163,11 @@ struct infra {
 	char *image;
 	char *context, *ns;
 	/*
-	 * slurm: pool is the partition (NULL: Slurm's default). task: whose resources salloc
-	 * asks for (cpus, memory, accelerators per node), set by the launcher before
+	 * slurm: pool is the partition (NULL: Slurm's default). res: the resource alternative
+	 * salloc asks for (cpus, memory, accelerators per node), set by the launcher before
 	 * infra_pick_nodes(); NULL: one CPU per node. Not owned.
 	 */
-	const struct task *task;
+	const struct task_resources *res;
 };
 
 /*

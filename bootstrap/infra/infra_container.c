@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
+#include "bootstrap/launch/cluster.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/self.h"
@@ -533,6 +534,53 @@ static int container_start(const struct infra *inf, struct st_db *ldb, const cha
 	return rc;
 }
 
+/*
+ * The state of the cluster's head container when skiff started it ("running",
+ * "exited"...; the caller frees it), or NULL for a container of a pool (or when the
+ * engine cannot say: printed).
+ */
+static char *head_started_state(const struct clive *cl)
+{
+	struct infra inf;
+	char **names = NULL, *st = NULL, *ip = NULL;
+	size_t n = 0, i;
+
+	if (!cl->n || infra_parse(cl->infra, &inf))
+		return NULL;
+	if (!cluster_containers(&inf, cl->name, &names, &n))
+		for (i = 0; i < n && !st; i++)
+			if (!strcmp(names[i], cl->nodes[0].r->name) &&
+			    inspect(engine_of(&inf), names[i], &st, &ip))
+				st = NULL;
+	free_lines(names, n);
+	free(ip);
+	infra_release(&inf);
+	return st;
+}
+
+/* A container skiff started ends when its PID 1 (`skiff init`) does. */
+static char *container_idle_hook(const struct clive *cl, int down)
+{
+	char *st = head_started_state(cl);
+
+	(void)down;
+	if (!st)
+		return NULL;
+	free(st);
+	return xstrdup("#!/bin/sh\n# skiff, container infra: autostop ends the container (its "
+	               "PID 1 is skiff init)\nkill -TERM 1\n");
+}
+
+static int container_hook_fired(struct st_db *ldb, const struct clive *cl)
+{
+	char *st = head_started_state(cl);
+	int r = st ? strcmp(st, "running") != 0 : -1;
+
+	(void)ldb;
+	free(st);
+	return r;
+}
+
 static int podman_parse(const char *rest, const char *spec, struct infra *out)
 {
 	return parse_engine(INFRA_PODMAN, rest, spec, out);
@@ -578,6 +626,8 @@ const struct infra_ops infra_podman_ops = {
         .teardown = container_teardown,
         .stop = container_stop,
         .start = container_start,
+        .idle_hook = container_idle_hook,
+        .hook_fired = container_hook_fired,
 };
 
 const struct infra_ops infra_docker_ops = {
@@ -593,4 +643,6 @@ const struct infra_ops infra_docker_ops = {
         .teardown = container_teardown,
         .stop = container_stop,
         .start = container_start,
+        .idle_hook = container_idle_hook,
+        .hook_fired = container_hook_fired,
 };

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "bootstrap/infra/infra_internal.h"
+#include "bootstrap/launch/cluster.h"
 #include "lib/buf.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -376,6 +377,69 @@ static int k8s_teardown(const struct infra *inf, struct st_db *ldb, struct clive
 	return k8s_remove(inf, cluster);
 }
 
+/*
+ * The phase of the cluster's head pod when skiff created it ("Running", "Succeeded"...;
+ * the caller frees it), or NULL for a pod it did not create, or when kubectl cannot say.
+ */
+static char *head_created_phase(const struct clive *cl)
+{
+	struct infra inf;
+	char *id, *sel, *p, *line, *phase = NULL;
+	struct buf out = BUF_INIT(K8S_OUT_MAX);
+	const char *args[] = {
+	        "get", "pods",
+	        "-l",  NULL,
+	        "-o",  "jsonpath={range .items[*]}{.metadata.name} {.status.phase}{\"\\n\"}{end}",
+	        NULL};
+
+	if (!cl->n || infra_parse(cl->infra, &inf))
+		return NULL;
+	id = infra_launcher_id();
+	sel = xasprintf("skiff.managed=1,skiff.cluster=%s,skiff.launcher=%s", cl->name, id);
+	args[3] = sel;
+	if (!kubectl(&inf, args, NULL, &out)) {
+		p = out.p;
+		while (!phase && (line = strsep(&p, "\n"))) {
+			char *sp = strchr(line, ' ');
+
+			if (sp && (size_t)(sp - line) == strlen(cl->nodes[0].r->name) &&
+			    !strncmp(line, cl->nodes[0].r->name, (size_t)(sp - line)))
+				phase = xstrdup(sp + 1);
+		}
+	}
+	buf_release(&out);
+	free(sel);
+	free(id);
+	infra_release(&inf);
+	return phase;
+}
+
+/* A pod skiff created ends when its PID 1 (`skiff init`) does (restartPolicy Never). */
+static char *k8s_idle_hook(const struct clive *cl, int down)
+{
+	char *phase = head_created_phase(cl);
+
+	(void)down;
+	if (!phase)
+		return NULL;
+	free(phase);
+	return xstrdup("#!/bin/sh\n# skiff, k8s infra: autostop ends the pod (its PID 1 is skiff "
+	               "init)\nkill -TERM 1\n");
+}
+
+static int k8s_hook_fired(struct st_db *ldb, const struct clive *cl)
+{
+	char *phase = head_created_phase(cl);
+	int r = !phase                                                    ? -1
+	        : !strcmp(phase, "Running")                               ? 0
+	        : !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed") ? 1
+	                                                                  : -1;
+
+	(void)ldb;
+	free(phase);
+	return r;
+}
+
 /* Pods: what one launcher follows sensibly; a namespace's quota says the rest. */
 #define K8S_MAX_NODES 1024
 
@@ -391,4 +455,6 @@ const struct infra_ops infra_k8s_ops = {
         .unpick = k8s_unpick,
         .runner = k8s_runner,
         .teardown = k8s_teardown,
+        .idle_hook = k8s_idle_hook,
+        .hook_fired = k8s_hook_fired,
 };

@@ -161,10 +161,9 @@ static long ceil_pos(double x)
 	return (double)n < x ? n + 1 : n;
 }
 
-/* salloc's resource flags from the task's first resources: per node, one task. */
-static void salloc_resources(const struct task *t, struct argv *av)
+/* salloc's resource flags from a resource alternative: per node, one task. */
+static void salloc_resources(const struct task_resources *res, struct argv *av)
 {
-	const struct task_resources *res = t && t->nres ? &t->res[0] : NULL;
 	const char *limit = getenv("SKIFF_SLURM_TIME");
 	double cpus = 1, mem = 0;
 
@@ -346,7 +345,7 @@ static int slurm_pick(struct infra *inf, struct st_db *ldb, const char *cluster,
 	if (inf->pool)
 		argv_pushf(&av, "--partition=%s", inf->pool);
 	argv_pushf(&av, "--nodes=%d", num_nodes);
-	salloc_resources(inf->task, &av);
+	salloc_resources(inf->res, &av);
 	debug("cluster %s: salloc for %d node(s) on %s", cluster, num_nodes, inf->spec);
 	/* salloc waits until Slurm grants the allocation; Ctrl-C withdraws the request. */
 	r = slurm_cmd(av.v, NULL, &err, &code);
@@ -480,27 +479,15 @@ static void host_stop(pid_t pid)
 		poll_ms(10);
 }
 
-/*
- * The host step: installs the node's autostop hooks (stop and down both release the
- * allocation: an allocation cannot be paused), then becomes `skiff init`. %1$s is the
- * job id (digits), %2$s the binary's shell word.
- */
-static const char host_fmt[] =
-        "h=\"$HOME/.skiff/hooks\"\n"
-        "(umask 077 && mkdir -p \"$h\") || exit 1\n"
-        "for w in stop down; do\n"
-        "\tprintf '#!/bin/sh\\n# skiff, slurm infra: autostop releases the allocation\\n"
-        "exec scancel %1$s\\n' >\"$h/$w.tmp\" &&\n"
-        "\t\tchmod 700 \"$h/$w.tmp\" && mv -f \"$h/$w.tmp\" \"$h/$w\" || exit 1\n"
-        "done\n"
-        "exec %2$s init\n";
+/* The host step becomes `skiff init`. %1$s is the binary's shell word. */
+static const char host_fmt[] = "exec %1$s init\n";
 
 /* Starts `skiff init` in a step of its own on node nd; records its srun's pid. */
 static int host_start(struct cnode *nd, const char *pidfile, const char *logfile)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct argv av;
-	char *script = xasprintf(host_fmt, runner_slurm_job(nd->r), nd->exe);
+	char *script = xasprintf(host_fmt, nd->exe);
 	char line[64];
 	pid_t pid;
 	int fd, r, len;
@@ -783,6 +770,29 @@ static int slurm_teardown(const struct infra *inf, struct st_db *ldb, struct cli
 	return r;
 }
 
+/* The head's autostop releases the allocation, stop or down: it cannot be paused. */
+static char *slurm_idle_hook(const struct clive *cl, int down)
+{
+	const char *job = cl->n ? runner_slurm_job(cl->nodes[0].r) : NULL;
+
+	(void)down;
+	if (!job)
+		return NULL;
+	return xasprintf("#!/bin/sh\n# skiff, slurm infra: autostop releases the allocation\n"
+	                 "exec scancel %s\n",
+	                 job);
+}
+
+static int slurm_hook_fired(struct st_db *ldb, const struct clive *cl)
+{
+	struct buf job = BUF_INIT(0), state = BUF_INIT(0);
+	int r = infra_slurm_cluster_state(ldb, cl->name, &job, &state);
+
+	buf_release(&job);
+	buf_release(&state);
+	return r < 0 ? r : !r;
+}
+
 static int slurm_busy(struct clive *cl)
 {
 	return infra_slurm_busy(cl);
@@ -805,4 +815,6 @@ const struct infra_ops infra_slurm_ops = {
         .busy = slurm_busy,
         .alive = slurm_alive,
         .teardown = slurm_teardown,
+        .idle_hook = slurm_idle_hook,
+        .hook_fired = slurm_hook_fired,
 };

@@ -35,6 +35,8 @@ struct eng_launch {
 	int detach;              /* return once submitted: do not follow the logs */
 	int idle_minutes;        /* autostop after this many idle minutes; -1: as it is */
 	int down;                /* autodown (with idle_minutes, or alone: one minute) */
+	const char *wait_for;    /* what autostop waits for (jobs_and_ssh, jobs, none); NULL:
+	                            the default, jobs_and_ssh */
 	int log_fd;              /* where the followed logs go (default 1 when 0) */
 	/* For the managed-jobs controller; 0 / NULL otherwise. */
 	const char *task_id; /* SKYPILOT_TASK_ID; NULL: sky-TIME_CLUSTER_JOB */
@@ -159,8 +161,12 @@ enum eng_down_result {
 int eng_down(struct st_db *ldb, const char *name, int keep);
 /* Starts a stopped cluster again: its containers, then its supervisors. 0 or -errno. */
 int eng_start(struct st_db *ldb, const char *name);
-/* Autostop after `minutes` idle (-1: off), or autodown. 0 or -errno. */
-int eng_autostop(struct st_db *ldb, const char *name, int minutes, int down);
+/*
+ * Autostop after `minutes` idle (-1: off), or autodown; wait_for as in struct eng_launch.
+ * The cluster's head decides, by itself; `status` (and launch, exec) learn what it did.
+ * 0 or -errno.
+ */
+int eng_autostop(struct st_db *ldb, const char *name, int minutes, int down, const char *wait_for);
 
 /*
  * The cluster's lock (lib/lock.h): waits for its holder, saying once who it is. The fd

@@ -7,10 +7,9 @@
 
 /* The live view of a loaded cluster (runners for its booked nodes). */
 int eng_open_cluster(struct st_db *ldb, const struct cluster *c, struct clive *cl);
-/* "2x[cpus=4, H100:1]"-style display text of a task's resources. */
-void eng_resources_text(const struct task *t, int nodes, char *out, size_t size);
-/* Autostop on every node (minutes < 0: off), and in the launcher db. */
-int eng_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down);
+/* Autostop on every node (minutes < 0: off), and in the launcher db (autostop.c). */
+int eng_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down,
+                     const char *wait_for);
 
 /*
  * A cluster job whose ranks' ids are not all recorded (eng_settle_submit()):
@@ -37,7 +36,30 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 /* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
 void eng_start_gang_watch(const char *cluster, int64_t job);
 
+/* eng_lock_cluster() that does not wait: -EBUSY while another holds it. */
+int eng_trylock_cluster(const char *name, const char *what);
+
+enum eng_down_flags {
+	ENG_DL_KEEP = 1 << 0,         /* stop: the nodes stay booked */
+	ENG_DL_HEAD_STOPPED = 1 << 1, /* autostop stopped the head already: the others only */
+};
 /* eng_down() of a cluster whose lock the caller holds. */
-int eng_down_locked(struct st_db *ldb, const char *name, int keep);
+int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags);
+
+/*
+ * What the infra starts again beyond the supervisors (the containers skiff started); c
+ * and cl are loaded again (a container may come back with another address). 0, or -1
+ * (printed).
+ */
+int eng_start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl);
+
+/*
+ * The launcher's look at a cluster whose autostop is set (autostop.c): when its head
+ * stopped it (or tore it down), the stop or the down is finished on every node and
+ * recorded, said on stderr. 0, or -errno (printed); a cluster another command holds is
+ * not looked at (_locked: the caller holds its lock).
+ */
+int eng_autostop_look(struct st_db *ldb, const char *name);
+int eng_autostop_look_locked(struct st_db *ldb, const char *name);
 
 #endif

@@ -25,6 +25,7 @@
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/progress.h"
+#include "bootstrap/launch/resources.h"
 #include "bootstrap/renv/renv.h"
 #include "lib/exit.h"
 #include "lib/json.h"
@@ -42,7 +43,6 @@
 /* Random bytes in a cluster job's submit key (hex: twice as many characters). */
 #define SUBMIT_KEY_BYTES 16
 /* What a task that declares no CPUs reserves on each node (SkyPilot's 0.5). */
-#define ENG_DEFAULT_CPUS 0.5
 
 /* SkyPilot's SKYPILOT_CLUSTER_INFO for an infra spec. */
 static char *cluster_info(const char *cluster, const char *infra)
@@ -72,39 +72,38 @@ static void add_env(struct msg *m, const char *k, const char *v)
 	msg_addf(m, "env", "%s=%s", k, v);
 }
 
-/* One rank's submit message: the task's scripts, envs and resources plus the gang envs. */
-static void build_spec(struct msg *m, const struct task *t, const struct clive *cl, int rank,
-                       int nranks, const struct cluster_job *cj, const char *task_id,
-                       int with_setup, double default_cpus)
+/*
+ * One rank's submit message: the task's scripts, envs and resources plus the gang envs.
+ * Ranks 0..nranks-1 run the task (setup, then run); ranks nranks..nsetup-1, the rest of
+ * the cluster's nodes, run its setup only, as SkyPilot runs setup on every node.
+ */
+static void build_spec(struct msg *m, const struct task *t, const struct task_resources *res,
+                       const struct clive *cl, int rank, int nranks, int nsetup,
+                       const struct cluster_job *cj, const char *task_id, int with_setup,
+                       double default_cpus)
 {
 	int64_t cluster_job = cj->id;
-	const struct task_resources *res = t->nres ? &t->res[0] : NULL;
-	struct buf ips = BUF_INIT(0);
+	struct buf ips = BUF_INIT(0), setup_ips = BUF_INIT(0);
 	char num[32];
 	char *info = cluster_info(cl->name, cl->infra);
-	double cpus = default_cpus, mem = 0;
-	int gpus = 0, i;
+	struct eng_res ask = eng_job_ask(res, default_cpus);
+	int i;
 	size_t k;
 
-	if (res && res->cpus.text)
-		cpus = res->cpus.value;
-	if (res && res->memory.text)
-		mem = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus
-		                                       : res->memory.value;
-	if (res && res->accel.name)
-		gpus = (int)ceil(res->accel.count);
 	msg_add(m, "op", "submit");
 	/* The node keeps one job per key: a retried or settled submit never runs twice. */
 	msg_addf(m, "submit_key", "%s/%d", cj->submit_key, rank);
 	msg_add(m, "name", t->name ? t->name : "");
-	msg_addf(m, "cpus", "%g", cpus);
-	msg_addf(m, "memory", "%g", mem);
-	msg_add_int(m, "gpus", gpus);
+	msg_addf(m, "cpus", "%g", ask.cpus);
+	msg_addf(m, "memory", "%g", ask.memory);
+	msg_add_int(m, "gpus", ask.gpus);
 	if (res && (res->set & TR_PRIORITY))
 		msg_add_int(m, "priority", res->priority);
 	if (with_setup && t->setup)
 		msg_add(m, "setup", t->setup);
-	if (t->run)
+	if (rank >= nranks)
+		; /* setup only */
+	else if (t->run)
 		msg_add(m, "run", t->run);
 	else if (!with_setup || !t->setup)
 		msg_add(m, "run", "true");
@@ -118,6 +117,8 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
 	for (i = 0; i < nranks; i++)
 		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
+	for (i = 0; i < nsetup; i++)
+		buf_addf(&setup_ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
 	for (i = 0; i < 2; i++) {
 		const char *p = i ? "SKIFF_" : "SKYPILOT_";
 		char key[64];
@@ -130,11 +131,11 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 		xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
 		add_env(m, key, ips.p);
 		xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
-		add_env(m, key, ips.p);
+		add_env(m, key, setup_ips.p);
 		xsnprintf(num, sizeof(num), "%d", nranks);
 		xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
 		add_env(m, key, num);
-		xsnprintf(num, sizeof(num), "%d", gpus);
+		xsnprintf(num, sizeof(num), "%d", ask.gpus);
 		xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
 		add_env(m, key, num);
 		xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
@@ -148,6 +149,7 @@ static void build_spec(struct msg *m, const struct task *t, const struct clive *
 	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
 	add_env(m, "SKIFF_CLUSTER", cl->name);
 	buf_release(&ips);
+	buf_release(&setup_ips);
 	free(info);
 }
 
@@ -249,12 +251,13 @@ static void *rank_submit_thread(void *arg)
 }
 
 /*
- * Submits the job on ranks 0..nranks-1, all at once (a thread per rank, as
- * cl_bootstrap() does); records it in the launcher db. f non-NULL (an array of nranks):
- * each rank is submitted and followed in one round trip, f[i].pid > 0 then.
+ * Submits the job on ranks 0..nranks-1 (and, with its setup, on the cluster's other
+ * nodes as setup-only ranks), all at once (a thread per rank, as cl_bootstrap() does);
+ * records it in the launcher db. f non-NULL (one per node): each rank is submitted and
+ * followed in one round trip, f[i].pid > 0 then.
  */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_launch *req,
-                      int64_t *cluster_job, struct cl_follower *f)
+                      const struct task_resources *res, int64_t *cluster_job, struct cl_follower *f)
 {
 	const struct task *t = req->task;
 	const char *entry = req->entrypoint ? req->entrypoint : "";
@@ -264,7 +267,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	struct rank_submit *rs;
 	struct step st;
 	char task_id[160], stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
-	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, i, r, e;
+	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, nsub, i, r, e;
 	time_t now = time(NULL);
 	struct renv_launch rl;
 	struct tm tm;
@@ -272,8 +275,10 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if ((size_t)nranks > cl->n)
 		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
 		             cl->n);
+	/* Setup runs on every node of the cluster; run on the first nranks. */
+	nsub = with_setup && t->setup ? (int)cl->n : nranks;
 	cj.name = t->name ? t->name : "";
-	cj.num_nodes = nranks;
+	cj.num_nodes = nsub;
 	cj.node_job_ids = "";
 	cj.log_dir = "";
 	cj.entrypoint = (char *)entry;
@@ -296,19 +301,19 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if (req->task_id)
 		xsnprintf(task_id, sizeof(task_id), "%s", req->task_id);
 	step_begin(&st, "submit");
-	rs = xcalloc((size_t)nranks, sizeof(*rs));
-	for (i = 0; i < nranks; i++) {
+	rs = xcalloc((size_t)nsub, sizeof(*rs));
+	for (i = 0; i < nsub; i++) {
 		rs[i].nd = &cl->nodes[i];
 		rs[i].rl = &rl;
 		rs[i].f = f ? &f[i] : NULL;
 		msg_init(&rs[i].m);
-		build_spec(&rs[i].m, t, cl, i, nranks, &cj, task_id, with_setup,
+		build_spec(&rs[i].m, t, res, cl, i, nranks, nsub, &cj, task_id, with_setup,
 		           req->no_default_cpus ? 0 : ENG_DEFAULT_CPUS);
 	}
-	if (nranks == 1) {
+	if (nsub == 1) {
 		rank_submit(&rs[0]);
 	} else {
-		for (i = 0; i < nranks; i++) {
+		for (i = 0; i < nsub; i++) {
 			e = pthread_create(&rs[i].th, NULL, rank_submit_thread, &rs[i]);
 			if (e) {
 				rs[i].r = error("cannot start a thread to submit to node %s: %s",
@@ -317,17 +322,17 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 			}
 			rs[i].started = 1;
 		}
-		for (i = 0; i < nranks; i++)
+		for (i = 0; i < nsub; i++)
 			if (rs[i].started)
 				pthread_join(rs[i].th, NULL);
 	}
-	for (i = 0, r = 0; i < nranks && !r; i++) {
+	for (i = 0, r = 0; i < nsub && !r; i++) {
 		if (rs[i].r == -ENOEXEC) {
 			/* Its skiff was removed behind our back: put it back, once. */
 			r = bootstrap_nodes(ldb, cl);
 			if (r)
 				break;
-			for (int k = i; k < nranks; k++)
+			for (int k = i; k < nsub; k++)
 				if (rs[k].r == -ENOEXEC) {
 					rank_submit(&rs[k]);
 					if (rs[k].r == -ENOEXEC)
@@ -339,7 +344,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		}
 		r = rs[i].r;
 	}
-	for (i = 0; i < nranks; i++) {
+	for (i = 0; i < nsub; i++) {
 		msg_release(&rs[i].m);
 		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
 		/*
@@ -365,9 +370,13 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		      (long long)cj.id);
 		goto out;
 	}
-	step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
+	if (nsub > nranks)
+		step_done(&st, "job %lld on %d node(s), its setup on all %d", (long long)cj.id,
+		          nranks, nsub);
+	else
+		step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
 	*cluster_job = cj.id;
-	if (nranks > 1)
+	if (nsub > 1)
 		eng_start_gang_watch(cl->name, cj.id);
 out:
 	renv_launch_release(&rl);
@@ -389,16 +398,16 @@ static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 	buf_release(&b);
 }
 
-/* Creates the cluster: pick and book nodes (status INIT). */
+/* Creates the cluster for resource alternative res: pick and book nodes (status INIT). */
 static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
-                          const struct task *t, const char *entry)
+                          const struct task *t, const struct task_resources *res, const char *entry)
 {
 	struct infra inf;
 	struct cluster c = {0};
 	struct cluster_node *nodes = NULL;
 	struct step st;
 	int n = t->num_nodes > 0 ? (int)t->num_nodes : 1, r;
-	char res[128];
+	char text[128];
 
 	r = infra_parse(spec, &inf);
 	if (r)
@@ -407,20 +416,20 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	if (r)
 		goto out;
 	/* Container and pod infras start new nodes from the task's image (docker:IMAGE). */
-	if ((inf.ops->flags & INFRA_IMAGE) && t->nres && task_image_is_docker(t->res[0].image_id))
-		inf.image = xstrdup(t->res[0].image_id + strlen("docker:"));
-	inf.task = t; /* slurm: salloc asks for the task's resources */
+	if ((inf.ops->flags & INFRA_IMAGE) && res && task_image_is_docker(res->image_id))
+		inf.image = xstrdup(res->image_id + strlen("docker:"));
+	inf.res = res; /* slurm: salloc asks for these resources */
 	step_begin(&st, "nodes");
 	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
 	if (r) {
 		step_fail(&st);
 		goto out;
 	}
-	eng_resources_text(t, n, res, sizeof(res));
+	eng_resources_text(res, n, text, sizeof(text));
 	c.name = (char *)name;
 	c.infra = inf.spec;
 	c.status = CLUSTER_INIT;
-	c.resources = res;
+	c.resources = text;
 	c.autostop_minutes = -1;
 	c.last_task = (char *)entry;
 	c.head_ip = nodes[0].ip;
@@ -552,6 +561,215 @@ static void undo_new_cluster(struct st_db *ldb, const char *name)
 		warning("cluster %s could not be taken down: run 'skiff down %s'", name, name);
 }
 
+/* ---- resource alternatives ------------------------------------------------------------ */
+
+/* Why one alternative was not taken, for the summary when none is. */
+#define WHY_MAX 400
+
+static const struct task_resources *alternative(const struct task *t, size_t k)
+{
+	return t->nres ? &t->res[k] : NULL;
+}
+
+static size_t n_alternatives(const struct task *t)
+{
+	return t->nres ? t->nres : 1;
+}
+
+/* The infra alternative res launches on: --infra over what it names, else local. */
+static const char *alternative_infra(const struct eng_launch *req, const struct task_resources *res)
+{
+	return req->infra ? req->infra : res && res->infra ? res->infra : "local";
+}
+
+/* Each of the first n nodes' capacity, from its supervisor; -errno (printed) otherwise. */
+static int node_capacities(struct clive *cl, size_t n, struct eng_res *caps)
+{
+	struct msg req, rep;
+	size_t i;
+	int r = 0;
+
+	msg_init(&req);
+	msg_add(&req, "op", "status");
+	for (i = 0; i < n && !r; i++) {
+		r = cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS);
+		if (!r && (msg_get_double(&rep, "cpus", &caps[i].cpus) ||
+		           msg_get_double(&rep, "memory", &caps[i].memory)))
+			r = error("node %s: its supervisor did not say its capacity",
+			          cl->nodes[i].name);
+		if (!r) {
+			int64_t g = 0;
+
+			msg_get_int(&rep, "gpus", &g);
+			caps[i].gpus = (int)g;
+		}
+		msg_release(&rep);
+	}
+	msg_release(&req);
+	return r;
+}
+
+/* 0 when alternative res fits the ranks' nodes, else -ENOSPC with *why said. */
+static int check_fit(struct clive *cl, const struct eng_launch *req,
+                     const struct task_resources *res, char *why, size_t size)
+{
+	const struct task *t = req->task;
+	size_t n = t->num_nodes > 0 ? (size_t)t->num_nodes : 1;
+	struct eng_res *caps, ask = eng_job_ask(res, req->no_default_cpus ? 0 : ENG_DEFAULT_CPUS);
+	int bad, r;
+
+	if (n > cl->n) {
+		xsnprintf(why, size, "the task wants %zu nodes, the cluster has %zu", n, cl->n);
+		return -ENOSPC;
+	}
+	caps = xcalloc(n, sizeof(*caps));
+	r = node_capacities(cl, n, caps);
+	if (r) {
+		log_last_error(why, size);
+	} else if ((bad = eng_res_misfit(&ask, caps, n)) >= 0) {
+		xsnprintf(
+		        why, size,
+		        "it asks each node for %g CPUs, %g GiB and %d GPUs, but node %s has %g CPUs, "
+		        "%.1f GiB and %d GPUs",
+		        ask.cpus, ask.memory, ask.gpus, cl->nodes[bad].name, caps[bad].cpus,
+		        caps[bad].memory, caps[bad].gpus);
+		r = -ENOSPC;
+	}
+	free(caps);
+	return r;
+}
+
+/* The one error when no alternative could be taken: each, and why. */
+static int none_taken(const struct eng_launch *req, char (*why)[WHY_MAX])
+{
+	const struct task *t = req->task;
+	struct buf b = BUF_INIT(0);
+	char text[128];
+	size_t k;
+
+	if (n_alternatives(t) == 1) {
+		eng_resources_text(alternative(t, 0), t->num_nodes > 0 ? (int)t->num_nodes : 1,
+		                   text, sizeof(text));
+		return error("the task's resources (%s on %s) cannot run: %s", text,
+		             alternative_infra(req, alternative(t, 0)), why[0]),
+		       -ENOSPC;
+	}
+	buf_addf(&b, "none of the task's %zu resource alternatives can run:", n_alternatives(t));
+	for (k = 0; k < n_alternatives(t); k++) {
+		eng_resources_text(alternative(t, k), t->num_nodes > 0 ? (int)t->num_nodes : 1,
+		                   text, sizeof(text));
+		buf_addf(&b, "\n  %zu. %s on %s: %s", k + 1, text,
+		         alternative_infra(req, alternative(t, k)), why[k][0] ? why[k] : "refused");
+	}
+	error("%s", b.p);
+	buf_release(&b);
+	return -ENOSPC;
+}
+
+/*
+ * A new cluster for the first alternative that its infra can give nodes for and whose
+ * nodes fit it, bootstrapped and UP; each one that fails is taken down before the next
+ * is tried. *chosen is its index. 0, or -errno (printed; no cluster is left).
+ */
+static int launch_new(struct st_db *ldb, const char *name, const struct eng_launch *req,
+                      const char *entry, size_t *chosen)
+{
+	const struct task *t = req->task;
+	size_t n = n_alternatives(t), k;
+	char(*why)[WHY_MAX] = xcalloc(n, sizeof(*why));
+	char text[128];
+	int r = -EIO;
+
+	for (k = 0; k < n; k++) {
+		const struct task_resources *res = alternative(t, k);
+		const char *spec = alternative_infra(req, res);
+		struct cluster c;
+		struct clive cl = {0};
+
+		if (n > 1 && !req->quiet) {
+			eng_resources_text(res, t->num_nodes > 0 ? (int)t->num_nodes : 1, text,
+			                   sizeof(text));
+			fprintf(stderr, "Trying resources %zu of %zu: %s on %s\n", k + 1, n, text,
+			        spec);
+		}
+		r = create_cluster(ldb, name, spec, t, res, entry);
+		if (r == -EEXIST)
+			break; /* another's: nothing of it is ours to undo */
+		if (!r && !st_cluster_get(ldb, name, &c)) {
+			r = eng_open_cluster(ldb, &c, &cl) ? -EIO : bootstrap_nodes(ldb, &cl);
+			if (!r && (cl.ops->flags & INFRA_SHARED_HOSTS))
+				cancel_leftovers(&cl);
+			if (!r && n > 1)
+				r = check_fit(&cl, req, res, why[k], sizeof(why[k]));
+			if (!r)
+				r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
+			cluster_free(&c);
+			cl_close(&cl);
+		}
+		if (!r) {
+			*chosen = k;
+			break;
+		}
+		if (!why[k][0])
+			log_last_error(why[k], sizeof(why[k]));
+		if (n > 1 && r == -ENOSPC && !req->quiet)
+			fprintf(stderr, "  %s\n", why[k]);
+		undo_new_cluster(ldb, name);
+	}
+	if (r && r != -EEXIST && n > 1)
+		r = none_taken(req, why);
+	free(why);
+	return r;
+}
+
+/*
+ * The first alternative an existing cluster can run: one that names another infra is
+ * not (the cluster stays where it is), nor one its nodes cannot hold. 0, or -ENOSPC
+ * (printed, each alternative and why).
+ */
+static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t *chosen)
+{
+	const struct task *t = req->task;
+	size_t n = n_alternatives(t), k;
+	char(*why)[WHY_MAX];
+	int r = 0;
+
+	*chosen = 0;
+	why = xcalloc(n, sizeof(*why));
+	for (k = 0; k < n; k++) {
+		const struct task_resources *res = alternative(t, k);
+		struct infra inf;
+
+		/* An infra of "*" (and "*" with a region) asks for no infra in particular. */
+		if (!req->infra && res && res->infra && res->infra[0] != '*') {
+			int same;
+
+			if (infra_parse(res->infra, &inf)) {
+				log_last_error(why[k], sizeof(why[k]));
+				continue;
+			}
+			same = inf.ops == cl->ops && !strcmp(inf.spec, cl->infra);
+			infra_release(&inf);
+			if (!same) {
+				xsnprintf(why[k], sizeof(why[k]),
+				          "cluster %s is on %s (a new cluster can be on another)",
+				          cl->name, cl->infra);
+				continue;
+			}
+		}
+		/* One alternative alone: its nodes say whether it fits, at the submit. */
+		r = n > 1 ? check_fit(cl, req, res, why[k], sizeof(why[k])) : 0;
+		if (!r) {
+			*chosen = k;
+			break;
+		}
+	}
+	if (k == n)
+		r = none_taken(req, why);
+	free(why);
+	return r;
+}
+
 int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launched *out)
 {
 	const struct task *t = req->task;
@@ -561,8 +779,8 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	struct cl_follower *fl = NULL;
 	char *name = NULL;
 	int64_t job = 0;
-	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0;
-	size_t k;
+	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped;
+	size_t k, chosen = 0;
 
 	memset(out, 0, sizeof(*out));
 	name = req->cluster ? xstrdup(req->cluster) : infra_cluster_name_new(ldb);
@@ -577,6 +795,11 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		r = lock_fd;
 		goto out;
 	}
+	/* Its autostop may have fired: then it is stopped, or gone, before anything else. */
+	if (!st_cluster_get(ldb, name, &c)) {
+		cluster_free(&c);
+		eng_autostop_look_locked(ldb, name);
+	}
 	existed = !st_cluster_get(ldb, name, &c);
 	if (existed)
 		cluster_free(&c);
@@ -587,13 +810,10 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		goto out;
 	}
 	if (!existed) {
-		const char *spec = req->infra                   ? req->infra
-		                   : t->nres && t->res[0].infra ? t->res[0].infra
-		                                                : "local";
-
 		if (!req->quiet)
 			fprintf(stderr, "Launching cluster %s\n", name);
-		r = create_cluster(ldb, name, spec, t, entry);
+		/* Bootstrapped and UP when it returns: the rest is as for an existing one. */
+		r = launch_new(ldb, name, req, entry, &chosen);
 		if (r)
 			goto out;
 		created = 1;
@@ -610,6 +830,17 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	if (req->infra && existed && strcmp(req->infra, c.infra))
 		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, req->infra);
 	if (eng_open_cluster(ldb, &c, &cl))
+		goto out;
+	stopped = c.status == CLUSTER_STOPPED;
+	if (stopped && req->exec) {
+		r = error("cluster %s is stopped: 'skiff start %s' starts it again (or 'skiff "
+		          "launch -c %s' does, and runs the task)",
+		          name, name, name);
+		r = -EAGAIN;
+		goto out;
+	}
+	/* A stopped cluster's containers first; the bootstrap below starts its supervisors. */
+	if (stopped && eng_start_nodes(ldb, &c, &cl))
 		goto out;
 	warn_ignored_fields(t, &cl);
 	/*
@@ -629,17 +860,23 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	if (upgrade) {
 		if (bootstrap_nodes(ldb, &cl))
 			goto out;
-		if (!existed && (cl.ops->flags & INFRA_SHARED_HOSTS))
-			cancel_leftovers(&cl);
 		st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
-	} else if (cl.ops->nodes_up && cl.ops->nodes_up(&cl)) {
+	} else if (existed && cl.ops->nodes_up && cl.ops->nodes_up(&cl)) {
 		goto out;
 	}
+	/* A new cluster was made for its alternative; an existing one takes the first it can. */
+	if (existed && (r = pick_existing(&cl, req, &chosen)))
+		goto out;
+	r = -EIO;
 	if (req->idle_minutes >= 0 || req->down) {
 		int minutes = req->idle_minutes >= 0 ? req->idle_minutes : 1;
 
-		if (eng_set_autostop(ldb, &cl, minutes, req->down))
+		if (eng_set_autostop(ldb, &cl, minutes, req->down, req->wait_for))
 			goto out;
+	} else if (stopped && c.autostop_minutes >= 0 &&
+	           eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down,
+	                            c.autostop_wait_for)) {
+		goto out; /* started again: autostop fires once, so it is set again */
 	}
 	st_cluster_set_last_task(ldb, name, entry);
 	if (sync_task(&cl, t))
@@ -649,7 +886,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		fl[k].pid = -1;
 		fl[k].fd = -1;
 	}
-	r = submit_job(ldb, &cl, req, &job, req->detach ? NULL : fl);
+	r = submit_job(ldb, &cl, req, alternative(t, chosen), &job, req->detach ? NULL : fl);
 	if (r)
 		goto out;
 	created = 0; /* it has a job now: it stays, whatever comes */

@@ -1,6 +1,6 @@
 /*
- * A cluster's life: its record opened live, its lock, what `status` shows, down, stop,
- * start and autostop.
+ * A cluster's life: its record opened live, its lock, what `status` shows, down, stop
+ * and start (autostop is autostop.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@ int eng_open(struct st_db *ldb, const char *name, struct cluster *c, struct cliv
 	return 0;
 }
 
-int eng_lock_cluster(const char *name, const char *what)
+static int lock_cluster(const char *name, const char *what, unsigned flags)
 {
 	const char *home = skiff_home();
 	char *path, *subject;
@@ -53,26 +53,20 @@ int eng_lock_cluster(const char *name, const char *what)
 		return -EINVAL; /* printed; and never a path outside the locks dir */
 	path = xasprintf("%s/locks/cluster-%s.lock", home, name);
 	subject = xasprintf("cluster %s", name);
-	fd = lock_take(path, subject, what, LOCK_TAKE_WAIT);
+	fd = lock_take(path, subject, what, flags);
 	free(path);
 	free(subject);
 	return fd;
 }
 
-void eng_resources_text(const struct task *t, int nodes, char *out, size_t size)
+int eng_lock_cluster(const char *name, const char *what)
 {
-	const struct task_resources *r = t->nres ? &t->res[0] : NULL;
-	struct buf b = BUF_INIT(0);
+	return lock_cluster(name, what, LOCK_TAKE_WAIT);
+}
 
-	buf_addf(&b, "%dx[", nodes);
-	buf_addf(&b, "cpus=%s", r && r->cpus.text ? r->cpus.text : "0.5");
-	if (r && r->memory.text)
-		buf_addf(&b, ", mem=%s", r->memory.text);
-	if (r && r->accel.name)
-		buf_addf(&b, ", %s:%g", r->accel.name, r->accel.count);
-	buf_addch(&b, ']');
-	xsnprintf(out, size, "%.*s", (int)(size - 1), b.p);
-	buf_release(&b);
+int eng_trylock_cluster(const char *name, const char *what)
+{
+	return lock_cluster(name, what, 0);
 }
 
 int eng_managed_cluster(const char *name)
@@ -82,51 +76,6 @@ int eng_managed_cluster(const char *name)
 
 	return !strcmp(name, "skiff-jobs") || (starts_with(name, "skiff-job-") &&
 	                                       sscanf(name, "skiff-job-%lld%c", &id, &rest) >= 1);
-}
-
-/* ---- autostop ---------------------------------------------------------------------------- */
-
-int eng_set_autostop(struct st_db *ldb, struct clive *cl, int minutes, int down)
-{
-	struct msg req, rep;
-	size_t i;
-	int r = 0;
-
-	msg_init(&req);
-	msg_add(&req, "op", "autostop");
-	if (minutes >= 0) {
-		msg_add_int(&req, "idle_minutes", minutes);
-		msg_add(&req, "down", down ? "1" : "0");
-	} else {
-		msg_add(&req, "cancel", "1");
-	}
-	for (i = 0; i < cl->n && !r; i++) {
-		r = cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS);
-		msg_release(&rep);
-	}
-	msg_release(&req);
-	if (!r)
-		r = st_cluster_set_autostop(ldb, cl->name, minutes, minutes >= 0 && down);
-	return r;
-}
-
-int eng_autostop(struct st_db *ldb, const char *name, int minutes, int down)
-{
-	struct cluster c;
-	struct clive cl;
-	int lock_fd, r;
-
-	lock_fd = eng_lock_cluster(name, "skiff autostop");
-	if (lock_fd < 0)
-		return lock_fd;
-	r = eng_open(ldb, name, &c, &cl);
-	if (!r) {
-		r = eng_set_autostop(ldb, &cl, minutes, down);
-		cluster_free(&c);
-		cl_close(&cl);
-	}
-	lock_release(lock_fd);
-	return r;
 }
 
 /* ---- status ------------------------------------------------------------------------------ */
@@ -166,25 +115,49 @@ void eng_clusters_free(struct eng_cluster *v, size_t n)
 	free(v);
 }
 
+/* Whether name is one of names[0..n), or n is 0 (every name). */
+static int named(const char *name, char *const *names, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (!strcmp(names[k], name))
+			return 1;
+	return !n;
+}
+
 int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng_cluster **out,
                size_t *nout)
 {
 	struct cluster *v = NULL;
 	struct eng_cluster *res;
-	size_t n = 0, i, k, kept = 0;
-	int r = st_cluster_list(ldb, &v, &n);
+	size_t n = 0, i, kept = 0;
+	int r = st_cluster_list(ldb, &v, &n), looked = 0;
 
 	*out = NULL;
 	*nout = 0;
 	if (r)
 		return r;
+	/* Those whose autostop may have fired first: they may be stopped or gone now. */
+	for (i = 0; i < n; i++)
+		if (v[i].status == CLUSTER_UP && v[i].autostop_minutes >= 0 &&
+		    named(v[i].name, names, n_names)) {
+			eng_autostop_look(ldb, v[i].name);
+			looked = 1;
+		}
+	if (looked) {
+		for (i = 0; i < n; i++)
+			cluster_free(&v[i]);
+		free(v);
+		v = NULL;
+		n = 0;
+		r = st_cluster_list(ldb, &v, &n);
+		if (r)
+			return r;
+	}
 	res = xcalloc(n ? n : 1, sizeof(*res));
 	for (i = 0; i < n; i++) {
-		int want = !n_names;
-
-		for (k = 0; k < n_names && !want; k++)
-			want = !strcmp(names[k], v[i].name);
-		if (!want) {
+		if (!named(v[i].name, names, n_names)) {
 			cluster_free(&v[i]);
 			continue;
 		}
@@ -201,12 +174,13 @@ int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng
 
 /* ---- down, stop, start ------------------------------------------------------------------- */
 
-static int stop_nodes(struct clive *cl)
+/* Cancels the jobs and stops the supervisors of nodes from..cl->n. */
+static int stop_nodes(struct clive *cl, size_t from)
 {
 	size_t i;
 	int status, r = 0;
 
-	for (i = 0; i < cl->n; i++) {
+	for (i = from; i < cl->n; i++) {
 		if (!cl->nodes[i].exe)
 			continue;
 		char *script = xasprintf("%s node cancel --all >/dev/null 2>&1; exec %s node down "
@@ -232,13 +206,13 @@ static int stop_refused(const struct clive *cl, const char *cmd)
 	       -ENOTSUP;
 }
 
-int eng_down_locked(struct st_db *ldb, const char *name, int keep)
+int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 {
 	struct cluster c;
 	struct clive cl;
 	struct buf what = BUF_INIT(0), state = BUF_INIT(0);
 	struct infra inf;
-	int r, alive = 1;
+	int r, alive = 1, keep = (flags & ENG_DL_KEEP) != 0;
 
 	r = eng_open(ldb, name, &c, &cl);
 	if (r)
@@ -251,11 +225,11 @@ int eng_down_locked(struct st_db *ldb, const char *name, int keep)
 	/* What held the nodes is gone (an allocation that ended): nothing to stop. */
 	if (inf.ops->alive) {
 		alive = inf.ops->alive(ldb, name, &what, &state);
-		if (!alive)
+		if (!alive && !(flags & ENG_DL_HEAD_STOPPED))
 			info("cluster %s: its %s %s had already ended (%s)", name, inf.ops->holder,
 			     what.p, state.p);
 	}
-	r = alive ? stop_nodes(&cl) : 0;
+	r = alive ? stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0) : 0;
 	if (r && !keep)
 		warning("cluster %s: some nodes could not be reached; their bookings are released "
 		        "anyway",
@@ -313,17 +287,12 @@ int eng_down(struct st_db *ldb, const char *name, int keep)
 		return ENG_DOWN_BY_OTHER;
 	}
 	cluster_free(&c);
-	r = eng_down_locked(ldb, name, keep);
+	r = eng_down_locked(ldb, name, keep ? ENG_DL_KEEP : 0);
 	lock_release(lock_fd);
 	return r ? r : ENG_DOWN_DONE;
 }
 
-/*
- * What the infra starts again beyond the supervisors (the containers skiff started); c
- * and cl are loaded again (a container may come back with another address). 0, or -1
- * (printed).
- */
-static int start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl)
+int eng_start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl)
 {
 	struct infra inf;
 	char *name;
@@ -360,7 +329,7 @@ int eng_start(struct st_db *ldb, const char *name)
 	}
 	r = stop_refused(&cl, "start");
 	if (!r)
-		r = start_nodes(ldb, &c, &cl);
+		r = eng_start_nodes(ldb, &c, &cl);
 	if (!r)
 		r = cl_bootstrap(&cl);
 	if (!r) {
@@ -370,7 +339,8 @@ int eng_start(struct st_db *ldb, const char *name)
 		}
 		st_cluster_set_status(ldb, c.name, CLUSTER_MASK_ALL, CLUSTER_UP);
 		if (c.autostop_minutes >= 0)
-			eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down);
+			eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down,
+			                 c.autostop_wait_for);
 	}
 	lock_release(lock_fd);
 	cluster_free(&c);

@@ -180,7 +180,7 @@ test_expect_success 'logs --sync-down brings every rank'"'"'s logs to ~/sky_logs
 
 test_expect_success 'autostop is set on the cluster and shown by status' '
 	skiff autostop c1 -i 7 >/dev/null &&
-	skiff status --json | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin) if c[\"name\"]==\"c1\"][0]; assert c[\"autostop\"]=={\"idle_minutes\":7,\"down\":False}, c"
+	skiff status --json | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin) if c[\"name\"]==\"c1\"][0]; assert c[\"autostop\"]=={\"idle_minutes\":7,\"down\":False,\"wait_for\":\"jobs_and_ssh\"}, c"
 '
 
 test_expect_success 'stop and start keep the cluster; down removes it and its nodes' '
@@ -191,6 +191,153 @@ test_expect_success 'stop and start keep the cluster; down removes it and its no
 	! skiff status | grep -q "^c1 " &&
 	test ! -e "$SKIFF_HOME/local/c1" &&
 	expect_fail 1 skiff queue c1 2>err && grep -q "does not exist" err
+'
+
+# Autostop minutes last one second here (SKIFF_TEST_MINUTE_MS, docs/testing.md).
+fast() {
+	SKIFF_TEST_MINUTE_MS=1000 "$SKIFF_BIN" "$@"
+}
+
+test_expect_success 'autostop: the head stops the cluster by itself; status learns it' '
+	fast launch -c as1 --num-nodes 2 -i 1 --wait-for jobs "echo hi" >out 2>/dev/null &&
+	grep -q "(rank 1, .*) hi$" out &&
+	wait_for "skiff status 2>err | grep -q \"^as1 .*STOPPED\"" 20 &&
+	grep -q "cluster as1 was stopped by autostop" err &&
+	grep -q "autostop: idle for 0.0166667 minute(s); no stop hook" \
+		"$SKIFF_HOME/local/as1/0/.skiff/supervisor.log" &&
+	for r in 0 1; do
+		test ! -S "$SKIFF_HOME/local/as1/$r/.skiff/supervisor.sock" || exit 1
+	done &&
+	skiff status --json | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin) if c[\"name\"]==\"as1\"][0]; assert c[\"autostop\"]=={\"idle_minutes\":1,\"down\":False,\"wait_for\":\"jobs\"}, c"
+'
+
+test_expect_success 'exec on a stopped cluster is refused; start sets autostop again' '
+	expect_fail 1 skiff exec as1 "echo no" 2>err &&
+	grep -q "cluster as1 is stopped" err &&
+	fast start as1 >out && grep -qx "cluster as1 started" out &&
+	test -S "$SKIFF_HOME/local/as1/0/.skiff/supervisor.sock" &&
+	wait_for "skiff status 2>/dev/null | grep -q \"^as1 .*STOPPED\"" 20
+'
+
+test_expect_success 'launch on a stopped cluster starts it and runs the task' '
+	fast launch -c as1 "echo again" >out 2>/dev/null &&
+	grep -q "^again" out &&
+	wait_for "skiff status 2>/dev/null | grep -q \"^as1 .*STOPPED\"" 20 &&
+	skiff down as1 >/dev/null
+'
+
+test_expect_success 'a job that runs keeps the cluster up; wait-for none stops it anyway' '
+	fast launch -c as2 -d -i 1 --wait-for jobs "sleep 2; echo slept" 2>/dev/null &&
+	wait_for "skiff status 2>/dev/null | grep -q \"^as2 .*STOPPED\"" 30 &&
+	skiff start as2 >/dev/null &&
+	skiff queue as2 >q && grep -q "^1 .*SUCCEEDED" q &&
+	skiff exec -d as2 "sleep 300" 2>/dev/null &&
+	wait_for "skiff queue as2 | grep -q \"^2 .*RUNNING\"" 20 &&
+	fast autostop as2 -i 1 --wait-for none >/dev/null &&
+	wait_for "skiff status 2>/dev/null | grep -q \"^as2 .*STOPPED\"" 30 &&
+	skiff start as2 >/dev/null &&
+	wait_for "skiff queue as2 | grep -q \"^2 .*CANCELLED\"" 20 &&
+	skiff down as2 >/dev/null
+'
+
+test_expect_success 'autodown: --down alone tears the cluster down after its job' '
+	fast launch -c ad1 --down --wait-for jobs "echo bye" >out 2>/dev/null &&
+	grep -q "^bye" out &&
+	wait_for "! skiff status 2>err | grep -q \"^ad1 \"" 20 &&
+	grep -q "cluster ad1 was torn down by autodown" err &&
+	test ! -e "$SKIFF_HOME/local/ad1"
+'
+
+test_expect_success 'resource failover: alternatives in order; status shows the one taken' '
+	cat >fo.yaml <<-\EOF &&
+	resources:
+	  ordered:
+	    - cpus: 4096
+	    - infra: ssh/no-such-pool
+	    - cpus: 1
+	      memory: 1+
+	run: echo ran
+	EOF
+	skiff launch -c fo1 fo.yaml >out 2>err &&
+	cat err &&
+	grep -qx ran out &&
+	grep -q "Trying resources 1 of 3: 1x\[cpus=4096\] on local" err &&
+	grep -q "asks each node for 4096 CPUs, 0 GiB and 0 GPUs, but node fo1-0 has" err &&
+	grep -q "Trying resources 3 of 3: 1x\[cpus=1, mem=1+\] on local" err &&
+	skiff status >st && grep -q "^fo1 .*1x\[cpus=1, mem=1+\] .*UP" st &&
+	test "$(ls "$SKIFF_HOME/local/fo1")" = 0
+'
+
+test_expect_success 'resource failover: none fits: one error lists each; no cluster is left' '
+	cat >none.yaml <<-\EOF &&
+	resources:
+	  any_of:
+	    - cpus: 4096
+	    - accelerators: H100:8
+	run: echo never
+	EOF
+	expect_fail 1 skiff launch -c fo2 none.yaml >out 2>err &&
+	! grep -q never out &&
+	grep -q "error: none of the task.s 2 resource alternatives can run:" err &&
+	grep -q "^  1. 1x\[cpus=4096\] on local: it asks each node for 4096 CPUs" err &&
+	grep -q "^  2. 1x\[cpus=0.5, H100:8\] on local: it asks each node for 0.5 CPUs, 0 GiB and 8 GPUs" err &&
+	! skiff status | grep -q "^fo2 " &&
+	test ! -e "$SKIFF_HOME/local/fo2"
+'
+
+test_expect_success 'resource failover on an existing cluster: it stays where it is' '
+	cat >ex.yaml <<-\EOF &&
+	resources:
+	  ordered:
+	    - infra: ssh/elsewhere
+	      cpus: 1
+	    - cpus: 4096
+	    - cpus: 0.25
+	run: echo fits
+	EOF
+	skiff launch -c fo1 ex.yaml >out 2>err &&
+	grep -qx fits out &&
+	expect_fail 1 skiff launch -c fo1 none.yaml 2>err &&
+	grep -q "none of the task.s 2 resource alternatives can run" err &&
+	skiff status >st && grep -q "^fo1 .*UP" st &&
+	cat >ex2.yaml <<-\EOF &&
+	resources:
+	  ordered:
+	    - infra: ssh/elsewhere
+	run: echo never
+	EOF
+	expect_fail 1 skiff launch -c fo1 ex2.yaml >out 2>err &&
+	! grep -q never out &&
+	grep -q "error: the task.s resources (1x\[cpus=0.5\] on ssh/elsewhere) cannot run: cluster fo1 is on local" err &&
+	skiff down fo1 >/dev/null
+'
+
+test_expect_success 'setup runs on every node of the cluster; run on num_nodes of them' '
+	skiff launch -c st3 --num-nodes 3 true >/dev/null 2>&1 &&
+	cat >setup.yaml <<-\EOF &&
+	setup: echo "setup $SKYPILOT_SETUP_NODE_RANK of $(echo $SKYPILOT_SETUP_NODE_IPS | wc -w)" >>"$HOME/setup.log"
+	run: echo "run $SKYPILOT_NODE_RANK of $SKYPILOT_NUM_NODES"
+	EOF
+	skiff launch -c st3 setup.yaml >out 2>err &&
+	grep -q "job 2 on 1 node(s), its setup on all 3" err &&
+	grep -qx "(rank 0, 127.0.0.1) run 0 of 1" out &&
+	test "$(grep -c " run " out)" = 1 &&
+	for r in 0 1 2; do
+		grep -qx "setup $r of 3" "$SKIFF_HOME/local/st3/$r/setup.log" || exit 1
+	done &&
+	skiff exec st3 setup.yaml >out 2>/dev/null &&
+	test "$(cat "$SKIFF_HOME/local/st3/1/setup.log" | wc -l)" = 1
+'
+
+test_expect_success 'a setup that fails on a node that does not run the task fails the job' '
+	cat >sfail.yaml <<-\EOF &&
+	setup: test "$SKYPILOT_SETUP_NODE_RANK" != 2 || exit 7
+	run: sleep 30
+	EOF
+	expect_fail 100 skiff launch -c st3 sfail.yaml >out 2>err &&
+	grep -q "status: FAILED_SETUP" err &&
+	skiff queue st3 >q && grep -q "^4 .*FAILED_SETUP .*137,0,7" q &&
+	skiff down st3 >/dev/null
 '
 
 test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '

@@ -458,6 +458,79 @@ test_expect_success 'a node reached through NAT: jobs get the address it was rea
 	nat_rule -D
 '
 
+# ---- 8. autostop ---------------------------------------------------------------------------
+# An autostop minute lasts one second here (SKIFF_TEST_MINUTE_MS, docs/testing.md).
+
+test_expect_success 'autostop on ssh: the head stops the cluster; its hosts stay booked' '
+	down_all &&
+	SKIFF_TEST_MINUTE_MS=1000 skiff launch -c sa --infra "$INFRA" --num-nodes 2 -i 1 \
+		--wait-for jobs "echo hi" >out 2>err &&
+	wait_for "skiff status 2>err | grep -q \"^sa .*STOPPED\"" 30 &&
+	grep -q "cluster sa was stopped by autostop" err &&
+	for i in 1 2; do
+		test -z "$(node_procs $i __supervisor)" || { echo "tn$i: supervisor left"; exit 1; }
+	done &&
+	expect_fail 1 skiff launch -c sb --infra "$INFRA" --num-nodes 2 "echo never" 2>err &&
+	grep -q "2 are in use by cluster sa" err
+'
+
+test_expect_success 'start brings the ssh cluster back; autodown then releases its hosts' '
+	skiff start sa >out && grep -qx "cluster sa started" out &&
+	test -n "$(node_procs 1 __supervisor)" &&
+	SKIFF_TEST_MINUTE_MS=1000 skiff autostop sa -i 1 --down --wait-for jobs >/dev/null &&
+	wait_for "! skiff status 2>err | grep -q \"^sa \"" 30 &&
+	grep -q "cluster sa was torn down by autodown" err &&
+	for i in 1 2; do
+		test -z "$(node_procs $i __supervisor)" || { echo "tn$i: supervisor left"; exit 1; }
+	done &&
+	skiff launch -c sb --infra "$INFRA" --num-nodes 2 "echo booked" >out 2>/dev/null &&
+	grep -q "booked" out &&
+	skiff down sb >/dev/null
+'
+
+# ---- 9. resource alternatives, setup on every node -------------------------------------------
+
+test_expect_success 'failover on ssh: a misfit is given back before the next is tried' '
+	down_all &&
+	cat >fo.yaml <<-EOF &&
+	num_nodes: 2
+	resources:
+	  ordered:
+	    - infra: ssh/no-such-pool
+	    - infra: $INFRA
+	      cpus: 4096
+	    - infra: $INFRA
+	      cpus: 1
+	run: echo "on \$(hostname)"
+	EOF
+	skiff launch -c fo fo.yaml >out 2>err &&
+	cat err &&
+	grep -q "Trying resources 2 of 3: 2x\[cpus=4096\] on $INFRA" err &&
+	grep -q "asks each node for 4096 CPUs, 0 GiB and 0 GPUs, but node 10.200.0.1[0-9] has" err &&
+	grep -q "cluster fo: the launch failed; taking the new cluster down" err &&
+	grep -q "(rank 1, .*) on tn" out &&
+	skiff status >st && grep -q "^fo .*2x\[cpus=1\] .*UP" st &&
+	skiff down fo >/dev/null
+'
+
+test_expect_success 'setup runs on all 3 hosts of the cluster, run on one' '
+	skiff launch -c st --infra "$INFRA" --num-nodes 3 true >/dev/null 2>&1 &&
+	cat >setup.yaml <<-\EOF &&
+	setup: echo "setup $SKYPILOT_SETUP_NODE_RANK on $(hostname)" >"$HOME/setup.$SKYPILOT_SETUP_NODE_RANK"
+	run: echo "run on $(hostname)"
+	EOF
+	skiff launch -c st setup.yaml >out 2>err &&
+	grep -qx "(rank 0, 10.200.0.11) run on tn1" out &&
+	grep -q "its setup on all 3" err &&
+	for i in 1 2 3; do
+		r=$((i - 1)) &&
+		nodes_ssh $i "cat \$HOME/setup.$r" >s && grep -qx "setup $r on tn$i" s || exit 1
+	done &&
+	skiff queue st --json >q.json &&
+	test "$(json "d[-1][\"exit_codes\"]" q.json)" = "[0, 0, 0]" &&
+	skiff down st >/dev/null
+'
+
 test_expect_success 'nothing is left: no clusters, no gang watchers' '
 	test "$(skiff status)" = "No existing clusters." &&
 	wait_for "test -z \"\$(our_watchers)\"" 20

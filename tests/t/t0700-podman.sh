@@ -271,6 +271,82 @@ test_expect_success 'down removes the cluster containers (the dead one too), not
 	test "$(skiff status)" = "No existing clusters."
 '
 
+# ---- 2b. autostop ---------------------------------------------------------------------------
+# An autostop minute lasts one second here (SKIFF_TEST_MINUTE_MS, docs/testing.md).
+
+cat >"$TRASH/as.yaml" <<EOF
+num_nodes: 2
+resources:
+  image_id: docker:$BB_IMG
+run: echo "hi from \$(hostname)"
+EOF
+
+test_expect_success 'autostop: the head ends its own container; status stops the other' '
+	SKIFF_TEST_MINUTE_MS=1000 skiff launch -c pa --infra podman -i 1 --wait-for jobs as.yaml >out 2>err &&
+	grep -q "hi from skiff-pa-1" out &&
+	# The cluster decides by itself: no skiff command runs while the head stops.
+	wait_for "test \"\$(podman inspect -f {{.State.Status}} skiff-pa-0)\" = exited" 30 &&
+	skiff status >st 2>err && cat st err &&
+	grep -q "^pa .* STOPPED" st &&
+	grep -q "cluster pa was stopped by autostop" err &&
+	test "$(podman inspect -f "{{.State.Status}}" skiff-pa-1)" = exited
+'
+
+test_expect_success 'start brings the containers back; autodown removes them' '
+	skiff start pa >out && grep -qx "cluster pa started" out &&
+	test "$(skiff exec pa "echo back")" = back &&
+	SKIFF_TEST_MINUTE_MS=1000 skiff autostop pa -i 1 --down --wait-for jobs >/dev/null &&
+	wait_for "test \"\$(podman inspect -f {{.State.Status}} skiff-pa-0)\" = exited" 30 &&
+	skiff status >st 2>err &&
+	grep -q "cluster pa was torn down by autodown" err &&
+	! grep -q "^pa " st &&
+	test -z "$(ctr_names label=skiff.cluster=pa)"
+'
+
+test_expect_success 'autostop on a pool of existing containers stops only the supervisors' '
+	SKIFF_TEST_MINUTE_MS=1000 skiff launch -c exa --infra podman/pool1 --num-nodes 2 -i 1 \
+		--wait-for jobs true >/dev/null 2>&1 &&
+	wait_for "skiff status 2>/dev/null | grep -q \"^exa .*STOPPED\"" 30 &&
+	test "$(ctr_names status=running)" = "bystander ex-a ex-b " &&
+	for c in ex-a ex-b; do
+		podman exec $c ps >ps && ! grep -q __supervisor ps || { cat ps; exit 1; }
+	done &&
+	skiff down exa >/dev/null
+'
+
+# ---- 2c. resource alternatives, setup on every node -----------------------------------------
+
+cat >"$TRASH/fo.yaml" <<EOF
+num_nodes: 2
+resources:
+  ordered:
+    - image_id: docker:skiff-no-such-image:1
+    - image_id: docker:$BB_IMG
+run: echo "on \$(hostname)"
+EOF
+
+test_expect_success 'failover: an image the engine cannot run moves on to the next' '
+	skiff launch -c pf --infra podman fo.yaml >out 2>err &&
+	cat err &&
+	grep -q "Trying resources 1 of 2" err &&
+	grep -q "cannot start container skiff-pf-0 from image skiff-no-such-image:1" err &&
+	grep -qx "(rank 1, .*) on skiff-pf-1" out &&
+	test "$(ctr_names label=skiff.cluster=pf)" = "skiff-pf-0 skiff-pf-1 "
+'
+
+test_expect_success 'setup runs in both containers; run in one' '
+	cat >setup.yaml <<-\EOF &&
+	setup: echo "setup $SKYPILOT_SETUP_NODE_RANK" >"$HOME/setup.out"
+	run: echo run
+	EOF
+	skiff launch -c pf setup.yaml >out 2>err &&
+	grep -q "its setup on all 2" err &&
+	test "$(grep -c ") run\$" out)" = 1 &&
+	test "$(podman exec skiff-pf-0 cat /root/setup.out)" = "setup 0" &&
+	test "$(podman exec skiff-pf-1 cat /root/setup.out)" = "setup 1" &&
+	skiff down pf >/dev/null
+'
+
 # ---- 3. a pool of existing containers ----------------------------------------------------
 
 test_expect_success 'podman/pool1: two existing containers, by name; down leaves them up' '

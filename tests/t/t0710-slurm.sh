@@ -6,7 +6,8 @@
 # hostname tnN). launch, exec, queue, logs, cancel, stop refused, down on one node; a
 # 3-node gang with SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS; an allocation cancelled from
 # outside mid-job (logs --follow fails, status says ENDED); down releases the allocation;
-# a partition Slurm does not have; autostop --down releases the allocation.
+# a partition Slurm does not have; autostop releases the allocation (the head decides: an
+# idle worker leaves a busy head alone).
 # Root only (skipped otherwise, a failure in CI); installs slurm-wlm and munge if missing.
 . "$(dirname "$0")/lib.sh"
 . "$SRC_DIR/tests/lib/nodes.sh"
@@ -181,15 +182,77 @@ test_expect_success 'down after the allocation ended, and nothing is left in Slu
 	wait_for "test -z \"\$(squeue -h -o %i)\"" 20
 '
 
-test_expect_success 'autostop --down releases the allocation (the node hook runs scancel)' '
-	skiff launch -c auto --infra slurm/solo true >out 2>err &&
+test_expect_success 'failover: a partition Slurm does not have, then one it has' '
+	cat >fo.yaml <<-\EOF &&
+	resources:
+	  ordered:
+	    - infra: slurm/nosuch
+	    - infra: slurm/solo
+	run: echo "on $(hostname)"
+	EOF
+	skiff launch -c fo fo.yaml >out 2>err &&
+	cat err &&
+	grep -q "salloc for cluster fo on slurm/nosuch failed" err &&
+	grep -q "^on " out &&
+	skiff status >st && grep -q "^fo  *slurm/solo .* UP " st &&
+	skiff down fo >/dev/null &&
+	wait_for "test -z \"\$(squeue -h -t running,pending -n skiff-fo -o %i)\"" 20
+'
+
+test_expect_success 'setup on every node of a 3-node allocation; run on one' '
+	skiff launch -c st3 --infra slurm/gang --num-nodes 3 true >/dev/null 2>&1 &&
+	J=$(job_of st3) && test -n "$J" &&
+	cat >setup.yaml <<-\EOF &&
+	setup: echo "setup $SKYPILOT_SETUP_NODE_RANK on $(hostname)" >"$HOME/setup.out"
+	run: echo "run on $(hostname)"
+	EOF
+	skiff launch -c st3 setup.yaml >out 2>err &&
+	grep -q "its setup on all 3" err &&
+	grep -q ") run on tn1$" out &&
+	for i in 1 2 3; do
+		test "$(cat "$TRASH/nodes/$J/tn$i/setup.out")" = "setup $((i - 1)) on tn$i" || exit 1
+	done &&
+	skiff down st3 >/dev/null
+'
+
+# An autostop minute lasts one second here (SKIFF_TEST_MINUTE_MS, docs/testing.md).
+
+test_expect_success 'autostop --down: the head releases the allocation; status forgets it' '
+	SKIFF_TEST_MINUTE_MS=1000 skiff launch -c auto --infra slurm/solo -i 1 --down \
+		--wait-for jobs true >out 2>err &&
 	J=$(job_of auto) && test -n "$J" &&
-	skiff autostop auto -i 0 --down &&
+	test -x "$TRASH/nodes/$J/tn0/.skiff/hooks/down" &&
+	# The allocation ends by itself, before any skiff command looks.
 	wait_for "test -z \"\$(squeue -h -t running -j $J -o %i 2>/dev/null)\"" 30 &&
-	skiff status >st 2>/dev/null &&
-	grep -q "^auto .* ENDED " st &&
-	skiff down auto >out &&
-	grep -q "cluster auto terminated" out
+	skiff status >st 2>err &&
+	grep -q "cluster auto was torn down by autodown" err &&
+	! grep -q "^auto " st
+'
+
+test_expect_success 'autostop without --down is a down on Slurm (an allocation cannot pause)' '
+	SKIFF_TEST_MINUTE_MS=1000 skiff launch -c auto2 --infra slurm/solo -i 1 \
+		--wait-for jobs true >out 2>err &&
+	J=$(job_of auto2) && test -n "$J" &&
+	wait_for "test -z \"\$(squeue -h -t running -j $J -o %i 2>/dev/null)\"" 30 &&
+	skiff status >st 2>err &&
+	grep -q "cluster auto2 was torn down by autodown" err &&
+	! grep -q "^auto2 " st
+'
+
+test_expect_success 'on 2 nodes, an idle worker does not end the allocation of a busy head' '
+	skiff launch -c two --infra slurm/gang --num-nodes 2 true >out 2>err &&
+	J=$(job_of two) && test -n "$J" &&
+	skiff exec -d two "sleep 4; echo done >\$HOME/head-done" 2>/dev/null &&
+	wait_for "skiff queue two | grep -q \"^2 .*RUNNING\"" 20 &&
+	SKIFF_TEST_MINUTE_MS=1000 skiff autostop two -i 1 --wait-for jobs >/dev/null &&
+	# Only the head has hooks: a worker that fires stops its own supervisor, nothing more.
+	test -x "$TRASH/nodes/$J/tn1/.skiff/hooks/stop" &&
+	test ! -e "$TRASH/nodes/$J/tn2/.skiff/hooks/stop" &&
+	wait_for "test -z \"\$(squeue -h -t running -j $J -o %i 2>/dev/null)\"" 60 &&
+	# The head job ran to its end before the allocation was released.
+	test "$(cat "$TRASH/nodes/$J/tn1/head-done")" = done &&
+	skiff status >st 2>err &&
+	grep -q "cluster two was torn down by autodown" err
 '
 
 test_done

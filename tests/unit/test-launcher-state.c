@@ -78,7 +78,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 5, "schema version 5");
+	is_int(st_version(db), 6, "schema version 6");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -109,21 +109,24 @@ static void test_create_list_delete(void)
 	       "guarded: not INIT any more");
 	is_int(st_cluster_set_status(db, "nope", CLUSTER_MASK_ALL, CLUSTER_UP), -ENOENT,
 	       "status of a missing cluster");
-	ok(!st_cluster_set_autostop(db, "alpha", 10, 1), "autostop 10 down");
+	ok(!st_cluster_set_autostop(db, "alpha", 10, 1, "jobs"), "autostop 10 down");
 	ok(!st_cluster_set_head_ip(db, "alpha", "10.0.0.1"), "head ip");
 	ok(!st_cluster_set_last_task(db, "alpha", "task.yaml"), "last task");
 	ok(!st_cluster_node_set_exe(db, "alpha", 1, "$HOME/.skiff/bin/skiff-ab"), "exe");
 	is_int(st_cluster_node_set_exe(db, "alpha", 7, "x"), -ENOENT, "exe of a missing rank");
-	is_int(st_cluster_set_autostop(db, "nope", 1, 0), -ENOENT, "autostop of a missing cluster");
+	is_int(st_cluster_set_autostop(db, "nope", 1, 0, NULL), -ENOENT,
+	       "autostop of a missing cluster");
 	ok(!st_cluster_get(db, "alpha", &g), "get");
 	is_int(g.status, CLUSTER_UP, "UP");
 	is_int(g.autostop_minutes, 10, "autostop minutes");
 	is_int(g.autostop_down, 1, "autodown");
+	is_str(g.autostop_wait_for, "jobs", "what autostop waits for");
 	is_str(g.head_ip, "10.0.0.1", "head ip kept");
 	is_str(g.last_task, "task.yaml", "last task kept");
 	cluster_free(&g);
-	ok(!st_cluster_set_autostop(db, "alpha", -5, 1) && !st_cluster_get(db, "alpha", &g) &&
-	           g.autostop_minutes == -1 && g.autostop_down == 0,
+	ok(!st_cluster_set_autostop(db, "alpha", -5, 1, "none") &&
+	           !st_cluster_get(db, "alpha", &g) && g.autostop_minutes == -1 &&
+	           g.autostop_down == 0 && !*g.autostop_wait_for,
 	   "negative minutes turn autostop off");
 	cluster_free(&g);
 	ok(!st_cluster_nodes(db, "alpha", &got, &n) && n == 2, "nodes again");
