@@ -136,7 +136,7 @@ struct sync_sender {
 	int64_t mark_us;      /* the adaptive level's last look: time, */
 	int64_t mark_blocked; /* time blocked, */
 	uint64_t mark_in;     /* bytes compressed so far, */
-	uint64_t mark_wire;   /* and bytes written */
+	uint64_t mark_cpu_idle, mark_cpu_total; /* and the machine's CPU time (/proc/stat) */
 };
 
 void sync_sender_init(struct sync_sender *s, const char *src, unsigned flags,

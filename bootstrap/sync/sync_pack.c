@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,8 +33,6 @@
 #define ADAPT_BYTES ((uint64_t)1 << 20)
 #define LEVEL_MIN 1
 #define LEVEL_MAX 9
-/* A link that takes less than this (bytes a second) is worth compressing harder for. */
-#define SLOW_LINK ((uint64_t)60 << 20)
 
 static int64_t mtime_of(const struct stat *st)
 {
@@ -158,6 +157,29 @@ int sync_plan_make(const char *src, unsigned flags, const struct sync_manifest *
 
 /* --- records ---------------------------------------------------------------------------- */
 
+/* The machine's idle and total CPU time so far (/proc/stat), or -1 when unknown. */
+static int cpu_times(uint64_t *idle, uint64_t *total)
+{
+	unsigned long long v[8] = {0};
+	char line[256];
+	FILE *f = fopen("/proc/stat", "re");
+	int n, i;
+
+	if (!f)
+		return -1;
+	n = fgets(line, sizeof(line), f)
+	            ? sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+	                     &v[2], &v[3], &v[4], &v[5], &v[6], &v[7])
+	            : 0;
+	fclose(f);
+	if (n < 4)
+		return -1;
+	*idle = v[3] + v[4];
+	for (*total = 0, i = 0; i < 8; i++)
+		*total += v[i];
+	return 0;
+}
+
 void sync_sender_init(struct sync_sender *s, const char *src, unsigned flags,
                       struct sync_wire_out *w, struct sync_manifest *after)
 {
@@ -172,6 +194,8 @@ void sync_sender_init(struct sync_sender *s, const char *src, unsigned flags,
 	if (w->z)
 		s->sample = ZSTD_createCCtx();
 	s->mark_us = sync_now_us();
+	if (cpu_times(&s->mark_cpu_idle, &s->mark_cpu_total))
+		s->mark_cpu_total = 0;
 }
 
 void sync_sender_release(struct sync_sender *s)
@@ -249,17 +273,17 @@ int sync_level(int *adaptive)
 }
 
 /*
- * Changes the zstd level by what the link does. While the sinks make us wait and take
- * less than SLOW_LINK bytes a second, the link is the bottleneck: compress harder (the CPU
- * would idle). When they take more (a fast link, a busy receiver) or we never wait, a
- * harder level only costs time: go back down to level 1.
+ * Changes the zstd level by what holds the sync back. While the sinks make us wait and
+ * the CPUs sit idle, the link is what is slow: compress harder, with CPU nobody wants. When
+ * the CPUs are busy (ssh, the receiver, anything else on the machine) a harder level only
+ * takes from them, and when we do not wait it only costs us: back down to level 1.
  */
 static int adapt(struct sync_sender *s)
 {
 	struct sync_wire_out *w = s->w;
+	uint64_t idle, total, di, dtot;
 	int64_t now, dt, db;
-	uint64_t dw;
-	int level, adaptive;
+	int level, adaptive, known;
 
 	if (!w->z || w->zin_bytes - s->mark_in < ADAPT_BYTES)
 		return 0;
@@ -269,21 +293,26 @@ static int adapt(struct sync_sender *s)
 	now = sync_now_us();
 	dt = now - s->mark_us;
 	db = w->blocked_us - s->mark_blocked;
-	dw = w->wire_bytes - s->mark_wire;
+	known = !cpu_times(&idle, &total) && s->mark_cpu_total;
+	di = known ? idle - s->mark_cpu_idle : 0;
+	dtot = known ? total - s->mark_cpu_total : 0;
 	level = w->level;
-	if (dt > 0 && db * 2 > dt && dw * 1000000 / (uint64_t)dt < SLOW_LINK)
+	if (dt > 0 && db * 2 > dt && known && dtot && di * 10 > dtot * 4)
 		level = level + 2 > LEVEL_MAX ? LEVEL_MAX : level + 2;
 	else if (level > LEVEL_MIN)
 		level--;
 	s->mark_us = now;
 	s->mark_blocked = w->blocked_us;
 	s->mark_in = w->zin_bytes;
-	s->mark_wire = w->wire_bytes;
+	if (!cpu_times(&idle, &total)) {
+		s->mark_cpu_idle = idle;
+		s->mark_cpu_total = total;
+	}
 	if (level == w->level)
 		return 0;
-	debug("sync: zstd level %d -> %d (%lld of %lld ms waiting on a link that took %llu KB)",
+	debug("sync: zstd level %d -> %d (%lld of %lld ms waiting on the link, CPUs %d%% idle)",
 	      w->level, level, (long long)db / 1000, (long long)dt / 1000,
-	      (unsigned long long)dw / 1000);
+	      dtot ? (int)(di * 100 / dtot) : -1);
 	return sync_wire_level(w, level);
 }
 
