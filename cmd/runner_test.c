@@ -26,7 +26,7 @@ const char cmd___runner_test_usage[] =
         "usage: skiff __runner-test (--local HOME | --ssh HOST) [--name NAME] [--user USER]\n"
         "           [--port N] [--identity FILE] [--jump HOST] [--ssh-config FILE]\n"
         "           [--control-dir DIR] [--timeout MS] [--no-sha256sum] ACTION [ARG]\n"
-        "       skiff __runner-test [--no-sha256sum] script probe|copy\n"
+        "       skiff __runner-test [--no-sha256sum] script probe|copy|session\n"
         "\n"
         "Internal test helper: runs one runner or bootstrap operation on a node.\n"
         "  argv [SCRIPT]    print the command the runner builds, one quoted word a line\n"
@@ -38,7 +38,7 @@ const char cmd___runner_test_usage[] =
         "                   copied= sent= sup_pid= sup_started= remote_exe=\n"
         "  send FILE        the copy round trip alone, sending FILE as this binary\n"
         "  close            close the ssh ControlMaster\n"
-        "  script probe|copy  print the bootstrap's node-side script for this binary\n"
+        "  script probe|copy|session  print the bootstrap's node-side script for this binary\n"
         "Exit status: the script's; 4 if the node cannot be reached; 124 on a timeout;\n"
         "1 for other errors.\n";
 
@@ -68,7 +68,11 @@ static int do_script(const char *which, unsigned flags)
 
 	if (boot_self_image(&data, &len, &sha))
 		return EXIT_FAIL;
-	rc = boot_install_script(&b, !strcmp(which, "copy"), sha, len, flags);
+	rc = boot_install_script(&b,
+	                         !strcmp(which, "copy")      ? BOOT_SCRIPT_COPY
+	                         : !strcmp(which, "session") ? BOOT_SCRIPT_SESSION
+	                                                     : BOOT_SCRIPT_PROBE,
+	                         sha, len, flags);
 	if (!rc)
 		rc = print_out(b.p, b.len);
 	buf_release(&b);
@@ -211,8 +215,9 @@ int cmd___runner_test(int argc, char **argv)
 	if (argc < 1)
 		return usage_error("__runner-test", "no action");
 	if (!strcmp(argv[0], "script")) {
-		if (argc != 2 || (strcmp(argv[1], "probe") && strcmp(argv[1], "copy")))
-			return usage_error("__runner-test", "expected 'script probe|copy'");
+		if (argc != 2 || (strcmp(argv[1], "probe") && strcmp(argv[1], "copy") &&
+		                  strcmp(argv[1], "session")))
+			return usage_error("__runner-test", "expected 'script probe|copy|session'");
 		return do_script(argv[1], flags);
 	}
 	if (!local == !t.host)

@@ -46,7 +46,7 @@ int cl_sync_many(struct cnode *const *nodes, size_t n, const char *src, const ch
 		/* What names this node and DST to the launcher's cache of what it holds. */
 		keys[i] = xasprintf("%s %s %s %s %s", nd->r->ops->kind, nd->r->name, nd->r->ip,
 		                    is_file ? "file" : "dir", dst);
-		r = rcall_start(&calls[i], nd->r, script, CL_SYNC_TIMEOUT_MS, &peers[i].to_fd,
+		r = rcall_start(&calls[i], nd->r, script, CL_SYNC_TIMEOUT_MS, 0, &peers[i].to_fd,
 		                &peers[i].from_fd);
 		free(script);
 		if (r)

@@ -17,7 +17,8 @@
 static void *call_main(void *arg)
 {
 	struct rcall *c = arg;
-	struct runner_io io = {c->child_in, c->child_out, RUNNER_INHERIT};
+	struct runner_io io = {c->child_in, c->child_out,
+	                       c->flags & RCALL_MERGE_ERR ? c->child_out : RUNNER_INHERIT};
 
 	c->rc = runner_run(c->r, c->script, &io, c->timeout_ms, &c->status);
 	/* Now the reader sees EOF, whatever the transport still holds. */
@@ -26,8 +27,8 @@ static void *call_main(void *arg)
 	return NULL;
 }
 
-int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms, int *to,
-                int *from)
+int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
+                unsigned flags, int *to, int *from)
 {
 	int in[2], out[2];
 
@@ -46,6 +47,7 @@ int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeo
 	c->r = r;
 	c->script = xstrdup(script);
 	c->timeout_ms = timeout_ms;
+	c->flags = flags;
 	c->child_in = in[0];
 	c->child_out = out[1];
 	if (pthread_create(&c->th, NULL, call_main, c)) {

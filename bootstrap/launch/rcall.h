@@ -9,23 +9,28 @@
  * are runner_run()'s (bootstrap/infra/runner.h).
  *
  *   struct rcall c;
- *   rcall_start(&c, r, script, timeout_ms, &to, &from);
+ *   rcall_start(&c, r, script, timeout_ms, 0, &to, &from);
  *   ... write to `to` (close it for EOF), read `from` until EOF ...
  *   rc = rcall_wait(&c, &status);
  *
  * The caller owns `to` and `from` and closes them. EOF on `from` comes once the
  * process has exited (the thread then closes its ends of the pipes). The stderr of the
- * script is ours.
+ * script is ours, or with RCALL_MERGE_ERR on `from` as well.
  */
 
 #include <pthread.h>
 
 #include "bootstrap/infra/runner.h"
 
+enum rcall_flags {
+	RCALL_MERGE_ERR = 1 << 0, /* the script's stderr goes to `from` too (else it is ours) */
+};
+
 struct rcall {
 	struct runner *r;
 	char *script;
 	int timeout_ms;
+	unsigned flags;
 	int child_in, child_out; /* the script's ends, closed once the call returned */
 	int rc, status;
 	pthread_t th;
@@ -33,8 +38,8 @@ struct rcall {
 };
 
 /* 0, or -errno (printed); on failure no fd is left open and nothing runs. */
-int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms, int *to,
-                int *from);
+int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
+                unsigned flags, int *to, int *from);
 /* Waits for the call; runner_run()'s result, and the script's exit status in *status. */
 int rcall_wait(struct rcall *c, int *status);
 
