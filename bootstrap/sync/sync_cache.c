@@ -21,7 +21,7 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-#define CACHE_MAGIC "skiff-sync-cache 1 "
+#define CACHE_MAGIC "skiff-sync-cache 2 "
 /* Cache files not used for this long are removed when another one is written. */
 #define CACHE_MAX_AGE_S (30 * 24 * 3600)
 
@@ -118,7 +118,8 @@ static char *cache_path(const char *key)
 	return p;
 }
 
-int sync_cache_read(const char *key, unsigned char digest[32], struct buf *text)
+int sync_cache_read(const char *key, unsigned char digest[32], unsigned char shape[32],
+                    struct buf *text)
 {
 	char *path = cache_path(key);
 	size_t n = strlen(CACHE_MAGIC);
@@ -133,8 +134,9 @@ int sync_cache_read(const char *key, unsigned char digest[32], struct buf *text)
 	if (r)
 		return -ENOENT;
 	nl = memchr(text->p, '\n', text->len);
-	if (!nl || (size_t)(nl - text->p) != n + 64 || memcmp(text->p, CACHE_MAGIC, n) ||
-	    sync_digest_parse(text->p + n, digest)) {
+	if (!nl || (size_t)(nl - text->p) != n + 129 || memcmp(text->p, CACHE_MAGIC, n) ||
+	    sync_digest_parse(text->p + n, digest) || text->p[n + 64] != ' ' ||
+	    sync_digest_parse(text->p + n + 65, shape)) {
 		buf_reset(text);
 		return -ENOENT;
 	}
@@ -168,14 +170,17 @@ static void cache_prune(const char *dir)
 
 int sync_cache_write(const char *key, const unsigned char digest[32], const struct sync_manifest *m)
 {
-	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX + 128);
-	char hex[65], *path = cache_path(key), *tmp = NULL, *slash;
+	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX + 256);
+	char hex[65], shex[65], *path = cache_path(key), *tmp = NULL, *slash;
+	unsigned char shape[32];
 	int fd = -1, r;
 
 	if (!path)
 		return -ENOENT;
 	sync_digest_hex(digest, hex);
-	r = buf_addf(&text, "%s%s\n", CACHE_MAGIC, hex);
+	sync_manifest_shape(m, shape);
+	sync_digest_hex(shape, shex);
+	r = buf_addf(&text, "%s%s %s\n", CACHE_MAGIC, hex, shex);
 	if (!r)
 		r = sync_manifest_format(m, &text);
 	if (r)
@@ -223,7 +228,20 @@ static void put64(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
+static void digest_of(const struct sync_manifest *m, int hashes, unsigned char out[32]);
+
 int sync_manifest_digest(const struct sync_manifest *m, unsigned char out[32])
+{
+	digest_of(m, 1, out);
+	return 0;
+}
+
+void sync_manifest_shape(const struct sync_manifest *m, unsigned char out[32])
+{
+	digest_of(m, 0, out);
+}
+
+static void digest_of(const struct sync_manifest *m, int hashes, unsigned char out[32])
 {
 	unsigned char b[1 + 8 * 3 + 64 + 16];
 	struct sha256_ctx c;
@@ -243,7 +261,7 @@ int sync_manifest_digest(const struct sync_manifest *m, unsigned char out[32])
 		put64(b + 1, e->mode);
 		put64(b + 9, e->type == SYNC_T_FILE ? e->size : 0);
 		put64(b + 17, e->type == SYNC_T_FILE ? (uint64_t)e->mtime_ns : 0);
-		if (e->type == SYNC_T_FILE && e->hash[0])
+		if (hashes && e->type == SYNC_T_FILE && e->hash[0])
 			memcpy(b + 25, e->hash, SYNC_HASH_HEX);
 		put64(b + 89, pl);
 		put64(b + 97, tl);
@@ -253,5 +271,4 @@ int sync_manifest_digest(const struct sync_manifest *m, unsigned char out[32])
 			sha256_update(&c, e->target, tl);
 	}
 	sha256_final(&c, out);
-	return 0;
 }

@@ -61,13 +61,18 @@ char *sync_stored_path(const char *dst_real);
  * a launcher knows exactly what the node holds. m must be sorted. 0 or -ENOBUFS.
  */
 int sync_manifest_digest(const struct sync_manifest *m, unsigned char out[32]);
+/* The same without content hashes: equal shapes of the local tree and of what a node
+ * holds mean that a sync has nothing to send (sizes, mtimes, modes, targets all equal). */
+void sync_manifest_shape(const struct sync_manifest *m, unsigned char out[32]);
 void sync_digest_hex(const unsigned char d[32], char hex[65]);
 int sync_digest_parse(const char *hex, unsigned char d[32]);
 /*
  * The launcher's cache of what a node holds, by key (the caller's name for that node and
- * DST): the digest and the manifest text. -ENOENT when there is none (or it is unreadable).
+ * DST): the digest, the shape and the manifest text. -ENOENT when there is none (or it is
+ * unreadable).
  */
-int sync_cache_read(const char *key, unsigned char digest[32], struct buf *text);
+int sync_cache_read(const char *key, unsigned char digest[32], unsigned char shape[32],
+                    struct buf *text);
 int sync_cache_write(const char *key, const unsigned char digest[32],
                      const struct sync_manifest *m);
 void sync_cache_drop(const char *key);

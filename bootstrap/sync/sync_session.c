@@ -51,7 +51,7 @@ struct peer {
 	unsigned char fdigest[32];
 	/* the launcher's */
 	int chas;
-	unsigned char cdigest[32];
+	unsigned char cdigest[32], cshape[32];
 	struct buf ctext;
 	int group;
 	int to_open;
@@ -63,6 +63,7 @@ struct push {
 	struct peer *v;
 	size_t n;
 	struct sync_manifest local;
+	unsigned char shape[32]; /* of local */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
@@ -290,6 +291,50 @@ static int tail(struct group *g, struct peer *pe, struct sync_plan *plan, uint64
 	return r;
 }
 
+/* A group that holds the tree already: an end record, and each node's word on it. */
+static int quiet_group(struct group *g)
+{
+	struct push *ps = g->push;
+	struct buf body = BUF_INIT(16);
+	struct sync_wire_out w;
+	size_t k;
+	int r;
+
+	for (k = 0; k < g->n; k++) {
+		struct peer *pe = &ps->v[g->m[k]];
+
+		r = sync_wire_out_init(&w, "sync stream", &pe->p->to_fd, 1, 0);
+		buf_reset(&body);
+		sync_put_u64(&body, 0);
+		if (!r)
+			r = sync_wire_rec(&w, REC_END, body.p, body.len, 0);
+		if (!r)
+			r = sync_wire_flush(&w);
+		pe->p->wire_bytes += w.wire_bytes;
+		sync_wire_out_release(&w);
+		close_to(pe);
+		if (r && !pe->p->rc)
+			pe->p->rc = r;
+	}
+	for (k = 0; k < g->n; k++) {
+		struct peer *pe = &ps->v[g->m[k]];
+
+		wait_for(pe, has_final, 0);
+		if (!pe->p->rc)
+			pe->p->rc = !pe->final    ? error("%s: the sync ended without an answer",
+			                                  pe->p->name)
+			            : pe->fstatus ? -EIO
+			                          : 0;
+		/* It said what it holds: not what the cache says, then the cache is wrong. */
+		if (pe->p->cache_key &&
+		    (pe->p->rc || !pe->fhas || memcmp(pe->fdigest, pe->cdigest, 32)))
+			sync_cache_drop(pe->p->cache_key);
+	}
+	buf_release(&body);
+	debug("sync to %zu node(s): nothing to send", g->n);
+	return 0;
+}
+
 static int run_group(struct group *g)
 {
 	struct push *ps = g->push;
@@ -307,7 +352,15 @@ static int run_group(struct group *g)
 	sync_manifest_init(&belief);
 	sync_manifest_init(&after);
 	memset(&plan, 0, sizeof(plan));
-	/* What the group holds: the launcher's cache if it matched, else the manifest sent. */
+	/*
+	 * What the group holds: the launcher's cache if it matched, else the manifest sent.
+	 * When the cache matched and the tree has its shape, there is nothing to send: the
+	 * cached text is not even read.
+	 */
+	if (lead->match && !memcmp(lead->cshape, ps->shape, 32)) {
+		r = quiet_group(g);
+		goto out;
+	}
 	text = lead->match ? &lead->ctext : &lead->mtext;
 	r = sync_manifest_parse(&belief, text->p, text->len, lead->what);
 	if (!r)
@@ -459,6 +512,7 @@ static void *group_main(void *arg)
 int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n)
 {
 	struct push ps = {.src = src, .flags = flags, .n = n};
+	int64_t t0 = sync_now_us();
 	struct group *gs = NULL;
 	size_t i, k, ng = 0;
 	uint64_t skipped = 0;
@@ -483,7 +537,7 @@ int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n
 		buf_init(&pe->mtext, SYNC_MANIFEST_MAX);
 		buf_init(&pe->ctext, SYNC_MANIFEST_MAX);
 		pe->chas = pe->p->cache_key &&
-		           !sync_cache_read(pe->p->cache_key, pe->cdigest, &pe->ctext);
+		           !sync_cache_read(pe->p->cache_key, pe->cdigest, pe->cshape, &pe->ctext);
 		/* The HELLO first, so that the node checks its side while we walk ours. */
 		r = sync_wire_out_init(&w, "sync stream", &pe->p->to_fd, 1, 0);
 		if (!r)
@@ -502,6 +556,9 @@ int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n
 	r = sync_local_manifest(src, flags, &ps.local, &skipped);
 	if (r)
 		goto out;
+	sync_manifest_shape(&ps.local, ps.shape);
+	debug("sync: %s walked (%zu entries) at %lld ms", src, ps.local.n,
+	      (long long)(sync_now_us() - t0) / 1000);
 	/* Nodes that hold the same thing get the same stream. */
 	gs = xcalloc(n ? n : 1, sizeof(*gs));
 	for (i = 0; i < n; i++) {
@@ -533,7 +590,8 @@ int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n
 		}
 		pe->group = (int)k;
 	}
-	debug("sync of %s to %zu node(s): %zu group(s)", src, n, ng);
+	debug("sync of %s to %zu node(s): %zu group(s); the nodes answered at %lld ms", src, n, ng,
+	      (long long)(sync_now_us() - t0) / 1000);
 	if (ng == 1) {
 		gs[0].rc = run_group(&gs[0]);
 	} else {
@@ -569,6 +627,7 @@ out:
 		buf_release(&pe->ctext);
 		free(pe->what);
 	}
+	debug("sync of %s done at %lld ms", src, (long long)(sync_now_us() - t0) / 1000);
 	for (k = 0; gs && k < ng; k++)
 		free(gs[k].m);
 	free(gs);

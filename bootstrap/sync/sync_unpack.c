@@ -22,9 +22,11 @@ struct unpack {
 	struct sync_wire_in in;
 	struct sync_wire_out *reply; /* a session's answers; NULL for a one-way stream */
 	struct buf body;
-	struct buf path;   /* a record's path, NUL-terminated */
-	struct buf target; /* a link's target */
-	uint64_t entries;  /* entry records read */
+	struct buf path;          /* a record's path, NUL-terminated */
+	struct buf target;        /* a link's target */
+	uint64_t entries;         /* entry records read */
+	unsigned char digest[32]; /* of what DST held when the session began */
+	int dirty;                /* the sync wrote or deleted something */
 };
 
 static const char stream[] = "sync stream";
@@ -92,6 +94,7 @@ static int state(struct unpack *u, const unsigned char want[32], int has)
 	int r;
 
 	r = sync_manifest_digest(&u->a.base, d + 1);
+	memcpy(u->digest, d + 1, 32);
 	d[0] = has && !r && !memcmp(want, d + 1, 32);
 	if (!r)
 		r = sync_wire_rec(u->reply, REC_STATE, d, sizeof(d), 0);
@@ -294,6 +297,7 @@ static int run(int in_fd, struct sync_wire_out *reply, const char *dst, unsigned
 		r = state(&u, want, has);
 	if (!r)
 		r = records(&u);
+	u.dirty = u.a.dirty;
 	r = sync_apply_close(&u.a, r);
 	if (reply) {
 		/* The outcome, and the digest of what DST now holds (the launcher's cache). */
@@ -311,8 +315,13 @@ static int run(int in_fd, struct sync_wire_out *reply, const char *dst, unsigned
 			sync_manifest_release(&u.a.base);
 			sync_file_entry(dst, &u.a.base);
 		}
-		sync_manifest_sort(&u.a.base);
-		sync_put_u8(&u.body, !sync_manifest_digest(&u.a.base, d));
+		if (u.dirty || (flags & SYNC_FILE)) {
+			sync_manifest_sort(&u.a.base);
+			sync_manifest_digest(&u.a.base, d);
+		} else {
+			memcpy(d, u.digest, 32); /* nothing changed since the state */
+		}
+		sync_put_u8(&u.body, 1);
 		buf_add(&u.body, d, 32);
 		buf_adds(&u.body, r ? "the sync failed on the node" : "ok");
 		if (!sync_wire_rec(reply, REC_FINAL, u.body.p, u.body.len, 0))

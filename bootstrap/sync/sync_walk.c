@@ -41,18 +41,23 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in the directory at w->full, sorted; *n of them. */
-static int read_names(struct walk *w, char ***names, size_t *n)
+/* The names in the directory open as dfd (w->full), sorted; *n of them. */
+static int read_names(struct walk *w, int dfd, char ***names, size_t *n)
 {
 	size_t alloc = 0;
 	struct dirent *d;
 	DIR *dir;
+	int fd;
 
 	*names = NULL;
 	*n = 0;
-	dir = opendir(w->full.p);
-	if (!dir)
+	fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
 		return error_errno("cannot open directory '%s'", w->full.p);
+	}
 	for (;;) {
 		errno = 0;
 		d = readdir(dir);
@@ -78,8 +83,30 @@ static int read_names(struct walk *w, char ***names, size_t *n)
 	return 0;
 }
 
+/* buf_read_file() of name in the directory dfd. */
+static int read_at(int dfd, const char *name, struct buf *b)
+{
+	struct stat st;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK), r;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (S_ISDIR(st.st_mode))
+		r = -EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if ((uint64_t)st.st_size > b->max)
+		r = -EFBIG;
+	else
+		r = buf_read_fd(b, fd);
+	close(fd);
+	return r;
+}
+
 /* Adds the rules of rel's .gitignore (or the root's .skyignore); *found if it exists. */
-static int load_ignore(struct walk *w, const char *rel, const char *file, int *found)
+static int load_ignore(struct walk *w, int dfd, const char *rel, const char *file, int *found)
 {
 	struct buf text = BUF_INIT(SYNC_IGNORE_FILE_MAX);
 	size_t len0 = w->full.len;
@@ -87,7 +114,7 @@ static int load_ignore(struct walk *w, const char *rel, const char *file, int *f
 
 	if (buf_addf(&w->full, "/%s", file))
 		return error("path too long: '%s'", w->full.p);
-	r = buf_read_file(&text, w->full.p);
+	r = read_at(dfd, file, &text);
 	/* A directory of that name is no ignore file (git skips it too). */
 	*found = r != -ENOENT && r != -ENOTDIR && r != -EISDIR;
 	if (!*found) {
@@ -134,9 +161,9 @@ static char *link_target(const char *rel, const char *text)
 	return buf_detach(&b, NULL);
 }
 
-static int walk_dir(struct walk *w, struct buf *rel, int depth);
+static int walk_dir(struct walk *w, struct buf *rel, int depth, int dfd);
 
-static int walk_entry(struct walk *w, struct buf *rel, const char *name, int depth)
+static int walk_entry(struct walk *w, int dfd, struct buf *rel, const char *name, int depth)
 {
 	size_t rel0 = rel->len, full0 = w->full.len;
 	struct sync_entry *e;
@@ -159,7 +186,7 @@ static int walk_entry(struct walk *w, struct buf *rel, const char *name, int dep
 	}
 	if (sync_reserved_path(rel->p))
 		goto out;
-	if (lstat(w->full.p, &st) < 0) {
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		r = errno == ENOENT ? 0 : error_errno("cannot stat '%s'", w->full.p);
 		goto out;
 	}
@@ -175,7 +202,7 @@ static int walk_entry(struct walk *w, struct buf *rel, const char *name, int dep
 		goto out;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		n = readlink(w->full.p, target, sizeof(target));
+		n = readlinkat(dfd, name, target, sizeof(target));
 		if (n < 0 || (size_t)n >= sizeof(target)) {
 			r = n < 0 ? error_errno("cannot read symlink '%s'", w->full.p)
 			          : error("symlink target too long: '%s'", w->full.p);
@@ -198,8 +225,15 @@ static int walk_entry(struct walk *w, struct buf *rel, const char *name, int dep
 	e->mtime_ns = mtime_ns(&st);
 	if (is_dir) {
 		/* The node always gives itself rwx on a directory it writes into. */
+		int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
 		e->mode |= 0700;
-		r = walk_dir(w, rel, depth + 1);
+		if (sub < 0) {
+			r = error_errno("cannot open directory '%s'", w->full.p);
+			goto out;
+		}
+		r = walk_dir(w, rel, depth + 1, sub);
+		close(sub);
 	} else {
 		e->size = (uint64_t)st.st_size;
 	}
@@ -209,7 +243,8 @@ out:
 	return r;
 }
 
-static int walk_dir(struct walk *w, struct buf *rel, int depth)
+/* The directory open as dfd (rel, w->full): its entries, in name order. */
+static int walk_dir(struct walk *w, struct buf *rel, int depth, int dfd)
 {
 	size_t nrules = w->ig.n, n = 0, i;
 	char **names = NULL;
@@ -217,12 +252,12 @@ static int walk_dir(struct walk *w, struct buf *rel, int depth)
 
 	if (depth > WALK_MAX_DEPTH)
 		return error("'%s' is nested too deeply to sync", w->full.p);
-	r = w->gitignore ? load_ignore(w, rel->p, ".gitignore", &found) : 0;
+	r = w->gitignore ? load_ignore(w, dfd, rel->p, ".gitignore", &found) : 0;
 	if (!r)
-		r = read_names(w, &names, &n);
+		r = read_names(w, dfd, &names, &n);
 	for (i = 0; i < n; i++) {
 		if (!r)
-			r = walk_entry(w, rel, names[i], depth);
+			r = walk_entry(w, dfd, rel, names[i], depth);
 		free(names[i]);
 	}
 	free(names);
@@ -238,7 +273,7 @@ int sync_local_manifest(const char *src, unsigned flags, struct sync_manifest *o
 	struct sync_entry *e;
 	struct stat st;
 	size_t n0 = out->n;
-	int r = 0, sky = 0;
+	int r = 0, sky = 0, dfd = -1;
 
 	if (skipped)
 		*skipped = 0;
@@ -263,16 +298,24 @@ int sync_local_manifest(const char *src, unsigned flags, struct sync_manifest *o
 	}
 	while (w.full.len > 1 && w.full.p[w.full.len - 1] == '/')
 		buf_setlen(&w.full, w.full.len - 1);
+	/* src itself may be a symlink; below it, everything is opened relative, O_NOFOLLOW. */
+	dfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = error_errno("cannot open directory '%s'", src);
+		goto out;
+	}
 	if (!(flags & SYNC_NO_IGNORE)) {
-		r = load_ignore(&w, "", ".skyignore", &sky);
+		r = load_ignore(&w, dfd, "", ".skyignore", &sky);
 		/* A .skyignore replaces every .gitignore, as in SkyPilot. */
 		w.gitignore = !sky;
 	}
 	if (!r)
-		r = walk_dir(&w, &rel, 0);
+		r = walk_dir(&w, &rel, 0, dfd);
 	if (!r)
 		sync_manifest_sort(out);
 out:
+	if (dfd >= 0)
+		close(dfd);
 	if (r)
 		sync_manifest_truncate(out, n0);
 	if (skipped)
