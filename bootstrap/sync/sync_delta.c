@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "bootstrap/sync/sync_wire.h"
 #include "lib/util.h"
@@ -45,13 +48,52 @@ uint32_t sync_sig_block(uint64_t size)
 	return (uint32_t)b;
 }
 
+#ifdef __SSE2__
+/*
+ * 16 bytes a step: a gains their sum (psadbw), b gains 16 times a as it was plus their
+ * sum weighted 16, 15, ..., 1 (pmaddwd); 32-bit lanes, so that the sums wrap as the
+ * scalar ones do (only their low 16 bits count).
+ */
+static uint32_t weak_sse2(const unsigned char *p, size_t n, uint32_t *pa)
+{
+	const __m128i zero = _mm_setzero_si128();
+	const __m128i w_lo = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
+	const __m128i w_hi = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+	__m128i va = zero, vb = zero, vs = zero;
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+
+		/* b += 16 * a (before this step): a is summed into vs once per step. */
+		vs = _mm_add_epi32(vs, va);
+		va = _mm_add_epi32(va, _mm_sad_epu8(x, zero));
+		vb = _mm_add_epi32(vb, _mm_madd_epi16(_mm_unpacklo_epi8(x, zero), w_lo));
+		vb = _mm_add_epi32(vb, _mm_madd_epi16(_mm_unpackhi_epi8(x, zero), w_hi));
+	}
+	vb = _mm_add_epi32(vb, _mm_slli_epi32(vs, 4));
+	/* va holds two 64-bit sums (their low 32 bits), vb four 32-bit ones. */
+	va = _mm_add_epi32(va, _mm_shuffle_epi32(va, 0x4e));
+	vb = _mm_add_epi32(vb, _mm_shuffle_epi32(vb, 0x4e));
+	vb = _mm_add_epi32(vb, _mm_shuffle_epi32(vb, 0xb1));
+	*pa = (uint32_t)_mm_cvtsi128_si32(va);
+	return (uint32_t)_mm_cvtsi128_si32(vb);
+}
+#endif
+
 uint32_t sync_weak(const unsigned char *p, size_t n)
 {
 	uint32_t a = 0, b = 0;
-	size_t i;
+	size_t i = 0;
 
+#ifdef __SSE2__
+	if (n >= 16) {
+		b = weak_sse2(p, n, &a);
+		i = n & ~(size_t)15;
+	}
+#endif
 	/* b = sum of (n - i) * p[i] = the sum of a's running values. */
-	for (i = 0; i + 4 <= n; i += 4) {
+	for (; i + 4 <= n; i += 4) {
 		b += 4 * a + 4 * p[i] + 3 * p[i + 1] + 2 * p[i + 2] + p[i + 3];
 		a += (uint32_t)p[i] + p[i + 1] + p[i + 2] + p[i + 3];
 	}

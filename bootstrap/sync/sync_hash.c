@@ -19,24 +19,39 @@
 #define P4 0x85ebca77c2b2ae63ULL
 #define P5 0x27d4eb2f165667c5ULL
 
-static uint64_t rotl(uint64_t x, int r)
+static inline uint64_t rotl(uint64_t x, int r)
 {
 	return x << r | x >> (64 - r);
 }
 
-static uint64_t le64(const unsigned char *p)
+/* Loads, little-endian; a memcpy is one load where the host is (gcc inlines it). */
+static inline uint64_t le64(const unsigned char *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+#else
 	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
 	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
 	       (uint64_t)p[7] << 56;
+#endif
 }
 
-static uint64_t le32(const unsigned char *p)
+static inline uint64_t le32(const unsigned char *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+#else
 	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+#endif
 }
 
-static uint64_t xround(uint64_t acc, uint64_t in)
+static inline uint64_t xround(uint64_t acc, uint64_t in)
 {
 	return rotl(acc + in * P2, 31) * P1;
 }

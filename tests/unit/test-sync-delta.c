@@ -224,6 +224,17 @@ static void test_weak_rolls(void)
 		bad += ((a & 0xffff) | b << 16) != sync_weak(p + i + 1, B);
 	}
 	is_int(bad, 0, "the rolled checksum is the one computed afresh, at every offset");
+	/* The vector code against the definition, at every length and alignment it splits. */
+	for (bad = 0, i = 0; i < 600; i++) {
+		size_t off = i % 17, n = i < 300 ? i : 300 + 61 * (i - 300), j;
+
+		for (a = 0, b = 0, j = 0; j < n; j++) {
+			a += p[off + j];
+			b += (uint32_t)(n - j) * p[off + j];
+		}
+		bad += ((a & 0xffff) | b << 16) != sync_weak(p + off, n);
+	}
+	is_int(bad, 0, "the weak checksum is rsync's, at every length and offset");
 	ok(sync_strong(p, 100) != sync_strong(p + 1, 100) &&
 	           sync_strong(p, 100) == sync_strong(p, 100),
 	   "the strong hash");
