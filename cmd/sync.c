@@ -175,10 +175,10 @@ static int recv_or_serve(const char *name, int serve, int argc, char **argv)
 	if (!dst)
 		return EXIT_FAIL;
 	if (serve) {
-		r = sync_serve(0, 1, dst, flags, max_bytes, &st);
+		r = sync_serve(0, 1, dst, flags | SYNC_LATE_FREE, max_bytes, &st);
 	} else {
 		/* A node's command: what comes in is the launcher's, and may be compressed. */
-		r = sync_unpack(0, dst, flags | SYNC_COMPRESS, max_bytes, &st);
+		r = sync_unpack(0, dst, flags | SYNC_COMPRESS | SYNC_LATE_FREE, max_bytes, &st);
 		if (!r) {
 			buf_adds(&out, "skiff-sync-recv ");
 			sync_stats_format(&st, &out);
@@ -186,6 +186,7 @@ static int recv_or_serve(const char *name, int serve, int argc, char **argv)
 			r = print_out(out.p, out.len);
 		}
 	}
+	sync_free_late();
 	buf_release(&out);
 	free(dst);
 	return r ? EXIT_FAIL : EXIT_OK;

@@ -58,6 +58,8 @@ enum sync_flags {
 	                            sync_unpack: compressed data is accepted */
 	SYNC_NO_IGNORE = 1 << 2, /* send everything but .git (no .skyignore / .gitignore) */
 	SYNC_NO_STATE = 1 << 3,  /* sync_unpack: keep no manifest of DST (a fresh dir, once) */
+	SYNC_LATE_FREE = 1 << 4, /* sync_unpack/serve: large files replaced or deleted are
+	                            freed by sync_free_late() (a command's, not a daemon's) */
 };
 
 enum sync_type {
@@ -252,6 +254,15 @@ int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n
  */
 int sync_serve(int in_fd, int out_fd, const char *dst, unsigned flags, uint64_t max_bytes,
                struct sync_stats *st);
+
+/*
+ * After sync_serve() or sync_unpack() with SYNC_LATE_FREE: the old large files they held
+ * open (replaced or deleted, no longer in DST) are closed by a child process of their own,
+ * off the caller's stdio, so that the kernel's freeing of their pages and blocks (about
+ * 1 ms per MB) does not hold up the session's end. For a short-lived command about to
+ * exit: it forks.
+ */
+void sync_free_late(void);
 
 /* --- the one-way stream (bootstrap/sync/sync_pack.c, bootstrap/sync/sync_unpack.c) ------ */
 

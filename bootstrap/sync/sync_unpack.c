@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,31 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
+/*
+ * Block signatures are made in a thread of their own, in the order asked, while the
+ * records go on being applied: the launcher asks for them all at the start, and the
+ * first delta needs only the first. Every answer after the state goes out under wmu.
+ */
+struct sig_job {
+	uint32_t id;
+	char *path;
+};
+
+struct sig_worker {
+	pthread_t th;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sig_job *v;
+	size_t n, next, alloc, asked;
+	int quit; /* set at the end: what is left is dropped */
+	int err;  /* the first answer that could not be written */
+};
+
 struct unpack {
 	struct sync_apply a;
+	struct sig_worker sw;
+	pthread_mutex_t wmu; /* the answers' */
 	struct sync_wire_in in;
 	struct sync_wire_out *reply; /* a session's answers; NULL for a one-way stream */
 	struct buf body;
@@ -30,7 +54,6 @@ struct unpack {
 };
 
 static const char stream[] = "sync stream";
-
 static int corrupt(const char *what)
 {
 	error("corrupt sync stream: %s", what);
@@ -117,32 +140,127 @@ static int state(struct unpack *u, const unsigned char want[32], int has)
 	return r;
 }
 
+static int answer(struct unpack *u, int type, const void *body, size_t len, int flush)
+{
+	int r;
+
+	pthread_mutex_lock(&u->wmu);
+	r = sync_wire_rec(u->reply, type, body, len, 0);
+	if (!r && flush)
+		r = sync_wire_flush(u->reply);
+	pthread_mutex_unlock(&u->wmu);
+	return r;
+}
+
 static int want_whole(struct unpack *u, const char *path)
 {
-	return sync_wire_rec(u->reply, REC_WANT, path, strlen(path), 0);
+	return answer(u, REC_WANT, path, strlen(path), 0);
+}
+
+/* The signatures of one file, answered ('g'). */
+static int sig_answer(struct unpack *u, uint32_t id, const char *path, struct buf *body)
+{
+	struct sync_sigs s;
+	int ok = 0, r;
+
+	r = sync_apply_sigs(&u->a, path, &s, &ok);
+	if (r)
+		return r;
+	sync_sigs_encode(&s, id, ok, body);
+	if (ok)
+		sync_sigs_release(&s);
+	return answer(u, REC_SIGS, body->p, body->len, 1);
+}
+
+static void *sig_main(void *arg)
+{
+	struct unpack *u = arg;
+	struct sig_worker *sw = &u->sw;
+	struct buf body = BUF_INIT(SYNC_REC_SIG_MAX);
+	struct sig_job j;
+	int r;
+
+	pthread_mutex_lock(&sw->mu);
+	for (;;) {
+		while (sw->next == sw->n && !sw->quit)
+			pthread_cond_wait(&sw->cv, &sw->mu);
+		if (sw->quit)
+			break;
+		j = sw->v[sw->next];
+		sw->v[sw->next++].path = NULL;
+		r = sw->err;
+		pthread_mutex_unlock(&sw->mu);
+		r = r ? 0 : sig_answer(u, j.id, j.path, &body);
+		free(j.path);
+		pthread_mutex_lock(&sw->mu);
+		if (r && !sw->err)
+			sw->err = r;
+	}
+	pthread_mutex_unlock(&sw->mu);
+	buf_release(&body);
+	return NULL;
+}
+
+/* Ends the signature thread; what it was still asked is dropped. Its error, or 0. */
+static int sig_stop(struct unpack *u)
+{
+	struct sig_worker *sw = &u->sw;
+	size_t i;
+
+	if (sw->started) {
+		pthread_mutex_lock(&sw->mu);
+		sw->quit = 1;
+		pthread_cond_signal(&sw->cv);
+		pthread_mutex_unlock(&sw->mu);
+		pthread_join(sw->th, NULL);
+		pthread_mutex_destroy(&sw->mu);
+		pthread_cond_destroy(&sw->cv);
+		sw->started = 0;
+	}
+	for (i = 0; i < sw->n; i++)
+		free(sw->v[i].path);
+	free(sw->v);
+	sw->v = NULL;
+	sw->n = sw->next = 0;
+	return sw->err;
 }
 
 static int sigreq(struct unpack *u)
 {
-	struct sync_sigs s;
+	struct sig_worker *sw = &u->sw;
 	struct sync_cur c;
 	uint32_t id;
-	int ok = 0, r;
+	int r;
 
 	sync_cur_init(&c, u->body.p, u->body.len);
 	id = sync_get_u32(&c);
 	r = take_path(&c, &u->path);
 	if (!r)
 		r = sync_apply_check(&u->a, u->path.p, REC_SIGREQ);
-	if (!r)
-		r = sync_apply_sigs(&u->a, u->path.p, &s, &ok);
 	if (r)
 		return r;
-	sync_sigs_encode(&s, id, ok, &u->body);
-	if (ok)
-		sync_sigs_release(&s);
-	r = sync_wire_rec(u->reply, REC_SIGS, u->body.p, u->body.len, 0);
-	return r ? r : sync_wire_flush(u->reply);
+	if (++sw->asked > SYNC_MAX_ENTRIES)
+		return corrupt("too many signature requests");
+	if (!sw->started) {
+		pthread_mutex_init(&sw->mu, NULL);
+		pthread_cond_init(&sw->cv, NULL);
+		sw->started = !pthread_create(&sw->th, NULL, sig_main, u);
+		if (!sw->started) {
+			pthread_mutex_destroy(&sw->mu);
+			pthread_cond_destroy(&sw->cv);
+			return sig_answer(u, id, u->path.p, &u->body); /* no thread: here */
+		}
+	}
+	pthread_mutex_lock(&sw->mu);
+	r = sw->err;
+	if (!r) {
+		sw->v = xgrow(sw->v, sw->n, &sw->alloc, sizeof(*sw->v));
+		sw->v[sw->n].id = id;
+		sw->v[sw->n++].path = xstrdup(u->path.p);
+		pthread_cond_signal(&sw->cv);
+	}
+	pthread_mutex_unlock(&sw->mu);
+	return r;
 }
 
 /* One entry record (its body in u->body). */
@@ -247,9 +365,7 @@ static int records(struct unpack *u)
 		if (type == REC_SIGREQ) {
 			r = sigreq(u);
 		} else if (type == REC_BARRIER) {
-			r = sync_wire_rec(u->reply, REC_ACK, NULL, 0, 0);
-			if (!r)
-				r = sync_wire_flush(u->reply);
+			r = answer(u, REC_ACK, NULL, 0, 1);
 		} else if (type == REC_END) {
 			sync_cur_init(&c, u->body.p, u->body.len);
 			count = sync_get_u64(&c);
@@ -276,12 +392,13 @@ static int run(int in_fd, struct sync_wire_out *reply, const char *dst, unsigned
 	struct sync_stats dummy;
 	struct unpack u;
 	unsigned char want[32], d[32];
-	int r, has = 0;
+	int r, r2, has = 0;
 
 	st = st ? st : &dummy;
 	memset(st, 0, sizeof(*st));
 	memset(&u, 0, sizeof(u));
 	u.reply = reply;
+	pthread_mutex_init(&u.wmu, NULL);
 	buf_init(&u.body, SYNC_REC_META_MAX);
 	buf_init(&u.path, SYNC_REC_META_MAX + 1);
 	buf_init(&u.target, SYNC_REC_META_MAX + 1);
@@ -297,6 +414,9 @@ static int run(int in_fd, struct sync_wire_out *reply, const char *dst, unsigned
 		r = state(&u, want, has);
 	if (!r)
 		r = records(&u);
+	r2 = sig_stop(&u);
+	if (!r)
+		r = r2;
 	u.dirty = u.a.dirty;
 	r = sync_apply_close(&u.a, r);
 	if (reply) {
@@ -328,6 +448,7 @@ static int run(int in_fd, struct sync_wire_out *reply, const char *dst, unsigned
 			sync_wire_flush(reply);
 	}
 out:
+	pthread_mutex_destroy(&u.wmu);
 	sync_manifest_release(&u.a.base);
 	sync_wire_in_release(&u.in);
 	buf_release(&u.body);

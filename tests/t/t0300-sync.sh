@@ -2,7 +2,7 @@
 # File sync end to end through the binary: the one-way commands (__sync-manifest,
 # __sync-send and __sync-recv over pipes) and sessions (__sync-push to __sync-serve, as the
 # launcher runs them over a runner's stdin/stdout). Ignore rules, incremental syncs,
-# single files, ~/ destinations, limits and hostile streams. t0310 runs sessions over ssh.
+# single files, ~/ destinations, limits and hostile streams. t0610 and t0911 sync over ssh.
 . "$(dirname "$0")/lib.sh"
 
 # do_sync SRC DST [FLAGS...]: one full round as the launcher does it; the receiver's
@@ -262,6 +262,26 @@ with open(\"src2/big.bin\", \"r+b\") as f:
 	push3 &&
 	test "$(wire_of 1)" -lt 65536 &&
 	for d in n1 n2 n3; do cmp src2/big.bin $d/big.bin || exit 1; done
+'
+
+# held_deleted DIR: the files under DIR, unlinked, that some process still holds open.
+held_deleted() {
+	for fd in /proc/[0-9]*/fd/*; do
+		readlink "$fd" 2>/dev/null
+	done | grep -F "$1/" | grep -F "(deleted)"
+}
+
+test_expect_success 'replaced and deleted large files are freed after the session, not held' '
+	head -c 3145728 /dev/urandom >src2/big.bin &&
+	head -c 2097152 /dev/urandom >src2/gone.bin &&
+	push3 &&
+	rm src2/gone.bin &&
+	head -c 3145728 /dev/urandom >src2/big.bin &&
+	push3 &&
+	for d in n1 n2 n3; do
+		cmp src2/big.bin $d/big.bin && test ! -e $d/gone.bin || exit 1
+	done &&
+	wait_for "test -z \"\$(held_deleted $PWD)\"" 10
 '
 
 test_expect_success 'a session: nodes in different states, each brought to the tree' '
