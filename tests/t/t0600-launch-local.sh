@@ -340,6 +340,22 @@ test_expect_success 'a setup that fails on a node that does not run the task fai
 	skiff down st3 >/dev/null
 '
 
+test_expect_success 'a 256-node gang runs and is followed; 256 exit codes; cancel reaches all' '
+	skiff launch -c g256 --num-nodes 256 "echo r\$SKYPILOT_NODE_RANK" >out 2>err &&
+	test "$(sort -u out | wc -l)" = 256 &&
+	grep -qx "(rank 255, 127.0.0.1) r255" out &&
+	skiff queue g256 --json >q.json &&
+	python3 -c "import json; j = json.load(open(\"q.json\"))[-1]; assert j[\"status\"] == \"SUCCEEDED\" and j[\"exit_codes\"] == [0] * 256, j" &&
+	skiff exec -d g256 --num-nodes 256 "sleep 3000$$" 2>/dev/null &&
+	wait_for "skiff queue g256 | grep -q \"^2 .*RUNNING\"" 60 &&
+	test "$(pgrep -fc "^sleep 3000$$")" = 256 &&
+	skiff cancel g256 2 >/dev/null &&
+	wait_for "test \"\$(pgrep -fc \"^sleep 3000$$\")\" = 0" 60 &&
+	skiff queue g256 --json >q.json &&
+	python3 -c "import json; j = json.load(open(\"q.json\"))[-1]; assert j[\"status\"] == \"CANCELLED\" and len(j[\"exit_codes\"]) == 256, j" &&
+	skiff down g256 >/dev/null
+'
+
 test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	expect_fail 1 skiff exec nosuch "true" 2>err && grep -q "does not exist" err &&
 	expect_fail 2 skiff launch -c "Bad_Name" "true" 2>/dev/null &&
