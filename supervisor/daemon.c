@@ -1,8 +1,9 @@
 /*
  * The supervisor's event loop: one epoll_wait with a deadline, over the listening socket,
  * client connections, a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP) and one pidfd per
- * re-adopted shim. Nothing here sleeps or polls: an idle supervisor blocks until a
- * request, a child exit or its next autostop deadline.
+ * re-adopted shim (epoll, not daemon_wait(): it serves many fds); its lock and its
+ * signals are the daemon skeleton's (lib/daemon.h). Nothing here sleeps or polls: an idle
+ * supervisor blocks until a request, a child exit or its next autostop deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/daemon.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
@@ -427,25 +428,10 @@ static void pidfd_ready(int64_t id)
 
 static int take_lock(void)
 {
-	const struct node_paths *p = node_paths();
-	char pidtxt[32];
-	int fd;
+	int fd = daemon_lock(node_paths()->lock);
 
-	fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return error_errno("cannot open '%s'", p->lock);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
-		close(fd);
-		if (e == EWOULDBLOCK)
-			return -EEXIST;
-		errno = e;
-		return error_errno("cannot lock '%s'", p->lock);
-	}
-	xsnprintf(pidtxt, sizeof(pidtxt), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pidtxt, strlen(pidtxt), 0) < 0)
-		warning("cannot write pid to '%s': %s", p->lock, strerror(errno));
+		return fd;
 	S.lock_fd = fd;
 	return 0;
 }
@@ -641,18 +627,13 @@ static int setup_signals(void)
 {
 	sigset_t set;
 
-	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return error_errno("sigprocmask");
-	S.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (S.sig_fd < 0)
-		return error_errno("signalfd");
-	return 0;
+	S.sig_fd = daemon_signals(&set);
+	return S.sig_fd < 0 ? -1 : 0;
 }
 
 static void handle_signals(void)

@@ -1,9 +1,10 @@
 /*
  * The managed-jobs controller (`skiff __jobs-controller`): one process per $SKIFF_HOME,
  * flock()ed, started on demand by `jobs launch` and `jobs cancel`, exiting when it has
- * been idle for a while. One epoll loop over a signalfd; no thread per job: a job is a
- * row, and all work that may block (launching a cluster, probing nodes, tearing clusters
- * down) runs in worker processes (supervisor/jobs/worker.c):
+ * been idle for a while. One loop on the daemon skeleton (lib/daemon.h: its lock, a
+ * signalfd, daemon_wait() to the next deadline); its decisions are pure functions
+ * (policy.h). No thread per job: a job is a row, and all work that may block (launching a
+ * cluster, probing nodes, tearing clusters down) runs in worker processes (worker.c):
  *
  *   launch worker   one per launching job, at most max_launching; writes its success
  *                   (the cluster job, ALIVE) itself, so it may outlive a crashed controller
@@ -27,13 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/daemon.h"
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/self.h"
@@ -43,6 +43,7 @@
 #include "state/launcher.h"
 #include "state/node.h"
 #include "supervisor/jobs/jobs.h"
+#include "supervisor/jobs/policy.h"
 #include "lib/banned.h"
 
 #define CLEANUP_RETRY_MS 1000
@@ -55,7 +56,7 @@ struct kid {
 static struct {
 	struct st_db *db;
 	struct jobs_limits lim;
-	int lock_fd, sig_fd, epfd;
+	int lock_fd, sig_fd;
 	struct kid *kids;
 	size_t nkids, cap;
 	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms;
@@ -99,21 +100,10 @@ static void logf_job(int64_t id, const char *fmt, ...)
 static int take_lock(void)
 {
 	const struct jobs_paths *p = jobs_paths();
-	char pid[32];
-	int fd;
+	int fd = p ? daemon_lock(p->lock) : -ENOENT;
 
-	if (!p)
-		return -1;
-	fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return error_errno("cannot open '%s'", p->lock);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return -EEXIST;
-	}
-	xsnprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
-		warning("cannot write pid to '%s': %s", p->lock, strerror(errno));
+		return fd;
 	C.lock_fd = fd;
 	return 0;
 }
@@ -213,15 +203,10 @@ out:
 
 static double backoff_s(int attempts)
 {
-	double b = (double)C.backoff_s, jitter;
-	int i;
+	/* [-1, 1]: the spread that keeps retries from marching together. */
+	double jitter = ((double)(random() % 2001) - 1000.0) / 1000.0;
 
-	for (i = 1; i < attempts && b < 300; i++)
-		b *= 1.6;
-	if (b > 300 && C.backoff_s <= 300)
-		b = 300;
-	jitter = 1.0 + ((double)(random() % 801) - 400.0) / 1000.0; /* +-40% */
-	return b * jitter;
+	return jobs_backoff_s(C.backoff_s, attempts, jitter);
 }
 
 /* 1 if the job holds a cluster (or a pool cluster job) to release. */
@@ -267,37 +252,34 @@ static void launch_done(int64_t id, int code)
 {
 	struct mjob j;
 	char reason[512];
+	double wait;
 
 	if (mj_get(C.db, id, &j))
 		return;
 	mj_holder_clear(C.db, id, 0);
-	if (j.sched != MJS_LAUNCHING)
-		goto out; /* it recorded its success itself */
-	if (j.cancel_requested) {
+	switch (jobs_launch_decide(&j, j.sched == MJS_LAUNCHING, code, C.attempts_max)) {
+	case JL_NONE: break;
+	case JL_CANCEL:
 		/* CANCELLING first: the cleanup worker's CANCELLED must find it so. */
 		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_ANY,
 		              holds_cluster(&j) ? MJ_CANCELLING : MJ_CANCELLED, MJS_DONE,
 		              "cancelled by the user during launch");
 		release_cluster(&j, 0);
-		goto out;
-	}
-	if (code == EXIT_INVALID || code == EXIT_USAGE) {
+		break;
+	case JL_FAIL_PRECHECKS:
 		xsnprintf(reason, sizeof(reason),
 		          "launch refused: the task cannot run there (see 'skiff jobs logs "
 		          "--controller %lld')",
 		          (long long)id);
 		finish(&j, MJ_FAILED_PRECHECKS, reason);
-		goto out;
-	}
-	if (j.attempts + 1 >= C.attempts_max) {
+		break;
+	case JL_FAIL_NO_RESOURCE:
 		xsnprintf(reason, sizeof(reason), "no resources after %d launch attempts",
 		          j.attempts + 1);
 		finish(&j, MJ_FAILED_NO_RESOURCE, reason);
-		goto out;
-	}
-	{
-		double wait = backoff_s(j.attempts + 1);
-
+		break;
+	case JL_BACKOFF:
+		wait = backoff_s(j.attempts + 1);
 		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts + 1,
 		                now_wall() + wait);
 		xsnprintf(reason, sizeof(reason), "launch attempt %d failed (%s)", j.attempts + 1,
@@ -305,109 +287,66 @@ static void launch_done(int64_t id, int code)
 		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
 		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF, reason);
 		logf_job(id, "%s; retry in %.0f s", reason, wait);
+		break;
 	}
-out:
 	mjob_free(&j);
 }
 
-static int codes_listed(const char *codes, const char *list)
-{
-	const char *p = codes;
-
-	while (*p) {
-		char *end;
-		long c = strtol(p, &end, 10), l;
-		const char *q = list;
-
-		if (end == p)
-			break;
-		while (*q) {
-			char *qe;
-
-			l = strtol(q, &qe, 10);
-			if (qe == q)
-				break;
-			if (l == c)
-				return (int)c;
-			q = *qe == ',' ? qe + 1 : qe;
-		}
-		p = *end == ',' ? end + 1 : end;
-	}
-	return -1;
-}
-
-/* What the watch worker saw of an ALIVE job. */
+/* What the watch worker saw of an ALIVE job (decided by jobs_probe_decide()). */
 static int apply_probe(const struct mjob *j, void *arg)
 {
+	struct jobs_probe_decision d = jobs_probe_decide(j, C.probe_max);
+	const char *codes = *j->exit_codes ? j->exit_codes : "-";
 	char reason[512];
-	int code;
 
 	(void)arg;
-	if (j->status == MJ_CANCELLING)
-		return 0;
-	if (j->cancel_requested) {
-		/* An end the task reached before the cancel stands; anything else is cancelled. */
-		if (j->node_status == JOB_SUCCEEDED && j->task_index + 1 >= j->ntasks)
-			finish(j, MJ_SUCCEEDED, "succeeded (before the cancel took effect)");
-		else if (j->node_status == JOB_FAILED || j->node_status == JOB_FAILED_SETUP)
-			finish(j, j->node_status == JOB_FAILED ? MJ_FAILED : MJ_FAILED_SETUP,
-			       "the task failed (before the cancel took effect)");
-		return 0;
-	}
-	switch (j->node_status) {
-	case JOB_SUCCEEDED:
-		if (j->task_index + 1 < j->ntasks) {
-			release_cluster(j, 0);
-			mj_set_counters(C.db, j->id, j->task_index + 1, j->recoveries, j->restarts,
-			                0, 0);
-			mj_set_task_id(C.db, j->id, "");
-			mj_set_cluster(C.db, j->id, "", 0, 0);
-			xsnprintf(reason, sizeof(reason), "task %d succeeded; next task %d",
-			          j->task_index + 1, j->task_index + 2);
-			mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
-			              MJS_ALIVE_WAITING, reason);
-			logf_job(j->id, "%s", reason);
-		} else {
-			finish(j, MJ_SUCCEEDED, "succeeded");
-		}
-		return 0;
-	case JOB_FAILED:
-	case JOB_FAILED_SETUP:
-		code = codes_listed(j->exit_codes, j->recover_codes);
-		if (code >= 0) {
+	switch (d.act) {
+	case JP_NONE: break;
+	case JP_NEXT_TASK:
+		release_cluster(j, 0);
+		mj_set_counters(C.db, j->id, j->task_index + 1, j->recoveries, j->restarts, 0, 0);
+		mj_set_task_id(C.db, j->id, "");
+		mj_set_cluster(C.db, j->id, "", 0, 0);
+		xsnprintf(reason, sizeof(reason), "task %d succeeded; next task %d",
+		          j->task_index + 1, j->task_index + 2);
+		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
+		              MJS_ALIVE_WAITING, reason);
+		logf_job(j->id, "%s", reason);
+		break;
+	case JP_SUCCEED:
+		finish(j, MJ_SUCCEEDED,
+		       d.before_cancel ? "succeeded (before the cancel took effect)" : "succeeded");
+		break;
+	case JP_FAIL:
+		if (d.before_cancel)
 			xsnprintf(reason, sizeof(reason),
-			          "exit code %d is in recover_on_exit_codes, attempt %d", code,
-			          j->recoveries + 1);
-			recover(j, reason, 0);
-		} else if (j->restarts < j->max_restarts) {
-			xsnprintf(reason, sizeof(reason),
-			          "failed (exit codes %s); restart %d of max_restarts_on_errors %d",
-			          *j->exit_codes ? j->exit_codes : "-", j->restarts + 1,
-			          j->max_restarts);
-			recover(j, reason, 1);
-		} else {
+			          "the task failed (before the cancel took effect)");
+		else
 			xsnprintf(reason, sizeof(reason), "%s (exit codes %s)",
-			          j->node_status == JOB_FAILED ? "the task failed" : "setup failed",
-			          *j->exit_codes ? j->exit_codes : "-");
-			finish(j, j->node_status == JOB_FAILED ? MJ_FAILED : MJ_FAILED_SETUP,
-			       reason);
-		}
-		return 0;
-	case JOB_CANCELLED: finish(j, MJ_CANCELLED, "cancelled on its cluster"); return 0;
-	case JOB_FAILED_DRIVER:
-		xsnprintf(reason, sizeof(reason), "%s, attempt %d",
-		          *j->probe_error ? j->probe_error : "its node lost the job",
-		          j->recoveries + 1);
-		recover(j, reason, 0);
-		return 0;
-	default:
-		if (*j->probe_error && j->probe_failures >= C.probe_max) {
-			xsnprintf(reason, sizeof(reason), "%s, attempt %d", j->probe_error,
+			          d.status == MJ_FAILED ? "the task failed" : "setup failed",
+			          codes);
+		finish(j, d.status, reason);
+		break;
+	case JP_RESTART:
+		xsnprintf(reason, sizeof(reason),
+		          "failed (exit codes %s); restart %d of max_restarts_on_errors %d", codes,
+		          j->restarts + 1, j->max_restarts);
+		recover(j, reason, 1);
+		break;
+	case JP_RECOVER:
+		if (d.code >= 0)
+			xsnprintf(reason, sizeof(reason),
+			          "exit code %d is in recover_on_exit_codes, attempt %d", d.code,
 			          j->recoveries + 1);
-			recover(j, reason, 0);
-		}
-		return 0;
+		else
+			xsnprintf(reason, sizeof(reason), "%s, attempt %d",
+			          *j->probe_error ? j->probe_error : "its node lost the job",
+			          j->recoveries + 1);
+		recover(j, reason, 0);
+		break;
+	case JP_CANCELLED: finish(j, MJ_CANCELLED, "cancelled on its cluster"); break;
 	}
+	return 0;
 }
 
 /* Cancels asked for by `jobs cancel`. */
@@ -699,7 +638,6 @@ static int tick(void)
 
 static int setup_signals(void)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
 	sigset_t set;
 
 	sigemptyset(&set);
@@ -708,17 +646,8 @@ static int setup_signals(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return error_errno("sigprocmask");
-	C.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (C.sig_fd < 0)
-		return error_errno("signalfd");
-	C.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (C.epfd < 0)
-		return error_errno("epoll_create1");
-	if (epoll_ctl(C.epfd, EPOLL_CTL_ADD, C.sig_fd, &ev) < 0)
-		return error_errno("epoll_ctl");
-	return 0;
+	C.sig_fd = daemon_signals(&set);
+	return C.sig_fd < 0 ? -1 : 0;
 }
 
 static void read_signals(void)
@@ -743,7 +672,7 @@ int jobs_controller_main(int argc, char **argv)
 	if (argc > 1)
 		return error("usage: skiff __jobs-controller (no arguments)"), EXIT_USAGE;
 	memset(&C, 0, sizeof(C));
-	C.lock_fd = C.sig_fd = C.epfd = -1;
+	C.lock_fd = C.sig_fd = -1;
 	r = take_lock();
 	if (r == -EEXIST)
 		return EXIT_OK; /* one runs already: it does the work */
@@ -778,14 +707,15 @@ int jobs_controller_main(int argc, char **argv)
 	C.want_settle = 1;
 	C.probes_ready = 0;
 	while (!C.stop) {
-		struct epoll_event ev;
+		struct daemon_fd fd = {C.sig_fd, 0};
 		int wait = tick(), n;
 
 		if (C.stop)
 			break;
-		n = epoll_wait(C.epfd, &ev, 1, wait);
-		if (n < 0 && errno != EINTR) {
-			error_errno("epoll_wait");
+		n = daemon_wait(&fd, 1, wait < 0 ? -1 : now_ms() + wait);
+		if (n < 0) {
+			errno = -n;
+			error_errno("poll");
 			break;
 		}
 		if (n > 0)
@@ -797,8 +727,6 @@ out:
 	free(C.kids);
 	if (C.sig_fd >= 0)
 		close(C.sig_fd);
-	if (C.epfd >= 0)
-		close(C.epfd);
 	if (C.lock_fd >= 0)
 		close(C.lock_fd);
 	/*

@@ -1,7 +1,11 @@
 #include "supervisor/jobs/policy.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/exit.h"
+#include "state/jobs.h"
+#include "state/node.h"
 #include "lib/banned.h"
 
 int gang_end_stops_others(const char *status)
@@ -16,4 +20,98 @@ int64_t gang_retry_delay_ms(int tries)
 	while (tries-- > 0 && d < 30000)
 		d *= 2;
 	return d > 30000 ? 30000 : d;
+}
+
+double jobs_backoff_s(int base_s, int attempts, double jitter)
+{
+	double b = (double)base_s;
+	int i;
+
+	for (i = 1; i < attempts && b < JOBS_BACKOFF_CAP_S; i++)
+		b *= JOBS_BACKOFF_GROWTH;
+	if (b > JOBS_BACKOFF_CAP_S && base_s <= JOBS_BACKOFF_CAP_S)
+		b = JOBS_BACKOFF_CAP_S;
+	if (jitter < -1)
+		jitter = -1;
+	if (jitter > 1)
+		jitter = 1;
+	return b * (1.0 + jitter * JOBS_BACKOFF_JITTER);
+}
+
+int jobs_code_listed(const char *codes, const char *list)
+{
+	const char *p = codes;
+
+	while (p && *p) {
+		char *end;
+		long c = strtol(p, &end, 10), l;
+		const char *q = list;
+
+		if (end == p)
+			break;
+		while (q && *q) {
+			char *qe;
+
+			l = strtol(q, &qe, 10);
+			if (qe == q)
+				break;
+			if (l == c)
+				return (int)c;
+			q = *qe == ',' ? qe + 1 : qe;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	return -1;
+}
+
+enum jobs_launch_act jobs_launch_decide(const struct mjob *j, int launching, int code,
+                                        int attempts_max)
+{
+	if (!launching)
+		return JL_NONE;
+	if (j->cancel_requested)
+		return JL_CANCEL;
+	if (code == EXIT_INVALID || code == EXIT_USAGE)
+		return JL_FAIL_PRECHECKS;
+	if (j->attempts + 1 >= attempts_max)
+		return JL_FAIL_NO_RESOURCE;
+	return JL_BACKOFF;
+}
+
+struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max)
+{
+	struct jobs_probe_decision d = {JP_NONE, -1, -1, 0};
+	int failed = j->node_status == JOB_FAILED || j->node_status == JOB_FAILED_SETUP;
+
+	if (j->status == MJ_CANCELLING)
+		return d;
+	if (failed)
+		d.status = j->node_status == JOB_FAILED ? MJ_FAILED : MJ_FAILED_SETUP;
+	if (j->cancel_requested) {
+		/* An end the task reached before the cancel stands; anything else is cancelled. */
+		d.before_cancel = 1;
+		if (j->node_status == JOB_SUCCEEDED && j->task_index + 1 >= j->ntasks)
+			d.act = JP_SUCCEED;
+		else if (failed)
+			d.act = JP_FAIL;
+		return d;
+	}
+	switch (j->node_status) {
+	case JOB_SUCCEEDED:
+		d.act = j->task_index + 1 < j->ntasks ? JP_NEXT_TASK : JP_SUCCEED;
+		return d;
+	case JOB_FAILED:
+	case JOB_FAILED_SETUP:
+		d.code = jobs_code_listed(j->exit_codes, j->recover_codes);
+		d.act = d.code >= 0                     ? JP_RECOVER
+		        : j->restarts < j->max_restarts ? JP_RESTART
+		                                        : JP_FAIL;
+		return d;
+	case JOB_CANCELLED: d.act = JP_CANCELLED; return d;
+	case JOB_FAILED_DRIVER: d.act = JP_RECOVER; return d;
+	default:
+		if (j->probe_error && *j->probe_error && j->probe_failures >= probe_max)
+			d.act = JP_RECOVER;
+		return d;
+	}
 }

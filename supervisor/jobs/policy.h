@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+struct mjob;
+
 /* ---- the gang watcher (supervisor/jobs/gang.c) --------------------------------------- */
 
 /* A rank's end that stops the gang: not SUCCEEDED nor CANCELLED, or none known (lost). */
@@ -22,5 +24,61 @@ int64_t gang_retry_delay_ms(int tries);
 #define GANG_RETRY_MAX_MS ((int64_t)24 * 3600 * 1000)
 /* How long the watcher lets the job start before it looks. */
 #define GANG_START_DELAY_MS 100
+
+/* ---- the managed-jobs controller (supervisor/jobs/controller.c) ------------------------- */
+
+/* Launch backoff grows by this factor per failed attempt up to JOBS_BACKOFF_CAP_S. */
+#define JOBS_BACKOFF_GROWTH 1.6
+#define JOBS_BACKOFF_CAP_S 300
+/* The backoff is spread by this fraction either way, so that retries do not march together. */
+#define JOBS_BACKOFF_JITTER 0.4
+
+/*
+ * Seconds to wait before launch attempt attempts+1: base_s after the first failure,
+ * growing by JOBS_BACKOFF_GROWTH up to JOBS_BACKOFF_CAP_S (a base above the cap is kept),
+ * times 1 + jitter, with jitter in [-1, 1] scaled by JOBS_BACKOFF_JITTER.
+ */
+double jobs_backoff_s(int base_s, int attempts, double jitter);
+
+/* The first exit code of codes ("1,2,3") that list names, or -1. */
+int jobs_code_listed(const char *codes, const char *list);
+
+/* What the controller does when a launch worker is gone (jobs_launch_decide()). */
+enum jobs_launch_act {
+	JL_NONE,             /* the worker recorded its success itself */
+	JL_CANCEL,           /* cancelled during the launch: CANCELLING (it holds a cluster) or
+	                        CANCELLED */
+	JL_FAIL_PRECHECKS,   /* the task cannot run there (the launch said so: bad input) */
+	JL_FAIL_NO_RESOURCE, /* no attempt left */
+	JL_BACKOFF,          /* try again after jobs_backoff_s() */
+};
+
+/*
+ * j as the database has it, code the worker's exit status (-1 unknown: it died), launching
+ * whether j is still LAUNCHING, attempts_max the launch attempts allowed.
+ */
+enum jobs_launch_act jobs_launch_decide(const struct mjob *j, int launching, int code,
+                                        int attempts_max);
+
+/* What the controller does with the watch worker's last look at an ALIVE job. */
+enum jobs_probe_act {
+	JP_NONE,      /* nothing yet */
+	JP_NEXT_TASK, /* this task succeeded; the pipeline's next one starts */
+	JP_SUCCEED,   /* the job succeeded */
+	JP_FAIL,      /* the job ends with .status (FAILED or FAILED_SETUP) */
+	JP_RECOVER,   /* relaunched, not counted as a restart (a listed code, a lost node) */
+	JP_RESTART,   /* relaunched, counted against max_restarts_on_errors */
+	JP_CANCELLED, /* cancelled on its cluster */
+};
+
+struct jobs_probe_decision {
+	enum jobs_probe_act act;
+	int status;        /* JP_FAIL: MJ_FAILED or MJ_FAILED_SETUP */
+	int code;          /* JP_RECOVER for a listed code: the code; else -1 */
+	int before_cancel; /* the end came before a cancel the user asked for */
+};
+
+/* probe_max: consecutive failed looks after which the node counts as lost. */
+struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max);
 
 #endif

@@ -1,5 +1,12 @@
-/* The launcher daemons' decisions (supervisor/jobs/policy.h). */
+/* The launcher daemons' decisions (supervisor/jobs/policy.h), over every combination. */
 #include "supervisor/jobs/policy.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lib/exit.h"
+#include "state/jobs.h"
+#include "state/node.h"
 #include "tests/unit/harness.h"
 
 static void test_gang(void)
@@ -17,8 +24,172 @@ static void test_gang(void)
 	is_int(gang_retry_delay_ms(1000), 30000, "however many tries");
 }
 
+static void test_backoff(void)
+{
+	ok(jobs_backoff_s(60, 1, 0) == 60, "first retry: the base");
+	ok(fabs(jobs_backoff_s(60, 2, 0) - 96) < 1e-9, "then 1.6 times more");
+	ok(fabs(jobs_backoff_s(60, 3, 0) - 153.6) < 1e-9, "and again");
+	ok(jobs_backoff_s(60, 4, 0) == 245.76 || fabs(jobs_backoff_s(60, 4, 0) - 245.76) < 1e-9,
+	   "and again");
+	ok(jobs_backoff_s(60, 5, 0) == 300, "capped at 300 s");
+	ok(jobs_backoff_s(60, 1000, 0) == 300, "however many attempts");
+	ok(jobs_backoff_s(600, 3, 0) == 600, "a base above the cap is kept as it is");
+	ok(jobs_backoff_s(0, 3, 0) == 0, "a zero base (tests) stays zero");
+	ok(fabs(jobs_backoff_s(100, 1, 1) - 140) < 1e-9, "jitter +1: 40%% more");
+	ok(fabs(jobs_backoff_s(100, 1, -1) - 60) < 1e-9, "jitter -1: 40%% less");
+	ok(fabs(jobs_backoff_s(100, 1, 9) - 140) < 1e-9, "jitter is clamped");
+	is_int(jobs_code_listed("1,137,3", "3,4"), 3, "the first listed code");
+	is_int(jobs_code_listed("5", "3,4"), -1, "none listed");
+	is_int(jobs_code_listed("", "3"), -1, "no codes");
+	is_int(jobs_code_listed("3", ""), -1, "an empty list");
+	is_int(jobs_code_listed("x", "3"), -1, "garbage is no code");
+	is_int(jobs_code_listed(NULL, NULL), -1, "nothing at all");
+}
+
+static void test_launch_decide(void)
+{
+	static const int codes[] = {-1, EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INVALID, 100};
+	struct mjob j;
+	int launching, cancel, attempts, c, want;
+
+	memset(&j, 0, sizeof(j));
+	for (launching = 0; launching < 2; launching++)
+		for (cancel = 0; cancel < 2; cancel++)
+			for (attempts = 0; attempts < 4; attempts++)
+				for (c = 0; c < (int)(sizeof(codes) / sizeof(codes[0])); c++) {
+					j.cancel_requested = cancel;
+					j.attempts = attempts;
+					want = !launching ? JL_NONE
+					       : cancel   ? JL_CANCEL
+					       : codes[c] == EXIT_INVALID || codes[c] == EXIT_USAGE
+					               ? JL_FAIL_PRECHECKS
+					       : attempts + 1 >= 3 ? JL_FAIL_NO_RESOURCE
+					                           : JL_BACKOFF;
+					is_int(jobs_launch_decide(&j, launching, codes[c], 3), want,
+					       "launching %d cancel %d attempts %d code %d",
+					       launching, cancel, attempts, codes[c]);
+				}
+}
+
+/* The rule written out again, independently of jobs_probe_decide(). */
+static struct jobs_probe_decision probe_expected(const struct mjob *j, int probe_max)
+{
+	struct jobs_probe_decision d = {JP_NONE, -1, -1, 0};
+	int st = j->node_status, last = j->task_index + 1 >= j->ntasks;
+	int listed = -1;
+
+	if (j->status == MJ_CANCELLING)
+		return d;
+	if (st == JOB_FAILED)
+		d.status = MJ_FAILED;
+	if (st == JOB_FAILED_SETUP)
+		d.status = MJ_FAILED_SETUP;
+	if (j->cancel_requested) {
+		d.before_cancel = 1;
+		if (st == JOB_SUCCEEDED && last)
+			d.act = JP_SUCCEED;
+		if (st == JOB_FAILED || st == JOB_FAILED_SETUP)
+			d.act = JP_FAIL;
+		return d;
+	}
+	if (strstr(j->exit_codes, "3") && strstr(j->recover_codes, "3"))
+		listed = 3;
+	if (st == JOB_SUCCEEDED)
+		d.act = last ? JP_SUCCEED : JP_NEXT_TASK;
+	else if (st == JOB_FAILED || st == JOB_FAILED_SETUP) {
+		d.code = listed;
+		d.act = listed >= 0                     ? JP_RECOVER
+		        : j->restarts < j->max_restarts ? JP_RESTART
+		                                        : JP_FAIL;
+	} else if (st == JOB_CANCELLED)
+		d.act = JP_CANCELLED;
+	else if (st == JOB_FAILED_DRIVER)
+		d.act = JP_RECOVER;
+	else if (*j->probe_error && j->probe_failures >= probe_max)
+		d.act = JP_RECOVER;
+	return d;
+}
+
+static void test_probe_decide(void)
+{
+	static const char *const codes[] = {"", "1", "1,3"};
+	static const char *const recover[] = {"", "3"};
+	static const char *const perr[] = {"", "node gone"};
+	/* Every combination, one mixed-radix counter: digit i counts to radix[i]. */
+	static const int radix[] = {JOB_N_STATUS + 1, 2, 2, 2, 3, 2, 3, 2, 4};
+	struct mjob j;
+	int v[9], n = 0, bad = 0, i, k, total = 1;
+
+	memset(&j, 0, sizeof(j));
+	for (i = 0; i < 9; i++)
+		total *= radix[i];
+	for (k = 0; k < total; k++) {
+		struct jobs_probe_decision got, want;
+		int rest = k;
+
+		for (i = 0; i < 9; i++) {
+			v[i] = rest % radix[i];
+			rest /= radix[i];
+		}
+		j.node_status = v[0] - 1; /* -1: unknown */
+		j.status = v[1] ? MJ_CANCELLING : MJ_RUNNING;
+		j.cancel_requested = v[2];
+		j.ntasks = 2;
+		j.task_index = v[3];
+		j.exit_codes = (char *)codes[v[4]];
+		j.recover_codes = (char *)recover[v[5]];
+		j.restarts = v[6];
+		j.max_restarts = 1;
+		j.probe_error = (char *)perr[v[7]];
+		j.probe_failures = v[8];
+		got = jobs_probe_decide(&j, 3);
+		want = probe_expected(&j, 3);
+		n++;
+		if (got.act == want.act && got.status == want.status && got.code == want.code &&
+		    got.before_cancel == want.before_cancel)
+			continue;
+		bad++;
+		ok(0,
+		   "node status %d, %s, cancel %d, task %d of 2, codes '%s', recover '%s', restarts "
+		   "%d of 1, probe '%s' x%d: got %d/%d/%d/%d, want %d/%d/%d/%d",
+		   j.node_status, v[1] ? "CANCELLING" : "RUNNING", j.cancel_requested,
+		   j.task_index + 1, j.exit_codes, j.recover_codes, j.restarts, j.probe_error,
+		   j.probe_failures, got.act, got.status, got.code, got.before_cancel, want.act,
+		   want.status, want.code, want.before_cancel);
+	}
+	ok(!bad, "%d combinations of a probe decided as the rule says", n);
+	/* The cases a reader checks first, by name. */
+	j.status = MJ_RUNNING;
+	j.cancel_requested = 0;
+	j.ntasks = 1;
+	j.task_index = 0;
+	j.exit_codes = "137";
+	j.recover_codes = "137";
+	j.restarts = 0;
+	j.max_restarts = 0;
+	j.probe_error = "";
+	j.probe_failures = 0;
+	j.node_status = JOB_FAILED;
+	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER && jobs_probe_decide(&j, 3).code == 137,
+	   "a listed exit code recovers, restarts untouched");
+	j.recover_codes = "";
+	ok(jobs_probe_decide(&j, 3).act == JP_FAIL && jobs_probe_decide(&j, 3).status == MJ_FAILED,
+	   "an unlisted failure with no restarts left fails");
+	j.max_restarts = 2;
+	ok(jobs_probe_decide(&j, 3).act == JP_RESTART, "with restarts left it restarts");
+	j.node_status = JOB_RUNNING;
+	j.probe_error = "unreachable";
+	j.probe_failures = 2;
+	ok(jobs_probe_decide(&j, 3).act == JP_NONE, "two failed looks: wait");
+	j.probe_failures = 3;
+	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER, "the third: the node is lost");
+}
+
 int main(void)
 {
 	plan_run(test_gang);
+	plan_run(test_backoff);
+	plan_run(test_launch_decide);
+	plan_run(test_probe_decide);
 	return done_testing();
 }
