@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bootstrap/launch/engine.h"
@@ -617,12 +616,8 @@ int cmd_autostop(int argc, char **argv)
 int cmd_ssh(int argc, char **argv)
 {
 	struct st_db *ldb;
-	struct cluster c;
-	struct clive cl;
 	struct buf cmd = BUF_INIT(0);
-	struct runner_io io = {RUNNER_INHERIT, RUNNER_INHERIT, RUNNER_INHERIT};
-	pid_t pid;
-	int a, status = 0, rc;
+	int a, rc;
 
 	if (argc < 2 || argv[1][0] == '-')
 		return usage_error("ssh", "expected a cluster name");
@@ -630,22 +625,10 @@ int cmd_ssh(int argc, char **argv)
 		buf_addf(&cmd, "%s%s", a > 2 ? " " : "", argv[a]);
 	if (open_ldb(&ldb))
 		return EXIT_FAIL;
-	if (eng_open(ldb, argv[1], &c, &cl)) {
-		st_close(ldb);
-		buf_release(&cmd);
-		return EXIT_FAIL;
-	}
-	rc = runner_spawn(cl.nodes[0].r, cmd.len ? cmd.p : NULL, !cmd.len && isatty(0), &io, &pid);
-	if (!rc) {
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	} else {
-		rc = EXIT_UNAVAILABLE;
-	}
+	rc = eng_ssh(ldb, argv[1], cmd.len ? cmd.p : NULL, !cmd.len && isatty(0));
+	if (rc < 0)
+		rc = rc == -ENOENT ? EXIT_FAIL : EXIT_UNAVAILABLE;
 	buf_release(&cmd);
-	cluster_free(&c);
-	cl_close(&cl);
 	st_close(ldb);
 	return rc;
 }

@@ -39,11 +39,6 @@ int wants_help(int argc, char **argv);
 /* Writes the buf-sized string to stdout and checks for write errors (EPIPE, ENOSPC). */
 int print_out(const char *s, size_t len);
 
-/* `jobs logs` (cmd/jobs_logs.c), and following a job until it ends (exit code as logs). */
-#include <stdint.h>
-int jobs_logs(int argc, char **argv);
-int jobs_follow(int64_t id);
-
 #define DECLARE_CMD(n)                                                                             \
 	int cmd_##n(int argc, char **argv);                                                        \
 	extern const char cmd_##n##_usage[]

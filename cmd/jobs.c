@@ -1,6 +1,7 @@
 /*
- * `skiff jobs ...`: managed jobs. The commands here only read and write the jobs tables
- * and wake the controller (cmd/jobs_controller.c), which does all the work.
+ * `skiff jobs ...`: managed jobs. The commands parse flags, call the managed-jobs API
+ * (supervisor/jobs/jobs.h: submit, cancel) and render the tables; the controller
+ * (supervisor/jobs/controller.c) does the work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,36 +64,21 @@ static int open_db(struct st_db **db)
 
 /* ---- jobs launch ---------------------------------------------------------------------- */
 
-static int parse_strategy(const char *s, int *strategy, int *max_restarts)
-{
-	if (!strcasecmp(s, "EAGER_NEXT_REGION"))
-		*strategy = MJ_EAGER_NEXT_REGION;
-	else if (!strcasecmp(s, "FAILOVER"))
-		*strategy = MJ_FAILOVER;
-	else if (!strcasecmp(s, "NONE"))
-		*strategy = MJ_EAGER_NEXT_REGION, *max_restarts = 0;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 static int jobs_launch(int argc, char **argv)
 {
 	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct task_list tl = TASK_LIST_INIT;
 	struct yerrors errs = YERRORS_INIT;
-	struct buf entry = BUF_INIT(0), spec = BUF_INIT(64 << 20), codes = BUF_INIT(0);
-	struct msg ovdata;
+	struct buf entry = BUF_INIT(0), spec = BUF_INIT(64 << 20);
+	struct jobs_submit_req req = {0};
 	const char *infra = NULL, *recovery = NULL;
 	struct st_db *db = NULL;
-	struct mjob j = {0};
 	char cwd[PATH_MAX];
-	int i, r, detach = 0, rc = EXIT_FAIL, have_prio = 0;
+	int i, r, detach = 0, rc = EXIT_FAIL, have_prio = 0, strategy, max_restarts;
 	long prio = 0;
-	size_t k;
-	const struct task_resources *res;
+	int64_t id = 0;
+	const char *name;
 
-	msg_init(&ovdata);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -115,6 +101,11 @@ static int jobs_launch(int argc, char **argv)
 				return usage_error("jobs launch",
 				                   "--job-recovery needs a strategy");
 			recovery = argv[i];
+			if (jobs_parse_strategy(recovery, &strategy, &max_restarts))
+				return usage_error("jobs launch",
+				                   "--job-recovery: '%s' is not EAGER_NEXT_REGION, "
+				                   "FAILOVER or NONE",
+				                   recovery);
 		} else if (!strcmp(a, "--priority")) {
 			if (++i >= argc || parse_long(argv[i], -1000, 1000, &prio))
 				return usage_error("jobs launch", "--priority needs -1000..1000");
@@ -152,74 +143,38 @@ static int jobs_launch(int argc, char **argv)
 		goto out;
 	}
 	yerr_print(&errs, stderr);
-	if (!tl.n) {
-		error("'%s' has no task", entry.p);
-		rc = EXIT_INVALID;
-		goto out;
-	}
-	/* Recovery and priority come from the first task's first resources (SkyPilot's). */
-	res = tl.tasks[0]->nres ? &tl.tasks[0]->res[0] : NULL;
-	if (res && res->job_recovery.set) {
-		if (res->job_recovery.strategy)
-			parse_strategy(res->job_recovery.strategy, &j.strategy, &j.max_restarts);
-		j.max_restarts = (int)res->job_recovery.max_restarts_on_errors;
-		for (k = 0; k < res->job_recovery.nexit_codes; k++) {
-			if (res->job_recovery.exit_codes[k] == 137) {
-				error("%s: recover_on_exit_codes may not list 137 (reserved: the code "
-				      "of a rank killed because another failed)",
-				      entry.p);
-				rc = EXIT_INVALID;
-				goto out;
-			}
-			buf_addf(&codes, "%s%d", k ? "," : "", res->job_recovery.exit_codes[k]);
-		}
-	}
-	if (recovery && parse_strategy(recovery, &j.strategy, &j.max_restarts)) {
-		rc = usage_error("jobs launch",
-		                 "--job-recovery: '%s' is not EAGER_NEXT_REGION, FAILOVER or NONE",
-		                 recovery);
-		goto out;
-	}
-	j.priority = have_prio                         ? (int)prio
-	             : res && (res->set & TR_PRIORITY) ? (int)res->priority
-	                                               : 0;
-	if (!infra && res && res->infra)
-		infra = res->infra;
-	j.name = ov.name ? ov.name : tl.name ? tl.name : tl.tasks[0]->name ? tl.tasks[0]->name : "";
-	j.entry = entry.p;
-	j.spec = spec.len ? spec.p : "";
-	j.cwd = cwd;
-	j.ovargs = "";
-	/* The overrides go to the worker as data: it applies them as this command did. */
-	task_overrides_encode(&ov, &ovdata);
-	j.overrides = ovdata.raw.p;
-	j.overrides_len = ovdata.raw.len;
-	j.infra = (char *)(infra ? infra : "");
-	j.recover_codes = codes.p;
-	j.ntasks = (int)tl.n;
+	req.tl = &tl;
+	req.ov = &ov;
+	req.entry = entry.p;
+	req.spec = spec.len ? spec.p : NULL;
+	req.cwd = cwd;
+	req.infra = infra;
+	req.recovery = recovery;
+	req.priority = (int)prio;
+	req.have_priority = have_prio;
 	if (open_db(&db))
 		goto out;
-	if (mj_submit(db, &j))
+	r = jobs_submit(db, &req, &id);
+	if (r) {
+		rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
 		goto out;
-	jobs_controller_kick();
-	printf("%lld\n", (long long)j.id);
+	}
+	name = ov.name ? ov.name : tl.name ? tl.name : tl.tasks[0]->name ? tl.tasks[0]->name : "";
+	printf("%lld\n", (long long)id);
 	fflush(stdout);
-	fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)j.id, *j.name ? " (" : "",
-	        j.name, *j.name ? ")" : "");
+	fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)id, *name ? " (" : "",
+	        name, *name ? ")" : "");
 	if (detach) {
 		rc = EXIT_OK;
 		goto out;
 	}
 	st_close(db);
 	db = NULL;
-	rc = jobs_follow(j.id);
+	rc = jobs_follow_logs(id, 1);
 out:
-	/* j's strings point into the buffers and argv: nothing of j to free. */
 	st_close(db);
 	buf_release(&entry);
-	msg_release(&ovdata);
 	buf_release(&spec);
-	buf_release(&codes);
 	yerr_release(&errs);
 	task_list_release(&tl);
 	task_overrides_release(&ov);
@@ -411,10 +366,7 @@ static int jobs_queue(int argc, char **argv)
 		buf_addf(&out, "%-6s %-20s %-10s %-10s %-5s %-18s %s\n", "ID", "NAME", "SUBMITTED",
 		         "DURATION", "#REC", "STATUS", "DETAILS");
 	}
-	/* Active jobs or clusters to release, and no controller (it crashed): start one. */
-	if (queue_running(&q) + q.counts[MJS_WAITING] + mj_cleanup_count(db) &&
-	    !jobs_controller_pid())
-		jobs_controller_kick();
+	jobs_ensure_controller(db);
 	r = mj_each(db, skip, MJ_ANY, queue_row, &q);
 	if (as_json)
 		buf_adds(&out, "]\n");
@@ -427,7 +379,7 @@ static int jobs_queue(int argc, char **argv)
 
 /* ---- jobs cancel ---------------------------------------------------------------------- */
 
-static int jobs_cancel(int argc, char **argv)
+static int cmd_jobs_cancel(int argc, char **argv)
 {
 	int64_t *ids = xcalloc((size_t)argc, sizeof(*ids));
 	const char *name = NULL;
@@ -461,9 +413,8 @@ static int jobs_cancel(int argc, char **argv)
 	}
 	if (open_db(&db))
 		goto out;
-	if (mj_cancel(db, ids, n, name, all, &found, &done))
+	if (jobs_cancel(db, ids, n, name, all, &found, &done))
 		goto out;
-	jobs_controller_kick();
 	if (!found && (n || name)) {
 		error("no managed job %s", name ? name : "with those ids");
 		rc = EXIT_JOB_NOT_FOUND;
@@ -478,10 +429,32 @@ out:
 	return rc;
 }
 
+/* ---- jobs logs ------------------------------------------------------------------------ */
+
+static int jobs_logs(int argc, char **argv)
+{
+	int i, follow = 1, controller = 0;
+	long id = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--follow"))
+			follow = 1;
+		else if (!strcmp(argv[i], "--no-follow"))
+			follow = 0;
+		else if (!strcmp(argv[i], "--controller"))
+			controller = 1;
+		else if (argv[i][0] == '-' || id || parse_long(argv[i], 1, LONG_MAX, &id))
+			return usage_error("jobs logs", "unexpected '%s'", argv[i]);
+	}
+	if (!id)
+		return usage_error("jobs logs", "expected a job id");
+	return controller ? jobs_controller_logs(id) : jobs_follow_logs(id, follow);
+}
+
 /* ---- the group ------------------------------------------------------------------------ */
 
 static const struct cmd jobs_cmds[] = {
-        {"cancel", jobs_cancel, 0, "cancel managed jobs", cmd_jobs_usage},
+        {"cancel", cmd_jobs_cancel, 0, "cancel managed jobs", cmd_jobs_usage},
         {"launch", jobs_launch, 0, "launch a managed job", cmd_jobs_usage},
         {"logs", jobs_logs, 0, "a managed job's logs", cmd_jobs_usage},
         {"queue", jobs_queue, 0, "list managed jobs", cmd_jobs_usage},

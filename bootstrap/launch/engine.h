@@ -177,6 +177,13 @@ int eng_lock_cluster(const char *name, const char *what);
 /* The cluster's live view (runners for its booked nodes); -ENOENT printed. */
 int eng_open(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl);
 
+/*
+ * A shell on the cluster's head (command NULL: interactive, on a pty when tty), its
+ * stdin, stdout and stderr ours. The command's exit status (128+N for a signal), or
+ * -ENOENT (no such cluster) or another -errno (printed).
+ */
+int eng_ssh(struct st_db *ldb, const char *cluster, const char *command, int tty);
+
 /* The clusters the managed-jobs controller launches and releases. */
 int eng_managed_cluster(const char *name);
 

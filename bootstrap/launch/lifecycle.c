@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "lib/lock.h"
 #include "lib/log.h"
+#include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/node.h"
 #include "lib/banned.h"
@@ -67,6 +69,28 @@ int eng_lock_cluster(const char *name, const char *what)
 int eng_trylock_cluster(const char *name, const char *what)
 {
 	return lock_cluster(name, what, 0);
+}
+
+int eng_ssh(struct st_db *ldb, const char *name, const char *command, int tty)
+{
+	struct runner_io io = {RUNNER_INHERIT, RUNNER_INHERIT, RUNNER_INHERIT};
+	struct cluster c;
+	struct clive cl;
+	pid_t pid;
+	int status = 0, r;
+
+	r = eng_open(ldb, name, &c, &cl);
+	if (r)
+		return r;
+	r = cl.n ? runner_spawn(cl.nodes[0].r, command, tty, &io, &pid) : -ENODEV;
+	if (!r) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		r = status_to_code(status);
+	}
+	cluster_free(&c);
+	cl_close(&cl);
+	return r;
 }
 
 int eng_managed_cluster(const char *name)

@@ -37,6 +37,47 @@ int jobs_controller_kick(void);
 /* The running controller's pid, or 0. */
 int jobs_controller_pid(void);
 
+/* ---- the API `skiff jobs` calls (submit.c) -------------------------------------------- */
+
+struct task_list;
+struct task_overrides;
+
+/* What `jobs launch` asks for: a parsed, checked task list and how to run it. */
+struct jobs_submit_req {
+	const struct task_list *tl;
+	const struct task_overrides *ov; /* applied to tl already; kept for the worker */
+	const char *entry;               /* the YAML path or the command */
+	const char *spec;                /* the YAML's text; NULL for a command */
+	const char *cwd;                 /* where relative paths in the task start */
+	const char *infra;               /* --infra; NULL: the task's, else local */
+	const char *recovery;            /* --job-recovery; NULL: the task's */
+	int priority, have_priority;     /* --priority; else the task's, else 0 */
+};
+
+/*
+ * Records the job (its recovery, priority and infra from the request over the first
+ * task's resources) and wakes the controller. 0 with *id; -EINVAL (printed) for what
+ * cannot run (no task, a reserved exit code, a bad strategy); -EIO.
+ */
+int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id);
+/* EAGER_NEXT_REGION, FAILOVER or NONE (no restarts), any case; -EINVAL otherwise. */
+int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts);
+/* Cancels jobs (mj_cancel()) and wakes the controller to finish them. 0 or -EIO. */
+int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all,
+                int *found, int *done);
+/* Starts a controller when there is work and none runs (the last one crashed). */
+void jobs_ensure_controller(struct st_db *db);
+
+/*
+ * The job's task logs on stdout (logs.c): each cluster job it ran as (pipeline tasks,
+ * recoveries) in order, following the current one until the job ends when follow. The
+ * `logs` exit code (lib/exit.h: 0, 100 failed, 101 not finished, 102 not found, 103
+ * cancelled).
+ */
+int jobs_follow_logs(int64_t id, int follow);
+/* Its transitions, then its launch and cleanup log; the exit code as jobs_follow_logs(). */
+int jobs_controller_logs(int64_t id);
+
 /* The daemons' entry points: `skiff __jobs-controller`, `__jobs-worker`, `__gang`. */
 int jobs_controller_main(int argc, char **argv);
 int jobs_worker_main(int argc, char **argv);

@@ -34,6 +34,9 @@
 #include "supervisor/jobs/jobs.h"
 #include "lib/banned.h"
 
+/* The longest a launch waits at SKIFF_JOBS_LAUNCH_GATE (a test that forgot it). */
+#define LAUNCH_GATE_MAX_MS (120 * 1000)
+
 /* Pool jobs per cancel request (the launcher's cancel takes up to 1000 per node). */
 #define CANCEL_BATCH 500
 
@@ -178,9 +181,16 @@ static int worker_launch(struct st_db *db, int64_t id)
 			flock(lock_fd, LOCK_EX);
 	}
 	fprintf(stderr, "[launch] job %lld: launching on %s\n", (long long)id, cluster);
-	/* Test hook: a slow launch, to hit a controller crash or a cancel mid-launch. */
+	/* Test hooks: a slow launch, to hit a controller crash or a cancel mid-launch; a
+	 * gate (a file the test removes), to hold launches at this point together. */
 	if (jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000))
 		poll_ms((int)jobs_env_long("SKIFF_JOBS_LAUNCH_DELAY_MS", 0, 0, 600000));
+	if (getenv("SKIFF_JOBS_LAUNCH_GATE")) {
+		int64_t until = now_ms() + LAUNCH_GATE_MAX_MS;
+
+		while (!access(getenv("SKIFF_JOBS_LAUNCH_GATE"), F_OK) && now_ms() < until)
+			poll_ms(20);
+	}
 	req.cluster = cluster;
 	req.infra = infra;
 	req.task = t;

@@ -33,12 +33,14 @@ test_expect_success 'the first managed job brings the pool up' '
 	skiff status skiff-jobs | grep -q "^skiff-jobs .*UP"
 '
 
-# Each launch waits SKIFF_JOBS_LAUNCH_DELAY_MS (a test hook) before it launches, after the
-# pool's lock if it takes it. Once all three have begun, none has submitted yet; had they
-# taken the lock, one would hold it now (for the whole delay) and the others wait on it.
+# Each launch waits at a gate (SKIFF_JOBS_LAUNCH_GATE, a test hook) before it launches,
+# after the pool's lock if it takes it. All three reach the gate, none has submitted, and
+# the pool's lock is free: had they taken it, one would hold it now and the others would
+# wait on it, never reaching the gate. The gate opens; all three succeed.
 test_expect_success 'launches into an UP pool do not take the pool lock' '
 	wait_for "flock -n \"$SKIFF_HOME/jobs/controller.lock\" true" 30 &&
-	export SKIFF_JOBS_MAX_LAUNCHING=3 SKIFF_JOBS_LAUNCH_DELAY_MS=3000 &&
+	: >"$TRASH/gate" &&
+	export SKIFF_JOBS_MAX_LAUNCHING=3 SKIFF_JOBS_LAUNCH_GATE="$TRASH/gate" &&
 	: >ids &&
 	for i in 1 2 3; do
 		skiff jobs launch -d "true" | head -1 >>ids || exit 1
@@ -50,6 +52,7 @@ test_expect_success 'launches into an UP pool do not take the pool lock' '
 		! submitted $id || { echo "job $id had submitted already"; exit 1; }
 	done &&
 	pool_lock_free &&
+	rm "$TRASH/gate" &&
 	for id in $(cat ids); do
 		wait_for "test \"\$(jfield $id status)\" = SUCCEEDED" 60 || exit 1
 	done

@@ -1,6 +1,7 @@
 /*
- * `skiff jobs logs`: a managed job's task logs, followed across its pipeline tasks and
- * recoveries, or (--controller) its transitions and its launch and cleanup log.
+ * A managed job's logs (`skiff jobs logs`, supervisor/jobs/jobs.h): its task logs,
+ * followed across its pipeline tasks and recoveries, or its transitions and its launch
+ * and cleanup log.
  */
 #include <errno.h>
 #include <limits.h>
@@ -9,16 +10,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd.h"
 #include "supervisor/jobs/jobs.h"
 #include "bootstrap/launch/engine.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "state/jobs.h"
 #include "state/launcher.h"
 #include "lib/banned.h"
-
-/* ---- jobs logs ------------------------------------------------------------------------ */
 
 static int mj_exit_code(int status)
 {
@@ -42,7 +41,7 @@ static int print_event(double at, int status, int sched, const char *reason, voi
 	return 0;
 }
 
-static int controller_logs(int64_t id)
+int jobs_controller_logs(int64_t id)
 {
 	struct buf b = BUF_INIT(64 << 20);
 	struct st_db *db;
@@ -64,7 +63,8 @@ static int controller_logs(int64_t id)
 	if (path && !buf_read_file(&b, path)) {
 		printf("--- launch and cleanup log (%s) ---\n", path);
 		fflush(stdout);
-		print_out(b.p, b.len);
+		/* A closed stdout (a pager quit) is no error. */
+		(void)write_all(1, b.p, b.len);
 	}
 	r = mj_exit_code(j.status);
 	if (r == EXIT_JOB_NOT_FINISHED)
@@ -119,7 +119,8 @@ static void show_saved(int64_t id, const char *cluster, int64_t job)
 			if (!buf_read_file(&b, path)) {
 				any = 1;
 				fflush(stdout);
-				print_out(b.p, b.len);
+				/* A closed stdout (a pager quit) is no error. */
+				(void)write_all(1, b.p, b.len);
 			}
 			buf_release(&b);
 			free(path);
@@ -152,7 +153,7 @@ static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t 
  * order, following the current one until the managed job ends. Returns the `logs` exit
  * code.
  */
-static int follow_job(int64_t id, int follow)
+int jobs_follow_logs(int64_t id, int follow)
 {
 	struct st_db *db;
 	int shown = 0, rc = EXIT_JOB_NOT_FINISHED, waited = 0;
@@ -201,29 +202,4 @@ static int follow_job(int64_t id, int follow)
 	}
 	st_close(db);
 	return rc;
-}
-
-int jobs_follow(int64_t id)
-{
-	return follow_job(id, 1);
-}
-
-int jobs_logs(int argc, char **argv)
-{
-	int i, follow = 1, controller = 0;
-	long id = 0;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--follow"))
-			follow = 1;
-		else if (!strcmp(argv[i], "--no-follow"))
-			follow = 0;
-		else if (!strcmp(argv[i], "--controller"))
-			controller = 1;
-		else if (argv[i][0] == '-' || id || parse_long(argv[i], 1, LONG_MAX, &id))
-			return usage_error("jobs logs", "unexpected '%s'", argv[i]);
-	}
-	if (!id)
-		return usage_error("jobs logs", "expected a job id");
-	return controller ? controller_logs(id) : follow_job(id, follow);
 }
