@@ -113,6 +113,95 @@ struct scope_proc {
 	int mark;
 };
 
+/* Whether this kernel has /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN). */
+static int have_children_files(void)
+{
+	static int have = -1;
+	char path[64];
+
+	if (have < 0) {
+		xsnprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)getpid(),
+		          (long)getpid());
+		have = access(path, R_OK) == 0;
+	}
+	return have;
+}
+
+/* Appends the children of every thread of pid (none when it is gone meanwhile). */
+static void thread_children(pid_t pid, pid_t **v, size_t *n, size_t *alloc)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+
+	xsnprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct buf b = BUF_INIT(1 << 20);
+		char *p, *end;
+		long tid;
+
+		if (parse_long(e->d_name, 1, 1L << 30, &tid))
+			continue;
+		xsnprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", (long)pid, tid);
+		if (!buf_read_file(&b, path))
+			for (p = b.p; *p; p = end) {
+				long c = strtol(p, &end, 10);
+
+				if (end == p)
+					break;
+				*v = xgrow(*v, *n, alloc, sizeof(**v));
+				(*v)[(*n)++] = (pid_t)c;
+			}
+		buf_release(&b);
+	}
+	closedir(d);
+}
+
+/*
+ * Every descendant of root (not root) into *out, breadth first; -1 when the kernel has no
+ * children files or the tree is past PROC_SUBTREE_MAX (then the full scan decides).
+ */
+static int subtree(pid_t root, pid_t **out, size_t *nout)
+{
+	pid_t *v = NULL;
+	size_t n = 0, alloc = 0, i;
+
+	if (!have_children_files())
+		return -1;
+	thread_children(root, &v, &n, &alloc);
+	for (i = 0; i < n; i++) {
+		if (n > PROC_SUBTREE_MAX) {
+			free(v);
+			return -1;
+		}
+		thread_children(v[i], &v, &n, &alloc);
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* The caller is the reaper: its subtree and the group are the whole scope. -1: scan. */
+static int signal_subtree(const struct proc_scope *s, int sig)
+{
+	pid_t *v = NULL;
+	size_t n = 0, i;
+	int hit = 0;
+
+	if (subtree(getpid(), &v, &n))
+		return -1;
+	if (s->pgid > 1 && !kill(-s->pgid, sig))
+		hit++;
+	for (i = 0; i < n; i++)
+		if (!kill(v[i], sig))
+			hit++;
+	free(v);
+	return hit;
+}
+
 int proc_scope_signal(const struct proc_scope *s, int sig)
 {
 	struct scope_proc *v = NULL;
@@ -122,6 +211,9 @@ int proc_scope_signal(const struct proc_scope *s, int sig)
 	int hit = 0, changed;
 	DIR *d;
 
+	if (s->reaper > 0 && s->reaper == self && (hit = signal_subtree(s, sig)) >= 0)
+		return hit;
+	hit = 0;
 	if (s->pgid > 1 && !kill(-s->pgid, sig))
 		hit++;
 	d = opendir("/proc");

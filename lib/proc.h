@@ -35,11 +35,18 @@ int proc_children(pid_t parent, pid_t *out, int max);
  * only a process that scrubbed its environment and lost every ancestor of the job.
  *
  * A local node: every process whose environment says SKIFF_HOME=its state dir.
+ *
+ * When the reaper is the caller itself (a live shim), nothing of the job can be outside
+ * its subtree (a subreaper adopts every orphan under it), so the subtree is walked
+ * through /proc/PID/task/TID/children and nothing else is read: a cancel of a thousand
+ * jobs at once costs each shim its own processes, not a thousand reads of all of /proc.
  */
 #define PROC_TAG_ENV "SKIFF_JOB_TAG"
 #define PROC_TAG_MAX 64 /* "SKIFF_JOB_TAG=PID.START" and its NUL */
 /* An environment larger than this is not searched (the tag is in the shim's small one). */
 #define PROC_ENVIRON_MAX ((size_t)8 << 20)
+/* A subtree walk stops here (a fork bomb): the full /proc scan takes over. */
+#define PROC_SUBTREE_MAX 65536
 
 struct proc_scope {
 	pid_t pgid;      /* a group and session (a step's leader); <= 1: none */
@@ -50,8 +57,9 @@ struct proc_scope {
 /* The environment entry that marks the processes of the job under this shim. */
 void proc_job_tag(pid_t shim_pid, uint64_t shim_start, char out[PROC_TAG_MAX]);
 /*
- * Sends sig to every process of the scope (never to the caller or its parent). Reads all
- * of /proc: a few milliseconds for a thousand processes. Returns how many were signalled.
+ * Sends sig to every process of the scope (never to the caller or its parent). Walks the
+ * caller's subtree when the caller is the reaper; otherwise reads all of /proc (a few
+ * milliseconds for a thousand processes). Returns how many were signalled.
  */
 int proc_scope_signal(const struct proc_scope *s, int sig);
 /* SIGKILL to the scope, again while a round still finds processes (at most 3 rounds). */
