@@ -19,12 +19,12 @@ BLD=$WORK/build
 COPT=${COPT:--O2}
 JOBS=$(nproc 2>/dev/null || echo 2)
 LIBS="zlib libyaml sqlite3 mbedtls libarchive libzstd"
-# Libraries that may be built from an older version when the archive lists a newer one
-# whose source cannot be downloaded (said in a warning and in BUILD-INFO; the next run
-# tries the newest again). libzstd: bookworm-security lists 1.5.4+dfsg2-5+deb12u1, whose
-# fix is in the decompressor; skiff decompresses only on the node, and only what the
-# launcher sent (docs/sync.md), never what a node sends.
-OLDER_OK="libzstd"
+# A mirror's index can run ahead of its pool: it lists a new security version whose files
+# are not there yet (seen for libzstd 1.5.4+dfsg2-5+deb12u1 and zlib 1:1.2.13.dfsg-1+deb12u1,
+# both 404 on the pool while the Sources index names them). Then the library is built from
+# the newest version that can be downloaded, said in a warning and in BUILD-INFO, and the
+# next run tries the newest again. SKIFF_DEPS_STRICT=1 (release builds) refuses instead.
+DEPS_STRICT=${SKIFF_DEPS_STRICT:-0}
 HOST_PKGS="musl-tools musl-dev gcc make cmake dpkg-dev tcl xz-utils bzip2 file git
 	libyaml-dev libsqlite3-dev libmbedtls-dev libarchive-dev zlib1g-dev libzstd-dev perl python3 valgrind
 	procps util-linux
@@ -140,7 +140,7 @@ fetch_sources() {
 			(cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null 2>&1) && break
 			APT update >/dev/null
 			(cd "$SRC" && APT source --download-only "$lib=$v" >/dev/null 2>&1) && break
-			case " $OLDER_OK " in *" $lib "*) ;; *) die "cannot download source package $lib=$v" ;; esac
+			[ "$DEPS_STRICT" != 1 ] || die "cannot download source package $lib=$v (SKIFF_DEPS_STRICT=1)"
 			v=$(echo "$vs" | awk -v v="$v" 'f { print; exit } $0 == v { f = 1 }')
 			[ -n "$v" ] || die "cannot download any source package of $lib"
 		done
