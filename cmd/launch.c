@@ -26,25 +26,37 @@ const char cmd_launch_usage[] =
         "first.\n"
         "\n"
         "  -c, --cluster NAME   the cluster (default: a new name)\n"
-        "  -d, --detach-run     submit and return; do not follow the logs\n"
+        "  -d, --detach-run, --async\n"
+        "                       submit and return; do not follow the logs\n"
         "  -y, --yes            do not ask (skiff never asks; accepted for SkyPilot scripts)\n"
         "  -i, --idle-minutes-to-autostop N   stop the cluster after N idle minutes\n"
         "  --down               tear the cluster down when idle (with -i; alone: 1 minute)\n"
         "  --wait-for MODE      what keeps it busy: jobs_and_ssh (default), jobs, none\n"
         "  --infra INFRA        local (default), ssh/POOL, podman[/POOL], docker[/POOL],\n"
         "                       k8s[/CONTEXT[/NAMESPACE]], slurm[/PARTITION]\n"
+        "  --dryrun             print the plan (cluster, infra, nodes, resources) and stop\n"
+        "  --no-setup           on an existing cluster, do not run setup again\n"
+        "  --fast               on an existing cluster, skip setup and file mounts (the\n"
+        "                       workdir is still synced)\n"
+        "  -r, --retry-until-up when no node can be had, retry (5 s, doubling to 60 s)\n"
+        "                       until one can, instead of failing\n"
+        "  --clone-disk-from C  accepted and ignored: only a cloud clones a disk\n"
         "\n"
         "Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
-        "--num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N, --workdir DIR, -n NAME.\n"
+        "--secret-file F, --num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N,\n"
+        "--workdir DIR, -n NAME; resource flags --image-id, -t, --cloud, --region, --zone,\n"
+        "--disk-size, --disk-tier, --network-tier, -p/--ports, --use-spot/--no-use-spot\n"
+        "(validated; the infra says which it cannot honour). See 'skiff check --help'.\n"
         "\n"
         "The exit status is the job's, as for 'skiff logs' (0, 100 failed, 103 cancelled),\n"
         "or 0 with --detach-run once it is submitted.\n";
 
 const char cmd_exec_usage[] =
-        "usage: skiff exec [-d] [task flags] CLUSTER YAML|COMMAND...\n"
+        "usage: skiff exec [-d] [--dryrun] [task flags] [-c] CLUSTER YAML|COMMAND...\n"
         "\n"
-        "Runs a task on an existing cluster without setup: syncs the workdir and runs the\n"
-        "task's run step, then follows the logs (as 'skiff launch' does).\n";
+        "Runs a task on an existing cluster without setup: syncs the workdir (not the file\n"
+        "mounts) and runs the task's run step, then follows the logs (as 'skiff launch'\n"
+        "does). A stopped cluster is refused: start it first.\n";
 
 struct launch_opts {
 	const char *cluster;
@@ -54,11 +66,13 @@ struct launch_opts {
 	int down;
 	const char *wait_for; /* NULL: not given */
 	int exec;
+	int dryrun, no_setup, fast, retry_until_up;
 };
 
 static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
                              struct task_overrides *ov, int *first)
 {
+	const char *cmd = lo->exec ? "exec" : "launch";
 	int i, r;
 
 	for (i = 1; i < argc; i++) {
@@ -77,12 +91,31 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			}
 			break;
 		}
-		if (!lo->exec && (!strcmp(a, "-c") || !strcmp(a, "--cluster"))) {
+		if (!strcmp(a, "-c") || !strcmp(a, "--cluster")) {
 			if (++i >= argc)
-				return usage_error("launch", "%s needs a cluster name", a);
+				return usage_error(cmd, "%s needs a cluster name", a);
+			if (lo->cluster && lo->exec)
+				return usage_error(cmd, "the cluster is named twice ('%s', '%s')",
+				                   lo->cluster, argv[i]);
 			lo->cluster = argv[i];
-		} else if (!strcmp(a, "-d") || !strcmp(a, "--detach-run")) {
+		} else if (!strcmp(a, "-d") || !strcmp(a, "--detach-run") ||
+		           !strcmp(a, "--async")) {
+			/* --async: SkyPilot returns once its API server has the request; there is
+			 * no server here, and the nearest is to return once submitted. */
 			lo->detach = 1;
+		} else if (!strcmp(a, "--dryrun")) {
+			lo->dryrun = 1;
+		} else if (!lo->exec && !strcmp(a, "--no-setup")) {
+			lo->no_setup = 1;
+		} else if (!lo->exec && !strcmp(a, "--fast")) {
+			lo->fast = 1;
+		} else if (!lo->exec && (!strcmp(a, "-r") || !strcmp(a, "--retry-until-up"))) {
+			lo->retry_until_up = 1;
+		} else if (!lo->exec && !strcmp(a, "--clone-disk-from")) {
+			if (++i >= argc)
+				return usage_error(cmd, "%s needs a cluster name", a);
+			warning("--clone-disk-from is ignored: only a cloud clones a disk (the "
+			        "nodes here keep their own)");
 		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
 			continue;
 		} else if (!lo->exec &&
@@ -107,8 +140,7 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			if (r < 0)
 				return EXIT_USAGE;
 			if (!r)
-				return usage_error(lo->exec ? "exec" : "launch",
-				                   "unknown option '%s'", a);
+				return usage_error(cmd, "unknown option '%s'", a);
 			i--;
 		}
 	}
@@ -188,6 +220,13 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	req.idle_minutes = lo->idle_minutes;
 	req.wait_for = lo->wait_for;
 	req.down = lo->down;
+	req.no_setup = lo->no_setup;
+	req.fast = lo->fast;
+	req.retry_until_up = lo->retry_until_up;
+	if (lo->dryrun) {
+		rc = eng_launch_plan(ldb, &req) ? EXIT_FAIL : EXIT_OK;
+		goto out;
+	}
 	r = eng_launch(ldb, &req, &res);
 	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE : r ? EXIT_FAIL : res.rc;
 out:

@@ -252,14 +252,26 @@ void task_list_release(struct task_list *l);
 
 struct task_overrides {
 	struct task_kvs envs;    /* --env, --env-file; values never NULL */
-	struct task_kvs secrets; /* --secret */
-	long num_nodes;          /* 0: not given */
+	struct task_kvs secrets; /* --secret, --secret-file */
+	/* Keys given by --env and --secret (values unused): a file never replaces them. */
+	struct task_kvs env_flags, secret_flags;
+	long num_nodes; /* 0: not given */
 	char *cpus, *memory, *gpus, *workdir, *name;
+	/*
+	 * The other resource flags (--image-id, --use-spot, --instance-type, --cloud,
+	 * --region, --zone, --disk-size, --disk-tier, --network-tier, --ports): each the
+	 * resources field it sets (key) and its value as a YAML scalar or flow list (value),
+	 * read by the task parser itself, so that a flag is checked as the field is.
+	 */
+	struct task_kvs res;
 };
 
 #define TASK_OVERRIDES_INIT                                                                        \
 	{                                                                                          \
-		{NULL, 0}, {NULL, 0}, 0, NULL, NULL, NULL, NULL, NULL                              \
+		{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, 0, NULL, NULL, NULL, NULL, NULL,       \
+		{                                                                                  \
+			NULL, 0                                                                    \
+		}                                                                                  \
 	}
 
 /* Help lines for the flags task_overrides_arg() takes, to paste into a usage text. */
@@ -269,6 +281,8 @@ struct task_overrides {
 	"  --env-file FILE        set envs from a dotenv file (KEY=VALUE lines, # comments)\n"     \
 	"  --secret K=V, --secret K\n"                                                             \
 	"                         like --env, for a secret (never printed)\n"                      \
+	"  --secret-file FILE     set secrets from a dotenv file; --env and --secret win over\n"   \
+	"                         a file's value whatever the order\n"                             \
 	"  --num-nodes N          number of nodes\n"                                               \
 	"  --cpus C               vCPUs per node: 4 exactly, 4+ at least\n"                        \
 	"  --memory M             memory per node in GiB: 16, 16+, 4x (per vCPU)\n"                \
@@ -293,6 +307,10 @@ void task_overrides_release(struct task_overrides *o);
  */
 struct msg;
 void task_overrides_encode(const struct task_overrides *o, struct msg *m);
+/* Sets dst's fields that src has set (TR_* in src->set) among those the resource flags
+ * set (struct task_overrides.res): infra and cloud/region/zone together, instance_type,
+ * use_spot, disk_size, disk_tier, network_tier, ports, image_id. */
+void task_resources_override(struct task_resources *dst, const struct task_resources *src);
 int task_overrides_decode(struct task_overrides *o, const char *data, size_t len);
 
 /*

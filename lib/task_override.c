@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/proto.h"
 #include "lib/task_internal.h"
@@ -19,11 +20,14 @@ void task_overrides_release(struct task_overrides *o)
 {
 	task_kvs_release(&o->envs);
 	task_kvs_release(&o->secrets);
+	task_kvs_release(&o->env_flags);
+	task_kvs_release(&o->secret_flags);
 	free(o->cpus);
 	free(o->memory);
 	free(o->gpus);
 	free(o->workdir);
 	free(o->name);
+	task_kvs_release(&o->res);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -51,7 +55,7 @@ static int opt_value(int argc, char **argv, int *i, const char *name, const char
 }
 
 /* K=V, or K alone: the value of K in our own environment. */
-static int kv_arg(struct task_kvs *kvs, const char *flag, const char *arg)
+static int kv_arg(struct task_kvs *kvs, struct task_kvs *pinned, const char *flag, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 	char *key = eq ? xstrndup(arg, (size_t)(eq - arg)) : xstrdup(arg);
@@ -66,8 +70,10 @@ static int kv_arg(struct task_kvs *kvs, const char *flag, const char *arg)
 	else if (!value)
 		r = error("%s %s: %s is not set in the environment (give %s %s=VALUE)", flag, key,
 		          key, flag, key);
-	else
+	else {
 		task_kvs_set(kvs, key, value, 0, 0);
+		task_kvs_set(pinned, key, "", 0, 0);
+	}
 	free(key);
 	return r;
 }
@@ -113,7 +119,9 @@ static int dotenv_value(char *s, char **value)
 	return 0;
 }
 
-static int env_file(struct task_overrides *o, const char *path)
+/* Reads a dotenv file into kvs, except the keys in pinned (given by a flag). */
+static int env_file(struct task_kvs *kvs, const struct task_kvs *pinned, const char *flag,
+                    const char *path)
 {
 	struct buf b = BUF_INIT(TASK_ENV_FILE_MAX);
 	char *line, *next;
@@ -121,13 +129,13 @@ static int env_file(struct task_overrides *o, const char *path)
 
 	r = buf_read_file(&b, path);
 	if (r == -EFBIG || r == -ENOBUFS)
-		r = error("--env-file %s: more than %zu bytes", path, TASK_ENV_FILE_MAX);
+		r = error("%s %s: more than %zu bytes", flag, path, TASK_ENV_FILE_MAX);
 	else if (r)
-		r = error("--env-file %s: %s", path, buf_read_strerror(r));
+		r = error("%s %s: %s", flag, path, buf_read_strerror(r));
 	if (r)
 		goto out;
 	if (memchr(b.p, 0, b.len) || !utf8_valid(b.p, b.len)) {
-		r = error("--env-file %s: not a text file (NUL bytes or invalid UTF-8)", path);
+		r = error("%s %s: not a text file (NUL bytes or invalid UTF-8)", flag, path);
 		goto out;
 	}
 	for (line = b.p; line && !r; line = next) {
@@ -161,8 +169,8 @@ static int env_file(struct task_overrides *o, const char *path)
 			          "%zu bytes (the kernel's limit for any program)",
 			          path, lineno, (int)(skip_ws(eq + 1) - line) + 1, key,
 			          strlen(value), TASK_ENV_ENTRY_MAX - strlen(key) - 2);
-		else
-			task_kvs_set(&o->envs, key, value, 0, 0);
+		else if (!task_kvs_get(pinned, key))
+			task_kvs_set(kvs, key, value, 0, 0);
 	}
 out:
 	buf_release(&b);
@@ -191,6 +199,129 @@ static int set_checked(char **dst, const char *flag, const char *value, int kind
 	return 0;
 }
 
+/* ---- the other resource flags: YAML for the task parser ------------------------------- */
+
+/* The flags that set one resources field, and whether their value is a string or a number. */
+static const struct {
+	const char *flag, *short_flag, *key;
+	int number;
+} res_flags[] = {
+        {"--image-id", NULL, "image_id", 0},   {"--instance-type", "-t", "instance_type", 0},
+        {"--cloud", NULL, "cloud", 0},         {"--region", NULL, "region", 0},
+        {"--zone", NULL, "zone", 0},           {"--disk-size", NULL, "disk_size", 1},
+        {"--disk-tier", NULL, "disk_tier", 0}, {"--network-tier", NULL, "network_tier", 0},
+};
+
+/* "resources:" with the given fields, one per line, as the parser reads a task. */
+static void res_doc(struct buf *b, const struct task_kvs *res)
+{
+	size_t k;
+
+	buf_adds(b, "resources:\n");
+	for (k = 0; k < res->n; k++)
+		buf_addf(b, "  %s: %s\n", res->v[k].key, res->v[k].value);
+}
+
+/* value as a YAML scalar: a number as written when it is digits only, else a quoted string. */
+static char *yaml_scalar(const char *value, int number)
+{
+	struct buf b = BUF_INIT(0);
+	struct json j;
+
+	if (number && *value && strspn(value, "0123456789") == strlen(value))
+		return xstrdup(value);
+	json_init(&j, &b, 0);
+	json_str(&j, value); /* a JSON string is a YAML double-quoted scalar */
+	return buf_detach(&b, NULL);
+}
+
+/* Sets key to yaml in o->res, once the parser accepts it alone; else says why, as flag's. */
+static int res_set(struct task_overrides *o, const char *flag, const char *shown, const char *key,
+                   const char *yaml)
+{
+	struct task_kvs one = {NULL, 0};
+	struct task_list tl = TASK_LIST_INIT;
+	struct yerrors errs = YERRORS_INIT;
+	struct buf doc = BUF_INIT(0);
+	int r;
+
+	task_kvs_set(&one, key, yaml, 0, 0);
+	res_doc(&doc, &one);
+	r = task_parse_buf(&tl, flag, doc.p, doc.len, &errs);
+	if (r || errs.nerrors)
+		r = error("%s %s: %s", flag, shown, errs.n ? errs.v[0].msg : "not accepted");
+	else
+		task_kvs_set(&o->res, key, yaml, 0, 0);
+	task_kvs_release(&one);
+	task_list_release(&tl);
+	yerr_release(&errs);
+	buf_release(&doc);
+	return r ? -1 : 1;
+}
+
+/* --ports P, as often as wanted: the list of every one given so far. */
+static int ports_add(struct task_overrides *o, const char *port)
+{
+	const struct task_kv *had = task_kvs_get(&o->res, "ports");
+	char *q = yaml_scalar(port, 0);
+	char *list = had ? xasprintf("%.*s, %s]", (int)strlen(had->value) - 1, had->value, q)
+	                 : xasprintf("[%s]", q);
+	int r = res_set(o, "--ports", port, "ports", list);
+
+	free(q);
+	free(list);
+	return r;
+}
+
+static int res_flag(struct task_overrides *o, int argc, char **argv, int *i)
+{
+	const char *v;
+	size_t k;
+	int r;
+
+	if (!strcmp(argv[*i], "--use-spot") || !strcmp(argv[*i], "--no-use-spot")) {
+		int on = !strcmp(argv[*i], "--use-spot");
+
+		*i += 1;
+		return res_set(o, on ? "--use-spot" : "--no-use-spot", "", "use_spot",
+		               on ? "true" : "false");
+	}
+	if ((r = opt_value(argc, argv, i, "--ports", "-p", &v)))
+		return r < 0 ? -1 : ports_add(o, v);
+	for (k = 0; k < ARRAY_SIZE(res_flags); k++) {
+		if ((r = opt_value(argc, argv, i, res_flags[k].flag, res_flags[k].short_flag,
+		                   &v))) {
+			char *yaml;
+
+			if (r < 0)
+				return -1;
+			yaml = yaml_scalar(v, res_flags[k].number);
+			r = res_set(o, res_flags[k].flag, v, res_flags[k].key, yaml);
+			free(yaml);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* The resource flags' fields, as one parsed alternative (tl holds it); -1 if none. */
+static int res_parsed(const struct task_overrides *o, struct task_list *tl)
+{
+	struct yerrors errs = YERRORS_INIT;
+	struct buf doc = BUF_INIT(0);
+	int r;
+
+	if (!o->res.n)
+		return -1;
+	res_doc(&doc, &o->res);
+	r = task_parse_buf(tl, "resource flags", doc.p, doc.len, &errs);
+	if (r || errs.nerrors || !tl->n || !tl->tasks[0]->nres)
+		r = -1;
+	yerr_release(&errs);
+	buf_release(&doc);
+	return r;
+}
+
 int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 {
 	const char *v;
@@ -198,11 +329,15 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 	int r;
 
 	if ((r = opt_value(argc, argv, i, "--env", NULL, &v)))
-		return r < 0 ? -1 : kv_arg(&o->envs, "--env", v) ? -1 : 1;
+		return r < 0 ? -1 : kv_arg(&o->envs, &o->env_flags, "--env", v) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--secret", NULL, &v)))
-		return r < 0 ? -1 : kv_arg(&o->secrets, "--secret", v) ? -1 : 1;
+		return r < 0 ? -1 : kv_arg(&o->secrets, &o->secret_flags, "--secret", v) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--env-file", NULL, &v)))
-		return r < 0 ? -1 : env_file(o, v) ? -1 : 1;
+		return r < 0 ? -1 : env_file(&o->envs, &o->env_flags, "--env-file", v) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--secret-file", NULL, &v)))
+		return r < 0                                                         ? -1
+		       : env_file(&o->secrets, &o->secret_flags, "--secret-file", v) ? -1
+		                                                                     : 1;
 	if ((r = opt_value(argc, argv, i, "--num-nodes", NULL, &v))) {
 		if (r < 0)
 			return -1;
@@ -222,7 +357,7 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 		return r < 0 ? -1 : set_checked(&o->workdir, "--workdir", v, 0) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--name", "-n", &v)))
 		return r < 0 ? -1 : set_checked(&o->name, "--name", v, 0) ? -1 : 1;
-	return 0;
+	return res_flag(o, argc, argv, i);
 }
 
 static void apply_resources(struct task_resources *r, const struct task_overrides *o)
@@ -241,15 +376,20 @@ static void apply_resources(struct task_resources *r, const struct task_override
 int task_list_apply_overrides(struct task_list *l, const struct task_overrides *o,
                               struct yerrors *errs)
 {
+	struct task_list flags = TASK_LIST_INIT;
+	int have_res;
 	size_t i, k;
 
-	if (l->n > 1 && (o->num_nodes || o->cpus || o->memory || o->gpus || o->workdir)) {
+	if (l->n > 1 &&
+	    (o->num_nodes || o->cpus || o->memory || o->gpus || o->workdir || o->res.n)) {
 		yerr_add(errs, l->file, 1, 1,
-		         "--num-nodes, --cpus, --memory, --gpus and --workdir apply to a single "
-		         "task, and this is a pipeline of %zu tasks: set them in each task",
+		         "--num-nodes, --cpus, --memory, --gpus, --workdir and the other resource "
+		         "flags apply to a single task, and this is a pipeline of %zu tasks: set "
+		         "them in each task",
 		         l->n);
 		return -EINVAL;
 	}
+	have_res = !res_parsed(o, &flags);
 	if (o->name) {
 		free(l->name);
 		l->name = xstrdup(o->name);
@@ -267,8 +407,11 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			task_kvs_set(&t->secrets, o->secrets.v[k].key, o->secrets.v[k].value, 0, 0);
 		if (o->num_nodes)
 			t->num_nodes = o->num_nodes;
-		for (k = 0; k < t->nres; k++)
+		for (k = 0; k < t->nres; k++) {
 			apply_resources(&t->res[k], o);
+			if (have_res)
+				task_resources_override(&t->res[k], &flags.tasks[0]->res[0]);
+		}
 		if (o->workdir) {
 			free(t->workdir.path);
 			free(t->workdir.url);
@@ -278,6 +421,7 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			t->workdir.path = xstrdup(o->workdir);
 		}
 	}
+	task_list_release(&flags);
 	return 0;
 }
 
@@ -337,6 +481,7 @@ void task_overrides_encode(const struct task_overrides *o, struct msg *m)
 		msg_add(m, "workdir", o->workdir);
 	if (o->name)
 		msg_add(m, "name", o->name);
+	encode_kvs(m, "res", &o->res);
 }
 
 int task_overrides_decode(struct task_overrides *o, const char *data, size_t len)
@@ -365,11 +510,14 @@ int task_overrides_decode(struct task_overrides *o, const char *data, size_t len
 		if (slot) {
 			free(*slot);
 			*slot = xstrdup(v);
-		} else if ((!strcmp(k, "env") || !strcmp(k, "secret")) && eq && eq > v) {
+		} else if ((!strcmp(k, "env") || !strcmp(k, "secret") || !strcmp(k, "res")) && eq &&
+		           eq > v) {
 			char *name = xstrndup(v, (size_t)(eq - v));
 
-			task_kvs_set(!strcmp(k, "env") ? &o->envs : &o->secrets, name, eq + 1, 0,
-			             0);
+			task_kvs_set(!strcmp(k, "env")      ? &o->envs
+			             : !strcmp(k, "secret") ? &o->secrets
+			                                    : &o->res,
+			             name, eq + 1, 0, 0);
 			free(name);
 		} else if (!strcmp(k, "num_nodes") && !parse_long(v, 1, TASK_MAX_NODES, &n)) {
 			o->num_nodes = n;

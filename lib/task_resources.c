@@ -114,6 +114,47 @@ void task_resources_release(struct task_resources *r)
 	memset(r, 0, sizeof(*r));
 }
 
+void task_resources_override(struct task_resources *dst, const struct task_resources *src)
+{
+	static const unsigned where = TR_INFRA | TR_CLOUD | TR_REGION | TR_ZONE;
+
+	if (src->set & (TR_INFRA | TR_CLOUD)) {
+		/* A new place replaces the whole place. */
+		set_str(&dst->infra, src->infra);
+		set_str(&dst->cloud, src->cloud);
+		set_str(&dst->region, src->region);
+		set_str(&dst->zone, src->zone);
+		dst->set = (dst->set & ~where) | (src->set & where);
+	} else {
+		/* --region or --zone alone narrows the place the task names. */
+		if (src->set & TR_REGION)
+			set_str(&dst->region, src->region);
+		if (src->set & TR_ZONE)
+			set_str(&dst->zone, src->zone);
+		dst->set |= src->set & (TR_REGION | TR_ZONE);
+	}
+	if (src->set & TR_INSTANCE_TYPE)
+		set_str(&dst->instance_type, src->instance_type);
+	if (src->set & TR_USE_SPOT)
+		dst->use_spot = src->use_spot;
+	if (src->set & TR_DISK_SIZE)
+		dst->disk_size = src->disk_size;
+	if (src->set & TR_DISK_TIER)
+		set_str(&dst->disk_tier, src->disk_tier);
+	if (src->set & TR_NETWORK_TIER)
+		set_str(&dst->network_tier, src->network_tier);
+	if (src->set & TR_IMAGE_ID)
+		set_str(&dst->image_id, src->image_id);
+	if (src->set & TR_PORTS) {
+		free(dst->ports);
+		dst->nports = src->nports;
+		dst->ports = xcalloc(src->nports ? src->nports : 1, sizeof(*dst->ports));
+		memcpy(dst->ports, src->ports, src->nports * sizeof(*dst->ports));
+	}
+	dst->set |= src->set & (TR_INSTANCE_TYPE | TR_USE_SPOT | TR_DISK_SIZE | TR_DISK_TIER |
+	                        TR_NETWORK_TIER | TR_IMAGE_ID | TR_PORTS);
+}
+
 /* ---- fields ------------------------------------------------------------------------ */
 
 static int one_of(struct tparse *p, const struct ynode *n, const char *path, char **out,

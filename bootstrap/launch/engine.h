@@ -38,6 +38,9 @@ struct eng_launch {
 	const char *wait_for;    /* what autostop waits for (jobs_and_ssh, jobs, none); NULL:
 	                            the default, jobs_and_ssh */
 	int log_fd;              /* where the followed logs go (default 1 when 0) */
+	int no_setup;            /* launch without the task's setup (--no-setup) */
+	int fast;                /* an existing UP cluster: no setup, no file mounts (--fast) */
+	int retry_until_up;      /* a new cluster: try again until an alternative launches */
 	/* For the managed-jobs controller; 0 / NULL otherwise. */
 	const char *task_id; /* SKYPILOT_TASK_ID; NULL: sky-TIME_CLUSTER_JOB */
 	int no_default_cpus; /* a task that declares no CPUs reserves none (else 0.5) */
@@ -58,6 +61,14 @@ struct eng_launched {
  * a cluster created by this call is not left behind).
  */
 int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launched *out);
+
+/*
+ * What eng_launch() would do with req, on stdout, doing none of it (--dryrun): the
+ * cluster (new, or existing with its status), the alternatives in the order they would
+ * be tried, what is synced and what runs where. 0, or -errno (printed: a bad cluster name,
+ * exec of a cluster that does not exist).
+ */
+int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req);
 
 /* ---- the cluster's jobs -------------------------------------------------------------- */
 

@@ -163,15 +163,16 @@ static char *local_path(const char *p)
 	return xstrdup(p);
 }
 
-static int sync_task(struct clive *cl, const struct task *t)
+/* The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast). */
+static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 {
 	struct step st;
-	size_t i, k;
+	size_t i, k, nmounts = with_mounts ? t->nmounts : 0;
 	int r = 0, files = 0;
 
 	if (t->workdir.kind == TASK_WORKDIR_GIT)
 		return error("workdir: a git URL is not supported yet; use a local directory");
-	if (t->workdir.kind == TASK_WORKDIR_NONE && !t->nmounts)
+	if (t->workdir.kind == TASK_WORKDIR_NONE && !nmounts)
 		return 0;
 	step_begin(&st, "sync");
 	for (i = 0; i < cl->n && !r; i++) {
@@ -182,7 +183,7 @@ static int sync_task(struct clive *cl, const struct task *t)
 			free(src);
 			files++;
 		}
-		for (k = 0; k < t->nmounts && !r; k++) {
+		for (k = 0; k < nmounts && !r; k++) {
 			const struct task_mount *mt = &t->mounts[k];
 			char *src;
 			struct stat sb;
@@ -257,11 +258,11 @@ static void *rank_submit_thread(void *arg)
  * followed in one round trip, f[i].pid > 0 then.
  */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_launch *req,
-                      const struct task_resources *res, int64_t *cluster_job, struct cl_follower *f)
+                      const struct task_resources *res, int with_setup, int64_t *cluster_job,
+                      struct cl_follower *f)
 {
 	const struct task *t = req->task;
 	const char *entry = req->entrypoint ? req->entrypoint : "";
-	int with_setup = !req->exec;
 	struct cluster_job cj = {0};
 	struct buf ids = BUF_INIT(0);
 	struct rank_submit *rs;
@@ -409,9 +410,8 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	int n = t->num_nodes > 0 ? (int)t->num_nodes : 1, r;
 	char text[128];
 
-	r = infra_parse(spec, &inf);
-	if (r)
-		return r;
+	if (infra_parse(spec, &inf))
+		return -EINVAL; /* printed; no retry makes it an infra */
 	r = infra_resolve(&inf);
 	if (r)
 		goto out;
@@ -562,6 +562,19 @@ static void undo_new_cluster(struct st_db *ldb, const char *name)
 }
 
 /* ---- resource alternatives ------------------------------------------------------------ */
+
+/* --retry-until-up waits this long after the first failed attempt, doubling up to the max. */
+#define RETRY_UP_FIRST_S 5
+#define RETRY_UP_MAX_S 60
+
+static int retry_wait_s(int attempt)
+{
+	int s = RETRY_UP_FIRST_S;
+
+	while (--attempt > 0 && s < RETRY_UP_MAX_S)
+		s *= 2;
+	return s < RETRY_UP_MAX_S ? s : RETRY_UP_MAX_S;
+}
 
 /* Why one alternative was not taken, for the summary when none is. */
 #define WHY_MAX 400
@@ -779,7 +792,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	struct cl_follower *fl = NULL;
 	char *name = NULL;
 	int64_t job = 0;
-	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped;
+	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped, fast;
 	size_t k, chosen = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -814,6 +827,16 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 			fprintf(stderr, "Launching cluster %s\n", name);
 		/* Bootstrapped and UP when it returns: the rest is as for an existing one. */
 		r = launch_new(ldb, name, req, entry, &chosen);
+		for (k = 1; r && r != -EEXIST && r != -EINVAL && req->retry_until_up; k++) {
+			int wait = retry_wait_s((int)k);
+
+			fprintf(stderr,
+			        "Launch attempt %zu failed; trying again in %d s "
+			        "(--retry-until-up; Ctrl-C stops)\n",
+			        k, wait);
+			poll_ms(wait * 1000);
+			r = launch_new(ldb, name, req, entry, &chosen);
+		}
 		if (r)
 			goto out;
 		created = 1;
@@ -879,14 +902,17 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		goto out; /* started again: autostop fires once, so it is set again */
 	}
 	st_cluster_set_last_task(ldb, name, entry);
-	if (sync_task(&cl, t))
+	/* exec, and --fast on a cluster that was UP, run no setup and sync only the workdir. */
+	fast = req->exec || (req->fast && existed && !stopped && c.status == CLUSTER_UP);
+	if (sync_task(&cl, t, !fast))
 		goto out;
 	fl = xcalloc(cl.n ? cl.n : 1, sizeof(*fl));
 	for (k = 0; k < cl.n; k++) {
 		fl[k].pid = -1;
 		fl[k].fd = -1;
 	}
-	r = submit_job(ldb, &cl, req, alternative(t, chosen), &job, req->detach ? NULL : fl);
+	r = submit_job(ldb, &cl, req, alternative(t, chosen), !fast && !req->no_setup, &job,
+	               req->detach ? NULL : fl);
 	if (r)
 		goto out;
 	created = 0; /* it has a job now: it stays, whatever comes */
@@ -924,4 +950,56 @@ out:
 	lock_release(lock_fd);
 	free(name);
 	return r;
+}
+
+int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req)
+{
+	const struct task *t = req->task;
+	struct cluster c;
+	char text[128];
+	int existed, nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1, setup;
+	size_t k, n = n_alternatives(t);
+
+	if (req->cluster && infra_validate_cluster_name(req->cluster))
+		return -EINVAL;
+	existed = req->cluster && !st_cluster_get(ldb, req->cluster, &c);
+	if (req->exec && !existed)
+		return error("cluster %s does not exist (launch it first with 'skiff launch -c %s')",
+		             req->cluster ? req->cluster : "?", req->cluster ? req->cluster : "?"),
+		       -ENOENT;
+	printf("Dry run: nothing is launched, synced or run.\n");
+	if (existed) {
+		printf("Cluster:   %s (exists: %s on %s, %s)\n", c.name,
+		       cluster_status_name(c.status), c.infra, c.resources);
+		if (req->infra && strcmp(req->infra, c.infra))
+			printf("           --infra %s is ignored: the cluster stays on %s\n",
+			       req->infra, c.infra);
+	} else {
+		printf("Cluster:   %s (new)\n", req->cluster ? req->cluster : "a new name");
+	}
+	printf("Task:      %s, %d node(s)\n", t->name ? t->name : "(no name)", nodes);
+	printf("Resources: %s%s\n", n > 1 ? (t->res_ordered ? "in order: " : "any of: ") : "",
+	       existed ? "the first the cluster can run" : "the first that launches and fits");
+	for (k = 0; k < n; k++) {
+		eng_resources_text(alternative(t, k), nodes, text, sizeof(text));
+		printf("  %zu. %s on %s\n", k + 1, text,
+		       existed ? c.infra : alternative_infra(req, alternative(t, k)));
+	}
+	setup = !req->exec && !req->no_setup && t->setup &&
+	        !(req->fast && existed && c.status == CLUSTER_UP);
+	printf("Sync:      %s%s\n",
+	       t->workdir.kind == TASK_WORKDIR_PATH  ? "the workdir"
+	       : t->workdir.kind == TASK_WORKDIR_GIT ? "the workdir (git)"
+	                                             : "no workdir",
+	       t->nmounts && !(req->exec || (req->fast && existed && c.status == CLUSTER_UP))
+	               ? ", the file mounts"
+	               : "");
+	printf("Runs:      %s%s\n", setup ? "setup on every node, then " : "",
+	       t->run ? "run" : "nothing (no run)");
+	if (req->idle_minutes >= 0 || req->down)
+		printf("Autostop:  %s after %d idle minute(s)\n", req->down ? "down" : "stop",
+		       req->idle_minutes >= 0 ? req->idle_minutes : 1);
+	if (existed)
+		cluster_free(&c);
+	return 0;
 }

@@ -593,6 +593,56 @@ static void test_overrides(void)
 	is_int(task_overrides_arg(&o, 2, argv_of("--env-file", envfile, NULL), &i), -1,
 	       "a missing env file");
 
+	/* --env and --secret win over a file's value, in either order. */
+	memcpy(envfile, "/tmp/skiff-test-envXXXXXX", sizeof(envfile));
+	fd = mkstemp(envfile);
+	ok(fd >= 0, "temp env file again");
+	dprintf(fd, "A=fromfile\nG=file\n");
+	close(fd);
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--env-file", envfile, NULL), &i), 1,
+	       "--env-file after --env A=1");
+	is_str(task_kvs_get(&o.envs, "A")->value, "1", "--env before the file wins");
+	is_str(task_kvs_get(&o.envs, "G")->value, "file", "the file adds the others");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--env", "G=flag", NULL), &i), 1, "--env G");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--env-file", envfile, NULL), &i), 1,
+	       "the file again");
+	is_str(task_kvs_get(&o.envs, "G")->value, "flag", "--env before a later file wins");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--secret-file", envfile, NULL), &i), 1,
+	       "--secret-file");
+	is_str(task_kvs_get(&o.secrets, "G")->value, "file", "--secret-file sets secrets");
+	is_str(task_kvs_get(&o.secrets, "TOKEN")->value, "s", "--secret TOKEN kept");
+	unlink(envfile);
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--secret-file", envfile, NULL), &i), -1,
+	       "a missing secret file");
+
+	/* Resource flags are checked as the YAML field is. */
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--disk-size", "big", NULL), &i), -1,
+	       "a bad --disk-size");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--disk-tier", "fastest", NULL), &i), -1,
+	       "a bad --disk-tier");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("-p", "8080", NULL), &i), 1, "-p 8080");
+	i = 0;
+	is_int(task_overrides_arg(&o, 1, argv_of("--ports=9000-9002", NULL, NULL), &i), 1,
+	       "--ports=RANGE");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("-p", "70000", NULL), &i), -1, "a bad port");
+	i = 0;
+	is_int(task_overrides_arg(&o, 1, argv_of("--use-spot", NULL, NULL), &i), 1, "--use-spot");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--region", "us-west-2", NULL), &i), 1,
+	       "--region");
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--disk-size", "256", NULL), &i), 1,
+	       "--disk-size");
+
 	ok(!parse("name: t\nenvs:\n  A: yaml\n  NEED:\nsecrets:\n  S2:\n"
 	          "resources:\n  accelerators: [T4, L4]\n  cpus: 2\nworkdir: {url: x}\nrun: x\n"),
 	   "task to override");
@@ -606,6 +656,10 @@ static void test_overrides(void)
 	is_str(task_kvs_get(&T()->envs, "SKIFF_TEST_FROM_ENV")->value, "fromenv", "--env adds");
 	is_str(task_kvs_get(&T()->secrets, "TOKEN")->value, "s", "--secret adds");
 	is_int(T()->num_nodes, 3, "--num-nodes");
+	ok(R(0)->use_spot && R(1)->use_spot, "--use-spot on every alternative");
+	ok(R(0)->nports == 2 && R(0)->ports[0].lo == 8080 && R(0)->ports[1].hi == 9002,
+	   "-p twice: both ports");
+	ok(R(1)->disk_size == 256 && !strcmp(R(1)->region, "us-west-2"), "--disk-size, --region");
 	ok(R(0)->cpus.mode == TASK_AT_LEAST && R(0)->cpus.value == 8 && R(1)->cpus.value == 8,
 	   "--cpus on every alternative");
 	is_str(R(1)->memory.text, "64", "--memory");
