@@ -42,6 +42,7 @@ int eng_trylock_cluster(const char *name, const char *what);
 enum eng_down_flags {
 	ENG_DL_KEEP = 1 << 0,         /* stop: the nodes stay booked */
 	ENG_DL_HEAD_STOPPED = 1 << 1, /* autostop stopped the head already: the others only */
+	ENG_DL_PURGE = 1 << 2,        /* down: forget it even if its nodes cannot be removed */
 };
 /* eng_down() of a cluster whose lock the caller holds. */
 int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags);
@@ -61,5 +62,11 @@ int eng_start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl);
  */
 int eng_autostop_look(struct st_db *ldb, const char *name);
 int eng_autostop_look_locked(struct st_db *ldb, const char *name);
+
+/*
+ * The tree of a git workdir's commit, fetched and checked out on this machine
+ * (bootstrap/launch/gitwork.c); *tree is malloc'd. 0, or -1 (printed).
+ */
+int eng_git_tree(const struct task_workdir *w, char **tree);
 
 #endif
