@@ -38,6 +38,10 @@ int usage_error(const char *cmdname, const char *fmt, ...) __attribute__((format
 int wants_help(int argc, char **argv);
 /* Writes the buf-sized string to stdout and checks for write errors (EPIPE, ENOSPC). */
 int print_out(const char *s, size_t len);
+/* A duration from..to as tables show it ("42s", "3m 5s", "2h 10m", "1d 4h"); "-" if unknown. */
+void cmd_fmt_span(double from, double to, char *out, size_t size);
+/* How long ago `when` was ("5s ago", "3m ago", "2h ago", "4d ago"); "-" if unknown. */
+void cmd_fmt_ago(double when, double now, char *out, size_t size);
 
 #define DECLARE_CMD(n)                                                                             \
 	int cmd_##n(int argc, char **argv);                                                        \

@@ -31,9 +31,10 @@
 const char cmd_jobs_usage[] =
         "usage: skiff jobs launch [-n NAME] [-d] [--infra INFRA] [--job-recovery STRATEGY]\n"
         "                         [--priority P] [task flags] YAML|COMMAND...\n"
-        "       skiff jobs queue [--json] [-s|--skip-finished]\n"
         "       skiff jobs cancel ID... | -n NAME | -a|--all\n"
-        "       skiff jobs logs ID [--follow|--no-follow] [--controller]\n"
+        "       skiff jobs queue [--json] [-s] [-l|--limit N] [-r|--refresh]\n"
+        "       skiff jobs logs [ID | -n NAME] [--follow|--no-follow] [--controller]\n"
+        "                       [-s|--sync-down]\n"
         "\n"
         "Managed jobs: a controller (started on demand, on this machine) launches each job\n"
         "on a cluster of its own (on local infra: the shared local cluster skiff-jobs),\n"
@@ -41,16 +42,20 @@ const char cmd_jobs_usage[] =
         "ends. A multi-document YAML is a pipeline: its tasks run one after the other.\n"
         "\n"
         "  -n, --name NAME          the job's name\n"
-        "  -d, --detach-run         return once submitted (default: follow the logs)\n"
+        "  -d, --detach-run, --async\n"
+        "                           return once submitted (default: follow the logs)\n"
         "  --infra INFRA            local (default) or ssh/POOL\n"
         "  --job-recovery S         EAGER_NEXT_REGION (default), FAILOVER or NONE\n"
         "  --priority P             -1000..1000; higher launches first (default: the task's)\n"
         "\n"
         "queue lists ID, NAME, SUBMITTED, DURATION, #RECOVERIES, STATUS and DETAILS (what\n"
-        "the job is doing or waiting for); --json gives id, name, status, schedule_state,\n"
-        "recoveries, cluster, submitted_at, started_at, ended_at, details, ... per job.\n"
-        "cancel is one request for any number of jobs. logs follows the job's task logs\n"
-        "across recoveries; --controller shows its launch log and transitions.\n"
+        "the job is doing or waiting for); -l N the newest N; --json gives id, name,\n"
+        "status, schedule_state, recoveries, cluster, submitted_at, started_at, ended_at,\n"
+        "exit_codes (a list), details, ... per job. cancel is one request for any number\n"
+        "of jobs. logs (the newest job, or the newest named NAME, without ID) follows the\n"
+        "job's task logs across recoveries; --controller shows its launch log and\n"
+        "transitions; --sync-down copies every rank's logs to ~/sky_logs. A task that\n"
+        "asks for more than a node has fails its precheck (FAILED_PRECHECKS).\n"
         "\n"
         "Exit status of logs (and of launch without -d): 0 succeeded, 100 failed,\n"
         "101 not finished, 102 not found, 103 cancelled.\n";
@@ -88,7 +93,8 @@ static int jobs_launch(int argc, char **argv)
 		}
 		if (a[0] != '-' || !a[1])
 			break;
-		if (!strcmp(a, "-d") || !strcmp(a, "--detach-run")) {
+		if (!strcmp(a, "-d") || !strcmp(a, "--detach-run") || !strcmp(a, "--async")) {
+			/* --async: no API server here; the nearest is to return once submitted. */
 			detach = 1;
 		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
 			continue;
@@ -186,26 +192,11 @@ out:
 struct queue_ctx {
 	struct buf *out;
 	int as_json, rows;
+	int64_t skip_rows; /* --limit: the oldest rows left out */
 	int counts[MJS_N];
 	int max_launching, max_running;
 	double now;
 };
-
-static void fmt_age(double from, double to, char *out, size_t size)
-{
-	double d = to - from;
-
-	if (from <= 0 || d < 0)
-		xsnprintf(out, size, "-");
-	else if (d < 60)
-		xsnprintf(out, size, "%ds", (int)d);
-	else if (d < 3600)
-		xsnprintf(out, size, "%dm %ds", (int)d / 60, (int)d % 60);
-	else if (d < 86400)
-		xsnprintf(out, size, "%dh %dm", (int)d / 3600, ((int)d % 3600) / 60);
-	else
-		xsnprintf(out, size, "%dd %dh", (int)(d / 86400), ((int)d % 86400) / 3600);
-}
 
 static int queue_running(const struct queue_ctx *q)
 {
@@ -239,6 +230,29 @@ static void jtime(struct buf *b, double v)
 	frac[2] = (char)('0' + (ms / 10) % 10);
 	frac[3] = (char)('0' + ms % 10);
 	buf_add(b, frac, 4);
+}
+
+/* "0,3,?" as [0,3,null]: a list, as in `queue --json`. */
+static void codes_json(struct buf *b, const char *codes)
+{
+	const char *p = codes;
+
+	buf_addch(b, '[');
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (p != codes)
+			buf_addch(b, ',');
+		if (end == p)
+			buf_add(b, "null", 4);
+		else
+			json_put_int(b, v);
+		p = end + strcspn(end, ",");
+		if (*p)
+			p++;
+	}
+	buf_addch(b, ']');
 }
 
 /* One job as a JSON object (written directly: 10,000 rows must list in well under 200 ms). */
@@ -281,7 +295,7 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 	buf_adds(b, ",\"ended_at\":");
 	jtime(b, j->ended_at);
 	buf_adds(b, ",\"exit_codes\":");
-	jstr(b, j->exit_codes);
+	codes_json(b, j->exit_codes);
 	buf_adds(b, ",\"details\":");
 	jstr(b, details);
 	buf_addch(b, '}');
@@ -292,6 +306,10 @@ static int queue_row(const struct mjob *j, void *arg)
 	struct queue_ctx *q = arg;
 	char details[512], sub[32], dur[32];
 
+	if (q->skip_rows > 0) {
+		q->skip_rows--;
+		return 0;
+	}
 	mj_details(j, q->counts[MJS_LAUNCHING], q->max_launching, queue_running(q), q->max_running,
 	           q->now, details, sizeof(details));
 	if (q->as_json) {
@@ -300,11 +318,18 @@ static int queue_row(const struct mjob *j, void *arg)
 		job_json(q->out, j, details);
 		return 0;
 	}
-	fmt_age(j->submitted_at, q->now, sub, sizeof(sub));
-	fmt_age(j->started_at, j->ended_at > 0 ? j->ended_at : q->now, dur, sizeof(dur));
+	cmd_fmt_ago(j->submitted_at, q->now, sub, sizeof(sub));
+	cmd_fmt_span(j->started_at, j->ended_at > 0 ? j->ended_at : q->now, dur, sizeof(dur));
 	buf_addf(q->out, "%-6lld %-20.20s %-10s %-10s %-5d %-18s %s\n", (long long)j->id,
 	         *j->name ? j->name : "-", sub, dur, j->recoveries, mj_status_name(j->status),
 	         details);
+	return 0;
+}
+
+static int count_row(const struct mjob *j, void *arg)
+{
+	(void)j;
+	++*(int64_t *)arg;
 	return 0;
 }
 
@@ -315,17 +340,32 @@ static int jobs_queue(int argc, char **argv)
 	struct st_db *db;
 	char v[32];
 	int i, as_json = 0, skip = 0, r;
+	long limit = 0;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json")) {
 			as_json = 1;
-		else if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--skip-finished"))
+		} else if (!strcmp(a, "-s") || !strcmp(a, "--skip-finished")) {
 			skip = 1;
-		else if (!strcmp(argv[i], "-a") || !strcmp(argv[i], "-u") ||
-		         !strcmp(argv[i], "--all-users") || !strcmp(argv[i], "-v"))
+		} else if (!strcmp(a, "-l") || !strcmp(a, "--limit") ||
+		           !strncmp(a, "--limit=", 8)) {
+			const char *n = a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : "";
+
+			if (parse_long(n, 1, LONG_MAX, &limit))
+				return usage_error("jobs queue",
+				                   "--limit needs a number of jobs, "
+				                   "not '%s'",
+				                   n);
+		} else if (!strcmp(a, "-a") || !strcmp(a, "-u") || !strcmp(a, "--all-users") ||
+		           !strcmp(a, "-v") || !strcmp(a, "--verbose") || !strcmp(a, "-r") ||
+		           !strcmp(a, "--refresh")) {
+			/* One user; the table is always what the controller knows now. */
 			continue;
-		else
-			return usage_error("jobs queue", "unknown option '%s'", argv[i]);
+		} else {
+			return usage_error("jobs queue", "unknown option '%s'", a);
+		}
 	}
 	r = st_launcher_open(ST_READONLY, &db);
 	if (r == -ENOENT) {
@@ -367,6 +407,12 @@ static int jobs_queue(int argc, char **argv)
 		         "DURATION", "#REC", "STATUS", "DETAILS");
 	}
 	jobs_ensure_controller(db);
+	if (limit) {
+		int64_t total = 0;
+
+		mj_each(db, skip, MJ_ANY, count_row, &total);
+		q.skip_rows = total > limit ? total - limit : 0;
+	}
 	r = mj_each(db, skip, MJ_ANY, queue_row, &q);
 	if (as_json)
 		buf_adds(&out, "]\n");
@@ -433,7 +479,9 @@ out:
 
 static int jobs_logs(int argc, char **argv)
 {
-	int i, follow = 1, controller = 0;
+	int i, follow = 1, controller = 0, sync_down = 0;
+	const char *name = NULL;
+	struct st_db *db;
 	long id = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -443,11 +491,31 @@ static int jobs_logs(int argc, char **argv)
 			follow = 0;
 		else if (!strcmp(argv[i], "--controller"))
 			controller = 1;
+		else if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--sync-down"))
+			sync_down = 1;
+		else if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "--name")) && i + 1 < argc)
+			name = argv[++i];
 		else if (argv[i][0] == '-' || id || parse_long(argv[i], 1, LONG_MAX, &id))
 			return usage_error("jobs logs", "unexpected '%s'", argv[i]);
 	}
-	if (!id)
-		return usage_error("jobs logs", "expected a job id");
+	if (id && name)
+		return usage_error("jobs logs", "a job id or -n NAME, not both");
+	if (!id) {
+		/* SkyPilot's default: the newest job (of that name, with -n). */
+		if (open_db(&db))
+			return EXIT_FAIL;
+		id = (long)jobs_latest(db, name);
+		st_close(db);
+		if (!id) {
+			if (name)
+				error("no managed job named %s", name);
+			else
+				error("no managed jobs");
+			return EXIT_JOB_NOT_FOUND;
+		}
+	}
+	if (sync_down)
+		return jobs_sync_down(id);
 	return controller ? jobs_controller_logs(id) : jobs_follow_logs(id, follow);
 }
 

@@ -228,7 +228,10 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		goto out;
 	}
 	r = eng_launch(ldb, &req, &res);
-	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE : r ? EXIT_FAIL : res.rc;
+	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE
+	     : r == -E2BIG                 ? EXIT_INVALID /* more than a node has */
+	     : r                           ? EXIT_FAIL
+	                                   : res.rc;
 out:
 	st_close(ldb);
 	buf_release(&entry);

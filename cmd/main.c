@@ -127,6 +127,38 @@ int print_out(const char *s, size_t len)
 	return 0;
 }
 
+void cmd_fmt_span(double from, double to, char *out, size_t size)
+{
+	double d = to - from;
+
+	if (from <= 0 || d < 0)
+		xsnprintf(out, size, "-");
+	else if (d < 60)
+		xsnprintf(out, size, "%ds", (int)d);
+	else if (d < 3600)
+		xsnprintf(out, size, "%dm %ds", (int)d / 60, (int)d % 60);
+	else if (d < 86400)
+		xsnprintf(out, size, "%dh %dm", (int)d / 3600, ((int)d % 3600) / 60);
+	else
+		xsnprintf(out, size, "%dd %dh", (int)(d / 86400), ((int)d % 86400) / 3600);
+}
+
+void cmd_fmt_ago(double when, double now, char *out, size_t size)
+{
+	long ago = (long)(now - when);
+
+	if (when <= 0)
+		xsnprintf(out, size, "-");
+	else if (ago < 60)
+		xsnprintf(out, size, "%lds ago", ago < 0 ? 0 : ago);
+	else if (ago < 3600)
+		xsnprintf(out, size, "%ldm ago", ago / 60);
+	else if (ago < 86400)
+		xsnprintf(out, size, "%ldh ago", ago / 3600);
+	else
+		xsnprintf(out, size, "%ldd ago", ago / 86400);
+}
+
 static void suggest(const char *group, const struct cmd *t, size_t n, const char *name)
 {
 	const char *names[128];

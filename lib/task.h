@@ -257,6 +257,7 @@ struct task_overrides {
 	struct task_kvs env_flags, secret_flags;
 	long num_nodes; /* 0: not given */
 	char *cpus, *memory, *gpus, *workdir, *name;
+	char *git_url, *git_ref; /* --git-url, --git-ref: a git workdir */
 	/*
 	 * The other resource flags (--image-id, --use-spot, --instance-type, --cloud,
 	 * --region, --zone, --disk-size, --disk-tier, --network-tier, --ports): each the
@@ -268,10 +269,7 @@ struct task_overrides {
 
 #define TASK_OVERRIDES_INIT                                                                        \
 	{                                                                                          \
-		{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, 0, NULL, NULL, NULL, NULL, NULL,       \
-		{                                                                                  \
-			NULL, 0                                                                    \
-		}                                                                                  \
+		0                                                                                  \
 	}
 
 /* Help lines for the flags task_overrides_arg() takes, to paste into a usage text. */
@@ -288,6 +286,8 @@ struct task_overrides {
 	"  --memory M             memory per node in GiB: 16, 16+, 4x (per vCPU)\n"                \
 	"  --gpus G               accelerators per node, NAME[:COUNT] (H100:2)\n"                  \
 	"  --workdir DIR          working directory to sync to the nodes\n"                        \
+	"  --git-url URL, --git-ref REF\n"                                                         \
+	"                         the workdir is that repository's tree at REF (default HEAD)\n"   \
 	"  -n, --name NAME        task name (or the pipeline's)\n"
 
 /*
@@ -338,6 +338,12 @@ size_t task_list_check_required(const struct task_list *l, struct yerrors *errs,
 #define TASK_HONOURS_ALL (~0u)
 size_t task_cloud_only_fields(const struct task *t, unsigned honours, const char **names,
                               size_t max);
+/*
+ * The ports of have ("8080,9000-9002"; NULL or "" for none; malformed parts dropped) and
+ * add[0..nadd), sorted, overlapping and adjacent ranges merged, in the same text form
+ * (malloc'd; "" for none).
+ */
+char *task_ports_union(const char *have, const struct task_port_range *add, size_t nadd);
 /* 1 if image_id names a container image ("docker:IMAGE"). */
 int task_image_is_docker(const char *image_id);
 

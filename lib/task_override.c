@@ -26,6 +26,8 @@ void task_overrides_release(struct task_overrides *o)
 	free(o->memory);
 	free(o->gpus);
 	free(o->workdir);
+	free(o->git_url);
+	free(o->git_ref);
 	free(o->name);
 	task_kvs_release(&o->res);
 	memset(o, 0, sizeof(*o));
@@ -355,6 +357,10 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 		return r < 0 ? -1 : set_checked(&o->gpus, "--gpus", v, 3) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--workdir", NULL, &v)))
 		return r < 0 ? -1 : set_checked(&o->workdir, "--workdir", v, 0) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--git-url", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->git_url, "--git-url", v, 0) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--git-ref", NULL, &v)))
+		return r < 0 ? -1 : set_checked(&o->git_ref, "--git-ref", v, 0) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--name", "-n", &v)))
 		return r < 0 ? -1 : set_checked(&o->name, "--name", v, 0) ? -1 : 1;
 	return res_flag(o, argc, argv, i);
@@ -380,8 +386,8 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 	int have_res;
 	size_t i, k;
 
-	if (l->n > 1 &&
-	    (o->num_nodes || o->cpus || o->memory || o->gpus || o->workdir || o->res.n)) {
+	if (l->n > 1 && (o->num_nodes || o->cpus || o->memory || o->gpus || o->workdir ||
+	                 o->git_url || o->git_ref || o->res.n)) {
 		yerr_add(errs, l->file, 1, 1,
 		         "--num-nodes, --cpus, --memory, --gpus, --workdir and the other resource "
 		         "flags apply to a single task, and this is a pipeline of %zu tasks: set "
@@ -419,6 +425,25 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			t->workdir.url = t->workdir.ref = NULL;
 			t->workdir.kind = TASK_WORKDIR_PATH;
 			t->workdir.path = xstrdup(o->workdir);
+		}
+		if (o->git_url) {
+			/* As SkyPilot's --git-url: the workdir is that repository's tree. */
+			free(t->workdir.path);
+			free(t->workdir.url);
+			t->workdir.path = NULL;
+			t->workdir.kind = TASK_WORKDIR_GIT;
+			t->workdir.url = xstrdup(o->git_url);
+		}
+		if (o->git_ref && t->workdir.kind == TASK_WORKDIR_GIT) {
+			free(t->workdir.ref);
+			t->workdir.ref = xstrdup(o->git_ref);
+		} else if (o->git_ref) {
+			yerr_add(errs, l->file, 1, 1,
+			         "--git-ref %s: the task has no git workdir (give --git-url, or "
+			         "workdir: {url: ...} in the task)",
+			         o->git_ref);
+			task_list_release(&flags);
+			return -EINVAL;
 		}
 	}
 	task_list_release(&flags);
@@ -479,6 +504,10 @@ void task_overrides_encode(const struct task_overrides *o, struct msg *m)
 		msg_add(m, "gpus", o->gpus);
 	if (o->workdir)
 		msg_add(m, "workdir", o->workdir);
+	if (o->git_url)
+		msg_add(m, "git_url", o->git_url);
+	if (o->git_ref)
+		msg_add(m, "git_ref", o->git_ref);
 	if (o->name)
 		msg_add(m, "name", o->name);
 	encode_kvs(m, "res", &o->res);
@@ -503,6 +532,8 @@ int task_overrides_decode(struct task_overrides *o, const char *data, size_t len
 		              : !strcmp(k, "memory")  ? &o->memory
 		              : !strcmp(k, "gpus")    ? &o->gpus
 		              : !strcmp(k, "workdir") ? &o->workdir
+		              : !strcmp(k, "git_url") ? &o->git_url
+		              : !strcmp(k, "git_ref") ? &o->git_ref
 		              : !strcmp(k, "name")    ? &o->name
 		                                      : NULL;
 		long n;

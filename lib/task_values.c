@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "lib/task_internal.h"
+#include "lib/buf.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -195,6 +196,7 @@ static const struct {
         {"labels", TR_LABELS},
         {"accelerator_args", TR_ACCELERATOR_ARGS},
         {"volumes", TR_VOLUMES},
+        {"ports", TR_PORTS},
 };
 
 /* An infra that runs containers honours a container image, and only that. */
@@ -245,4 +247,54 @@ size_t task_cloud_only_fields(const struct task *t, unsigned honours, const char
 			n = add_name(names, n, max, r->extra[k].key);
 	}
 	return n;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct task_port_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->hi - y->hi;
+}
+
+char *task_ports_union(const char *have, const struct task_port_range *add, size_t nadd)
+{
+	struct task_port_range *v;
+	struct buf out = BUF_INIT(0);
+	size_t n = 0, i, cap = nadd + 1;
+	const char *p;
+
+	for (p = have ? have : ""; *p; p++)
+		cap += *p == ',';
+	v = xcalloc(cap, sizeof(*v));
+	for (p = have ? have : ""; *p;) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (end != p && lo >= 1 && lo <= hi && hi <= 65535 && n < cap)
+			v[n++] = (struct task_port_range){(int)lo, (int)hi};
+		p = strchr(end, ',');
+		if (!p)
+			break;
+		p++;
+	}
+	for (i = 0; i < nadd && n < cap; i++)
+		v[n++] = add[i];
+	if (n)
+		qsort(v, n, sizeof(*v), range_cmp);
+	for (i = 0; i < n;) {
+		int lo = v[i].lo, hi = v[i].hi;
+
+		/* Overlapping or adjacent ranges are one. */
+		for (i++; i < n && v[i].lo <= hi + 1; i++)
+			if (v[i].hi > hi)
+				hi = v[i].hi;
+		if (lo == hi)
+			buf_addf(&out, "%s%d", out.len ? "," : "", lo);
+		else
+			buf_addf(&out, "%s%d-%d", out.len ? "," : "", lo, hi);
+	}
+	free(v);
+	return buf_detach(&out, NULL);
 }

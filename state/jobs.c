@@ -421,6 +421,22 @@ int64_t mj_count(struct st_db *db)
 	return n;
 }
 
+int64_t mj_count_active_on(struct st_db *db, const char *cluster)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT COUNT(*) FROM managed_jobs "
+	                                  "WHERE cluster = ? AND status < ?");
+	int64_t n = 0;
+
+	if (!st)
+		return 0;
+	st_bind_text(st, 1, cluster);
+	sqlite3_bind_int(st, 2, MJ_SUCCEEDED);
+	if (st_step(db, st) > 0)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
 int mj_sched_counts(struct st_db *db, int counts[MJS_N])
 {
 	sqlite3_stmt *st = st_prepare(db, "SELECT sched, COUNT(*) FROM managed_jobs "

@@ -145,6 +145,8 @@ int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit
 
 /* All jobs in the table. */
 int64_t mj_count(struct st_db *db);
+/* The managed jobs that have not ended whose cluster is `cluster`. */
+int64_t mj_count_active_on(struct st_db *db, const char *cluster);
 /* Counts of jobs per schedule state (counts[MJS_N]; DONE is not counted). */
 int mj_sched_counts(struct st_db *db, int counts[MJS_N]);
 

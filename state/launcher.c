@@ -88,6 +88,8 @@ static const char *const migrations[] = {
         "ALTER TABLE managed_jobs ADD COLUMN overrides BLOB;",
         /* 5 -> 6: what autostop waits for (SkyPilot's --wait-for); '': the node's default */
         "ALTER TABLE clusters ADD COLUMN autostop_wait_for TEXT NOT NULL DEFAULT '';",
+        /* 6 -> 7: the ports opened by the tasks launched on it ("8080,9000-9002") */
+        "ALTER TABLE clusters ADD COLUMN ports TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -130,6 +132,7 @@ void cluster_free(struct cluster *c)
 	free(c->last_task);
 	free(c->head_ip);
 	free(c->autostop_wait_for);
+	free(c->ports);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -209,7 +212,7 @@ static char *col_dup(sqlite3_stmt *st, int i)
 
 #define CLUSTER_COLS                                                                               \
 	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
-	"autostop_down, last_task, head_ip, autostop_wait_for"
+	"autostop_down, last_task, head_ip, autostop_wait_for, ports"
 
 static void load_cluster(sqlite3_stmt *st, struct cluster *c)
 {
@@ -226,6 +229,7 @@ static void load_cluster(sqlite3_stmt *st, struct cluster *c)
 	c->last_task = col_dup(st, 9);
 	c->head_ip = col_dup(st, 10);
 	c->autostop_wait_for = col_dup(st, 11);
+	c->ports = col_dup(st, 12);
 }
 
 /* 1 if the cluster exists, 0 if not, or an error. */
@@ -539,6 +543,17 @@ int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip)
 	if (!st)
 		return -EIO;
 	st_bind_text(st, 1, or_empty(ip));
+	st_bind_text(st, 2, name);
+	return changed_or_enoent(db, st_step_done(db, st));
+}
+
+int st_cluster_set_ports(struct st_db *db, const char *name, const char *ports)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE clusters SET ports = ? WHERE name = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, or_empty(ports));
 	st_bind_text(st, 2, name);
 	return changed_or_enoent(db, st_step_done(db, st));
 }

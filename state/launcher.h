@@ -55,6 +55,7 @@ struct cluster {
 	char *autostop_wait_for; /* jobs_and_ssh, jobs, none; "": the node's default */
 	char *last_task; /* the entry point (YAML path or command) last launched or exec'd */
 	char *head_ip;   /* rank 0's address; "" until known */
+	char *ports;     /* the ports its tasks opened, "8080,9000-9002"; "": none */
 };
 
 void cluster_free(struct cluster *c);            /* releases the strings; c itself is not freed */
@@ -147,6 +148,8 @@ int st_cluster_set_autostop(struct st_db *db, const char *name, int minutes, int
                             const char *wait_for);
 int st_cluster_set_head_ip(struct st_db *db, const char *name, const char *ip);
 int st_cluster_set_last_task(struct st_db *db, const char *name, const char *entrypoint);
+/* The ports the cluster's tasks opened (the union, as task_ports_text() writes it). */
+int st_cluster_set_ports(struct st_db *db, const char *name, const char *ports);
 /* Records the binary installed on one node (after bootstrap). 0 or -ENOENT. */
 int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe);
 /* The address the node said it was reached at (cluster_node.addr): 0 or -ENOENT. */

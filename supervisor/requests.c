@@ -443,12 +443,22 @@ static void op_submit(struct conn *c, const struct msg *req)
 		return sup_reply_error(c, "nothing to run: the job has neither run nor setup");
 	want = (struct sched_res){j.cpus, j.memory, j.gpus};
 	cap = (struct sched_res){S.cap.cpus, S.cap.memory, S.cap.gpus};
-	if (!sched_fits(&cap, &want))
-		return sup_reply_error(
-		        c,
-		        "the job asks for %g CPUs, %g GiB and %d GPUs, but this node "
-		        "has %g CPUs, %.1f GiB and %d GPUs in all",
-		        j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
+	if (!sched_fits(&cap, &want)) {
+		/* "too_big": no wait makes it fit here (a managed job fails its precheck). */
+		struct msg m;
+		char *why =
+		        xasprintf("the job asks for %g CPUs, %g GiB and %d GPUs, but this "
+		                  "node has %g CPUs, %.1f GiB and %d GPUs in all",
+		                  j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
+
+		msg_init(&m);
+		msg_add(&m, "error", why);
+		msg_add(&m, "too_big", "1");
+		sup_reply(c, &m);
+		msg_release(&m);
+		free(why);
+		return;
+	}
 	for (i = 0; i < req->n; i++) {
 		/* The runtime env's fields (bootstrap/renv/), kept as they came for the shim. */
 		if (!strncmp(req->keys[i], "renv_", 5)) {

@@ -252,7 +252,10 @@ char *infra_cluster_name_new(struct st_db *ldb);
 
 /* ---- the SSH node pool file (bootstrap/infra/infra_ssh.c) ---------------------------------- */
 
-/* $SKIFF_SSH_NODE_POOLS, else $SKIFF_HOME/ssh_node_pools.yaml; NULL (printed) if no home. */
+/*
+ * $SKIFF_SSH_NODE_POOLS, else $SKIFF_HOME/ssh_node_pools.yaml, else (when that does not
+ * exist) SkyPilot's ~/.sky/ssh_node_pools.yaml if it does; NULL (printed) if no home.
+ */
 char *infra_pools_path(void);
 /*
  * Parses a pool file held in memory; `file` names it in errors. Returns 0, or -EINVAL

@@ -16,6 +16,7 @@
 #include "bootstrap/infra/infra_internal.h"
 #include "lib/log.h"
 #include "lib/proc.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -220,6 +221,7 @@ out:
 
 const struct infra_ops infra_local_ops = {
         .name = "local",
+        .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_LOCAL,
         .max_nodes = LOCAL_MAX_NODES,
         .parse = local_parse,

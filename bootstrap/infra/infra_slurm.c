@@ -803,6 +803,7 @@ static int slurm_busy(struct clive *cl)
 
 const struct infra_ops infra_slurm_ops = {
         .name = "slurm",
+        .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_SLURM,
         .flags = INFRA_NO_STOP,
         .max_nodes = SLURM_MAX_NODES,

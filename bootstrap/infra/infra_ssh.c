@@ -28,6 +28,7 @@
 
 #include "bootstrap/infra/infra_internal.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -483,13 +484,25 @@ char *infra_pools_path(void)
 {
 	const char *env = getenv(INFRA_POOLS_ENV);
 	const char *home;
+	char *path;
 
 	if (env && *env)
 		return xstrdup(env);
 	home = skiff_home();
 	if (!home)
 		return NULL;
-	return xasprintf("%s/" INFRA_POOLS_FILE, home);
+	path = xasprintf("%s/" INFRA_POOLS_FILE, home);
+	/* Without one of our own, SkyPilot's file, as it is (the format is the same). */
+	if (access(path, F_OK) && (home = user_home())) {
+		char *sky = xasprintf("%s/.sky/" INFRA_POOLS_FILE, home);
+
+		if (!access(sky, F_OK)) {
+			free(path);
+			return sky;
+		}
+		free(sky);
+	}
+	return path;
 }
 
 char *infra_host_key(const char *pool, const struct infra_host *h)
@@ -720,6 +733,7 @@ static struct runner *ssh_runner(const struct infra *inf, const struct cluster_n
 
 const struct infra_ops infra_ssh_ops = {
         .name = "ssh",
+        .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_SSH,
         .flags = INFRA_SHARED_HOSTS,
         .max_nodes = INFRA_MAX_HOSTS,

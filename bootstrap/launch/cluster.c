@@ -292,6 +292,8 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	int64_t id;
 	int r = cl_call(nd, spec, &rep, SUBMIT_TIMEOUT_MS);
 
+	if (r && msg_get(&rep, "too_big"))
+		r = -E2BIG; /* the node can never run it (printed) */
 	if (!r && (msg_get_int(&rep, "id", &id) || id <= 0))
 		r = error("node %s: the submit's answer has no job id", nd->name);
 	if (!r)
@@ -389,6 +391,8 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		}
 		if (msg_get(&rep, "error")) {
 			r = error("node %s: submit failed: %s", nd->name, msg_get(&rep, "error"));
+			if (msg_get(&rep, "too_big"))
+				r = -E2BIG; /* the node can never run it */
 			goto fail;
 		}
 		if (msg_get_int(&rep, "id", &id) || id <= 0) {

@@ -134,8 +134,12 @@ struct eng_cancelled {
 	int missing; /* named jobs the cluster does not have */
 };
 
+/* The cluster's latest job id (the one `logs` shows by default); 0: none. */
+int64_t eng_latest_job(struct st_db *ldb, const char *cluster);
+
 /*
- * Cancels jobs on every rank: ids[0..nids), or every job (all), or (neither) the latest.
+ * Cancels jobs on every rank: ids[0..nids), or every job (all), or (neither) the latest
+ * that has not ended (none: said, and 0 with out->n == 0).
  * A job whose ranks are not all known is cancelled by its ranks' submit keys. Returns 0;
  * -ENOENT some named job does not exist (the others are cancelled); another -errno when a
  * node could not be reached.
@@ -154,9 +158,16 @@ struct eng_cluster {
 	const char *shown; /* its status in words: INIT, UP, STOPPED, or ENDED */
 };
 
-/* Every cluster, by name (names: only those, when n_names > 0). Free with eng_clusters_free. */
-int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng_cluster **out,
-               size_t *n);
+/* eng_status() flags. */
+#define ENG_STATUS_REFRESH 1u /* ask each UP cluster's head; one that does not answer: INIT */
+#define ENG_REFRESH_CALL_MS 10000
+
+/*
+ * Every cluster, by name (names: only those, when n_names > 0; each a name or a glob).
+ * Free with eng_clusters_free.
+ */
+int eng_status(struct st_db *ldb, char *const *names, size_t n_names, unsigned flags,
+               struct eng_cluster **out, size_t *n);
 void eng_clusters_free(struct eng_cluster *v, size_t n);
 
 enum eng_down_result {
@@ -164,12 +175,17 @@ enum eng_down_result {
 	ENG_DOWN_BY_OTHER, /* another command took it down while this one waited */
 };
 
+/* eng_down()'s how. */
+#define ENG_DOWN_STOP 1u  /* stop: the nodes stay booked */
+#define ENG_DOWN_PURGE 2u /* down: forgotten even when its nodes cannot all be removed */
+
 /*
- * Tears a cluster down (keep 0: cancels its jobs, stops its supervisors, releases its
- * nodes, forgets it once they are gone) or stops it (keep 1: the nodes stay booked).
- * Returns ENG_DOWN_DONE, ENG_DOWN_BY_OTHER, or -errno (printed; the cluster is kept).
+ * Tears a cluster down (how 0: cancels its jobs, stops its supervisors, releases its
+ * nodes, forgets it once they are gone) or stops it (ENG_DOWN_STOP: the nodes stay
+ * booked). Returns ENG_DOWN_DONE, ENG_DOWN_BY_OTHER, or -errno (printed; the cluster is
+ * kept, unless ENG_DOWN_PURGE).
  */
-int eng_down(struct st_db *ldb, const char *name, int keep);
+int eng_down(struct st_db *ldb, const char *name, unsigned how);
 /* Starts a stopped cluster again: its containers, then its supervisors. 0 or -errno. */
 int eng_start(struct st_db *ldb, const char *name);
 /*
@@ -197,5 +213,7 @@ int eng_ssh(struct st_db *ldb, const char *cluster, const char *command, int tty
 
 /* The clusters the managed-jobs controller launches and releases. */
 int eng_managed_cluster(const char *name);
+/* How many managed jobs that have not ended run on such a cluster (0 for any other). */
+int64_t eng_managed_active(struct st_db *ldb, const char *name);
 
 #endif

@@ -660,7 +660,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	return !mode && rc == EXIT_JOB_NOT_FINISHED ? EXIT_OK : rc;
 }
 
-static int64_t latest_job(struct st_db *ldb, const char *cluster)
+int64_t eng_latest_job(struct st_db *ldb, const char *cluster)
 {
 	struct cluster_job *v = NULL;
 	size_t n = 0;
@@ -684,7 +684,7 @@ int eng_logs(struct st_db *ldb, const char *cluster, int64_t job, int mode, long
 	if (eng_open(ldb, cluster, &c, &cl))
 		return EXIT_FAIL;
 	if (!job)
-		job = latest_job(ldb, cluster);
+		job = eng_latest_job(ldb, cluster);
 	if (!job) {
 		error("cluster %s has no jobs", cluster);
 		rc = EXIT_JOB_NOT_FOUND;
@@ -714,7 +714,7 @@ int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct bu
 	if (eng_open(ldb, cluster, &c, &cl))
 		return -ENOENT;
 	if (!job)
-		job = latest_job(ldb, cluster);
+		job = eng_latest_job(ldb, cluster);
 	if (st_cluster_job_get(ldb, cluster, job, &cj)) {
 		error("cluster %s has no job %lld", cluster, (long long)job);
 		cluster_free(&c);
@@ -815,9 +815,30 @@ int eng_cancel(struct st_db *ldb, const char *cluster, const int64_t *want, size
 	struct cluster c;
 	struct clive cl;
 	size_t n = 0, i, k, alloc = 0;
+	int64_t latest = 0;
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (!nwant && !all) {
+		/* Neither: the latest job that has not ended, as the nodes say. */
+		struct eng_job *active = NULL;
+		size_t na = 0;
+
+		r = eng_queue(ldb, cluster, 1, NULL, 0, &active, &na);
+		if (r < 0)
+			return r;
+		for (i = 0; i < na; i++)
+			if (active[i].id > latest)
+				latest = active[i].id;
+		eng_jobs_free(active, na);
+		if (!latest) {
+			info("cluster %s has no job that has not ended: nothing to cancel",
+			     cluster);
+			return 0;
+		}
+		want = &latest;
+		nwant = 1;
+	}
 	if (eng_open(ldb, cluster, &c, &cl))
 		return -ENOENT;
 	if (st_cluster_job_list(ldb, cluster, &v, &n)) {
@@ -826,7 +847,7 @@ int eng_cancel(struct st_db *ldb, const char *cluster, const int64_t *want, size
 	}
 	pn = xcalloc(cl.n ? cl.n : 1, sizeof(*pn));
 	for (i = 0; i < n; i++) {
-		int pick = all || (!nwant && i == n - 1);
+		int pick = all;
 		int64_t *ids = NULL;
 		int nids;
 

@@ -170,13 +170,18 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 	size_t i, k, nmounts = with_mounts ? t->nmounts : 0;
 	int r = 0, files = 0;
 
-	if (t->workdir.kind == TASK_WORKDIR_GIT)
-		return error("workdir: a git URL is not supported yet; use a local directory");
+	char *git_tree = NULL;
+
 	if (t->workdir.kind == TASK_WORKDIR_NONE && !nmounts)
 		return 0;
+	if (t->workdir.kind == TASK_WORKDIR_GIT && eng_git_tree(&t->workdir, &git_tree))
+		return -1;
 	step_begin(&st, "sync");
 	for (i = 0; i < cl->n && !r; i++) {
-		if (t->workdir.kind == TASK_WORKDIR_PATH) {
+		if (git_tree) {
+			r = cl_sync(&cl->nodes[i], git_tree, "~/sky_workdir", 0);
+			files++;
+		} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
 			char *src = local_path(t->workdir.path);
 
 			r = cl_sync(&cl->nodes[i], src, "~/sky_workdir", 0);
@@ -214,6 +219,7 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 			files++;
 		}
 	}
+	free(git_tree);
 	if (r) {
 		step_fail(&st);
 		return r;
@@ -383,6 +389,49 @@ out:
 	renv_launch_release(&rl);
 	buf_release(&ids);
 	return r;
+}
+
+/*
+ * Autostop as asked: the flags (-i, --down) win over the task's resources.autostop. 1 if
+ * set (or turned off) here, 0 if neither asks, -1 on failure (printed).
+ */
+static int set_task_autostop(struct st_db *ldb, struct clive *cl, const struct eng_launch *req,
+                             const struct task_resources *res)
+{
+	const struct task_autostop *as = &res->autostop;
+	int minutes;
+
+	if (req->idle_minutes >= 0 || req->down) {
+		minutes = req->idle_minutes >= 0 ? req->idle_minutes : 1;
+		return eng_set_autostop(ldb, cl, minutes, req->down, req->wait_for) ? -1 : 1;
+	}
+	if (!as->set)
+		return 0;
+	if (as->hook)
+		warning("resources.autostop.hook is not run: a node stops by its infra's hook "
+		        "(docs/node.md); the rest of autostop is set");
+	if (!as->enabled)
+		return eng_set_autostop(ldb, cl, -1, 0, NULL) ? -1 : 1;
+	minutes = as->idle_minutes >= 0 ? (int)as->idle_minutes : TASK_AUTOSTOP_DEFAULT_MINUTES;
+	return eng_set_autostop(ldb, cl, minutes, as->down,
+	                        req->wait_for ? req->wait_for : as->wait_for)
+	               ? -1
+	               : 1;
+}
+
+/* The task's ports join those the cluster opened (status --endpoints shows them). */
+static void record_ports(struct st_db *ldb, struct clive *cl, const struct task_resources *res)
+{
+	struct cluster c;
+	char *ports;
+
+	if (!res->nports || !(cl->ops->honours & TR_PORTS) || st_cluster_get(ldb, cl->name, &c))
+		return;
+	ports = task_ports_union(c.ports, res->ports, res->nports);
+	if (strcmp(ports, c.ports ? c.ports : ""))
+		st_cluster_set_ports(ldb, cl->name, ports);
+	free(ports);
+	cluster_free(&c);
 }
 
 static void warn_ignored_fields(const struct task *t, const struct clive *cl)
@@ -891,11 +940,8 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	if (existed && (r = pick_existing(&cl, req, &chosen)))
 		goto out;
 	r = -EIO;
-	if (req->idle_minutes >= 0 || req->down) {
-		int minutes = req->idle_minutes >= 0 ? req->idle_minutes : 1;
-
-		if (eng_set_autostop(ldb, &cl, minutes, req->down, req->wait_for))
-			goto out;
+	if (!req->exec && set_task_autostop(ldb, &cl, req, alternative(t, chosen)) < 0) {
+		goto out;
 	} else if (stopped && c.autostop_minutes >= 0 &&
 	           eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down,
 	                            c.autostop_wait_for)) {
@@ -916,6 +962,8 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	if (r)
 		goto out;
 	created = 0; /* it has a job now: it stays, whatever comes */
+	if (!req->exec)
+		record_ports(ldb, &cl, alternative(t, chosen));
 	/* Following the logs changes nothing: another command may have the cluster now. */
 	lock_release(lock_fd);
 	lock_fd = -1;

@@ -3,6 +3,7 @@
  * and start (autostop is autostop.c).
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "lib/log.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
+#include "state/jobs.h"
 #include "state/node.h"
 #include "lib/banned.h"
 
@@ -102,6 +104,13 @@ int eng_managed_cluster(const char *name)
 	                                       sscanf(name, "skiff-job-%lld%c", &id, &rest) >= 1);
 }
 
+int64_t eng_managed_active(struct st_db *ldb, const char *name)
+{
+	if (!eng_managed_cluster(name) || st_version(ldb) < 2)
+		return 0;
+	return mj_count_active_on(ldb, name);
+}
+
 /* ---- status ------------------------------------------------------------------------------ */
 
 /*
@@ -140,18 +149,41 @@ void eng_clusters_free(struct eng_cluster *v, size_t n)
 }
 
 /* Whether name is one of names[0..n), or n is 0 (every name). */
+/* Names and globs ("dev-*", "run?") as SkyPilot's commands take them; none: all. */
 static int named(const char *name, char *const *names, size_t n)
 {
 	size_t k;
 
 	for (k = 0; k < n; k++)
-		if (!strcmp(names[k], name))
+		if (!fnmatch(names[k], name, 0))
 			return 1;
 	return !n;
 }
 
-int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng_cluster **out,
-               size_t *nout)
+/* -r: an UP cluster whose head does not answer is shown INIT, as SkyPilot shows one. */
+static const char *refreshed(struct st_db *ldb, struct eng_cluster *ec)
+{
+	struct clive cl;
+	struct msg req, rep;
+	int r;
+
+	if (ec->c.status != CLUSTER_UP || strcmp(ec->shown, "UP") || !ec->c.num_nodes)
+		return ec->shown;
+	if (eng_open_cluster(ldb, &ec->c, &cl))
+		return "INIT";
+	msg_init(&req);
+	msg_add(&req, "op", "ping");
+	r = cl.n ? cl_call(&cl.nodes[0], &req, &rep, ENG_REFRESH_CALL_MS) : -EIO;
+	msg_release(&rep);
+	msg_release(&req);
+	cl_close(&cl);
+	if (r)
+		warning("cluster %s: its head does not answer: shown INIT", ec->c.name);
+	return r ? "INIT" : ec->shown;
+}
+
+int eng_status(struct st_db *ldb, char *const *names, size_t n_names, unsigned flags,
+               struct eng_cluster **out, size_t *nout)
 {
 	struct cluster *v = NULL;
 	struct eng_cluster *res;
@@ -188,6 +220,8 @@ int eng_status(struct st_db *ldb, char *const *names, size_t n_names, struct eng
 		res[kept].c = v[i];
 		st_cluster_nodes(ldb, v[i].name, &res[kept].nodes, &res[kept].nnodes);
 		res[kept].shown = shown_status(ldb, &res[kept].c);
+		if (flags & ENG_STATUS_REFRESH)
+			res[kept].shown = refreshed(ldb, &res[kept]);
 		kept++;
 	}
 	free(v);
@@ -239,6 +273,11 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 	int r, alive = 1, keep = (flags & ENG_DL_KEEP) != 0;
 
 	r = eng_open(ldb, name, &c, &cl);
+	if (r && (flags & ENG_DL_PURGE) && !keep) {
+		/* Not even opened (its pool file is gone, say): forgotten as it is. */
+		warning("cluster %s cannot be opened; forgotten anyway (--purge)", name);
+		return st_cluster_delete(ldb, name);
+	}
 	if (r)
 		return r;
 	if (keep && (r = stop_refused(&cl, "stop")))
@@ -265,10 +304,16 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 		 * can be run again.
 		 */
 		r = infra_teardown(&inf, ldb, &cl, name);
-		if (r)
+		if (r && (flags & ENG_DL_PURGE)) {
+			warning("cluster %s: its %s nodes could not all be removed; forgotten anyway "
+			        "(--purge): what is left of them is yours to clean up",
+			        name, inf.spec);
+			r = 0;
+		} else if (r) {
 			error("cluster %s: its %s nodes could not be removed; it is kept, run "
-			      "'skiff down %s' again",
+			      "'skiff down %s' again (or with --purge to forget it anyway)",
 			      name, inf.spec, name);
+		}
 		if (!r && (r = st_cluster_delete(ldb, name)))
 			error("cluster %s: its nodes are gone, but it cannot be forgotten (%s); run "
 			      "'skiff down %s' again",
@@ -290,10 +335,10 @@ done:
 	return r;
 }
 
-int eng_down(struct st_db *ldb, const char *name, int keep)
+int eng_down(struct st_db *ldb, const char *name, unsigned how)
 {
 	struct cluster c;
-	int r, lock_fd;
+	int keep = (how & ENG_DOWN_STOP) != 0, r, lock_fd;
 
 	if (st_cluster_get(ldb, name, &c))
 		return error("cluster %s does not exist (see 'skiff status')", name), -ENOENT;
@@ -311,7 +356,8 @@ int eng_down(struct st_db *ldb, const char *name, int keep)
 		return ENG_DOWN_BY_OTHER;
 	}
 	cluster_free(&c);
-	r = eng_down_locked(ldb, name, keep ? ENG_DL_KEEP : 0);
+	r = eng_down_locked(ldb, name,
+	                    (keep ? ENG_DL_KEEP : 0) | (how & ENG_DOWN_PURGE ? ENG_DL_PURGE : 0));
 	lock_release(lock_fd);
 	return r ? r : ENG_DOWN_DONE;
 }

@@ -77,6 +77,13 @@ void jobs_ensure_controller(struct st_db *db);
 int jobs_follow_logs(int64_t id, int follow);
 /* Its transitions, then its launch and cleanup log; the exit code as jobs_follow_logs(). */
 int jobs_controller_logs(int64_t id);
+/* The newest managed job (named name, unless NULL); 0: none. */
+int64_t jobs_latest(struct st_db *db, const char *name);
+/*
+ * Every rank's logs of each cluster job the managed job ran as, to ~/sky_logs/CLUSTER/JOB
+ * (already there for a cluster that is gone); prints where. The `logs` exit code.
+ */
+int jobs_sync_down(int64_t id);
 
 /* The daemons' entry points: `skiff __jobs-controller`, `__jobs-worker`, `__gang`. */
 int jobs_controller_main(int argc, char **argv);

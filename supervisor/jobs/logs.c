@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "supervisor/jobs/jobs.h"
 #include "bootstrap/launch/engine.h"
@@ -200,6 +201,79 @@ int jobs_follow_logs(int64_t id, int follow)
 		mjob_free(&j);
 		poll_ms(250);
 	}
+	st_close(db);
+	return rc;
+}
+
+struct latest {
+	const char *name;
+	int64_t id;
+};
+
+static int latest_row(const struct mjob *j, void *arg)
+{
+	struct latest *l = arg;
+
+	if ((!l->name || !strcmp(j->name, l->name)) && j->id > l->id)
+		l->id = j->id;
+	return 0;
+}
+
+int64_t jobs_latest(struct st_db *db, const char *name)
+{
+	struct latest l = {name, 0};
+
+	mj_each(db, 0, MJ_ANY, latest_row, &l);
+	return l.id;
+}
+
+int jobs_sync_down(int64_t id)
+{
+	struct runs *runs = xcalloc(1, sizeof(*runs));
+	const char *home = user_home();
+	struct st_db *db;
+	struct mjob j;
+	int i, rc = EXIT_OK;
+
+	if (st_launcher_open(0, &db)) {
+		free(runs);
+		return EXIT_FAIL;
+	}
+	if (mj_get(db, id, &j)) {
+		error("no managed job %lld", (long long)id);
+		rc = EXIT_JOB_NOT_FOUND;
+		goto out;
+	}
+	mjob_free(&j);
+	mj_events(db, id, collect_run, runs);
+	if (!runs->n)
+		info("managed job %lld has not run yet: no logs", (long long)id);
+	for (i = 0; i < runs->n; i++) {
+		struct buf where = BUF_INIT(0);
+		struct cluster c;
+
+		if (!st_cluster_get(db, runs->cluster[i], &c)) {
+			cluster_free(&c);
+			if (eng_sync_down(db, runs->cluster[i], runs->job[i], &where))
+				rc = EXIT_FAIL;
+			else
+				printf("logs synced to %s\n", where.p);
+		} else {
+			/* Its cluster is gone: what was saved when it went down is all there is. */
+			char *dir = xasprintf("%s/sky_logs/%s/%lld", home ? home : "~",
+			                      runs->cluster[i], (long long)runs->job[i]);
+
+			if (access(dir, F_OK))
+				warning("cluster %s of managed job %lld is gone, and its logs with it",
+				        runs->cluster[i], (long long)id);
+			else
+				printf("logs synced to %s\n", dir);
+			free(dir);
+		}
+		buf_release(&where);
+	}
+out:
+	free(runs);
 	st_close(db);
 	return rc;
 }

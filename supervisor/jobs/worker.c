@@ -131,7 +131,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	struct mjob j;
 	char cluster[128], infra[256], task_id[256], stamp[32], reason[512];
 	char *lockp = NULL;
-	int nodes, syncs, pool, rc, lock_fd = -1;
+	int nodes, syncs, pool, rc, r, lock_fd = -1;
 
 	if (mj_get(db, id, &j))
 		return EXIT_FAIL;
@@ -199,7 +199,9 @@ static int worker_launch(struct st_db *db, int64_t id)
 	req.idle_minutes = -1;
 	req.task_id = task_id;
 	req.no_default_cpus = pool;
-	rc = eng_launch(db, &req, &res) ? EXIT_FAIL : EXIT_OK;
+	r = eng_launch(db, &req, &res);
+	/* A node that can never run it: the precheck fails, no retry makes it fit. */
+	rc = r == -E2BIG ? EXIT_INVALID : r ? EXIT_FAIL : EXIT_OK;
 	if (lock_fd >= 0)
 		close(lock_fd);
 	if (rc == EXIT_OK && res.job > 0) {

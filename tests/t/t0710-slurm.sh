@@ -74,7 +74,7 @@ test_expect_success 'queue and logs' '
 	test "$(grep -c SUCCEEDED q)" = 2 &&
 	skiff logs solo 1 >log &&
 	grep -q "^hello-0 on " log &&
-	skiff logs --status solo 2 >st && grep -qx SUCCEEDED st
+	skiff logs --status solo 2 >st && grep -qx "Job 2: SUCCEEDED" st
 '
 
 test_expect_success 'cancel a running job' '
@@ -82,7 +82,7 @@ test_expect_success 'cancel a running job' '
 	wait_for "skiff queue solo | grep -q \"^3 .*RUNNING\"" 20 &&
 	skiff cancel solo 3 &&
 	expect_fail 103 skiff logs --status solo 3 >st &&
-	grep -qx CANCELLED st
+	grep -qx "Job 3: CANCELLED" st
 '
 
 test_expect_success 'a lost supervisor step (its srun stopped) is started again by exec' '

@@ -127,7 +127,7 @@ test_expect_success 'exec, queue, logs and cancel on the pods' '
 	skiff exec -d --num-nodes 2 k "sleep 9100" 2>/dev/null &&
 	wait_for "running 3" 20 &&
 	skiff cancel k >/dev/null &&
-	wait_for "skiff logs k --status >st; test \"\$(cat st)\" = CANCELLED" 20
+	wait_for "skiff logs k --status >st; grep -qx \"Job [0-9]*: CANCELLED\" st" 20
 '
 
 test_expect_success 'a pod that goes away: queue names it (exit 4); its rank is unknown' '

@@ -78,7 +78,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 6, "schema version 6");
+	is_int(st_version(db), 7, "schema version 7");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -123,7 +123,13 @@ static void test_create_list_delete(void)
 	is_str(g.autostop_wait_for, "jobs", "what autostop waits for");
 	is_str(g.head_ip, "10.0.0.1", "head ip kept");
 	is_str(g.last_task, "task.yaml", "last task kept");
+	is_str(g.ports, "", "no ports yet");
 	cluster_free(&g);
+	ok(!st_cluster_set_ports(db, "alpha", "8080,9000-9002") && !st_cluster_get(db, "alpha", &g),
+	   "ports set");
+	is_str(g.ports, "8080,9000-9002", "ports kept");
+	cluster_free(&g);
+	is_int(st_cluster_set_ports(db, "nope", "1"), -ENOENT, "ports of a missing cluster");
 	ok(!st_cluster_set_autostop(db, "alpha", -5, 1, "none") &&
 	           !st_cluster_get(db, "alpha", &g) && g.autostop_minutes == -1 &&
 	           g.autostop_down == 0 && !*g.autostop_wait_for,

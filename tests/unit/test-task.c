@@ -696,6 +696,37 @@ static void test_overrides(void)
 	       "k8s ignores fewer");
 	is_int(task_cloud_only_fields(T(), TASK_HONOURS_ALL, names, 16), 0, "a cloud none");
 	is_int(task_cloud_only_fields(T(), 0, names, 2), 6, "count beyond max");
+	{
+		/* Ports a cluster opened: the union, merged, in order. */
+		static const struct {
+			const char *have;
+			struct task_port_range add[3];
+			size_t nadd;
+			const char *want;
+		} cases[] = {
+		        {NULL, {{0, 0}}, 0, ""},
+		        {"", {{8080, 8080}}, 1, "8080"},
+		        {"8080", {{8080, 8080}}, 1, "8080"},
+		        {"8080", {{8081, 8085}}, 1, "8080-8085"},
+		        {"9000-9002,22", {{8080, 8080}, {9001, 9010}}, 2, "22,8080,9000-9010"},
+		        {"1-3,x,5", {{4, 4}}, 1, "1-5"},
+		        {"70000,65535", {{0, 0}}, 0, "65535"},
+		        {"10-20", {{1, 65535}}, 1, "1-65535"},
+		};
+		size_t c;
+
+		for (c = 0; c < ARRAY_SIZE(cases); c++) {
+			char *got = task_ports_union(cases[c].have, cases[c].add, cases[c].nadd);
+
+			is_str(got, cases[c].want, "ports union %zu", c);
+			free(got);
+		}
+	}
+	ok(!parse("resources:\n  ports: [8080]\n"), "ports");
+	is_int(task_cloud_only_fields(T(), 0, names, 16), 1,
+	       "ports: not on an infra that "
+	       "cannot reach them");
+	is_int(task_cloud_only_fields(T(), TR_PORTS, names, 16), 0, "ports: honoured");
 	ok(!parse("resources:\n  image_id: ami-123\n"), "a cloud image");
 	is_int(task_cloud_only_fields(T(), TR_IMAGE_ID, names, 16), 1,
 	       "is ignored where containers run");
