@@ -597,7 +597,9 @@ int st_cluster_node_set_addr(struct st_db *db, const char *cluster, int rank, co
 
 int st_cluster_node_set_ip(struct st_db *db, const char *cluster, int rank, const char *ip)
 {
-	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_nodes SET ip = ? "
+	/* The address it said it was reached at was the old one's (a copy of the old ip when
+	 * it said none): it says again at the next bootstrap. */
+	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_nodes SET ip = ?, addr = '' "
 	                                  "WHERE cluster = ? AND rank = ?");
 
 	if (!st)

@@ -154,7 +154,9 @@ int st_cluster_set_ports(struct st_db *db, const char *name, const char *ports);
 int st_cluster_node_set_exe(struct st_db *db, const char *cluster, int rank, const char *exe);
 /* The address the node said it was reached at (cluster_node.addr): 0 or -ENOENT. */
 int st_cluster_node_set_addr(struct st_db *db, const char *cluster, int rank, const char *addr);
-/* A node's address changed (a container started again): 0 or -ENOENT. */
+/* A node's address changed (a container started again); the address it said it was
+ * reached at (addr) is forgotten with the old one, so jobs get the new ip until the node
+ * says otherwise. 0 or -ENOENT. */
 int st_cluster_node_set_ip(struct st_db *db, const char *cluster, int rank, const char *ip);
 
 /* Deletes the cluster, frees its nodes and drops its jobs. 0 or -ENOENT. */

@@ -524,9 +524,11 @@ static int container_start(const struct infra *inf, struct st_db *ldb, const cha
 			continue;
 		if (strcmp(st, "running"))
 			rc = error("container %s is %s after it was started again", slash + 1, st);
-		else if (strcmp(ip, v[i].ip))
-			rc = st_cluster_node_set_ip(ldb, cluster, v[i].rank, ip) ||
-			     (v[i].rank == 0 && st_cluster_set_head_ip(ldb, cluster, ip));
+		else if (strcmp(ip, v[i].ip)) {
+			rc = st_cluster_node_set_ip(ldb, cluster, v[i].rank, ip);
+			if (!rc && v[i].rank == 0)
+				rc = st_cluster_set_head_ip(ldb, cluster, ip);
+		}
 		free(st);
 		free(ip);
 	}

@@ -138,6 +138,17 @@ static void test_create_list_delete(void)
 	ok(!st_cluster_nodes(db, "alpha", &got, &n) && n == 2, "nodes again");
 	is_str(got[1].skiff_exe, "$HOME/.skiff/bin/skiff-ab", "exe kept");
 	cluster_nodes_free(got, n);
+	/* A node that moved (a container started again) loses the address it said before. */
+	ok(!st_cluster_node_set_addr(db, "alpha", 0, "10.0.0.1") &&
+	           !st_cluster_node_set_addr(db, "alpha", 1, "192.0.2.9"),
+	   "addr of both ranks");
+	ok(!st_cluster_node_set_ip(db, "alpha", 0, "10.0.0.7"), "rank 0 has a new ip");
+	is_int(st_cluster_node_set_ip(db, "alpha", 9, "10.0.0.8"), -ENOENT, "ip of a missing rank");
+	ok(!st_cluster_nodes(db, "alpha", &got, &n) && n == 2, "nodes after the move");
+	is_str(got[0].ip, "10.0.0.7", "the new ip");
+	is_str(got[0].addr, "", "its old addr is forgotten (jobs get the new ip)");
+	is_str(got[1].addr, "192.0.2.9", "the other rank keeps its addr");
+	cluster_nodes_free(got, n);
 
 	c = cluster_spec("beta", "local");
 	{
