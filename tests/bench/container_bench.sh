@@ -33,6 +33,8 @@ done
 T=$(mktemp -d /tmp/skcb.XXXXXX)
 PM=$T/pm
 export SKIFF_HOME="$T/home"
+# shellcheck source=tests/lib/container.sh
+. "$root/tests/lib/container.sh"
 # shellcheck source=tests/lib/podman.sh
 . "$root/tests/lib/podman.sh"
 podman_private "$PM" || exit 1

@@ -7,8 +7,8 @@
 #                             CONTAINERS_CONF and CONTAINERS_STORAGE_CONF
 #   podman_private_down DIR   remove every container and image, unmount what podman left
 #                             under DIR, and the host paths podman made that were not there
-#   busybox_image DIR IMAGE   a busybox-only rootfs in DIR (a link per applet, passwd and
-#                             group with root, /tmp 1777; no /lib, no bash), imported as IMAGE
+#   busybox_image DIR IMAGE   busybox_rootfs DIR (tests/lib/container.sh, sourced first),
+#                             imported as IMAGE
 
 podman_private() {
 	_pm=$1
@@ -51,15 +51,5 @@ podman_private_down() {
 }
 
 busybox_image() {
-	_r=$1
-	mkdir -p "$_r/bin" "$_r/etc" "$_r/dev" "$_r/tmp" "$_r/proc" "$_r/root" "$_r/sys" &&
-		cp /bin/busybox "$_r/bin/busybox" || return 1
-	for _a in $(/bin/busybox --list); do
-		[ "$_a" = busybox ] || ln -s busybox "$_r/bin/$_a" || return 1
-	done
-	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$_r/etc/passwd" &&
-		printf 'root:x:0:\n' >"$_r/etc/group" &&
-		chmod 1777 "$_r/tmp" && chmod 700 "$_r/root" &&
-		tar -C "$_r" -cf "$_r.tar" . &&
-		podman import --change 'CMD ["/bin/sh"]' "$_r.tar" "$2" >/dev/null
+	busybox_rootfs "$1" && podman import --change 'CMD ["/bin/sh"]' "$1.tar" "$2" >/dev/null
 }
