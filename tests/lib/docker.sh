@@ -57,7 +57,7 @@ docker_private() {
 		"log-driver": "json-file"
 	}
 	EOF
-	export DOCKER_HOST=unix://$DOCKER_SOCK DOCKER_CONFIG=$_dk/cli
+	export DOCKER_HOST="unix://$DOCKER_SOCK" DOCKER_CONFIG="$_dk/cli"
 	dockerd --config-file "$_dk/daemon.json" >"$_dk/dockerd.log" 2>&1 &
 	DOCKER_PID=$!
 	_end=$(($(date +%s) + DOCKER_START_S))
