@@ -5,8 +5,9 @@
 #   . tests/lib/docker.sh
 #   docker_private DIR BRIDGE SUBNET   start dockerd with its data root in DIR, its exec root
 #                                      and socket in /run/skiff-test-docker/BRIDGE, containers
-#                                      on bridge BRIDGE (made here, GW .1 of SUBNET, a /24
-#                                      such as 10.213.1); export DOCKER_HOST and DOCKER_CONFIG
+#                                      on bridge BRIDGE (made here, gateway .1 of SUBNET, a /24
+#                                      such as 10.213.1, or the next one free: DOCKER_NET);
+#                                      export DOCKER_HOST and DOCKER_CONFIG
 #   docker_private_down DIR            remove every container, stop dockerd and containerd
 #                                      (their shims too), unmount, remove the state, the
 #                                      bridge, the cgroups, and the host paths dockerd made
@@ -20,17 +21,26 @@
 # How long dockerd may take to answer after it starts, and to exit after SIGTERM.
 DOCKER_START_S=60
 DOCKER_STOP_S=30
+# How many /24s from the one asked for docker_private tries before it gives up.
+DOCKER_SUBNET_TRIES=32
 
 docker_private() {
 	_dk=$1 _dk_br=$2 _dk_net=$3
+	DOCKER_PID='' DOCKER_EXEC_ROOT=''
+	# The first /24 from SUBNET on that no route of this machine uses.
+	_n=0
+	while ip route | grep -q "^$_dk_net\.0/24 "; do
+		_n=$((_n + 1))
+		[ "$_n" -lt "$DOCKER_SUBNET_TRIES" ] ||
+			{ echo "docker: no free /24 from $3.0 on" >&2; return 1; }
+		_dk_net=${_dk_net%.*}.$((${_dk_net##*.} + 1))
+	done
+	# shellcheck disable=SC2034 # for the caller
+	DOCKER_NET=$_dk_net
 	DOCKER_EXEC_ROOT=/run/skiff-test-docker/$_dk_br
 	DOCKER_SOCK=$DOCKER_EXEC_ROOT/docker.sock
 	DOCKER_BRIDGE=$_dk_br
 	DOCKER_CGROUP=skiff-test-docker-$_dk_br
-	if ip route | grep -q "^$_dk_net\.0/24 "; then
-		echo "docker: subnet $_dk_net.0/24 is in use: $(ip route | grep "^$_dk_net\.0/24 ")" >&2
-		return 1
-	fi
 	# dockerd makes these even with private roots: removed after, unless already there.
 	DOCKER_LEFT=
 	for _f in /etc/docker/key.json /run/docker/plugins /run/docker /run/containerd/s \
@@ -74,22 +84,24 @@ docker_private() {
 # The pids of the processes whose command line names PATH (containerd, its shims).
 _docker_pids_naming() {
 	for _p in /proc/[0-9]*; do
-		tr '\0' '\n' <"$_p/cmdline" 2>/dev/null | grep -qF "$1" && echo "${_p#/proc/}"
+		{ tr '\0' '\n' <"$_p/cmdline" | grep -qF "$1"; } 2>/dev/null && echo "${_p#/proc/}"
 	done
 }
 
 docker_private_down() {
 	_dk=$1
-	[ -n "${DOCKER_PID:-}" ] || return 0
-	# shellcheck disable=SC2046
-	docker rm -f $(docker ps -aq 2>/dev/null) >/dev/null 2>&1
-	kill -TERM "$DOCKER_PID" 2>/dev/null
-	_end=$(($(date +%s) + DOCKER_STOP_S))
-	while kill -0 "$DOCKER_PID" 2>/dev/null && [ "$(date +%s)" -lt "$_end" ]; do
-		sleep 0.1
-	done
-	kill -KILL "$DOCKER_PID" 2>/dev/null
-	wait "$DOCKER_PID" 2>/dev/null
+	[ -n "${DOCKER_EXEC_ROOT:-}" ] || return 0
+	if [ -n "${DOCKER_PID:-}" ]; then
+		# shellcheck disable=SC2046
+		docker rm -f $(docker ps -aq 2>/dev/null) >/dev/null 2>&1
+		kill -TERM "$DOCKER_PID" 2>/dev/null
+		_end=$(($(date +%s) + DOCKER_STOP_S))
+		while kill -0 "$DOCKER_PID" 2>/dev/null && [ "$(date +%s)" -lt "$_end" ]; do
+			sleep 0.1
+		done
+		kill -KILL "$DOCKER_PID" 2>/dev/null
+		wait "$DOCKER_PID" 2>/dev/null
+	fi
 	# dockerd stops the containerd it started; whatever of it is left goes now.
 	for _p in $(_docker_pids_naming "$DOCKER_EXEC_ROOT/"); do kill -KILL "$_p" 2>/dev/null; done
 	for _root in "$_dk/" "$DOCKER_EXEC_ROOT/"; do
@@ -106,5 +118,5 @@ docker_private_down() {
 	for _f in ${DOCKER_LEFT:-}; do
 		if [ -d "$_f" ]; then rmdir "$_f" 2>/dev/null; else rm -f "$_f"; fi
 	done
-	DOCKER_PID=
+	DOCKER_PID='' DOCKER_EXEC_ROOT=''
 }

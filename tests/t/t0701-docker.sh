@@ -38,7 +38,7 @@ test_cleanup_hook() {
 
 trap 'test_cleanup_hook; exit 1' INT TERM
 
-docker_private "$DK" "skdk$$" 10.213.1 || {
+docker_private "$DK" "skdk$$" 10.213.10 || {
 	test_cleanup_hook
 	echo "Bail out! cannot start dockerd"
 	exit 1
@@ -51,7 +51,7 @@ CE=docker ENGINE=docker CTR_NET=1 BB_IMG=localhost/sk-busybox:latest \
 test_expect_success 'dockerd is the test'"'"'s own: its data root, its socket, its bridge' '
 	test "$(docker info --format "{{.DockerRootDir}}")" = "$DK/data" &&
 	test "$DOCKER_HOST" = "unix://$DOCKER_SOCK" &&
-	ip -4 addr show dev "$DOCKER_BRIDGE" | grep -q " 10\.213\.1\.1/24 "
+	ip -4 addr show dev "$DOCKER_BRIDGE" | grep -qF " $DOCKER_NET.1/24 "
 '
 
 # shellcheck source=tests/lib/container_tests.sh

@@ -39,12 +39,13 @@ test_cleanup_hook() {
 
 trap 'test_cleanup_hook; exit 1' INT TERM
 
-docker_private "$DK" "skdk$$" 10.213.2 || {
+docker_private "$DK" "skdk$$" 10.213.50 || {
 	test_cleanup_hook
 	echo "Bail out! cannot start dockerd"
 	exit 1
 }
 
+# shellcheck disable=SC2034 # used in the test bodies (eval) and tests/lib/container.sh
 CE=docker BB_IMG=localhost/sk-busybox:latest PY_IMG=localhost/sk-trixie-py:latest
 # The image's own Python, and the packages that give it venv (and ensurepip's wheels).
 PY_SUITE=trixie PY_PKGS=python3,python3-venv PY_VER=3.13
