@@ -454,6 +454,17 @@ static int check_document(struct tparse *p, const struct ynode *root)
 			what = "a YAML list";
 	} else if (root->kind == Y_SCALAR) {
 		what = "plain text (one YAML scalar)";
+	} else if (root->kind == Y_MAP && ymap_get(root, "execution")) {
+		/* SkyPilot's JobGroup header: name, execution: parallel, then the tasks. */
+		const struct ynode *e = ymap_get(root, "execution");
+
+		return tp_err(
+		        p, e,
+		        "a JobGroup (a header with 'execution: %.20s', then its tasks) is not "
+		        "supported yet: its tasks would start together as managed jobs; "
+		        "launch each with 'skiff jobs launch', or drop the header's "
+		        "'execution' to run them one after the other as a pipeline",
+		        e->kind == Y_SCALAR ? e->value : "...");
 	} else {
 		what = foreign_kind(root, buf, sizeof(buf));
 	}

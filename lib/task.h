@@ -339,6 +339,13 @@ size_t task_list_check_required(const struct task_list *l, struct yerrors *errs,
 size_t task_cloud_only_fields(const struct task *t, unsigned honours, const char **names,
                               size_t max);
 /*
+ * The task-level fields this task sets that nothing here acts on, on an infra honouring
+ * `honours` (TR_* bits, as task_cloud_only_fields()): "service (why)", ... into names
+ * (up to max); returns how many there are.
+ */
+size_t task_unhonoured_fields(const struct task *t, unsigned honours, const char **names,
+                              size_t max);
+/*
  * The ports of have ("8080,9000-9002"; NULL or "" for none; malformed parts dropped) and
  * add[0..nadd), sorted, overlapping and adjacent ranges merged, in the same text form
  * (malloc'd; "" for none).

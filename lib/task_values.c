@@ -298,3 +298,26 @@ char *task_ports_union(const char *have, const struct task_port_range *add, size
 	free(v);
 	return buf_detach(&out, NULL);
 }
+
+size_t task_unhonoured_fields(const struct task *t, unsigned honours, const char **names,
+                              size_t max)
+{
+	size_t n = 0;
+
+	if (t->service)
+		n = add_name(names, n, max, "service (skiff has no serving layer)");
+	if (t->pool)
+		n = add_name(names, n, max, "pool (skiff has no worker pools)");
+	(void)honours; /* no infra here mounts a named volume yet */
+	if (t->volumes)
+		n = add_name(names, n, max, "volumes (skiff creates no named volumes)");
+	if (t->volume_mounts)
+		n = add_name(names, n, max, "volume_mounts (skiff creates no named volumes)");
+	if (t->inputs)
+		n = add_name(names, n, max, "inputs (a cloud optimizer's hint)");
+	if (t->outputs)
+		n = add_name(names, n, max, "outputs (a cloud optimizer's hint)");
+	if (t->event_callback)
+		n = add_name(names, n, max, "event_callback");
+	return n;
+}

@@ -443,13 +443,16 @@ static int k8s_hook_fired(struct st_db *ldb, const struct clive *cl)
 /* Pods: what one launcher follows sensibly; a namespace's quota says the rest. */
 #define K8S_MAX_NODES 1024
 
-/* A pod spec names the image and labels; a node pool, a region or a disk is the cluster's. */
+/*
+ * The pod spec skiff writes names the image; cloud and region name the context. Task
+ * labels, disk sizes and volumes are not put in it (yet): they are warned as ignored.
+ */
 const struct infra_ops infra_k8s_ops = {
         .name = "k8s",
         .kind = INFRA_K8S,
         .flags = INFRA_IMAGE,
         .max_nodes = K8S_MAX_NODES,
-        .honours = TR_CLOUD | TR_REGION | TR_DISK_SIZE | TR_IMAGE_ID | TR_LABELS | TR_VOLUMES,
+        .honours = TR_CLOUD | TR_REGION | TR_IMAGE_ID,
         .parse = k8s_parse,
         .pick = k8s_pick,
         .unpick = k8s_unpick,

@@ -445,6 +445,12 @@ static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
 	if (n)
 		warning("ignored on %s infra (only a cloud can honour them): %s", cl->infra, b.p);
+	buf_reset(&b);
+	n = task_unhonoured_fields(t, cl->ops->honours, names, ARRAY_SIZE(names));
+	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
+		buf_addf(&b, "%s%s", i ? "; " : "", names[i]);
+	if (n)
+		warning("ignored on %s infra: %s", cl->infra, b.p);
 	buf_release(&b);
 }
 

@@ -465,6 +465,11 @@ static void test_not_tasks(void)
 	fails("- hosts: all\n  tasks: []\n",
 	      "1:1: this looks like an Ansible playbook (a list of plays), not a skiff task");
 	fails("- a\n- b\n", "1:1: this looks like a YAML list, not a skiff task");
+	fails("name: grp\nexecution: parallel\n---\nname: a\nrun: echo a\n",
+	      "2:12: a JobGroup (a header with 'execution: parallel', then its tasks) is not "
+	      "supported yet: its tasks would start together as managed jobs; launch each with "
+	      "'skiff jobs launch', or drop the header's 'execution' to run them one after the "
+	      "other as a pipeline");
 	fails("echo hello\n",
 	      "1:1: this looks like plain text (one YAML scalar), not a skiff task");
 	fails("server: {a: 1}\nalertmanager: {enabled: false}\n",
@@ -722,6 +727,12 @@ static void test_overrides(void)
 			free(got);
 		}
 	}
+	ok(!parse("service:\n  replicas: 2\nvolumes:\n  /mnt/d: vol\nrun: x\n"),
+	   "service, volumes");
+	is_int(task_unhonoured_fields(T(), TASK_HONOURS_ALL, names, 16), 2, "nothing runs them");
+	ok(!strncmp(names[0], "service (", 9) && !strncmp(names[1], "volumes (", 9), "named");
+	ok(!parse("run: x\n"), "a plain task");
+	is_int(task_unhonoured_fields(T(), 0, names, 16), 0, "nothing to say");
 	ok(!parse("resources:\n  ports: [8080]\n"), "ports");
 	is_int(task_cloud_only_fields(T(), 0, names, 16), 1,
 	       "ports: not on an infra that "
