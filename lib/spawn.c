@@ -724,3 +724,24 @@ int run_capture(char *const *argv, char *const *envp, const char *in, struct buf
 	o.envp = envp;
 	return run_capture_opts(&o, in, in ? strlen(in) : 0, out, err, status);
 }
+
+void spawn_close_later(const int *fds, size_t n)
+{
+	pid_t pid = fork();
+	size_t i;
+	int fd;
+
+	if (pid != 0)
+		return; /* the parent, or no child: the caller's close is then the last */
+	/* Off the caller's stdio at once: whatever waits for its end must not wait for us. */
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	setsid();
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	_exit(0);
+}

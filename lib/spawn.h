@@ -132,4 +132,12 @@ int run_capture(char *const *argv, char *const *envp, const char *in, struct buf
 int run_capture_opts(const struct spawn_opts *o, const char *in, size_t in_len, struct buf *out,
                      struct buf *err, int *status);
 
+/*
+ * Hands the last references to fds to a detached child that closes them and exits, so
+ * that what freeing them costs (the pages of large deleted files) is not the caller's
+ * to wait for. The caller still closes its own copies. Best effort: without a child
+ * (fork failed) the caller's close frees them.
+ */
+void spawn_close_later(const int *fds, size_t n);
+
 #endif

@@ -16,6 +16,7 @@
 
 #include "bootstrap/sync/sync_delta.h"
 #include "lib/log.h"
+#include "lib/spawn.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -127,26 +128,11 @@ static void reap(struct sync_apply *a, int fd)
 void sync_free_late(void)
 {
 	size_t i;
-	pid_t pid;
-	int fd;
 
 	if (!late_n)
 		return;
-	pid = fork();
-	if (pid == 0) {
-		/* Off the session's stdio at once: its end must not wait for us. */
-		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (fd >= 0) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		setsid();
-		for (i = 0; i < late_n; i++)
-			close(late_fds[i]);
-		_exit(0);
-	}
-	/* Ours are not the last references now (without a child they are, and it waits). */
+	/* Ours are not the last references then (without a child they are, and it waits). */
+	spawn_close_later(late_fds, late_n);
 	for (i = 0; i < late_n; i++)
 		close(late_fds[i]);
 	late_n = 0;
