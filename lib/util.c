@@ -524,24 +524,74 @@ const char *nearest_word(const char *s, const char *const *cands, size_t n)
 	return best;
 }
 
+/*
+ * addr for path. A path longer than sun_path holds is reached through its directory: an
+ * O_PATH fd of it (*dirfd, which the caller closes after the bind or connect), named
+ * /proc/self/fd/N/BASE, which the kernel resolves as it would the path itself.
+ */
+static int unix_addr(const char *path, struct sockaddr_un *addr, int *dirfd)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int n;
+
+	*dirfd = -1;
+	memset(addr, 0, sizeof(*addr));
+	addr->sun_family = AF_UNIX;
+	if (strlen(path) < sizeof(addr->sun_path)) {
+		memcpy(addr->sun_path, path, strlen(path) + 1);
+		return 0;
+	}
+	if (!slash || !slash[1])
+		return -ENAMETOOLONG;
+	dir = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+	*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (*dirfd < 0)
+		return -errno;
+	n = snprintf(addr->sun_path, sizeof(addr->sun_path), "/proc/self/fd/%d/%s", *dirfd,
+	             slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(addr->sun_path)) {
+		close(*dirfd);
+		*dirfd = -1;
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 int unix_connect(const char *path)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
+	struct sockaddr_un addr;
+	int fd, dirfd, r;
 
-	if (strlen(path) >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, path, strlen(path) + 1);
+	r = unix_addr(path, &addr, &dirfd);
+	if (r)
+		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		int e = errno;
-
+	if (fd < 0) {
+		r = -errno;
+	} else if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		r = -errno;
 		close(fd);
-		return -e;
 	}
-	return fd;
+	if (dirfd >= 0)
+		close(dirfd);
+	return r ? r : fd;
+}
+
+int unix_bind(int fd, const char *path)
+{
+	struct sockaddr_un addr;
+	int dirfd, r;
+
+	r = unix_addr(path, &addr, &dirfd);
+	if (r)
+		return r;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		r = -errno;
+	if (dirfd >= 0)
+		close(dirfd);
+	return r;
 }
 
 const char *enum_name(const char *const *names, int n, int v)

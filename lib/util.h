@@ -97,8 +97,16 @@ int edit_distance(const char *a, const char *b);
 /* The candidate closest to s, or NULL if none is close enough to suggest. */
 const char *nearest_word(const char *s, const char *const *cands, size_t n);
 
-/* A connected SOCK_STREAM Unix socket (CLOEXEC) to path: the fd, or -errno. */
+/*
+ * Unix sockets at any path: one longer than a sockaddr_un holds (107 bytes: a long $HOME,
+ * a long cluster name) is reached through an O_PATH fd of its directory, as
+ * /proc/self/fd/N/NAME. -ENAMETOOLONG only when even that does not fit (a NAME of more
+ * than ~80 bytes).
+ * unix_connect(): a connected SOCK_STREAM socket (CLOEXEC) to path: the fd, or -errno.
+ * unix_bind(): binds fd (a fresh AF_UNIX socket) to path. 0, or -errno.
+ */
 int unix_connect(const char *path);
+int unix_bind(int fd, const char *path);
 
 /* For an enum with names[0..n): names[v], or "UNKNOWN" out of range. */
 const char *enum_name(const char *const *names, int n, int v);

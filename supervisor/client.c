@@ -154,8 +154,6 @@ static int start(pid_t *pid, int *already, int may_replace)
 		if (replace && (r = stop_other(p, (pid_t)v)))
 			return r;
 	}
-	if (fd == -ENAMETOOLONG)
-		return error("socket path '%s' is too long: use a shorter SKIFF_HOME", p->sock);
 	if (node_ensure_dirs())
 		return -EIO;
 again:

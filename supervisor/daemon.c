@@ -17,7 +17,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -506,27 +505,23 @@ static int reconcile(void)
 static int open_listener(void)
 {
 	const struct node_paths *p = node_paths();
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	mode_t old;
-	int fd;
+	int fd, r;
 
-	if (strlen(p->sock) >= sizeof(addr.sun_path))
-		return error("socket path '%s' is too long (max %zu bytes): use a shorter "
-		             "SKIFF_HOME",
-		             p->sock, sizeof(addr.sun_path) - 1);
-	memcpy(addr.sun_path, p->sock, strlen(p->sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return error_errno("socket");
 	/* We hold the lock, so any socket file left here is stale. */
 	unlink(p->sock);
 	old = umask(077);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		umask(old);
+	/* Any length: a long SKIFF_HOME is bound through its directory (lib/util.h). */
+	r = unix_bind(fd, p->sock);
+	umask(old);
+	if (r) {
 		close(fd);
+		errno = -r;
 		return error_errno("cannot bind '%s'", p->sock);
 	}
-	umask(old);
 	if (chmod(p->sock, 0600) < 0 || listen(fd, 4096) < 0) {
 		close(fd);
 		return error_errno("cannot listen on '%s'", p->sock);

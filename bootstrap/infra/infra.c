@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
+#include "lib/buf.h"
 #include "lib/log.h"
+#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -230,8 +232,14 @@ int infra_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
 
 /* ---- cluster names ------------------------------------------------------------------- */
 
+static int name_alnum(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 int infra_validate_cluster_name(const char *name)
 {
+	static const char rule[] = "[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?";
 	size_t len, i;
 
 	if (!name || !*name)
@@ -240,28 +248,63 @@ int infra_validate_cluster_name(const char *name)
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
-		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')
+		if (name_alnum(c) || c == '-' || c == '_' || c == '.')
 			continue;
 		if (c < 0x20 || c >= 0x7f)
 			return error("cluster name has a control or non-ASCII byte (0x%02x) at "
-			             "offset %zu: use lowercase letters, digits and '-'",
-			             c, i);
-		if (c >= 'A' && c <= 'Z')
-			return error("cluster name '%.64s' has an upper-case letter: cluster names "
-			             "are lowercase",
-			             name);
-		return error("cluster name '%.64s' has '%c': use lowercase letters, digits and "
-		             "'-'",
-		             name, c);
+			             "offset %zu: use letters, digits, '-', '_' and '.' (%s)",
+			             c, i, rule);
+		return error("cluster name '%.64s' has '%c': use letters, digits, '-', '_' and "
+		             "'.' (%s)",
+		             name, c, rule);
 	}
 	if (len > INFRA_CLUSTER_NAME_MAX)
 		return error("cluster name '%.64s...' is %zu characters long, more than %d", name,
 		             len, INFRA_CLUSTER_NAME_MAX);
-	if (name[0] < 'a' || name[0] > 'z')
-		return error("cluster name '%s' must start with a letter", name);
-	if (name[len - 1] == '-')
-		return error("cluster name '%s' must not end with '-'", name);
+	if (!name_alnum((unsigned char)name[0]) || (name[0] >= '0' && name[0] <= '9'))
+		return error("cluster name '%s' must start with a letter (%s)", name, rule);
+	if (!name_alnum((unsigned char)name[len - 1]))
+		return error("cluster name '%s' must end with a letter or a digit (%s)", name,
+		             rule);
 	return 0;
+}
+
+char *infra_dns_label(const char *prefix, const char *cluster, int rank)
+{
+	struct buf b = BUF_INIT(0);
+	char hex[SHA256_HEX_LEN + 1], tail[32];
+	size_t keep, i;
+	int mapped = 0;
+
+	buf_adds(&b, prefix);
+	for (i = 0; cluster[i]; i++) {
+		char c = cluster[i];
+
+		if (c >= 'A' && c <= 'Z') {
+			c = (char)(c - 'A' + 'a');
+			mapped = 1;
+		} else if (c == '_' || c == '.') {
+			c = '-';
+			mapped = 1;
+		}
+		buf_addch(&b, c);
+	}
+	xsnprintf(tail, sizeof(tail), "-%d", rank);
+	if (!mapped && b.len + strlen(tail) <= INFRA_DNS_LABEL_MAX) {
+		buf_adds(&b, tail);
+		return buf_detach(&b, NULL);
+	}
+	/* Two names that map alike ("A_b", "a-b"), or cut alike, keep apart by a hash. */
+	sha256_hex(cluster, strlen(cluster), hex);
+	xsnprintf(tail, sizeof(tail), "-%.*s-%d", INFRA_DNS_HASH_LEN, hex, rank);
+	keep = INFRA_DNS_LABEL_MAX - strlen(tail);
+	if (b.len > keep)
+		b.len = keep;
+	while (b.len && b.p[b.len - 1] == '-')
+		b.len--;
+	b.p[b.len] = '\0';
+	buf_adds(&b, tail);
+	return buf_detach(&b, NULL);
 }
 
 static unsigned random16(void)

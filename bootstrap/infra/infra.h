@@ -39,7 +39,14 @@
 #include "lib/yaml.h"
 #include "state/launcher.h"
 
+/*
+ * The longest cluster name: a DNS label's and a Kubernetes label value's limit, as the
+ * name is a label value of the pods and containers skiff starts (docs/cli.md).
+ */
 #define INFRA_CLUSTER_NAME_MAX 63
+/* A hostname or pod name made of a cluster name: a DNS label, [a-z0-9-], at most 63. */
+#define INFRA_DNS_LABEL_MAX 63
+#define INFRA_DNS_HASH_LEN 8
 #define INFRA_POOLS_ENV "SKIFF_SSH_NODE_POOLS" /* overrides the pool file's path */
 #define INFRA_POOLS_FILE "ssh_node_pools.yaml" /* in $SKIFF_HOME */
 #define INFRA_MAX_POOLS 1000
@@ -201,8 +208,8 @@ void infra_release(struct infra *inf);
  *          node_key "local/CLUSTER/RANK", ip 127.0.0.1. ldb may be NULL.
  * Returns 0; -EBUSY not enough free hosts ("pool 'p' has 3 nodes, 2 are in use by
  * clusters a, b; need 2"); -ENOSPC the pool has fewer hosts than num_nodes; -EINVAL bad
- * cluster name or num_nodes; -ENAMETOOLONG a local node's supervisor socket path would
- * not fit; an unreadable identity_file (its -errno); what infra_resolve() returns; -EIO.
+ * cluster name or num_nodes; an unreadable identity_file (its -errno); what
+ * infra_resolve() returns; -EIO.
  */
 int infra_pick_nodes(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
                      struct cluster_node **out);
@@ -240,10 +247,19 @@ int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candid
                size_t n, int want, size_t *picked, size_t *busy, struct buf *holders);
 
 /*
- * Cluster names, as SkyPilot's: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
- * 0, or -EINVAL with a message that says what is wrong.
+ * Cluster names, as SkyPilot's (sky/utils/common_utils.py):
+ * [a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?, case-sensitive, at most INFRA_CLUSTER_NAME_MAX
+ * characters. 0, or -EINVAL with a message that says what is wrong.
  */
 int infra_validate_cluster_name(const char *name);
+/*
+ * PREFIX + CLUSTER + "-RANK" as a DNS label (a pod name, a container's hostname):
+ * lowercase, '_' and '.' as '-', at most INFRA_DNS_LABEL_MAX. A name that had to be
+ * changed or cut gets INFRA_DNS_HASH_LEN hex digits of its sha256 before the rank, so
+ * that two clusters never share one ("My_c" and "my-c" differ). cluster: a valid cluster
+ * name; prefix: [a-z0-9-]. Caller frees.
+ */
+char *infra_dns_label(const char *prefix, const char *cluster, int rank);
 /*
  * A new default cluster name, "skiff-" and 4 random hex digits (SkyPilot's "sky-xxxx");
  * with ldb, one that no cluster has. Caller frees.

@@ -318,7 +318,9 @@ static int create_one(const struct infra *inf, const char *cluster, const char *
                       const char *self, struct cluster_node *n)
 {
 	const char *engine = engine_of(inf);
+	/* Engines take names of [a-zA-Z0-9_.-] as cluster names are; a hostname is a DNS label. */
 	char *name = xasprintf("skiff-%s-%d", cluster, rank);
+	char *host = infra_dns_label("skiff-", cluster, rank);
 	char *l_cluster = xasprintf("skiff.cluster=%s", cluster);
 	char *l_launcher = xasprintf("skiff.launcher=%s", id);
 	char *l_pool = inf->pool ? xasprintf("skiff.pool=%s", inf->pool) : NULL;
@@ -331,10 +333,8 @@ static int create_one(const struct infra *inf, const char *cluster, const char *
 	args[k++] = "-d";
 	args[k++] = "--name";
 	args[k++] = name;
-	if (strlen(name) <= 63) {
-		args[k++] = "--hostname";
-		args[k++] = name;
-	}
+	args[k++] = "--hostname";
+	args[k++] = host;
 	args[k++] = "--label";
 	args[k++] = "skiff.managed=1";
 	args[k++] = "--label";
@@ -372,6 +372,7 @@ out:
 	free(st);
 	free(ip);
 	free(name);
+	free(host);
 	free(l_cluster);
 	free(l_launcher);
 	free(l_pool);

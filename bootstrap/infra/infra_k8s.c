@@ -293,7 +293,8 @@ static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
 		return rc;
 	id = infra_launcher_id();
 	for (i = 0, rc = 0; i < num_nodes && !rc; i++) {
-		char *name = xasprintf("skiff-%s-%d", cluster, i);
+		/* A pod name is lowercase: "My_c" is pod skiff-my-c-HASH-0 (infra.h). */
+		char *name = infra_dns_label("skiff-", cluster, i);
 		char *pod = xasprintf("pod/%s", name);
 		char *spec = pod_manifest(inf, name, cluster, id);
 		const char *apply[] = {"apply", "-f", "-", NULL};

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
@@ -45,11 +44,8 @@ static int private_dir(const char *path)
 static int local_pick(struct infra *inf, struct st_db *ldb, const char *cluster, int num_nodes,
                       struct cluster_node *v)
 {
-	/* The node's supervisor listens on HOME/.skiff/supervisor.sock (supervisor/node.h). */
-	static const char sock_tail[] = "/.skiff/supervisor.sock";
 	const char *home = skiff_home();
-	char *local = NULL, *base = NULL, *longest;
-	size_t len;
+	char *local = NULL, *base = NULL;
 	int i, r;
 
 	(void)inf;
@@ -58,17 +54,10 @@ static int local_pick(struct infra *inf, struct st_db *ldb, const char *cluster,
 		return -ENOENT;
 	local = xasprintf("%s/local", home);
 	base = xasprintf("%s/%s", local, cluster);
-	/* The last rank's socket path must fit in sun_path, else its supervisor cannot start. */
-	longest = xasprintf("%s/%d%s", base, num_nodes - 1, sock_tail);
-	len = strlen(longest);
-	free(longest);
-	if (len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		r = -ENAMETOOLONG;
-		error("local node directories under '%s' are too long for the nodes' Unix socket "
-		      "paths (%zu bytes, at most %zu): use a shorter cluster name or SKIFF_HOME",
-		      base, len, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-		goto out;
-	}
+	/*
+	 * A node's supervisor socket (NODE/.skiff/supervisor.sock) may be longer than a
+	 * sockaddr_un holds: lib/util.h's unix_bind() and unix_connect() reach any length.
+	 */
 	r = private_dir(home);
 	if (!r)
 		r = private_dir(local);
@@ -84,7 +73,6 @@ static int local_pick(struct infra *inf, struct st_db *ldb, const char *cluster,
 		n->ip = xstrdup("127.0.0.1");
 		r = private_dir(n->home);
 	}
-out:
 	free(local);
 	free(base);
 	return r < 0 ? r : 0;

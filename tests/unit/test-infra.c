@@ -550,7 +550,7 @@ static void test_pick_ssh(void)
 	   "... names both clusters");
 	is_int(book(db, &inf, "c", 4), -ENOSPC, "more than the pool has");
 	ok(log_has("pool 'p' has 3 nodes; need 4"), "... says so");
-	is_int(infra_pick_nodes(&inf, db, "Bad_Name", 1, &nodes), -EINVAL, "bad cluster name");
+	is_int(infra_pick_nodes(&inf, db, "Bad_Name-", 1, &nodes), -EINVAL, "bad cluster name");
 	is_int(infra_pick_nodes(&inf, db, "c", 0, &nodes), -EINVAL, "0 nodes");
 	ok(!infra_pick_nodes(&inf, db, "a", 2, &nodes), "a's own nodes count as free for a");
 	cluster_nodes_free(nodes, 2);
@@ -593,7 +593,7 @@ static void test_pick_local(void)
 {
 	char *home = xasprintf("%s/home", dir);
 	char *outside = xasprintf("%s/outside", dir);
-	char *p, longname[64];
+	char *p, longname[INFRA_CLUSTER_NAME_MAX + 1];
 	struct infra inf;
 	struct cluster_node *nodes;
 	struct runner *r;
@@ -652,14 +652,26 @@ static void test_pick_local(void)
 	ok(infra_local_remove("../x") < 0, "a path as cluster name is refused");
 	infra_release(&inf);
 
-	/* A name that makes a node's socket path longer than sun_path is refused up front. */
+	/*
+	 * The longest name: its nodes' socket paths are longer than sun_path holds, which
+	 * unix_bind() and unix_connect() reach (test-util).
+	 */
 	ok(!infra_parse("local", &inf), "local");
-	memset(longname, 'a', 63);
-	longname[63] = '\0';
-	free(take_log());
-	is_int(infra_pick_nodes(&inf, NULL, longname, 1, &nodes), -ENAMETOOLONG,
-	       "a socket path too long for sun_path is refused");
-	ok(log_has("too long for the nodes' Unix socket paths"), "... says so");
+	memset(longname, 'a', INFRA_CLUSTER_NAME_MAX);
+	longname[0] = 'L';
+	longname[10] = '_';
+	longname[20] = '.';
+	longname[INFRA_CLUSTER_NAME_MAX] = '\0';
+	ok(!infra_pick_nodes(&inf, NULL, longname, 2, &nodes), "a %d-character name is picked",
+	   INFRA_CLUSTER_NAME_MAX);
+	if (nodes) {
+		p = xasprintf("%s/local/%s/1", home, longname);
+		is_str(nodes[1].home, p, "its node 1 lives in local/NAME/1");
+		is_int(mode_of(p), 0700, "... created 0700");
+		free(p);
+		cluster_nodes_free(nodes, 2);
+	}
+	ok(!infra_local_remove(longname), "and removed");
 	infra_release(&inf);
 	free(home);
 	free(outside);
@@ -699,10 +711,14 @@ static void test_runner_ssh(void)
 
 static void test_names(void)
 {
-	static const char *const good[] = {"a", "skiff-1a2b", "my-cluster-2", "x0"};
-	static const char *const badn[] = {"",    "-a",  "a-",  "1abc", "My",          "a_b",
-	                                   "a.b", "a b", "a/b", "../x", "caf\xc3\xa9", "a\nb"};
-	char long63[64], long64[65];
+	/* Every class SkyPilot's [a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])? allows, where. */
+	static const char *const good[] = {"a",        "Z",  "skiff-1a2b", "my-cluster-2",
+	                                   "x0",       "My", "a_b",        "a.b",
+	                                   "A-b_C.d9", "aB", "a--_.9"};
+	static const char *const badn[] = {"",    "-a",   "_a",  ".a",          "a-",   "a_",
+	                                   "a.",  "1abc", "9",   "a b",         "a/b",  "../x",
+	                                   "a:b", "a@b",  "a*b", "caf\xc3\xa9", "a\nb", "a\x7f"};
+	char longmax[INFRA_CLUSTER_NAME_MAX + 1], longer[INFRA_CLUSTER_NAME_MAX + 2];
 	size_t i;
 	char *name, *again;
 	char *db_path = xasprintf("%s/names.db", dir);
@@ -713,15 +729,26 @@ static void test_names(void)
 	for (i = 0; i < ARRAY_SIZE(badn); i++)
 		ok(infra_validate_cluster_name(badn[i]) == -1, "bad name #%zu", i);
 	free(take_log());
-	infra_validate_cluster_name("Big");
-	ok(log_has("cluster names are lowercase"), "upper case: says lowercase");
-	memset(long63, 'a', 63);
-	long63[63] = '\0';
-	memset(long64, 'a', 64);
-	long64[64] = '\0';
-	ok(!infra_validate_cluster_name(long63), "63 characters");
-	ok(infra_validate_cluster_name(long64) == -1, "64 characters refused");
+	infra_validate_cluster_name("a b");
+	ok(log_has("has ' ': use letters, digits, '-', '_' and '.'"),
+	   "a blank: says what is allowed");
+	infra_validate_cluster_name("1a");
+	ok(log_has("must start with a letter"), "a digit first: says so");
+	infra_validate_cluster_name("a.");
+	ok(log_has("must end with a letter or a digit"), "'.' last: says so");
+	infra_validate_cluster_name("a\tb");
+	ok(log_has("control or non-ASCII byte (0x09) at offset 1"), "a tab: names the byte");
+	memset(longmax, 'A', sizeof(longmax) - 1);
+	longmax[sizeof(longmax) - 1] = '\0';
+	memset(longer, 'b', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	ok(!infra_validate_cluster_name(longmax), "%d characters", INFRA_CLUSTER_NAME_MAX);
+	ok(infra_validate_cluster_name(longer) == -1, "%d characters refused",
+	   INFRA_CLUSTER_NAME_MAX + 1);
 	ok(log_has("more than 63"), "... says so");
+	longer[INFRA_CLUSTER_NAME_MAX - 1] = '_';
+	longer[INFRA_CLUSTER_NAME_MAX] = '\0';
+	ok(infra_validate_cluster_name(longer) == -1, "'_' last, at the limit, refused");
 
 	name = infra_cluster_name_new(NULL);
 	ok(strlen(name) == 10 && starts_with(name, "skiff-"), "default name %s", name);
@@ -756,6 +783,60 @@ static void test_ops_tables(void)
 	ok(!infra_ops_find("aws") && !infra_ops_find(""), "a cloud or nothing is no infra");
 }
 
+/* A DNS label is [a-z0-9-], starts and ends with a letter or digit, at most 63. */
+static int dns_label_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n > INFRA_DNS_LABEL_MAX || s[0] == '-' || s[n - 1] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static void test_dns_label(void)
+{
+	char longmax[INFRA_CLUSTER_NAME_MAX + 1];
+	char *a, *b;
+
+	a = infra_dns_label("skiff-", "my-c", 0);
+	is_str(a, "skiff-my-c-0", "a name that is a label already is kept as it is");
+	free(a);
+	a = infra_dns_label("skiff-", "My_c", 3);
+	b = infra_dns_label("skiff-", "my-c", 3);
+	ok(dns_label_ok(a) && starts_with(a, "skiff-my-c-") && ends_with(a, "-3"),
+	   "upper case and '_' mapped: %s", a);
+	is_int((int)strlen(a), (int)strlen("skiff-my-c-") + INFRA_DNS_HASH_LEN + 2,
+	       "... with a hash before the rank");
+	ok(strcmp(a, b) != 0, "... unlike the name it maps to (%s)", b);
+	free(a);
+	a = infra_dns_label("skiff-", "a.b", 0);
+	ok(dns_label_ok(a) && starts_with(a, "skiff-a-b-"), "'.' mapped: %s", a);
+	free(a);
+	free(b);
+	memset(longmax, 'x', sizeof(longmax) - 1);
+	longmax[sizeof(longmax) - 1] = '\0';
+	a = infra_dns_label("skiff-", longmax, 1023);
+	ok(dns_label_ok(a), "the longest name, rank 1023: a label (%s)", a);
+	is_int((int)strlen(a), INFRA_DNS_LABEL_MAX, "... of %d characters", INFRA_DNS_LABEL_MAX);
+	longmax[50] = 'y';
+	b = infra_dns_label("skiff-", longmax, 1023);
+	ok(strcmp(a, b) != 0, "names cut alike keep apart");
+	free(a);
+	free(b);
+	/* The cut falls on a '-' (name[42]: 63 - 6 - 14 characters kept): it goes too. */
+	longmax[42] = '_';
+	a = infra_dns_label("skiff-", longmax, 1023);
+	ok(dns_label_ok(a) && strlen(a) == INFRA_DNS_LABEL_MAX - 1, "no '-' before the hash: %s",
+	   a);
+	free(a);
+	a = infra_dns_label("skiff-", "Q_.-x", 7);
+	ok(dns_label_ok(a), "'_', '.' and '-' in a row: %s", a);
+	free(a);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -785,6 +866,7 @@ int main(void)
 	plan_run(test_pick_local);
 	plan_run(test_runner_ssh);
 	plan_run(test_names);
+	plan_run(test_dns_label);
 	plan_run(test_ops_tables);
 	dup2(stderr_fd, 2); /* sanitizer reports at exit must be seen */
 	close(stderr_fd);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -246,6 +247,51 @@ static void test_sha256(void)
 	free(mb);
 }
 
+/* A socket path far longer than sun_path's 107 bytes: bound and reached all the same. */
+static void test_unix_long_path(void)
+{
+	struct buf dir = BUF_INIT(0);
+	char *sock, *tail;
+	int lfd, cfd, afd;
+	size_t i;
+
+	buf_adds(&dir, tmpdir);
+	for (i = 0; i < 3; i++) {
+		buf_addf(&dir, "/%060zu", i);
+		ok(!mkdir(dir.p, 0700), "mkdir a 60-character level");
+	}
+	sock = xasprintf("%s/supervisor.sock", dir.p);
+	ok(strlen(sock) > 200, "a %zu-byte socket path", strlen(sock));
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	is_int(unix_bind(lfd, sock), 0, "unix_bind() binds it");
+	ok(!listen(lfd, 4), "listen");
+	cfd = unix_connect(sock);
+	ok(cfd >= 0, "unix_connect() reaches it");
+	afd = accept(lfd, NULL, NULL);
+	ok(afd >= 0 && write(cfd, "x", 1) == 1, "and the two speak");
+	if (afd >= 0) {
+		char c = 0;
+
+		ok(read(afd, &c, 1) == 1 && c == 'x', "... one byte through");
+		close(afd);
+	}
+	if (cfd >= 0)
+		close(cfd);
+	close(lfd);
+	is_int(unix_connect(sock), -ECONNREFUSED, "no listener: -ECONNREFUSED");
+	unlink(sock);
+	is_int(unix_connect(sock), -ENOENT, "... once gone: -ENOENT, not -ENAMETOOLONG");
+	tail = xasprintf("%s/%0120d", tmpdir, 0);
+	is_int(unix_connect(tail), -ENAMETOOLONG, "a 120-byte socket name itself: -ENAMETOOLONG");
+	free(tail);
+	free(sock);
+	for (i = 3; i > 0; i--) {
+		rmdir(dir.p);
+		*strrchr(dir.p, '/') = '\0';
+	}
+	buf_release(&dir);
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -260,6 +306,7 @@ int main(void)
 	plan_run(test_dirs);
 	plan_run(test_proc_start_time);
 	plan_run(test_sha256);
+	plan_run(test_unix_long_path);
 	rmdir(tmpdir);
 	return done_testing();
 }
