@@ -133,6 +133,18 @@ struct runner *runner_new(const struct runner_ops *ops, const char *name, const 
  */
 struct runner *runner_local_new(const char *name, const char *node_home);
 
+/*
+ * What every skiff ssh connection sets, in one place: the runner's -o options and the
+ * ssh_config a cluster on ssh infra gets (bootstrap/launch/ssh_config.h) both use these,
+ * so that a master either of them starts serves the other as it would its own.
+ */
+#define SSH_CONNECT_TIMEOUT_S 10
+#define SSH_ALIVE_INTERVAL_S 3
+#define SSH_ALIVE_COUNT_MAX 3
+#define SSH_CONTROL_PERSIST_S 300
+#define SSH_KEX_ALGORITHMS "^curve25519-sha256"
+#define SSH_HOST_KEY_CHECKING "accept-new"
+
 struct ssh_target {
 	const char *host;          /* IP or name */
 	const char *user;          /* NULL: ssh's default */
@@ -160,6 +172,18 @@ struct ssh_target {
 struct runner *runner_ssh_new(const char *name, const struct ssh_target *t);
 /* An ssh runner's ControlPath (where its master listens), or NULL for other runners. */
 const char *runner_ssh_control(const struct runner *r);
+/*
+ * How an ssh runner reaches its node, borrowed from r (valid while r lives): NULL for
+ * what ssh decides (user, identity, jump host), port 0 for ssh's default. 0, or -EINVAL
+ * for another kind of runner.
+ */
+struct ssh_conn {
+	const char *host, *user, *identity_file, *proxy_jump;
+	int port;
+	const char *control;     /* the ControlPath */
+	const char *known_hosts; /* skiff's own known_hosts file */
+};
+int runner_ssh_conn(const struct runner *r, struct ssh_conn *out);
 /* `ssh -O exit`: closes the node's ControlMaster, if one runs. 0, or -errno (printed). */
 int runner_ssh_close_master(struct runner *r);
 

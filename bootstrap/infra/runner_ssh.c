@@ -203,25 +203,29 @@ static int ssh_build_argv(struct runner *r, const char *script, int interactive,
 	if (!interactive)
 		push_opt(out, "BatchMode=yes");
 	/* Trust on first use, pinned in our own file; a changed key is refused. */
-	push_opt(out, "StrictHostKeyChecking=accept-new");
+	push_opt(out, "StrictHostKeyChecking=" SSH_HOST_KEY_CHECKING);
 	argv_push(out, "-o");
 	argv_pushf(out, "UserKnownHostsFile=%s", s->known_hosts);
 	/* A node that does not answer fails in seconds... */
-	push_opt(out, "ConnectTimeout=10");
+	argv_push(out, "-o");
+	argv_pushf(out, "ConnectTimeout=%d", SSH_CONNECT_TIMEOUT_S);
 	/*
 	 * ...and so does one that stops answering: without these a master on a dead link
 	 * waits forever. 3 s x 3: silent for ~12 s is dead (any data from the node, such as
 	 * the window updates of an upload, counts as an answer).
 	 */
-	push_opt(out, "ServerAliveInterval=3");
-	push_opt(out, "ServerAliveCountMax=3");
+	argv_push(out, "-o");
+	argv_pushf(out, "ServerAliveInterval=%d", SSH_ALIVE_INTERVAL_S);
+	argv_push(out, "-o");
+	argv_pushf(out, "ServerAliveCountMax=%d", SSH_ALIVE_COUNT_MAX);
 	/* One TCP+SSH handshake per node, shared by every call for 5 minutes. */
 	push_opt(out, "ControlMaster=auto");
 	argv_push(out, "-o");
 	argv_pushf(out, "ControlPath=%s", s->control);
-	push_opt(out, "ControlPersist=300");
+	argv_push(out, "-o");
+	argv_pushf(out, "ControlPersist=%d", SSH_CONTROL_PERSIST_S);
 	/* curve25519 first: the post-quantum default costs ~110 ms of CPU per handshake. */
-	push_opt(out, "KexAlgorithms=^curve25519-sha256");
+	push_opt(out, "KexAlgorithms=" SSH_KEX_ALGORITHMS);
 	/* INFO: ssh logs every failure to connect or stay connected (see runner.h). */
 	push_opt(out, "LogLevel=INFO");
 	if (r->diag_path) {
@@ -376,4 +380,22 @@ int runner_ssh_close_master(struct runner *r)
 const char *runner_ssh_control(const struct runner *r)
 {
 	return r && r->ops == &ssh_ops ? ((const struct ssh *)r->priv)->control : NULL;
+}
+
+int runner_ssh_conn(const struct runner *r, struct ssh_conn *out)
+{
+	const struct ssh *s;
+
+	memset(out, 0, sizeof(*out));
+	if (!r || r->ops != &ssh_ops)
+		return -EINVAL;
+	s = r->priv;
+	out->host = s->host;
+	out->user = s->user;
+	out->identity_file = s->identity;
+	out->proxy_jump = s->proxy;
+	out->port = s->port;
+	out->control = s->control;
+	out->known_hosts = s->known_hosts;
+	return 0;
 }

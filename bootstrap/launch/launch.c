@@ -26,6 +26,7 @@
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/progress.h"
 #include "bootstrap/launch/resources.h"
+#include "bootstrap/launch/ssh_config.h"
 #include "bootstrap/renv/renv.h"
 #include "lib/exit.h"
 #include "lib/json.h"
@@ -945,6 +946,9 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	/* A new cluster was made for its alternative; an existing one takes the first it can. */
 	if (existed && (r = pick_existing(&cl, req, &chosen)))
 		goto out;
+	/* ssh infra: `ssh NAME` (ssh_config.h); without it the cluster works all the same. */
+	if (!req->exec)
+		eng_ssh_config_write(&cl);
 	r = -EIO;
 	if (!req->exec && set_task_autostop(ldb, &cl, req, alternative(t, chosen)) < 0) {
 		goto out;

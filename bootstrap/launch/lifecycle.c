@@ -11,6 +11,7 @@
 
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine_internal.h"
+#include "bootstrap/launch/ssh_config.h"
 #include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
@@ -318,6 +319,8 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 			error("cluster %s: its nodes are gone, but it cannot be forgotten (%s); run "
 			      "'skiff down %s' again",
 			      name, strerror(-r), name);
+		if (!r)
+			eng_ssh_config_remove(name);
 	} else {
 		/* What the infra stops beyond the supervisors (`start` starts it again). */
 		r = inf.ops->stop ? inf.ops->stop(&inf, name) : 0;
