@@ -361,7 +361,7 @@ test_expect_success 'a 256-node gang runs and is followed; 256 exit codes; cance
 
 test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	expect_fail 1 skiff exec nosuch "true" 2>err && grep -q "does not exist" err &&
-	expect_fail 2 skiff launch -c "Bad_Name" "true" 2>/dev/null &&
+	expect_fail 2 skiff launch -c "Bad_Name-" "true" 2>/dev/null &&
 	printf "resources:\n  cpu: 2\nrun: x\n" >bad.yaml &&
 	expect_fail 3 skiff launch -c ok1 bad.yaml 2>err &&
 	grep -q "bad.yaml:2:3:" err &&
