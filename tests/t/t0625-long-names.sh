@@ -14,7 +14,7 @@ NAME=Eval_Set.v2.1-$(printf 'MiXeD_c.%.0s' 1 2 3 4 5 6)0
 SOCK=$HOME/.skiff/local/$NAME/1/.skiff/supervisor.sock
 
 test_cleanup_hook() {
-	for _c in "$NAME" Dev dev; do
+	for _c in "$NAME" Dev dev "${NAME}x" 1abc abc_; do
 		timeout 60 "$SKIFF_BIN" down "$_c" >/dev/null 2>&1
 	done
 }
