@@ -351,12 +351,12 @@ test_expect_success 'skiff ssh runs a command on the head node' '
 	expect_fail 3 skiff ssh h1 "exit 3"
 '
 
-test_expect_success 'exec with file_mounts on a one-node cluster (the busybox node)' '
+test_expect_success 'launch with file_mounts on a one-node cluster (the busybox node)' '
 	skiff launch -c bb --infra "$INFRA" true >/dev/null 2>&1 &&
 	skiff status --json >st.json &&
 	test "$(json "[c[\"head\"] for c in d if c[\"name\"] == \"bb\"]" st.json)" = "[\"10.200.0.12\"]" &&
 	test "$(skiff ssh bb hostname)" = tn2 &&
-	skiff exec bb fm.yaml >out 2>err &&
+	skiff launch -c bb fm.yaml >out 2>err &&
 	cat err out &&
 	grep -qx "mounted file" out && grep -qx "mounted dir" out &&
 	if [ -n "$BB" ]; then grep -qx "on tn2 bash=none" out; else grep -q "^on tn2 " out; fi &&
