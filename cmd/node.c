@@ -163,6 +163,7 @@ static int node_down(int argc, char **argv)
 {
 	struct msg req, rep;
 	int64_t pid = 0, running = 0;
+	uint64_t start;
 	int fd, r;
 
 	(void)argv;
@@ -183,12 +184,13 @@ static int node_down(int argc, char **argv)
 	msg_release(&rep);
 	if (r)
 		return EXIT_FAIL;
-	/* Wait until it is gone so that a following `node up` starts a new one. */
-	for (int i = 0; i < 1000 && pid > 0 && !kill((pid_t)pid, 0); i++) {
-		if (proc_start_time((pid_t)pid) == 0)
-			break;
+	/*
+	 * Wait until it has exited so that a following `node up` starts a new one. A zombie
+	 * has (proc_alive): whoever reaps it, maybe a slow init, need not be waited for.
+	 */
+	start = pid > 0 ? proc_start_time((pid_t)pid) : 0;
+	for (int i = 0; i < 1000 && start && proc_alive((pid_t)pid, start) == 1; i++)
 		poll_ms(5);
-	}
 	printf("supervisor stopped (pid %lld); %lld job(s) keep running\n", (long long)pid,
 	       (long long)running);
 	return EXIT_OK;
