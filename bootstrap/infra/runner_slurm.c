@@ -2,13 +2,17 @@
  * The Slurm runner: a node of a Slurm allocation, reached with a job step that overlaps
  * the allocation's other steps:
  *
- *   srun -QQQ --jobid=JOB --overlap -N1 -n1 -w NODE --input=0 --chdir=/ /bin/sh -c SCRIPT
+ *   srun -QQQ -u --jobid=JOB --overlap -N1 -n1 -w NODE --input=0 --chdir=/ /bin/sh -c SCRIPT
  *
  * srun execs the command on the node as it is given (no shell parses it before the
  * node's /bin/sh), so SCRIPT is one argv element and needs no quoting here. stdin goes to
  * task 0, the only one, byte for byte until EOF (binaries and tar streams go through
  * it). -QQQ silences srun's own lines ("task 0: Exited with exit code 1"), so the
- * script's stderr is the script's.
+ * script's stderr is the script's. -u (--unbuffered) makes slurmstepd pass the task's
+ * output on as it comes: by default it holds what follows the last newline until more
+ * comes or the task ends, which stalls a two-way session (a sync's answer that does not
+ * end in '\n' never reaches us while the node waits for our next record). It is still a
+ * pipe, byte for byte; only --pty makes a terminal.
  *
  * Each node gets its own HOME (the node row's home, e.g. /tmp/skiff-slurm-UID/JOB/NODE):
  * the nodes of a cluster often share a file system (an NFS home; on a test machine, the
@@ -92,8 +96,10 @@ static int slurm_build_argv(struct runner *r, const char *script, int interactiv
 	argv_push(out, wrap.p);
 	argv_push(out, "skiff-srun"); /* $0 */
 	argv_push(out, "srun");
-	if (!interactive)
+	if (!interactive) {
 		argv_push(out, "-QQQ");
+		argv_push(out, "-u");
+	}
 	argv_pushf(out, "--jobid=%s", s->job);
 	argv_push(out, "--overlap");
 	argv_push(out, "-N1");

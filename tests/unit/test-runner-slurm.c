@@ -29,9 +29,9 @@ static void test_argv(void)
 	struct runner *r = runner_slurm_new("tn1", "10.0.0.1", "42", "tn1", "/n/42/tn1");
 	struct argv a;
 	struct buf want = BUF_INIT(0);
-	static const char *const words[] = {"srun",      "-QQQ",      "--jobid=42", "--overlap",
-	                                    "-N1",       "-n1",       "-w",         "tn1",
-	                                    "--input=0", "--chdir=/", "/bin/sh",    "-c"};
+	static const char *const words[] = {"srun",      "-QQQ",    "-u", "--jobid=42", "--overlap",
+	                                    "-N1",       "-n1",     "-w", "tn1",        "--input=0",
+	                                    "--chdir=/", "/bin/sh", "-c"};
 	const char *script = "echo 'it''s' \"$HOME\" $(id) `x` \\\n\t\x01\xff; exit 7";
 	size_t i;
 
@@ -65,6 +65,9 @@ static void test_argv(void)
 	for (i = 0; i < a.n && strcmp(a.v[i], "-QQQ"); i++)
 		;
 	ok(i == a.n, "interactive: srun not silenced");
+	for (i = 0; i < a.n && strcmp(a.v[i], "-u"); i++)
+		;
+	ok(i == a.n, "interactive: no -u (the pty passes output on)");
 	argv_release(&a);
 	argv_init(&a);
 	ok(r->ops->build_argv(r, NULL, 0, &a) == -EINVAL, "no script, not interactive: -EINVAL");
