@@ -224,7 +224,7 @@ test_expect_success 'status --json: 3 nodes with their IPs and users, head 10.20
 		"[[0, \"10.200.0.11\", 22], [1, \"10.200.0.12\", 22], [2, \"10.200.0.13\", 22]]" &&
 	test "$(json "[n[\"user\"] for n in d[0][\"nodes\"]]" st.json)" = \
 		"[\"$NODES_USER\", \"$USER2\", \"$NODES_USER\"]" &&
-	skiff status >st && grep -q "^s1 .*$INFRA .*UP .*10.200.0.11\$" st
+	skiff status -v >st && grep -q "^s1 .*$INFRA .*UP .*10.200.0.11 *-\$" st
 '
 
 test_expect_success 'queue --json: SUCCEEDED with exit codes [0, 0, 0]' '
