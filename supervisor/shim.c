@@ -44,6 +44,7 @@
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/node.h"
+#include "supervisor/script.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
@@ -204,16 +205,16 @@ static void build_env(struct shim *sh, struct env *env, int with_gpus)
 }
 
 /*
- * Writes a step's script to LOG_DIR/NAME (0600), as it came. The shell reads it from the
- * file: as an argument, a script of 128 KiB or more would not pass exec. Returns the path
- * (the caller frees it) or NULL, printed.
+ * Writes script to LOG_DIR/NAME (0600). The shell reads it from the file: as an argument,
+ * a script of 128 KiB or more would not pass exec. Returns the path (the caller frees it)
+ * or NULL, printed.
  */
 static char *write_script(struct shim *sh, const char *name, const char *script)
 {
 	char *path = xasprintf("%s/%s", sh->job.log_dir, name);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 
-	if (fd < 0 || write_all(fd, script, strlen(script)) || write_all(fd, "\n", 1)) {
+	if (fd < 0 || write_all(fd, script, strlen(script))) {
 		error_errno("job %lld: cannot write its script '%s'", (long long)sh->id, path);
 		if (fd >= 0)
 			close(fd);
@@ -228,13 +229,43 @@ static char *write_script(struct shim *sh, const char *name, const char *script)
 	return path;
 }
 
+/*
+ * Writes a step's script to LOG_DIR/NAME (0600): the task's script inside the prelude
+ * that SkyPilot's task script has (supervisor/script.h), which exports again what
+ * skiff gives the job (env, changed from the supervisor's own) once the profiles ran.
+ * Returns the path (the caller frees it) or NULL, printed.
+ */
+static char *write_step(struct shim *sh, const char *log_name, const char *script,
+                        const struct env *env, const char *cwd)
+{
+	struct step_script ss = {script, 0, cwd, NULL, NULL};
+	struct env base, pins;
+	char name[64], *prefix = NULL, *text, *path;
+
+	/* "run.log" -> "run.sh" */
+	xsnprintf(name, sizeof(name), "%.*s.sh", (int)(strchr(log_name, '.') - log_name), log_name);
+	env_init(&base, 1);
+	env_init(&pins, 0);
+	step_env_pins(&base, env, &pins, &prefix);
+	ss.bash = !strcmp(shell_path(), "/bin/bash");
+	ss.pins = &pins;
+	ss.path_prefix = prefix;
+	text = step_script_text(&ss);
+	path = write_script(sh, name, text);
+	free(text);
+	free(prefix);
+	env_release(&pins);
+	env_release(&base);
+	return path;
+}
+
 static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus,
                       char *const *cmd)
 {
 	char *argv[] = {(char *)shell_path(), NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *home = user_home();
-	char *cwd = NULL, *file = NULL, name[64];
+	char *cwd = NULL, *file = NULL;
 	struct env env;
 	int fd, r;
 
@@ -244,11 +275,14 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	build_env(sh, &env, gpus);
 	if (cmd) /* the runtime env's build: the node's settings, not the job's */
 		renv_conf_env_copy(&env);
+	/* "~/x" is the node's own home: the launcher cannot know it. */
+	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
+		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
+	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
+	if (sh->has_renv && sh->renv.working_dir) /* Ray's rule: the job runs in working_dir */
+		o.cwd = sh->renv.working_dir;
 	if (!cmd) {
-		/* "run.log" -> "run.sh" */
-		xsnprintf(name, sizeof(name), "%.*s.sh", (int)(strchr(log_name, '.') - log_name),
-		          log_name);
-		file = write_script(sh, name, script);
+		file = write_step(sh, log_name, script, &env, o.cwd);
 		if (!file) {
 			r = -EIO;
 			goto out;
@@ -257,12 +291,6 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	}
 	o.argv = cmd ? cmd : argv;
 	o.envp = env.v;
-	/* "~/x" is the node's own home: the launcher cannot know it. */
-	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
-		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
-	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
-	if (sh->has_renv && sh->renv.working_dir) /* Ray's rule: the job runs in working_dir */
-		o.cwd = sh->renv.working_dir;
 	o.fd_out = fd;
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;

@@ -128,10 +128,20 @@ struct runner *runner_new(const struct runner_ops *ops, const char *name, const 
 /*
  * The local runner: the node is a directory on this machine. Scripts run with
  * /bin/sh -c, HOME set to node_home (so ~/.skiff and ~/sky_workdir are the node's own),
- * in node_home, with our environment but for SKIFF_HOME (the node's is its own
- * ~/.skiff). node_home is created (0700) if missing. NULL (error printed) on failure.
+ * in node_home, in a clean login-like environment, as sshd would give them (below):
+ * the node's supervisor, and so its jobs, never depend on which launcher started it.
+ * node_home is created (0700) if missing. NULL (error printed) on failure.
  */
 struct runner *runner_local_new(const char *name, const char *node_home);
+/* The PATH a local node's commands get (a login's, as Debian's sshd and login set it). */
+#define RUNNER_LOCAL_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/*
+ * Whether a launcher's environment entry ("K=V") reaches a local node: LANG, and skiff's
+ * own settings (SKIFF_*, but SKIFF_HOME: the node's is its own ~/.skiff). HOME, PWD,
+ * USER, LOGNAME, SHELL and PATH are set anew; everything else (TERM, the launcher's
+ * shell variables) is left out.
+ */
+int runner_local_env_kept(const char *kv);
 
 /*
  * What every skiff ssh connection sets, in one place: the runner's -o options and the

@@ -1,13 +1,17 @@
 /*
  * The local runner: a "node" that is a directory on this machine. The script is the
  * argument of `/bin/sh -c` as is: no shell parses it before that one, so it needs no
- * quoting here. The node's home is HOME and the working directory; SKIFF_HOME is
- * removed so that the node's skiff uses the node's own ~/.skiff, not the launcher's.
+ * quoting here. The node's home is HOME and the working directory. The environment is a
+ * login's (runner.h): what a job on the node sees must not hang on which launcher
+ * process happened to start the node's supervisor, and SKIFF_HOME is removed so that
+ * the node's skiff uses the node's own ~/.skiff, not the launcher's.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bootstrap/infra/runner.h"
 #include "lib/log.h"
@@ -33,14 +37,40 @@ static int local_build_argv(struct runner *r, const char *script, int interactiv
 	return 0;
 }
 
+extern char **environ;
+
+int runner_local_env_kept(const char *kv)
+{
+	if (starts_with(kv, "SKIFF_HOME="))
+		return 0;
+	return starts_with(kv, "SKIFF_") || starts_with(kv, "LANG=");
+}
+
 static void local_build_env(struct runner *r, struct argv *env_kv)
 {
 	struct local *l = r->priv;
+	struct passwd *pw = getpwuid(getuid());
+	size_t i;
 
+	for (i = 0; environ && environ[i]; i++) {
+		size_t n = strcspn(environ[i], "=");
+		char *name;
+
+		if (runner_local_env_kept(environ[i]))
+			continue;
+		name = xstrndup(environ[i], n);
+		argv_push(env_kv, name);
+		free(name);
+	}
 	argv_pushf(env_kv, "HOME=%s", l->home);
 	argv_pushf(env_kv, "PWD=%s", l->home);
-	argv_push(env_kv, "OLDPWD");
-	argv_push(env_kv, "SKIFF_HOME");
+	argv_push(env_kv, "PATH=" RUNNER_LOCAL_PATH);
+	if (pw && pw->pw_name) {
+		argv_pushf(env_kv, "USER=%s", pw->pw_name);
+		argv_pushf(env_kv, "LOGNAME=%s", pw->pw_name);
+	}
+	argv_pushf(env_kv, "SHELL=%s",
+	           pw && pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
 }
 
 static const char *local_cwd(struct runner *r)

@@ -419,6 +419,22 @@ static void test_local_stdin_env_status(void)
 	ok(!rc && !st, "env script ran");
 	is_str(out.p, want, "HOME and PWD are the node's home, SKIFF_HOME is not passed on");
 	free(want);
+	setenv("FOO_LEAK", "1", 1);
+	setenv("TERM", "xterm", 1);
+	setenv("SKIFF_PIP_INDEX_URL", "http://idx", 1);
+	buf_reset(&out);
+	rc = runner_capture(r,
+	                    "printf '%s|%s|%s|%s|%s' \"${FOO_LEAK-unset}\" \"${TERM-unset}\" "
+	                    "\"$PATH\" \"$SKIFF_PIP_INDEX_URL\" \"${LOGNAME:+set}\"",
+	                    NULL, 0, &out, &err, 10000, &st);
+	is_str(out.p, "unset|unset|" RUNNER_LOCAL_PATH "|http://idx|set",
+	       "a login's environment: the launcher's own variables stay behind, SKIFF_* pass");
+	unsetenv("FOO_LEAK");
+	unsetenv("SKIFF_PIP_INDEX_URL");
+	ok(runner_local_env_kept("LANG=C.UTF-8") && runner_local_env_kept("SKIFF_DEBUG=1") &&
+	           !runner_local_env_kept("SKIFF_HOME=/x") && !runner_local_env_kept("TERM=x") &&
+	           !runner_local_env_kept("LANGUAGE=x") && !runner_local_env_kept("SKIFFX=1"),
+	   "kept: LANG and SKIFF_* but SKIFF_HOME");
 
 	rc = runner_capture(r, "echo out; echo err >&2; exit 3", NULL, 0, &out, &err, 10000, &st);
 	ok(!rc && st == 3, "exit status 3 comes back");

@@ -1,0 +1,40 @@
+#ifndef SKIFF_SUP_SCRIPT_H
+#define SKIFF_SUP_SCRIPT_H
+
+/*
+ * The text a job's step runs: SkyPilot's task script (make_task_bash_script in
+ * sky/skylet/log_lib.py), so that a task behaves as it does under SkyPilot. Under bash:
+ * ~/.bashrc when present, conda's profile when conda is installed, PYTHONUNBUFFERED=1,
+ * then what skiff gives the job (its envs, the runtime env's PATH) exported again so that
+ * a profile cannot take it back, `cd` to the job's directory, and the task's script.
+ * Under a plain sh (busybox images): ~/.profile instead of ~/.bashrc. Rationale and the
+ * differences from SkyPilot: docs/node.md, "The job's shell".
+ *
+ * Pure functions: no I/O, nothing printed.
+ */
+
+#include "lib/env.h"
+
+struct step_script {
+	const char *script;      /* the task's setup or run, as written */
+	int bash;                /* 1: bash runs it; 0: a POSIX sh */
+	const char *cwd;         /* absolute directory to cd to; NULL: none */
+	const struct env *pins;  /* exported after the profiles, in order; may be NULL */
+	const char *path_prefix; /* put before the profile's PATH ("D" or "D1:D2"); NULL: none */
+};
+
+/* The script text (the caller frees it). Entries of pins whose name is not a shell
+ * variable name cannot be exported by a shell and are left to the environment. */
+char *step_script_text(const struct step_script *s);
+
+/*
+ * What the profiles may not take back: every entry of final (the step's environment)
+ * that base (the supervisor's own) lacks or holds with another value goes to pins
+ * (initialised by the caller), except PATH. When final's PATH is base's with directories
+ * put in front, *path_prefix is set to those (the caller frees it), so that the profile's
+ * own PATH changes stay behind them; a PATH that is otherwise different is pinned whole.
+ */
+void step_env_pins(const struct env *base, const struct env *final, struct env *pins,
+                   char **path_prefix);
+
+#endif

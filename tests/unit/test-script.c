@@ -1,0 +1,213 @@
+/*
+ * A job step's script text (supervisor/script.c): the exact prelude, the pins the
+ * profiles may not take back, and real runs of the text under bash and busybox sh with
+ * a home whose profile changes the environment and the directory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/unit/harness.h"
+#include "lib/buf.h"
+#include "lib/env.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "supervisor/script.h"
+#include "lib/banned.h"
+
+static char tmp[64];
+
+static const char conda_lines[] =
+        "if command -v conda >/dev/null 2>&1; then\n"
+        "\t__skiff_conda=${CONDA_EXE%/bin/conda}\n"
+        "\tif [ -z \"$CONDA_EXE\" ] || [ \"$__skiff_conda\" = \"$CONDA_EXE\" ]; then\n"
+        "\t\t__skiff_conda=$(conda info --base 2>/dev/null)\n"
+        "\tfi\n"
+        "\tset -a\n"
+        "\t. \"$__skiff_conda/etc/profile.d/conda.sh\" >/dev/null 2>&1\n"
+        "\tset +a\n"
+        "\tunset __skiff_conda\n"
+        "fi\n";
+
+static void test_text(void)
+{
+	struct env pins;
+	struct step_script s = {"echo hi", 1, NULL, NULL, NULL};
+	char *t, *want;
+
+	t = step_script_text(&s);
+	want = xasprintf("if [ -f ~/.bashrc ]; then . ~/.bashrc; fi\n%s"
+	                 "export PYTHONUNBUFFERED=1\necho hi\n",
+	                 conda_lines);
+	is_str(t, want, "bash: .bashrc, conda, PYTHONUNBUFFERED, the script");
+	free(t);
+	free(want);
+
+	env_init(&pins, 0);
+	env_set(&pins, "A", "it's $(x) `y`\nz");
+	env_set(&pins, "B", "");
+	env_put(&pins, "not-a-name=1");
+	s.bash = 0;
+	s.pins = &pins;
+	s.cwd = "/w d/'x'";
+	s.path_prefix = "/venv/bin";
+	s.script = NULL;
+	t = step_script_text(&s);
+	want = xasprintf("if [ -f ~/.profile ]; then . ~/.profile; fi\n%s"
+	                 "export PYTHONUNBUFFERED=1\n"
+	                 "export A='it'\\''s $(x) `y`\nz'\n"
+	                 "export B=''\n"
+	                 "PATH=/venv/bin${PATH:+:\"$PATH\"}; export PATH\n"
+	                 "cd -- '/w d/'\\''x'\\''' || exit 1\n\n",
+	                 conda_lines);
+	is_str(t, want, "sh: .profile, quoted pins (a bad name left out), PATH prefix, cd");
+	free(t);
+	free(want);
+	env_release(&pins);
+}
+
+static void test_pins(void)
+{
+	struct env base, fin, pins;
+	char *prefix = (char *)"x";
+
+	env_init(&base, 0);
+	env_init(&fin, 0);
+	env_set(&base, "PATH", "/usr/bin:/bin");
+	env_set(&base, "SAME", "1");
+	env_set(&base, "CHANGED", "old");
+	env_set(&fin, "SAME", "1");
+	env_set(&fin, "CHANGED", "new");
+	env_set(&fin, "NEW", "v");
+	env_set(&fin, "PATH", "/venv/bin:/x/bin:/usr/bin:/bin");
+	env_init(&pins, 0);
+	step_env_pins(&base, &fin, &pins, &prefix);
+	is_int(pins.n, 2, "two entries pinned");
+	is_str(env_get(&pins, "CHANGED"), "new", "a changed value is pinned");
+	is_str(env_get(&pins, "NEW"), "v", "a new one is pinned");
+	ok(!env_get(&pins, "SAME") && !env_get(&pins, "PATH"), "the same value and PATH are not");
+	is_str(prefix, "/venv/bin:/x/bin", "PATH with directories in front: the prefix");
+	free(prefix);
+	env_release(&pins);
+
+	env_set(&fin, "PATH", "/usr/bin:/bin");
+	env_init(&pins, 0);
+	step_env_pins(&base, &fin, &pins, &prefix);
+	ok(!prefix && !env_get(&pins, "PATH"), "the same PATH: nothing");
+	env_release(&pins);
+
+	env_set(&fin, "PATH", "/opt/bin");
+	env_init(&pins, 0);
+	step_env_pins(&base, &fin, &pins, &prefix);
+	ok(!prefix && env_get(&pins, "PATH") && !strcmp(env_get(&pins, "PATH"), "/opt/bin"),
+	   "another PATH is pinned whole");
+	env_release(&pins);
+
+	env_set(&fin, "PATH", "x/usr/bin:/bin");
+	env_init(&pins, 0);
+	step_env_pins(&base, &fin, &pins, &prefix);
+	ok(!prefix && env_get(&pins, "PATH"), "a PATH that only ends like base's is not a prefix");
+	env_release(&pins);
+	env_release(&fin);
+	env_release(&base);
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char *p = xasprintf("%s/%s", tmp, name);
+	FILE *f = fopen(p, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	free(p);
+}
+
+/* Runs the step's text with shell (argv[0]) and HOME=tmp; 1 if it prints want. */
+static int runs(const char *shell, int bash, const char *want)
+{
+	struct env pins, e;
+	struct step_script s = {"echo \"$V $W $PYTHONUNBUFFERED $(pwd) $PATH\"", bash, NULL, NULL,
+	                        "/pre"};
+	struct buf out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
+	char *text, *cwd = xasprintf("%s/work", tmp), *file = xasprintf("%s/step.sh", tmp);
+	char *argv[] = {(char *)shell, file, NULL};
+	int st = -1, pass;
+
+	env_init(&pins, 0);
+	env_set(&pins, "V", "pinned");
+	s.pins = &pins;
+	s.cwd = cwd;
+	text = step_script_text(&s);
+	write_file("step.sh", text);
+	env_init(&e, 0);
+	env_set(&e, "HOME", tmp);
+	env_set(&e, "PATH", "/usr/bin:/bin");
+	env_set(&e, "V", "from-env");
+	pass = !run_capture(argv, e.v, NULL, &out, &err, &st) && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0 && !strcmp(out.p ? out.p : "", want);
+	if (!pass)
+		printf("#   %s: status %d, out '%s', err '%s'\n", shell, st, out.p, err.p);
+	free(text);
+	free(cwd);
+	free(file);
+	env_release(&pins);
+	env_release(&e);
+	buf_release(&out);
+	buf_release(&err);
+	return pass;
+}
+
+static void test_runs(void)
+{
+	char *want, *dir;
+
+	dir = xasprintf("%s/work", tmp);
+	mkdir(dir, 0700);
+	/* The profiles set V (pinned back), W (kept), PATH (kept behind the prefix), cd away. */
+	write_file(".bashrc", "export V=bashrc W=bashrc PYTHONUNBUFFERED=0 PATH=/rc:$PATH\n"
+	                      "cd /\ncase $- in *i*) ;; *) return ;; esac\nexport W=late\n");
+	write_file(".profile", "export V=profile W=profile PATH=/pr:$PATH; cd /\n");
+	want = xasprintf("pinned bashrc 1 %s /pre:/rc:/usr/bin:/bin\n", dir);
+	ok(runs("/bin/bash", 1, want), "bash: .bashrc read up to its early return, pins win");
+	free(want);
+	want = xasprintf("pinned profile 1 %s /pre:/pr:/usr/bin:/bin\n", dir);
+	if (!access("/bin/busybox", X_OK) || !access("/usr/bin/busybox", X_OK)) {
+		/* busybox is sh when called sh: an image with no bash has this one */
+		char *link = xasprintf("%s/sh", tmp);
+
+		ok(!symlink(!access("/bin/busybox", X_OK) ? "/bin/busybox" : "/usr/bin/busybox",
+		            link) &&
+		           runs(link, 0, want),
+		   "busybox sh: .profile, pins win");
+		free(link);
+	} else {
+		ok(runs("/bin/sh", 0, want), "sh: .profile, pins win");
+	}
+	free(want);
+	free(dir);
+}
+
+int main(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/skiff-script.XXXXXX");
+	if (!mkdtemp(tmp))
+		return 1;
+	plan_run(test_text);
+	plan_run(test_pins);
+	plan_run(test_runs);
+	{
+		char *argv[] = {"rm", "-rf", tmp, NULL};
+		struct buf o = BUF_INIT(4096), e = BUF_INIT(4096);
+		int st;
+
+		run_capture(argv, NULL, NULL, &o, &e, &st);
+		buf_release(&o);
+		buf_release(&e);
+	}
+	return done_testing();
+}
