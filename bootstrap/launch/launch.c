@@ -148,6 +148,7 @@ static void build_spec(struct msg *m, const struct task *t, const struct task_re
 	}
 	xsnprintf(num, sizeof(num), "%lld", (long long)cluster_job);
 	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
+	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */
 	add_env(m, "SKIFF_CLUSTER", cl->name);
 	buf_release(&ips);
 	buf_release(&setup_ips);

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/daemon.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -65,6 +67,33 @@ int jobs_use_pool(const char *infra)
 {
 	return (!infra || !*infra || !strcmp(infra, "local")) &&
 	       jobs_env_long("SKIFF_JOBS_LOCAL_POOL", 1, 0, 1);
+}
+
+char *jobs_task_id(double submitted_at, const char *name, int64_t id, int task)
+{
+	time_t at = (time_t)submitted_at;
+	char stamp[32];
+	struct tm tm;
+
+	gmtime_r(&at, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
+	return xasprintf("sky-managed-%s_%s_%lld-%d", stamp, name && *name ? name : "job",
+	                 (long long)id, task);
+}
+
+char *jobs_task_ids(double submitted_at, const char *name, int64_t id, int ntasks, int index,
+                    const char *current)
+{
+	struct buf b = BUF_INIT(0);
+	int i;
+
+	for (i = 0; i < ntasks; i++) {
+		char *t = jobs_task_id(submitted_at, name, id, i);
+
+		buf_addf(&b, "%s%s", i ? "\n" : "", i == index && current ? current : t);
+		free(t);
+	}
+	return buf_detach(&b, NULL);
 }
 
 void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)

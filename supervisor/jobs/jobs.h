@@ -102,6 +102,18 @@ struct jobs_limits {
 };
 void jobs_limits_compute(struct jobs_limits *l);
 
+/*
+ * SKYPILOT_TASK_ID of a managed job's task: sky-managed-TIMESTAMP_NAME_ID-TASK, the time
+ * the job was submitted (UTC), so that every task's id is known before the first runs
+ * and stays the same across recoveries. Returns a new string.
+ */
+char *jobs_task_id(double submitted_at, const char *name, int64_t id, int task);
+/*
+ * SKYPILOT_TASK_IDS: the ids of all ntasks tasks, one per line (SkyPilot's
+ * TASK_ID_LIST_ENV_VAR), with current (when not NULL) as task index's. A new string.
+ */
+char *jobs_task_ids(double submitted_at, const char *name, int64_t id, int ntasks, int index,
+                    const char *current);
 /* Cluster a job's current task launches on: the pool, or skiff-job-ID[-TASK-RECOVERY]. */
 void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size);
 /* 1 when jobs on infra go to the shared local pool (local infra, unless turned off). */

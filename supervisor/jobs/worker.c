@@ -129,7 +129,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	struct eng_launched res;
 	const struct task *t;
 	struct mjob j;
-	char cluster[128], infra[256], task_id[256], stamp[32], reason[512];
+	char cluster[128], infra[256], task_id[256], reason[512];
 	char *lockp = NULL;
 	int nodes, syncs, pool, rc, r, lock_fd = -1;
 
@@ -155,16 +155,22 @@ static int worker_launch(struct st_db *db, int64_t id)
 	pool = nodes == 1 && !syncs && jobs_use_pool(infra);
 	jobs_cluster_name(&j, pool, cluster, sizeof(cluster));
 	if (!*j.task_id) {
-		time_t now = time(NULL);
-		struct tm tm;
+		char *tid = jobs_task_id(j.submitted_at, j.name, id, j.task_index);
 
-		gmtime_r(&now, &tm);
-		strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
-		xsnprintf(task_id, sizeof(task_id), "sky-managed-%s_%s_%lld-%d", stamp,
-		          *j.name ? j.name : "job", (long long)id, j.task_index);
+		xsnprintf(task_id, sizeof(task_id), "%s", tid);
+		free(tid);
 		mj_set_task_id(db, id, task_id);
 	} else {
 		xsnprintf(task_id, sizeof(task_id), "%s", j.task_id);
+	}
+	/* Every task sees the pipeline's ids, as SkyPilot's SKYPILOT_TASK_IDS. */
+	{
+		char *ids =
+		        jobs_task_ids(j.submitted_at, j.name, id, (int)tl.n, j.task_index, task_id);
+
+		task_kvs_set(&tl.tasks[j.task_index]->envs, "SKYPILOT_TASK_IDS", ids, 0, 0);
+		task_kvs_set(&tl.tasks[j.task_index]->envs, "SKIFF_TASK_IDS", ids, 0, 0);
+		free(ids);
 	}
 	/* Intent first: a cluster named here is released even if we die half way. */
 	mj_set_cluster(db, id, cluster, 0, pool);

@@ -4,7 +4,13 @@
 # launcher's, ${VAR} in file_mounts and workdir, job ids in SKYPILOT_* envs.
 . "$(dirname "$0")/lib.sh"
 
+export SKIFF_JOBS_POLL_MS=200 SKIFF_JOBS_IDLE_S=3
+
 test_cleanup_hook() {
+	f=$SKIFF_HOME/jobs/controller.lock
+	if [ -f "$f" ] && ! flock -n "$f" true 2>/dev/null; then
+		kill -KILL "$(head -1 "$f")" 2>/dev/null
+	fi
 	for c in $(skiff status --json 2>/dev/null | python3 -c "import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
 		skiff down "$c" >/dev/null 2>&1
 	done
@@ -73,6 +79,39 @@ test_expect_success 'a job does not see the launcher environment, only its --env
 	grep -q "^foo=unset bar=2 term=unset home=$(node_home leak) path=/usr/local/sbin:" out &&
 	FOO_LEAK=2 skiff exec leak "echo \"foo=\${FOO_LEAK-unset} user=\$USER\"" >out 2>err &&
 	grep -q "^foo=unset user=$(id -un)\$" out
+'
+
+test_expect_success 'no file of skiff lies in a synced tree on the node' '
+	h=$(node_home ec) &&
+	test -f "$h/sky_workdir/marker" &&
+	test -z "$(cd "$h/sky_workdir" && ls -A | grep -v "^marker\$")"
+'
+
+test_expect_success 'SKYPILOT_INTERNAL_JOB_ID is the id queue shows on every rank, not the node one' '
+	# rank 1 ran fewer jobs than rank 0 so far: its node ids lag the cluster ids
+	skiff exec ec --num-nodes 2 "echo id=\$SKYPILOT_INTERNAL_JOB_ID node=\$SKIFF_JOB_ID" >out 2>err &&
+	id=$(skiff queue ec --json | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
+	test "$(grep -c ") id=$id node=" out)" = 2 &&
+	grep "(rank 1," out | grep -qv "node=$id\$"
+'
+
+test_expect_success 'a pipeline: every task sees SKYPILOT_TASK_IDS, one id per task, its own among them' '
+	cat >pipe.yaml <<-\EOF &&
+	name: pipe
+	---
+	name: one
+	run: echo "one $SKYPILOT_TASK_ID ids=$(printf %s "$SKYPILOT_TASK_IDS" | tr "\n" ,)"
+	---
+	name: two
+	run: echo "two $SKYPILOT_TASK_ID ids=$(printf %s "$SKYPILOT_TASK_IDS" | tr "\n" ,)"
+	EOF
+	skiff jobs launch pipe.yaml >out 2>err &&
+	id=$(head -1 out) &&
+	one=$(sed -n "s/^one \([^ ]*\) .*/\1/p" out) && two=$(sed -n "s/^two \([^ ]*\) .*/\1/p" out) &&
+	case "$one" in sky-managed-*_pipe_$id-0) ;; *) false ;; esac &&
+	case "$two" in sky-managed-*_pipe_$id-1) ;; *) false ;; esac &&
+	grep -qx "one $one ids=$one,$two" out &&
+	grep -qx "two $two ids=$one,$two" out
 '
 
 test_done

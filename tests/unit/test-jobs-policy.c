@@ -1,12 +1,15 @@
 /* The launcher daemons' decisions (supervisor/jobs/policy.h), over every combination. */
 #include "supervisor/jobs/policy.h"
 
+#include <stdlib.h>
+
 #include <math.h>
 #include <string.h>
 
 #include "lib/exit.h"
 #include "state/jobs.h"
 #include "state/node.h"
+#include "supervisor/jobs/jobs.h"
 #include "tests/unit/harness.h"
 
 static void test_gang(void)
@@ -185,8 +188,33 @@ static void test_probe_decide(void)
 	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER, "the third: the node is lost");
 }
 
+static void test_task_ids(void)
+{
+	char *t = jobs_task_id(86400.0 * 365 + 3661.5, "pipe", 7, 1), *l;
+
+	is_str(t, "sky-managed-1971-01-01-01-01-01_pipe_7-1", "a task id: the submit time, UTC");
+	free(t);
+	t = jobs_task_id(0, "", 3, 0);
+	is_str(t, "sky-managed-1970-01-01-00-00-00_job_3-0", "no name: job");
+	free(t);
+	l = jobs_task_ids(0, "p", 9, 3, 1, NULL);
+	is_str(l,
+	       "sky-managed-1970-01-01-00-00-00_p_9-0\nsky-managed-1970-01-01-00-00-00_p_9-1\n"
+	       "sky-managed-1970-01-01-00-00-00_p_9-2",
+	       "SKYPILOT_TASK_IDS: every task's, one per line");
+	free(l);
+	l = jobs_task_ids(0, "p", 9, 2, 1, "stored-id");
+	is_str(l, "sky-managed-1970-01-01-00-00-00_p_9-0\nstored-id",
+	       "the current task's id as it was recorded");
+	free(l);
+	l = jobs_task_ids(0, "p", 9, 1, 0, NULL);
+	is_str(l, "sky-managed-1970-01-01-00-00-00_p_9-0", "one task: no newline");
+	free(l);
+}
+
 int main(void)
 {
+	plan_run(test_task_ids);
 	plan_run(test_gang);
 	plan_run(test_backoff);
 	plan_run(test_launch_decide);
