@@ -315,11 +315,21 @@ int task_overrides_decode(struct task_overrides *o, const char *data, size_t len
 
 /*
  * Applies overrides to every task (envs and secrets are added or replaced; resource
- * flags apply to every alternative). A pipeline of several tasks takes only --env,
- * --env-file, --secret and --name: other flags are an error there. Returns 0 or -EINVAL.
+ * flags apply to every alternative), then fills the task's envs and secrets into its
+ * file_mounts, workdir, volumes and service (task_subst_vars()) and puts a relative
+ * file_mounts destination under ~/sky_workdir, as SkyPilot does; call it once per parse,
+ * with empty overrides too. A pipeline of several tasks takes only --env, --env-file,
+ * --secret and --name: other flags are an error there. Returns 0 or -EINVAL.
  */
 int task_list_apply_overrides(struct task_list *l, const struct task_overrides *o,
                               struct yerrors *errs);
+/*
+ * SkyPilot's substitution of a task's envs and secrets (secrets win) in s: `${NAME}` and
+ * `$NAME` whose NAME has a value are replaced (the braces are optional on either side, as
+ * in SkyPilot's pattern), anything else is left as written. A new string.
+ * task_list_apply_overrides() applies it to file_mounts, workdir, volumes and service.
+ */
+char *task_subst_vars(const char *s, const struct task_kvs *envs, const struct task_kvs *secrets);
 /*
  * Reports envs and secrets that are still null (each at its line): errors, or warnings
  * when as_warnings is set. Returns the number found.

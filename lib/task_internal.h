@@ -61,6 +61,9 @@ int task_env_name_ok(const char *s);
 int task_env_entry_fits(const char *name, const char *value);
 
 /* lib/task_resources.c */
+/* task_subst_vars() into t's file_mounts, workdir, volumes and service; relative mount
+ * destinations under ~/sky_workdir (lib/task_subst.c). */
+void task_fill_env_vars(struct task_list *l, struct task *t);
 int task_parse_resources(struct tparse *p, const struct ynode *node, struct task *t);
 void task_resources_release(struct task_resources *r);
 

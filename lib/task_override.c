@@ -445,6 +445,7 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			task_list_release(&flags);
 			return -EINVAL;
 		}
+		task_fill_env_vars(l, t);
 	}
 	task_list_release(&flags);
 	return 0;

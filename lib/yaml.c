@@ -141,6 +141,13 @@ static char *arena_strndup(struct ystream *s, const char *str, size_t n)
 	return p;
 }
 
+void yscalar_set(struct ystream *s, struct ynode *n, const char *value)
+{
+	n->len = strlen(value);
+	n->value = arena_strndup(s, value, n->len);
+	n->plain = 0;
+}
+
 void yaml_stream_release(struct ystream *s)
 {
 	struct yarena *a, *next;

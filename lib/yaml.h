@@ -115,6 +115,8 @@ struct ystream {
 int yaml_load(struct ystream *out, const char *file, const char *data, size_t len,
               struct yerrors *errs);
 void yaml_stream_release(struct ystream *s);
+/* Sets scalar n's text to a copy of value, owned by s; it now reads as a quoted string. */
+void yscalar_set(struct ystream *s, struct ynode *n, const char *value);
 
 /* ---- scalar resolution (YAML 1.1, as PyYAML's safe loader sees it) ------------------ */
 

@@ -114,4 +114,26 @@ test_expect_success 'a pipeline: every task sees SKYPILOT_TASK_IDS, one id per t
 	grep -qx "two $two ids=$one,$two" out
 '
 
+test_expect_success '${VAR} and $VAR in file_mounts (both sides) and workdir, --env winning; relative mounts land in the workdir' '
+	mkdir -p src-13b src-70b wd-70b && echo "13b weights" >src-13b/w && echo "70b weights" >src-70b/w &&
+	echo code >wd-70b/main.py && echo notes >notes-70b.txt &&
+	cat >fm.yaml <<-EOF &&
+	envs:
+	  SIZE: 13b
+	  HERE: $TRASH
+	workdir: \${HERE}/wd-\$SIZE
+	file_mounts:
+	  /tmp/skiff-t0625-$$/ckpt-\${SIZE}: \$HERE/src-\${SIZE}
+	  rel/notes.txt: \$HERE/notes-\$SIZE.txt
+	run: |
+	  cat /tmp/skiff-t0625-$$/ckpt-70b/w ~/sky_workdir/rel/notes.txt main.py
+	EOF
+	skiff launch -c ec --env SIZE=70b fm.yaml >out 2>err &&
+	grep -q "^70b weights\$" out && grep -q "^notes\$" out && grep -q "^code\$" out &&
+	test -f "$(node_home ec)/sky_workdir/rel/notes.txt" &&
+	skiff check --json fm.yaml >c.json &&
+	python3 -c "import json; t = json.load(open(\"c.json\"))[0][\"tasks\"][0]; assert \"~/sky_workdir/rel/notes.txt\" in t[\"file_mounts\"], t" &&
+	rm -rf /tmp/skiff-t0625-$$
+'
+
 test_done

@@ -744,6 +744,81 @@ static void test_overrides(void)
 	ok(task_image_is_docker("docker:x") && !task_image_is_docker("ami-1"), "docker images");
 }
 
+static void test_env_subst(void)
+{
+	struct task_overrides o = TASK_OVERRIDES_INIT;
+	struct task_kvs envs = {NULL, 0}, secrets = {NULL, 0};
+	static const char *const cases[][2] = {
+	        {"/m/${A}/x", "/m/1/x"},
+	        {"/m/$A/x", "/m/1/x"},
+	        {"$A$B", "1two"},
+	        {"${AB}", "long"},
+	        {"$AB_", "$AB_"}, /* the name is AB_, unknown */
+	        {"${UNKNOWN}-$NOPE", "${UNKNOWN}-$NOPE"},
+	        {"$$A", "$1"},
+	        {"$1 ${1} $ {A}", "$1 ${1} $ {A}"},
+	        {"${A", "1"}, /* SkyPilot's pattern: braces optional on either side */
+	        {"$A}", "1"},
+	        {"$A\xc3\xa9", "1\xc3\xa9"}, /* non-ASCII ends a name (JSON's \u escape) */
+	        {"$S", "secret"},
+	        {"$E", ""},
+	        {"$NULL", "$NULL"}, /* a null value is not a value */
+	        {"$R", "$A"},       /* one pass: a value is not substituted again */
+	};
+	size_t k;
+	int i = 0;
+
+	task_kvs_set(&envs, "A", "1", 0, 0);
+	task_kvs_set(&envs, "B", "two", 0, 0);
+	task_kvs_set(&envs, "AB", "long", 0, 0);
+	task_kvs_set(&envs, "S", "env", 0, 0);
+	task_kvs_set(&envs, "E", "", 0, 0);
+	task_kvs_set(&envs, "NULL", NULL, 0, 0);
+	task_kvs_set(&envs, "R", "$A", 0, 0);
+	task_kvs_set(&secrets, "S", "secret", 0, 0);
+	for (k = 0; k < ARRAY_SIZE(cases); k++) {
+		char *got = task_subst_vars(cases[k][0], &envs, &secrets);
+
+		is_str(got, cases[k][1], "subst '%s'", cases[k][0]);
+		free(got);
+	}
+	task_kvs_release(&envs);
+	task_kvs_release(&secrets);
+
+	ok(!parse("envs:\n  SIZE: 13b\n  DIR: data\n  PORT: 8080\nsecrets:\n  TOK:\n"
+	          "workdir: ./w-$SIZE\n"
+	          "file_mounts:\n  /ckpt/${SIZE}: ~/${DIR}\n  rel/$SIZE: ./x\n  ~/h: ./y\n"
+	          "  /keep/$UNKNOWN: $TOK\n"
+	          "  /st:\n    name: b-${SIZE}\n    source: [\"~/$DIR\"]\n    mode: MOUNT\n"
+	          "volumes:\n  v-$SIZE: /mnt/$DIR\n"
+	          "service:\n  readiness_probe: /health/$SIZE\n  port: $PORT\n"
+	          "run: echo $SIZE\n"),
+	   "a task with $VARS");
+	task_overrides_arg(&o, 2, argv_of("--env", "SIZE=70b", NULL), &i);
+	i = 0;
+	task_overrides_arg(&o, 2, argv_of("--secret", "TOK=t0k", NULL), &i);
+	ok(!task_list_apply_overrides(&L, &o, &E), "apply --env SIZE=70b --secret TOK=t0k");
+	is_str(T()->workdir.path, "./w-70b", "workdir: the --env value");
+	is_str(T()->mounts[0].dst, "/ckpt/70b", "a mount's destination");
+	is_str(T()->mounts[0].src, "~/data", "its source");
+	is_str(T()->mounts[1].dst, "~/sky_workdir/rel/70b",
+	       "a relative destination: under the workdir");
+	is_str(T()->mounts[2].dst, "~/h", "~/ stays in the home");
+	is_str(T()->mounts[3].dst, "/keep/$UNKNOWN", "an unknown name is left");
+	is_str(T()->mounts[3].src, "t0k", "a secret is filled in too");
+	is_str(ymap_get(T()->mounts[4].storage, "name")->value, "b-70b", "a storage mount's name");
+	is_str(ymap_get(T()->mounts[4].storage, "source")->items[0]->value, "~/data",
+	       "and its source");
+	is_str(ymap_key(T()->volumes, 0)->value, "v-70b", "volumes: keys");
+	is_str(ymap_val(T()->volumes, 0)->value, "/mnt/data", "volumes: values");
+	is_str(ymap_get(T()->service, "readiness_probe")->value, "/health/70b", "service");
+	ok(yscalar_type(ymap_get(T()->service, "port")) == YS_STR &&
+	           !strcmp(ymap_get(T()->service, "port")->value, "8080"),
+	   "a filled-in value is a string, as SkyPilot's JSON round trip makes it");
+	is_str(T()->run, "echo $SIZE", "run is the shell's business");
+	task_overrides_release(&o);
+}
+
 static void test_command(void)
 {
 	struct task_list l;
@@ -795,6 +870,7 @@ int main(void)
 	plan_run(test_not_tasks);
 	plan_run(test_json);
 	plan_run(test_overrides);
+	plan_run(test_env_subst);
 	plan_run(test_command);
 	plan_run(test_files);
 	task_list_release(&L);
