@@ -74,6 +74,17 @@ void task_resources_release(struct task_resources *r);
 int task_amount_parse(const char *text, int memory, struct task_amount *out, char *why,
                       size_t whysize);
 int task_accel_parse(const char *text, struct task_accel *out, char *why, size_t whysize);
+/*
+ * An accelerator chosen by its memory, SkyPilot's forms: "80GB+" (at least), "24GB"
+ * (exactly), "24GB:2" (a count), "nvidia:80GB+" or "NVIDIA:80GB:8" (a manufacturer). The
+ * memory is [0-9]+ then GB, MB or TB (any case), a whole number of GB, with an optional
+ * '+'; a count is a whole number. Returns 0 when text is not such a form (a name, for
+ * task_accel_parse()); 1 with every device of SkyPilot's catalog that fits in *out (n of
+ * them, each with the count; the caller frees names and array); -1 on a bad form or
+ * when no device fits, with why.
+ */
+int task_accel_memory_parse(const char *text, struct task_accel **out, size_t *n, char *why,
+                            size_t whysize);
 /* A size: a number of GiB, or with a unit ("512MB", "1TB"), into GiB. */
 int task_size_parse(const char *text, double *gib);
 /* Minutes: "10", or a time with a unit: "30s" (rounded up), "10m", "1h", "2d", "1w". */

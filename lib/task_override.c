@@ -190,8 +190,22 @@ static int set_checked(char **dst, const char *flag, const char *value, int kind
 		return error("%s needs a value", flag);
 	if (kind == 1 || kind == 2)
 		r = task_amount_parse(value, kind == 2, &amt, why, sizeof(why));
-	else if (kind == 3)
-		r = task_accel_parse(value, &acc, why, sizeof(why));
+	else if (kind == 3) {
+		struct task_accel *v = NULL;
+		size_t n = 0;
+
+		r = task_accel_memory_parse(value, &v, &n, why, sizeof(why));
+		while (n)
+			free(v[--n].name);
+		free(v);
+		if (r > 0)
+			return error(
+			        "%s %s: GPUs by memory go in the task's resources.accelerators, "
+			        "not in %s",
+			        flag, value, flag);
+		if (r == 0)
+			r = task_accel_parse(value, &acc, why, sizeof(why));
+	}
 	free(amt.text);
 	free(acc.name);
 	if (r)

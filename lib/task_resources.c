@@ -270,8 +270,16 @@ static int parse_amount(struct tparse *p, const struct ynode *n, const char *pat
 	return 0;
 }
 
+/* Takes a's name. A choice already listed is not listed again (SkyPilot's, by NAME:COUNT). */
 static void add_accel(struct rp *rp, const struct task_accel *a)
 {
+	size_t i;
+
+	for (i = 0; i < rp->naccels; i++)
+		if (!strcmp(rp->accels[i].name, a->name) && rp->accels[i].count == a->count) {
+			free(a->name);
+			return;
+		}
 	rp->accels = xrealloc(rp->accels, (rp->naccels + 1) * sizeof(*rp->accels));
 	rp->accels[rp->naccels++] = *a;
 }
@@ -279,22 +287,34 @@ static void add_accel(struct rp *rp, const struct task_accel *a)
 static int accel_entry(struct tparse *p, const struct ynode *k, const struct ynode *v,
                        const char *path, struct rp *rp)
 {
-	struct task_accel a = {NULL, 1};
-	char why[160];
+	struct task_accel a = {NULL, 1}, *by_mem = NULL;
+	char why[160], *text;
 	double count;
+	size_t n = 0, i;
+	int r;
 
 	if (k->kind != Y_SCALAR || ynode_is_null(k))
 		return tp_type_err(p, k, path, "a list, a set or a mapping of accelerator names");
+	if (v && !ynode_is_null(v) &&
+	    (strchr(k->value, ':') || ynode_number(v, &count) || !(count > 0)))
+		return tp_type_err(p, v, path, "an accelerator count (a number more than 0)");
+	/* SkyPilot reads {KEY: COUNT} as "KEY:COUNT", so the memory forms hold there too. */
+	text = v && !ynode_is_null(v) ? xasprintf("%s:%s", k->value, v->value) : xstrdup(k->value);
+	r = task_accel_memory_parse(text, &by_mem, &n, why, sizeof(why));
+	free(text);
+	if (r < 0)
+		return tp_err(p, v && !ynode_is_null(v) && strstr(why, "count") ? v : k, "%s: %s",
+		              path, why);
+	if (r > 0) {
+		for (i = 0; i < n; i++)
+			add_accel(rp, &by_mem[i]);
+		free(by_mem);
+		return 0;
+	}
 	if (task_accel_parse(k->value, &a, why, sizeof(why)))
 		return tp_err(p, k, "%s: %s", path, why);
-	if (v && !ynode_is_null(v)) {
-		if (strchr(k->value, ':') || ynode_number(v, &count) || !(count > 0)) {
-			free(a.name);
-			return tp_type_err(p, v, path,
-			                   "an accelerator count (a number more than 0)");
-		}
+	if (v && !ynode_is_null(v))
 		a.count = count;
-	}
 	add_accel(rp, &a);
 	return 0;
 }

@@ -139,6 +139,172 @@ bad:
 	return -1;
 }
 
+/*
+ * GPUs by memory: SkyPilot's catalog table (skypilot-catalog, catalogs/v7/common/
+ * metadata.csv: GPU, MemoryGB, Manufacturer), as its get_devices_by_memory() reads it,
+ * so that "80GB+" picks the devices SkyPilot's would, in the same order.
+ */
+static const struct {
+	const char *name;
+	int memory_gb;
+	const char *maker;
+} gpus_by_memory[] = {
+        {"A10", 24, "nvidia"},         {"A100", 40, "nvidia"},
+        {"A100-80GB", 80, "nvidia"},   {"A100-80GB-SXM", 80, "nvidia"},
+        {"A10G", 24, "nvidia"},        {"A40", 48, "nvidia"},
+        {"A4000", 16, "nvidia"},       {"A6000", 48, "nvidia"},
+        {"B200", 80, "nvidia"},        {"GH200", 80, "nvidia"},
+        {"H100", 80, "nvidia"},        {"H100-MEGA", 80, "nvidia"},
+        {"H100-NVL", 80, "nvidia"},    {"H100-NVLINK", 80, "nvidia"},
+        {"H100-SXM", 80, "nvidia"},    {"H200", 80, "nvidia"},
+        {"H200-SXM", 80, "nvidia"},    {"K80", 12, "nvidia"},
+        {"L4", 24, "nvidia"},          {"L40", 48, "nvidia"},
+        {"L40S", 48, "nvidia"},        {"M4000", 8, "nvidia"},
+        {"M60", 8, "nvidia"},          {"P100", 16, "nvidia"},
+        {"P4", 8, "nvidia"},           {"P4000", 8, "nvidia"},
+        {"RTX3060", 12, "nvidia"},     {"RTX3080", 10, "nvidia"},
+        {"RTX3090", 24, "nvidia"},     {"RTX4000-Ada", 20, "nvidia"},
+        {"RTX4090", 24, "nvidia"},     {"RTX6000", 24, "nvidia"},
+        {"RTX6000-Ada", 48, "nvidia"}, {"RTX8000", 48, "nvidia"},
+        {"RTXA4000", 16, "nvidia"},    {"RTXA4500", 20, "nvidia"},
+        {"RTXA5000", 24, "nvidia"},    {"RTXA6000", 48, "nvidia"},
+        {"T4", 16, "nvidia"},          {"T4g", 16, "nvidia"},
+        {"V100", 16, "nvidia"},        {"V100-32GB", 32, "nvidia"},
+        {"Gaudi HL-205", 32, "intel"}, {"MI300X", 192, "amd"},
+        {"Radeon MI25", 16, "amd"},    {"Radeon Pro V520", 8, "amd"},
+};
+
+/* ^[0-9]+[GgMmTt][Bb]\+?$, SkyPilot's test for a memory size. */
+static int is_memory(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && s[i] >= '0' && s[i] <= '9')
+		i++;
+	if (!i || i + 2 > len || !strchr("GgMmTt", s[i]) || (s[i + 1] | 0x20) != 'b')
+		return 0;
+	i += 2;
+	return i == len || (i + 1 == len && s[i] == '+');
+}
+
+static int whole(const char *s, size_t len, long *out)
+{
+	char num[24];
+	size_t i;
+
+	if (!len || len >= sizeof(num))
+		return -1;
+	for (i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	return parse_long(num, 1, 1000000, out);
+}
+
+int task_accel_memory_parse(const char *text, struct task_accel **out, size_t *n, char *why,
+                            size_t whysize)
+{
+	const char *part[3], *maker = NULL, *mem;
+	size_t len[3], np = 0, mlen, makerlen = 0, i, digits;
+	long count = 1, gb;
+	int plus;
+	const char *p = text;
+
+	*out = NULL;
+	*n = 0;
+	for (;;) {
+		const char *c = strchr(p, ':');
+
+		if (np == 3)
+			return 0; /* more than 3 parts: not a memory form */
+		part[np] = p;
+		len[np++] = c ? (size_t)(c - p) : strlen(p);
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	if (np == 3) {
+		if (!is_memory(part[1], len[1])) {
+			snprintf(why, whysize,
+			         "'%.40s': with a manufacturer, give the memory and a count "
+			         "(NVIDIA:80GB:8)",
+			         text);
+			return -1;
+		}
+		maker = part[0];
+		makerlen = len[0];
+		mem = part[1];
+		mlen = len[1];
+		if (whole(part[2], len[2], &count))
+			goto bad_count;
+	} else if (np == 2 && is_memory(part[0], len[0])) {
+		mem = part[0];
+		mlen = len[0];
+		if (whole(part[1], len[1], &count))
+			goto bad_count;
+	} else if (np == 2 && is_memory(part[1], len[1])) {
+		maker = part[0];
+		makerlen = len[0];
+		mem = part[1];
+		mlen = len[1];
+	} else if (np == 1 && is_memory(part[0], len[0])) {
+		mem = part[0];
+		mlen = len[0];
+	} else {
+		return 0;
+	}
+	plus = mem[mlen - 1] == '+';
+	digits = strspn(mem, "0123456789");
+	{
+		char num[24];
+
+		if (digits >= sizeof(num)) {
+			snprintf(why, whysize, "memory in '%.40s' is too large", text);
+			return -1;
+		}
+		memcpy(num, mem, digits);
+		num[digits] = '\0';
+		if (parse_long(num, 0, 1 << 20, &gb)) {
+			snprintf(why, whysize, "memory in '%.40s' is too large", text);
+			return -1;
+		}
+	}
+	switch (mem[digits] | 0x20) {
+	case 't': gb *= 1024; break;
+	case 'm':
+		if (gb % 1024) {
+			snprintf(why, whysize, "memory in '%.40s' must be a whole number of GB",
+			         text);
+			return -1;
+		}
+		gb /= 1024;
+		break;
+	default: break;
+	}
+	for (i = 0; i < ARRAY_SIZE(gpus_by_memory); i++) {
+		const char *m = gpus_by_memory[i].maker;
+
+		if (plus ? gpus_by_memory[i].memory_gb < gb : gpus_by_memory[i].memory_gb != gb)
+			continue;
+		if (maker && (strlen(m) != makerlen || strncasecmp(m, maker, makerlen)))
+			continue;
+		*out = xrealloc(*out, (*n + 1) * sizeof(**out));
+		(*out)[*n].name = xstrdup(gpus_by_memory[i].name);
+		(*out)[(*n)++].count = (double)count;
+	}
+	if (!*n) {
+		snprintf(why, whysize, "no %.*s%saccelerator has %s%ld GB of memory ('%.40s')",
+		         (int)makerlen, maker ? maker : "", maker ? " " : "",
+		         plus ? "at least " : "exactly ", gb, text);
+		return -1;
+	}
+	return 1;
+bad_count:
+	snprintf(why, whysize, "count in '%.40s' must be a whole number more than 0", text);
+	return -1;
+}
+
 /* "10" (minutes), "30s", "10m", "1h", "2d", "1w" */
 int task_minutes_parse(const char *s, long *out)
 {

@@ -744,6 +744,74 @@ static void test_overrides(void)
 	ok(task_image_is_docker("docker:x") && !task_image_is_docker("ami-1"), "docker images");
 }
 
+/* "NAME:COUNT,NAME:COUNT..." of the parsed alternatives. */
+static const char *accels(void)
+{
+	static char out[1024];
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	for (i = 0; T() && i < T()->nres && n < sizeof(out) - 64; i++)
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s:%g", i ? "," : "",
+		                      R(i)->accel.name, R(i)->accel.count);
+	return out;
+}
+
+static void test_accel_by_memory(void)
+{
+	ok(!parse("resources:\n  accelerators: 80GB+\n"), "80GB+");
+	is_str(accels(),
+	       "A100-80GB:1,A100-80GB-SXM:1,B200:1,GH200:1,H100:1,H100-MEGA:1,H100-NVL:1,"
+	       "H100-NVLINK:1,H100-SXM:1,H200:1,H200-SXM:1,MI300X:1",
+	       "  every device of at least 80 GB, in the catalog's order");
+	ok(!T()->res_ordered, "  any of them");
+	ok(!parse("resources:\n  accelerators: nvidia:80GB:8\n"), "nvidia:80GB:8");
+	ok(T()->nres == 11 && R(10)->accel.count == 8 && !strcmp(R(10)->accel.name, "H200-SXM"),
+	   "  exactly 80 GB, NVIDIA's only, 8 each: %s", accels());
+	ok(!parse("resources:\n  accelerators: {80GB+: 8}\n"), "{80GB+: 8}");
+	ok(T()->nres == 12 && R(11)->accel.count == 8, "  the mapping's count: %s", accels());
+	ok(!parse("resources:\n  accelerators: 24GB:2\n"), "24GB:2");
+	is_str(accels(), "A10:2,A10G:2,L4:2,RTX3090:2,RTX4090:2,RTX6000:2,RTXA5000:2",
+	       "  24 GB exactly, a count: not a GPU named 24GB");
+	ok(!parse("resources:\n  accelerators: AMD:100gb+\n"), "AMD:100gb+ (any case)");
+	is_str(accels(), "MI300X:1", "  the manufacturer in any case");
+	ok(parse("resources:\n  accelerators: 1tb+\n") == -EINVAL, "1tb+: none");
+	is_str(msg,
+	       "2:17: resources.accelerators: no accelerator has at least 1024 GB of memory "
+	       "('1tb+')",
+	       "  says so");
+	ok(!parse("resources:\n  accelerators: [L4, 24GB, T4]\n"),
+	   "a list mixing names and memory");
+	is_str(accels(), "L4:1,A10:1,A10G:1,RTX3090:1,RTX4090:1,RTX6000:1,RTXA5000:1,T4:1",
+	       "  in order, L4 once");
+	ok(T()->res_ordered, "  a list keeps its order");
+	fails("resources:\n  accelerators: 80GB:0.5\n",
+	      "2:17: resources.accelerators: count in '80GB:0.5' must be a whole number more than 0");
+	fails("resources:\n  accelerators: {40GB: 0.5}\n",
+	      "2:24: resources.accelerators: count in '40GB:0.5' must be a whole number more than "
+	      "0");
+	fails("resources:\n  accelerators: nvidia:x:8\n",
+	      "2:17: resources.accelerators: 'nvidia:x:8': with a manufacturer, give the memory "
+	      "and a count (NVIDIA:80GB:8)");
+	fails("resources:\n  accelerators: 1536MB\n",
+	      "2:17: resources.accelerators: memory in '1536MB' must be a whole number of GB");
+	fails("resources:\n  accelerators: intel:80GB\n",
+	      "2:17: resources.accelerators: no intel accelerator has exactly 80 GB of memory "
+	      "('intel:80GB')");
+	ok(!parse("resources:\n  accelerators: 32768MB\n"), "32768MB is 32 GB");
+	is_str(accels(), "V100-32GB:1,Gaudi HL-205:1", "  exactly 32");
+	ok(!parse("resources:\n  accelerators: GB80:2\n"), "a name that is not a size");
+	is_str(accels(), "GB80:2", "  is a name");
+	{
+		struct task_overrides o = TASK_OVERRIDES_INIT;
+		int i = 0;
+
+		is_int(task_overrides_arg(&o, 2, argv_of("--gpus", "80GB+", NULL), &i), -1,
+		       "--gpus 80GB+ is refused, saying where it goes");
+		task_overrides_release(&o);
+	}
+}
+
 static void test_env_subst(void)
 {
 	struct task_overrides o = TASK_OVERRIDES_INIT;
@@ -870,6 +938,7 @@ int main(void)
 	plan_run(test_not_tasks);
 	plan_run(test_json);
 	plan_run(test_overrides);
+	plan_run(test_accel_by_memory);
 	plan_run(test_env_subst);
 	plan_run(test_command);
 	plan_run(test_files);
