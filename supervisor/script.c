@@ -26,17 +26,47 @@ static const char conda_profile[] =
         "\tunset __skiff_conda\n"
         "fi\n";
 
+/* The names of pins that a shell can hold, space-separated; 0 if there is none. */
+static int pin_names(const struct env *pins, struct buf *b)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; pins && i < pins->n; i++) {
+		const char *kv = pins->v[i];
+		char *name = xstrndup(kv, strcspn(kv, "="));
+
+		if (sh_valid_name(name)) {
+			buf_addf(b, " %s", name);
+			n++;
+		}
+		free(name);
+	}
+	return n;
+}
+
 char *step_script_text(const struct step_script *s)
 {
-	struct buf b = BUF_INIT(0);
+	struct buf b = BUF_INIT(0), names = BUF_INIT(0);
+	int keep = s->bash && pin_names(s->pins, &names);
 	size_t i;
 
+	/*
+	 * bash keeps the pins' values from its own environment before the profile runs and
+	 * restores them after, so that the text holds only their names: it may then go to bash
+	 * as an argument (bash -c, which execs the script's last command) without a secret
+	 * on a command line. A plain sh gets the values written out (the text is a 0600 file).
+	 */
+	if (keep)
+		buf_addf(&b, "__skiff_pins=$(declare -p%s 2>/dev/null)\n", names.p);
 	/* A profile that returns early for a non-interactive shell only ends its own part. */
 	buf_addf(&b, "if [ -f ~/%s ]; then . ~/%s; fi\n", s->bash ? ".bashrc" : ".profile",
 	         s->bash ? ".bashrc" : ".profile");
 	buf_adds(&b, conda_profile);
 	buf_adds(&b, "export PYTHONUNBUFFERED=1\n");
-	for (i = 0; s->pins && i < s->pins->n; i++) {
+	if (keep)
+		buf_adds(&b, "eval \"$__skiff_pins\" 2>/dev/null; unset __skiff_pins\n");
+	for (i = 0; !s->bash && s->pins && i < s->pins->n; i++) {
 		const char *kv = s->pins->v[i], *eq = strchr(kv, '=');
 		char *name = xstrndup(kv, (size_t)(eq - kv));
 
@@ -47,6 +77,7 @@ char *step_script_text(const struct step_script *s)
 		}
 		free(name);
 	}
+	buf_release(&names);
 	if (s->path_prefix && *s->path_prefix) {
 		/* An assignment, never split, in every sh (dash splits `export` arguments). */
 		buf_adds(&b, "PATH=");

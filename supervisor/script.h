@@ -23,9 +23,20 @@ struct step_script {
 	const char *path_prefix; /* put before the profile's PATH ("D" or "D1:D2"); NULL: none */
 };
 
-/* The script text (the caller frees it). Entries of pins whose name is not a shell
- * variable name cannot be exported by a shell and are left to the environment. */
+/*
+ * The script text (the caller frees it). Entries of pins whose name is not a shell
+ * variable name cannot be exported by a shell and are left to the environment. Under bash
+ * the pins' values are taken from the shell's own environment (which must hold them, as
+ * the step's does), so the text names them and holds none of their values; under sh they
+ * are written into it.
+ */
 char *step_script_text(const struct step_script *s);
+/*
+ * Under bash a text up to this size is given as `bash -c TEXT FILE` (bash then execs the
+ * script's last command: no shell stays behind a one-command job); a longer one is run
+ * from its file. Below the kernel's limit on one argument (MAX_ARG_STRLEN, 128 KiB).
+ */
+#define STEP_ARGV_TEXT_MAX ((size_t)64 << 10)
 
 /*
  * What the profiles may not take back: every entry of final (the step's environment)

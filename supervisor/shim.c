@@ -18,10 +18,11 @@
  * double fork) is re-parented to it and can still be found and killed; every step also
  * carries the shim's tag in its environment, so that the supervisor finds what is left
  * of the job when the shim itself is killed (struct proc_scope, supervisor/node.h). Each
- * step's script reaches the shell as a file in the job's log dir (setup.sh, run.sh), never
- * as an argument. The job's stdout and stderr go straight to the log files (not through a
- * pipe), so the job keeps writing its logs even if the shim dies. The shim holds the node
- * db open only while it writes.
+ * step's script is written to a file in the job's log dir (setup.sh, run.sh); bash is
+ * given it as its -c argument when it is short (so that it execs the last command), and
+ * that text names the job's envs but holds none of their values (supervisor/script.h). The job's
+ * stdout and stderr go straight to the log files (not through a pipe), so the job keeps writing its
+ * logs even if the shim dies. The shim holds the node db open only while it writes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -236,7 +237,7 @@ static char *write_script(struct shim *sh, const char *name, const char *script)
  * Returns the path (the caller frees it) or NULL, printed.
  */
 static char *write_step(struct shim *sh, const char *log_name, const char *script,
-                        const struct env *env, const char *cwd)
+                        const struct env *env, const char *cwd, char **textp)
 {
 	struct step_script ss = {script, 0, cwd, NULL, NULL};
 	struct env base, pins;
@@ -252,7 +253,7 @@ static char *write_step(struct shim *sh, const char *log_name, const char *scrip
 	ss.path_prefix = prefix;
 	text = step_script_text(&ss);
 	path = write_script(sh, name, text);
-	free(text);
+	*textp = text;
 	free(prefix);
 	env_release(&pins);
 	env_release(&base);
@@ -262,10 +263,10 @@ static char *write_step(struct shim *sh, const char *log_name, const char *scrip
 static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus,
                       char *const *cmd)
 {
-	char *argv[] = {(char *)shell_path(), NULL, NULL};
+	char *argv[] = {(char *)shell_path(), NULL, NULL, NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *home = user_home();
-	char *cwd = NULL, *file = NULL;
+	char *cwd = NULL, *file = NULL, *text = NULL;
 	struct env env;
 	int fd, r;
 
@@ -282,12 +283,17 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	if (sh->has_renv && sh->renv.working_dir) /* Ray's rule: the job runs in working_dir */
 		o.cwd = sh->renv.working_dir;
 	if (!cmd) {
-		file = write_step(sh, log_name, script, &env, o.cwd);
+		file = write_step(sh, log_name, script, &env, o.cwd, &text);
 		if (!file) {
 			r = -EIO;
 			goto out;
 		}
 		argv[1] = file;
+		if (!strcmp(argv[0], "/bin/bash") && strlen(text) <= STEP_ARGV_TEXT_MAX) {
+			argv[1] = "-c"; /* bash execs the last command: one process fewer */
+			argv[2] = text;
+			argv[3] = file; /* $0, and what bash names in its messages */
+		}
 	}
 	o.argv = cmd ? cmd : argv;
 	o.envp = env.v;
@@ -309,6 +315,7 @@ out:
 	close(fd);
 	free(cwd);
 	free(file);
+	free(text);
 	if (!r)
 		with_db(db_set_proc, sh, NULL);
 	db_idle();

@@ -136,4 +136,14 @@ test_expect_success '${VAR} and $VAR in file_mounts (both sides) and workdir, --
 	rm -rf /tmp/skiff-t0625-$$
 '
 
+test_expect_success 'a one-command job leaves no shell behind: bash execs the command' '
+	skiff exec ec -d "sleep 77$$" >/dev/null 2>&1 &&
+	wait_for "pgrep -f \"^sleep 77$$\" >/dev/null" &&
+	pid=$(pgrep -f "^sleep 77$$") &&
+	ppid=$(ps -o ppid= -p "$pid" | tr -d " ") &&
+	tr "\000" " " <"/proc/$ppid/cmdline" | grep -q " __shim " &&
+	skiff cancel ec >/dev/null &&
+	wait_for "! pgrep -f \"^sleep 77$$\" >/dev/null"
+'
+
 test_done

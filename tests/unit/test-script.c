@@ -50,6 +50,23 @@ static void test_text(void)
 	env_set(&pins, "A", "it's $(x) `y`\nz");
 	env_set(&pins, "B", "");
 	env_put(&pins, "not-a-name=1");
+	s.pins = &pins;
+	t = step_script_text(&s);
+	want = xasprintf("__skiff_pins=$(declare -p A B 2>/dev/null)\n"
+	                 "if [ -f ~/.bashrc ]; then . ~/.bashrc; fi\n%s"
+	                 "export PYTHONUNBUFFERED=1\n"
+	                 "eval \"$__skiff_pins\" 2>/dev/null; unset __skiff_pins\necho hi\n",
+	                 conda_lines);
+	is_str(t, want, "bash: the pins by name only, kept across the profile");
+	ok(!strstr(t, "$(x)"), "  no value in the text");
+	free(t);
+	free(want);
+	env_release(&pins);
+
+	env_init(&pins, 0);
+	env_set(&pins, "A", "it's $(x) `y`\nz");
+	env_set(&pins, "B", "");
+	env_put(&pins, "not-a-name=1");
 	s.bash = 0;
 	s.pins = &pins;
 	s.cwd = "/w d/'x'";
@@ -127,15 +144,16 @@ static void write_file(const char *name, const char *text)
 	free(p);
 }
 
-/* Runs the step's text with shell (argv[0]) and HOME=tmp; 1 if it prints want. */
-static int runs(const char *shell, int bash, const char *want)
+/* Runs the step's text with shell and HOME=tmp (as FILE, or with bash -c TEXT FILE when
+ * inline); 1 if it prints want. */
+static int runs(const char *shell, int bash, int inline_text, const char *want)
 {
 	struct env pins, e;
 	struct step_script s = {"echo \"$V $W $PYTHONUNBUFFERED $(pwd) $PATH\"", bash, NULL, NULL,
 	                        "/pre"};
 	struct buf out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
 	char *text, *cwd = xasprintf("%s/work", tmp), *file = xasprintf("%s/step.sh", tmp);
-	char *argv[] = {(char *)shell, file, NULL};
+	char *argv[] = {(char *)shell, file, NULL, NULL, NULL};
 	int st = -1, pass;
 
 	env_init(&pins, 0);
@@ -144,10 +162,15 @@ static int runs(const char *shell, int bash, const char *want)
 	s.cwd = cwd;
 	text = step_script_text(&s);
 	write_file("step.sh", text);
+	if (inline_text) {
+		argv[1] = "-c";
+		argv[2] = text;
+		argv[3] = file;
+	}
 	env_init(&e, 0);
 	env_set(&e, "HOME", tmp);
 	env_set(&e, "PATH", "/usr/bin:/bin");
-	env_set(&e, "V", "from-env");
+	env_set(&e, "V", "pinned"); /* the step's environment holds what is pinned */
 	pass = !run_capture(argv, e.v, NULL, &out, &err, &st) && WIFEXITED(st) &&
 	       WEXITSTATUS(st) == 0 && !strcmp(out.p ? out.p : "", want);
 	if (!pass)
@@ -173,7 +196,8 @@ static void test_runs(void)
 	                      "cd /\ncase $- in *i*) ;; *) return ;; esac\nexport W=late\n");
 	write_file(".profile", "export V=profile W=profile PATH=/pr:$PATH; cd /\n");
 	want = xasprintf("pinned bashrc 1 %s /pre:/rc:/usr/bin:/bin\n", dir);
-	ok(runs("/bin/bash", 1, want), "bash: .bashrc read up to its early return, pins win");
+	ok(runs("/bin/bash", 1, 0, want), "bash: .bashrc read up to its early return, pins win");
+	ok(runs("/bin/bash", 1, 1, want), "the same with bash -c TEXT FILE");
 	free(want);
 	want = xasprintf("pinned profile 1 %s /pre:/pr:/usr/bin:/bin\n", dir);
 	if (!access("/bin/busybox", X_OK) || !access("/usr/bin/busybox", X_OK)) {
@@ -182,14 +206,49 @@ static void test_runs(void)
 
 		ok(!symlink(!access("/bin/busybox", X_OK) ? "/bin/busybox" : "/usr/bin/busybox",
 		            link) &&
-		           runs(link, 0, want),
+		           runs(link, 0, 0, want),
 		   "busybox sh: .profile, pins win");
 		free(link);
 	} else {
-		ok(runs("/bin/sh", 0, want), "sh: .profile, pins win");
+		ok(runs("/bin/sh", 0, 0, want), "sh: .profile, pins win");
 	}
 	free(want);
 	free(dir);
+}
+
+/* A hostile value survives the profile: kept by declare -p and eval, never written out. */
+static void test_hostile(void)
+{
+	static const char hostile[] =
+	        "it's $(touch pwned) `touch pwned2` \"q\" \\ \n\ttab $'x' \x01\xff!";
+	struct env pins, e;
+	struct step_script s = {"printf %s \"$H\"", 1, NULL, NULL, NULL};
+	struct buf out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
+	char *text, *file = xasprintf("%s/h.sh", tmp);
+	char *argv[] = {"/bin/bash", "-c", NULL, file, NULL};
+	int st = -1;
+
+	write_file(".bashrc", "export H=changed-by-bashrc\n");
+	env_init(&pins, 0);
+	env_set(&pins, "H", hostile);
+	s.pins = &pins;
+	text = step_script_text(&s);
+	argv[2] = text;
+	env_init(&e, 0);
+	env_set(&e, "HOME", tmp);
+	env_set(&e, "PATH", "/usr/bin:/bin");
+	env_set(&e, "H", hostile);
+	ok(!run_capture(argv, e.v, NULL, &out, &err, &st) && WIFEXITED(st) &&
+	           WEXITSTATUS(st) == 0 && out.len == strlen(hostile) &&
+	           !memcmp(out.p, hostile, out.len),
+	   "a hostile value comes back byte for byte (err '%s')", err.p ? err.p : "");
+	ok(access("pwned", F_OK) && access("pwned2", F_OK), "  and runs nothing");
+	free(text);
+	free(file);
+	env_release(&pins);
+	env_release(&e);
+	buf_release(&out);
+	buf_release(&err);
 }
 
 int main(void)
@@ -200,6 +259,7 @@ int main(void)
 	plan_run(test_text);
 	plan_run(test_pins);
 	plan_run(test_runs);
+	plan_run(test_hostile);
 	{
 		char *argv[] = {"rm", "-rf", tmp, NULL};
 		struct buf o = BUF_INIT(4096), e = BUF_INIT(4096);
