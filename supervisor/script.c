@@ -26,8 +26,23 @@ static const char conda_profile[] =
         "\tunset __skiff_conda\n"
         "fi\n";
 
-/* The names of pins that a shell can hold, space-separated; 0 if there is none. */
-static int pin_names(const struct env *pins, struct buf *b)
+enum pin_form { KEEP, RESTORE, NAME, KEPT_NAME };
+
+/* bash's read-only variables: an assignment to one would fail the whole line. */
+static int shell_readonly(const char *name)
+{
+	static const char *const ro[] = {"UID",      "EUID",      "PPID",
+	                                 "BASHOPTS", "SHELLOPTS", "BASH_VERSINFO"};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ro); i++)
+		if (!strcmp(name, ro[i]))
+			return 1;
+	return 0;
+}
+
+/* Appends " FORM" for each pin N whose name a shell can hold; returns how many. */
+static int each_pin(const struct env *pins, struct buf *b, enum pin_form form)
 {
 	size_t i;
 	int n = 0;
@@ -36,8 +51,13 @@ static int pin_names(const struct env *pins, struct buf *b)
 		const char *kv = pins->v[i];
 		char *name = xstrndup(kv, strcspn(kv, "="));
 
-		if (sh_valid_name(name)) {
-			buf_addf(b, " %s", name);
+		if (sh_valid_name(name) && !shell_readonly(name)) {
+			switch (form) {
+			case KEEP: buf_addf(b, " __skiff_%s=$%s", name, name); break;
+			case RESTORE: buf_addf(b, " %s=$__skiff_%s", name, name); break;
+			case NAME: buf_addf(b, " %s", name); break;
+			case KEPT_NAME: buf_addf(b, " __skiff_%s", name); break;
+			}
 			n++;
 		}
 		free(name);
@@ -47,37 +67,34 @@ static int pin_names(const struct env *pins, struct buf *b)
 
 char *step_script_text(const struct step_script *s)
 {
-	struct buf b = BUF_INIT(0), names = BUF_INIT(0);
-	int keep = s->bash && pin_names(s->pins, &names);
-	size_t i;
+	struct buf b = BUF_INIT(0), keep = BUF_INIT(0);
 
 	/*
-	 * bash keeps the pins' values from its own environment before the profile runs and
-	 * restores them after, so that the text holds only their names: it may then go to bash
-	 * as an argument (bash -c, which execs the script's last command) without a secret
-	 * on a command line. A plain sh gets the values written out (the text is a 0600 file).
+	 * The pins' values are kept from the shell's own environment in shell variables
+	 * across the profile and put back after it (assignments: never split or globbed, every
+	 * byte kept), so that the text holds their names and none of their values: it may go
+	 * to bash as an argument (bash -c, which execs the script's last command), and no
+	 * secret is written to a file.
 	 */
-	if (keep)
-		buf_addf(&b, "__skiff_pins=$(declare -p%s 2>/dev/null)\n", names.p);
+	if (each_pin(s->pins, &keep, KEEP))
+		buf_addf(&b, "%s\n", keep.p + 1);
 	/* A profile that returns early for a non-interactive shell only ends its own part. */
 	buf_addf(&b, "if [ -f ~/%s ]; then . ~/%s; fi\n", s->bash ? ".bashrc" : ".profile",
 	         s->bash ? ".bashrc" : ".profile");
 	buf_adds(&b, conda_profile);
 	buf_adds(&b, "export PYTHONUNBUFFERED=1\n");
-	if (keep)
-		buf_adds(&b, "eval \"$__skiff_pins\" 2>/dev/null; unset __skiff_pins\n");
-	for (i = 0; !s->bash && s->pins && i < s->pins->n; i++) {
-		const char *kv = s->pins->v[i], *eq = strchr(kv, '=');
-		char *name = xstrndup(kv, (size_t)(eq - kv));
+	if (keep.len) {
+		struct buf names = BUF_INIT(0), vars = BUF_INIT(0);
 
-		if (sh_valid_name(name)) {
-			buf_adds(&b, "export ");
-			sh_quote_env(&b, name, eq + 1);
-			buf_addch(&b, '\n');
-		}
-		free(name);
+		buf_reset(&keep);
+		each_pin(s->pins, &keep, RESTORE);
+		each_pin(s->pins, &names, NAME);
+		each_pin(s->pins, &vars, KEPT_NAME);
+		buf_addf(&b, "%s; export%s; unset%s\n", keep.p + 1, names.p, vars.p);
+		buf_release(&names);
+		buf_release(&vars);
 	}
-	buf_release(&names);
+	buf_release(&keep);
 	if (s->path_prefix && *s->path_prefix) {
 		/* An assignment, never split, in every sh (dash splits `export` arguments). */
 		buf_adds(&b, "PATH=");

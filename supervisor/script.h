@@ -5,8 +5,8 @@
  * The text a job's step runs: SkyPilot's task script (make_task_bash_script in
  * sky/skylet/log_lib.py), so that a task behaves as it does under SkyPilot. Under bash:
  * ~/.bashrc when present, conda's profile when conda is installed, PYTHONUNBUFFERED=1,
- * then what skiff gives the job (its envs, the runtime env's PATH) exported again so that
- * a profile cannot take it back, `cd` to the job's directory, and the task's script.
+ * then what skiff gives the job (its envs, the runtime env's PATH) put back so that a
+ * profile cannot take it away, `cd` to the job's directory, and the task's script.
  * Under a plain sh (busybox images): ~/.profile instead of ~/.bashrc. Rationale and the
  * differences from SkyPilot: docs/node.md, "The job's shell".
  *
@@ -24,11 +24,10 @@ struct step_script {
 };
 
 /*
- * The script text (the caller frees it). Entries of pins whose name is not a shell
- * variable name cannot be exported by a shell and are left to the environment. Under bash
- * the pins' values are taken from the shell's own environment (which must hold them, as
- * the step's does), so the text names them and holds none of their values; under sh they
- * are written into it.
+ * The script text (the caller frees it). The pins' values are taken from the shell's own
+ * environment (which must hold them, as the step's does) before the profile and put back
+ * after it, so the text names them and holds none of their values. Pins whose name is not
+ * a shell variable name, or is one of bash's read-only ones, are left to the environment.
  */
 char *step_script_text(const struct step_script *s);
 /*
