@@ -191,6 +191,9 @@ static int call_prepare(struct runner *r, const char *script, int interactive, i
 				env_unset(&c->env, kv.v[i]);
 		}
 		argv_release(&kv);
+		/* A terminal session keeps the terminal's type, as ssh -t passes it on. */
+		if (interactive && getenv("TERM"))
+			env_set(&c->env, "TERM", getenv("TERM"));
 	}
 	c->cwd = r->ops->cwd ? r->ops->cwd(r) : NULL;
 	return 0;

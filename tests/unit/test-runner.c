@@ -462,6 +462,14 @@ static void test_local_stdin_env_status(void)
 		rc = runner_spawn(r, "exit 7", 0, &io, &pid);
 		ok(!rc && !spawn_wait(pid, &raw) && status_to_code(raw) == 7,
 		   "runner_spawn: the caller reaps the exit status");
+		setenv("TERM", "xterm-test", 1);
+		rc = runner_spawn(r, "test \"$TERM\" = xterm-test", 1, &io, &pid);
+		ok(!rc && !spawn_wait(pid, &raw) && status_to_code(raw) == 0,
+		   "a terminal session keeps the terminal's TERM");
+		rc = runner_spawn(r, "test -z \"${TERM+set}\"", 0, &io, &pid);
+		ok(!rc && !spawn_wait(pid, &raw) && status_to_code(raw) == 0,
+		   "other calls have no TERM");
+		unsetenv("TERM");
 	}
 	unsetenv("SKIFF_HOME");
 	runner_free(r);
