@@ -232,9 +232,10 @@ static char *write_script(struct shim *sh, const char *name, const char *script)
 
 /*
  * Writes a step's script to LOG_DIR/NAME (0600): the task's script inside the prelude
- * that SkyPilot's task script has (supervisor/script.h), which exports again what
- * skiff gives the job (env, changed from the supervisor's own) once the profiles ran.
- * Returns the path (the caller frees it) or NULL, printed.
+ * that SkyPilot's task script has (supervisor/script.h), which puts back what skiff gives
+ * the job (what env holds that the supervisor's own does not) once the profiles ran.
+ * Returns the path (the caller frees it) or NULL, printed; *textp: the text (freed by the
+ * caller, also on failure).
  */
 static char *write_step(struct shim *sh, const char *log_name, const char *script,
                         const struct env *env, const char *cwd, char **textp)
