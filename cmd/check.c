@@ -9,6 +9,7 @@
 
 #include "cmd/cmd.h"
 #include "lib/buf.h"
+#include "lib/config.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/task.h"
@@ -17,6 +18,7 @@
 
 const char cmd_check_usage[] =
         "usage: skiff check [--json] [OVERRIDES...] FILE...\n"
+        "       skiff check [--config FILE|KEY=VALUE]...\n"
         "\n"
         "Checks task YAML files (SkyPilot's format, see docs/task-yaml.md) without running\n"
         "anything. A file of several YAML documents is a pipeline. FILE - reads standard input.\n"
@@ -28,6 +30,11 @@ const char cmd_check_usage[] =
         "                         task normalized (all fields; secrets shown as <redacted>)\n"
         "\n"
         "Overrides, applied as `skiff launch` applies them:\n" TASK_OVERRIDES_HELP "\n"
+        "The config each task would run with is checked too: the config file in effect\n"
+        "(" CONFIG_ENV ", $SKIFF_HOME/" CONFIG_FILE ", else ~/.sky/" CONFIG_FILE "), the task's\n"
+        "config: and each --config (docs/config.md); keys skiff ignores are warnings. Without\n"
+        "FILE, only the config is checked.\n"
+        "\n"
         "An env or secret left null (`HF_TOKEN:` with no value) is reported as a warning: launch\n"
         "refuses it unless given with --env/--secret.\n"
         "\n"
@@ -57,6 +64,51 @@ static void errors_json(struct json *j, const struct yerrors *errs, int warnings
 	json_arr_end(j);
 }
 
+/*
+ * The config each task would run with (lib/config.h): the config file in effect, the
+ * task's config: and --config, as launch layers them. 0 or -EINVAL (errors added).
+ */
+static int check_config(const struct task_overrides *o, const struct task_list *l,
+                        struct yerrors *errs)
+{
+	struct config_layers L = CONFIG_LAYERS_INIT;
+	struct cfg_node *c = NULL;
+	size_t k;
+	int r;
+
+	r = config_layers_load(&L, o, errs) ? -EINVAL : 0;
+	for (k = 0; !r && l && k < l->n; k++) {
+		r = config_for_task(&L, l->tasks[k], l->file, &c, errs);
+		cfg_free(c);
+	}
+	if (!r && !l)
+		r = config_for_task(&L, NULL, NULL, &c, errs), cfg_free(c);
+	config_layers_release(&L);
+	return r;
+}
+
+/* Without a FILE: the config layers alone ("PATH: ok"). EXIT_* status. */
+static int check_config_only(const struct task_overrides *o)
+{
+	struct yerrors errs = YERRORS_INIT;
+	char *path = config_file_path();
+	int r;
+
+	if (!path && !o->nconfig) {
+		return usage_error("check",
+		                   "no FILE given (and no config file: %s, "
+		                   "$SKIFF_HOME/" CONFIG_FILE " or ~/.sky/" CONFIG_FILE ")",
+		                   CONFIG_ENV);
+	}
+	r = check_config(o, NULL, &errs);
+	yerr_print(&errs, stderr);
+	yerr_release(&errs);
+	if (!r)
+		printf("%s: ok\n", path ? path : CONFIG_CLI_NAME);
+	free(path);
+	return r ? EXIT_INVALID : EXIT_OK;
+}
+
 /* Checks one file; returns 0, -EINVAL (invalid) or another negative errno (unreadable). */
 static int check_one(const char *file, const struct task_overrides *o, struct json *j)
 {
@@ -69,6 +121,9 @@ static int check_one(const char *file, const struct task_overrides *o, struct js
 		r = task_list_apply_overrides(&l, o, &errs);
 	if (!r)
 		task_list_check_required(&l, &errs, 1);
+	/* The config is checked even when the task is not: its errors are as much news. */
+	if (check_config(o, r ? NULL : &l, &errs) && !r)
+		r = -EINVAL;
 	fflush(stdout);
 	yerr_print(&errs, stderr);
 	if (j) {
@@ -137,7 +192,7 @@ int cmd_check(int argc, char **argv)
 		i--; /* task_overrides_arg() left i past the flag's value */
 	}
 	if (!nfiles) {
-		status = usage_error("check", "no FILE given");
+		status = check_config_only(&o);
 		goto out;
 	}
 	json_init(&j, &out, 1);

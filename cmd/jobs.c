@@ -18,6 +18,7 @@
 
 #include "cmd/cmd.h"
 #include "supervisor/jobs/jobs.h"
+#include "lib/config.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/proto.h"
@@ -47,6 +48,8 @@ const char cmd_jobs_usage[] =
         "  --infra INFRA            local (default) or ssh/POOL\n"
         "  --job-recovery S         EAGER_NEXT_REGION (default), FAILOVER or NONE\n"
         "  --priority P             -1000..1000; higher launches first (default: the task's)\n"
+        "  --config FILE|KEY=VALUE  a config layer (docs/config.md); the config in effect at\n"
+        "                           submit travels with the job\n"
         "\n"
         "queue lists ID, NAME, SUBMITTED, DURATION, #RECOVERIES, STATUS and DETAILS (what\n"
         "the job is doing or waiting for); -l N the newest N; --json gives id, name,\n"
@@ -149,6 +152,11 @@ static int jobs_launch(int argc, char **argv)
 		goto out;
 	}
 	yerr_print(&errs, stderr);
+	/* The config in effect now travels with the job (frozen into its overrides). */
+	if (config_resolve(&ov, &tl, CONFIG_ALL_TASKS, 1, NULL)) {
+		rc = EXIT_INVALID;
+		goto out;
+	}
 	req.tl = &tl;
 	req.ov = &ov;
 	req.entry = entry.p;

@@ -9,6 +9,7 @@
 
 #include "bootstrap/launch/engine.h"
 #include "cmd/cmd.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
@@ -44,7 +45,8 @@ const char cmd_launch_usage[] =
         "\n"
         "Task flags (override the YAML): --env K=V, --env-file F, --secret K=V,\n"
         "--secret-file F, --num-nodes N, --cpus N[+], --memory N[+], --gpus NAME:N,\n"
-        "--workdir DIR, -n NAME; resource flags --image-id, -t, --cloud, --region, --zone,\n"
+        "--workdir DIR, -n NAME, --config FILE|KEY=VALUE (a config layer, docs/config.md);\n"
+        "resource flags --image-id, -t, --cloud, --region, --zone,\n"
         "--disk-size, --disk-tier, --network-tier, -p/--ports, --use-spot/--no-use-spot\n"
         "(validated; the infra says which it cannot honour). See 'skiff check --help'.\n"
         "\n"
@@ -197,6 +199,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	struct eng_launch req = {0};
 	struct eng_launched res;
 	struct st_db *ldb = NULL;
+	struct cfg_node *config = NULL;
 	int i = 0, r, rc = EXIT_FAIL;
 
 	r = parse_launch_args(argc, argv, lo, &ov, &i);
@@ -205,6 +208,8 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	if (lo->exec && !lo->cluster)
 		return usage_error("exec", "expected a cluster name");
 	r = load_task(argc, argv, i, &tl, &ov, &entry);
+	if (!r && config_resolve(&ov, &tl, 0, 0, &config))
+		r = EXIT_INVALID;
 	if (r) {
 		rc = r;
 		goto out;
@@ -223,6 +228,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 	req.no_setup = lo->no_setup;
 	req.fast = lo->fast;
 	req.retry_until_up = lo->retry_until_up;
+	req.config = config;
 	if (lo->dryrun) {
 		rc = eng_launch_plan(ldb, &req) ? EXIT_FAIL : EXIT_OK;
 		goto out;
@@ -237,6 +243,7 @@ out:
 	buf_release(&entry);
 	task_list_release(&tl);
 	task_overrides_release(&ov);
+	cfg_free(config);
 	return rc;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/config.h"
 #include "lib/task_internal.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -177,6 +178,20 @@ static int parse_io(struct tparse *p, const struct ynode *n, const char *path)
 	return 0;
 }
 
+/* A task's config: the keys SkyPilot lets a task set (lib/config.h). */
+static int check_config(struct tparse *p, const struct ynode *v)
+{
+	struct yerrors quiet = YERRORS_INIT;
+	struct cfg_node *c = cfg_from_ynode(v, p->file);
+	int r = config_validate(c, CONFIG_IN_TASK, p->quiet ? &quiet : p->errs);
+
+	cfg_free(c);
+	yerr_release(&quiet);
+	if (r)
+		p->failed = 1;
+	return r ? -1 : 0;
+}
+
 static int parse_field(struct tparse *p, const char *key, const struct ynode *v, struct task *t)
 {
 	if (!strcmp(key, "name"))
@@ -225,9 +240,11 @@ static int parse_field(struct tparse *p, const char *key, const struct ynode *v,
 	/* The rest are mappings kept as written. */
 	if (tp_mapping(p, v, key))
 		return -1;
-	if (!strcmp(key, "config"))
+	if (!strcmp(key, "config")) {
+		if (check_config(p, v))
+			return -1;
 		t->config = v;
-	else if (!strcmp(key, "service"))
+	} else if (!strcmp(key, "service"))
 		t->service = v;
 	else if (!strcmp(key, "pool"))
 		t->pool = v;

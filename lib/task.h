@@ -265,6 +265,15 @@ struct task_overrides {
 	 * read by the task parser itself, so that a flag is checked as the field is.
 	 */
 	struct task_kvs res;
+	/* --config: each a config file or KEY=VALUE pairs, in the order given (lib/config.h). */
+	char **config;
+	size_t nconfig;
+	/*
+	 * The config layers in effect when a managed job was submitted, as JSON
+	 * (config_layers_freeze(), lib/config.h): the config file's and the --config flags'.
+	 * NULL: not frozen (read the file and the flags).
+	 */
+	char *config_file, *config_cli;
 };
 
 #define TASK_OVERRIDES_INIT                                                                        \
@@ -288,12 +297,16 @@ struct task_overrides {
 	"  --workdir DIR          working directory to sync to the nodes\n"                        \
 	"  --git-url URL, --git-ref REF\n"                                                         \
 	"                         the workdir is that repository's tree at REF (default HEAD)\n"   \
-	"  -n, --name NAME        task name (or the pipeline's)\n"
+	"  -n, --name NAME        task name (or the pipeline's)\n"                                 \
+	"  --config FILE|KEY=VALUE[,KEY=VALUE]\n"                                                  \
+	"                         a config layered over the config file and the task's\n"          \
+	"                         config: (docs/config.md); repeatable\n"
 
 /*
  * Takes an override flag at argv[*i]: --env K=V | --env K (value from our environment),
  * --env-file FILE, --secret K=V | --secret K, --num-nodes N, --cpus C, --memory M,
- * --gpus G, --workdir DIR, -n/--name NAME; each also as --flag=VALUE. Returns 1 if
+ * --gpus G, --workdir DIR, -n/--name NAME, --config C (kept as given: lib/config.h reads
+ * it); each also as --flag=VALUE. Returns 1 if
  * taken, with *i moved past the flag and its value (to the next argument to look at);
  * 0 if argv[*i] is not an override flag (*i unchanged); -1 on a bad or missing value
  * (already reported with error()).
@@ -302,7 +315,8 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i);
 void task_overrides_release(struct task_overrides *o);
 /*
  * The overrides as data (for the managed-jobs table): fields env and secret ("K=V"),
- * num_nodes, cpus, memory, gpus, workdir, name, appended to m (lib/proto.h); and back
+ * num_nodes, cpus, memory, gpus, workdir, name, config_file and config_cli (the frozen
+ * config; --config itself is not kept), appended to m (lib/proto.h); and back
  * (o is released first). 0 or -1 (printed) for what was not written by _encode().
  */
 struct msg;

@@ -12,6 +12,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/proto.h"
+#include "lib/config.h"
 #include "lib/task_internal.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -30,6 +31,11 @@ void task_overrides_release(struct task_overrides *o)
 	free(o->git_ref);
 	free(o->name);
 	task_kvs_release(&o->res);
+	while (o->nconfig)
+		free(o->config[--o->nconfig]);
+	free(o->config);
+	free(o->config_file);
+	free(o->config_cli);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -377,6 +383,17 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 		return r < 0 ? -1 : set_checked(&o->git_ref, "--git-ref", v, 0) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--name", "-n", &v)))
 		return r < 0 ? -1 : set_checked(&o->name, "--name", v, 0) ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--config", NULL, &v))) {
+		if (r < 0)
+			return -1;
+		if (!*v)
+			return error("--config needs a file or KEY=VALUE");
+		if (o->nconfig >= CONFIG_MAX_LAYERS)
+			return error("--config given more than %d times", CONFIG_MAX_LAYERS);
+		o->config = xrealloc(o->config, (o->nconfig + 1) * sizeof(*o->config));
+		o->config[o->nconfig++] = xstrdup(v);
+		return 1;
+	}
 	return res_flag(o, argc, argv, i);
 }
 
@@ -526,6 +543,10 @@ void task_overrides_encode(const struct task_overrides *o, struct msg *m)
 	if (o->name)
 		msg_add(m, "name", o->name);
 	encode_kvs(m, "res", &o->res);
+	if (o->config_file)
+		msg_add(m, "config_file", o->config_file);
+	if (o->config_cli)
+		msg_add(m, "config_cli", o->config_cli);
 }
 
 int task_overrides_decode(struct task_overrides *o, const char *data, size_t len)
@@ -543,14 +564,16 @@ int task_overrides_decode(struct task_overrides *o, const char *data, size_t len
 	}
 	for (i = 0; i < m.n && !r; i++) {
 		const char *k = m.keys[i], *v = m.vals[i], *eq = strchr(v, '=');
-		char **slot = !strcmp(k, "cpus")      ? &o->cpus
-		              : !strcmp(k, "memory")  ? &o->memory
-		              : !strcmp(k, "gpus")    ? &o->gpus
-		              : !strcmp(k, "workdir") ? &o->workdir
-		              : !strcmp(k, "git_url") ? &o->git_url
-		              : !strcmp(k, "git_ref") ? &o->git_ref
-		              : !strcmp(k, "name")    ? &o->name
-		                                      : NULL;
+		char **slot = !strcmp(k, "cpus")          ? &o->cpus
+		              : !strcmp(k, "memory")      ? &o->memory
+		              : !strcmp(k, "gpus")        ? &o->gpus
+		              : !strcmp(k, "workdir")     ? &o->workdir
+		              : !strcmp(k, "git_url")     ? &o->git_url
+		              : !strcmp(k, "git_ref")     ? &o->git_ref
+		              : !strcmp(k, "name")        ? &o->name
+		              : !strcmp(k, "config_file") ? &o->config_file
+		              : !strcmp(k, "config_cli")  ? &o->config_cli
+		                                          : NULL;
 		long n;
 
 		if (slot) {

@@ -59,6 +59,7 @@ struct task_resources;
 struct infra;
 struct clive;
 struct buf;
+struct cfg_node;
 
 /* What an infra is, as its ops table says (struct infra_ops). */
 enum infra_flags {
@@ -175,6 +176,12 @@ struct infra {
 	 * infra_pick_nodes(); NULL: one CPU per node. Not owned.
 	 */
 	const struct task_resources *res;
+	/*
+	 * The config in effect (lib/config.h), set by the launcher before infra_pick_nodes():
+	 * podman/docker add docker.run_options to `run`, k8s merges kubernetes.pod_config into
+	 * its pods, slurm adds slurm.sbatch_options to salloc. NULL: none. Not owned.
+	 */
+	const struct cfg_node *config;
 };
 
 /*
@@ -296,5 +303,13 @@ int infra_valid_image(const char *s);
  * (also when it never existed), or a negative errno (printed).
  */
 int infra_local_remove(const char *cluster);
+
+/*
+ * The manifest (JSON) of pod `name` for a new node of cluster on a k8s infra, booked by
+ * launcher id: skiff's pod from inf->image, with inf->config's kubernetes.pod_config and
+ * custom_metadata merged in (config_k8s_pod()). Reads nothing. Caller frees.
+ */
+char *infra_k8s_pod_manifest(const struct infra *inf, const char *name, const char *cluster,
+                             const char *id);
 
 #endif

@@ -27,6 +27,7 @@
 #include "bootstrap/infra/infra_internal.h"
 #include "bootstrap/launch/cluster.h"
 #include "lib/buf.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
@@ -325,9 +326,17 @@ static int create_one(const struct infra *inf, const char *cluster, const char *
 	char *l_launcher = xasprintf("skiff.launcher=%s", id);
 	char *l_pool = inf->pool ? xasprintf("skiff.pool=%s", inf->pool) : NULL;
 	char *mount = xasprintf("%s:%s:ro", self, CTR_SELF_PATH);
-	const char *args[32];
+	/* docker.run_options go before skiff's own --entrypoint and image, which they cannot
+	 * replace: the node must run skiff init. */
+	char **opts = config_run_options(inf->config);
+	size_t nopts = 0, o;
+	const char **args;
 	char *st = NULL, *ip = NULL;
 	int k = 0, rc;
+
+	while (opts && opts[nopts])
+		nopts++;
+	args = xcalloc(32 + nopts, sizeof(*args));
 
 	args[k++] = "run";
 	args[k++] = "-d";
@@ -347,6 +356,8 @@ static int create_one(const struct infra *inf, const char *cluster, const char *
 	}
 	args[k++] = "-v";
 	args[k++] = mount;
+	for (o = 0; o < nopts; o++)
+		args[k++] = opts[o];
 	args[k++] = "--entrypoint";
 	args[k++] = CTR_SELF_PATH;
 	args[k++] = inf->image;
@@ -377,6 +388,8 @@ out:
 	free(l_launcher);
 	free(l_pool);
 	free(mount);
+	free(args);
+	config_words_free(opts);
 	return rc;
 }
 

@@ -25,6 +25,7 @@
 #include "bootstrap/infra/infra_internal.h"
 #include "bootstrap/launch/cluster.h"
 #include "lib/buf.h"
+#include "lib/config.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
@@ -34,6 +35,8 @@
 
 #define K8S_OUT_MAX (4 << 20)
 #define K8S_CONTAINER "skiff"
+/* How long a new pod may take to be Ready (kubernetes.provision_timeout sets it). */
+#define K8S_POD_TIMEOUT_S 600
 /* Until the launcher's bootstrap has put skiff in the pod, then skiff is PID 1. */
 #define K8S_POD_COMMAND                                                                            \
 	"until [ -x \"$HOME/.skiff/bin/skiff\" ]; do sleep 1; done; "                              \
@@ -226,10 +229,15 @@ out:
 	return rc;
 }
 
-/* The pod's manifest (JSON, which kubectl apply takes as it takes YAML). */
-static char *pod_manifest(const struct infra *inf, const char *name, const char *cluster,
-                          const char *id)
+/*
+ * The pod's manifest (JSON, which kubectl apply takes as it takes YAML), with the
+ * config's kubernetes.pod_config and custom_metadata merged into it as SkyPilot merges
+ * them (config_k8s_pod()).
+ */
+char *infra_k8s_pod_manifest(const struct infra *inf, const char *name, const char *cluster,
+                             const char *id)
 {
+	char *base, *pod;
 	struct buf b = BUF_INIT(0);
 	struct json j;
 
@@ -275,7 +283,10 @@ static char *pod_manifest(const struct infra *inf, const char *name, const char 
 	json_obj_end(&j);
 	json_obj_end(&j);
 	json_finish(&j);
-	return buf_detach(&b, NULL);
+	base = buf_detach(&b, NULL);
+	pod = config_k8s_pod(inf->config, base);
+	free(base);
+	return pod;
 }
 
 static int k8s_remove(const struct infra *inf, const char *cluster);
@@ -296,9 +307,12 @@ static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
 		/* A pod name is lowercase: "My_c" is pod skiff-my-c-HASH-0 (infra.h). */
 		char *name = infra_dns_label("skiff-", cluster, i);
 		char *pod = xasprintf("pod/%s", name);
-		char *spec = pod_manifest(inf, name, cluster, id);
+		char *spec = infra_k8s_pod_manifest(inf, name, cluster, id);
 		const char *apply[] = {"apply", "-f", "-", NULL};
-		const char *wait[] = {"wait", "--for=condition=Ready", pod, "--timeout=600s", NULL};
+		char *timeout =
+		        xasprintf("--timeout=%lds",
+		                  config_k8s_provision_timeout(inf->config, K8S_POD_TIMEOUT_S));
+		const char *wait[] = {"wait", "--for=condition=Ready", pod, timeout, NULL};
 		const char *ip[] = {"get", "pod", name, "-o", "jsonpath={.status.podIP}", NULL};
 		struct buf out = BUF_INIT(64 << 10);
 
@@ -316,6 +330,7 @@ static int create_pods(struct infra *inf, const char *cluster, int num_nodes,
 		buf_release(&out);
 		free(spec);
 		free(pod);
+		free(timeout);
 		free(name);
 	}
 	free(id);

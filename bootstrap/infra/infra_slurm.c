@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
 #include "lib/task.h"
@@ -334,13 +335,19 @@ static int slurm_pick(struct infra *inf, struct st_db *ldb, const char *cluster,
 {
 	struct buf err = BUF_INIT(1 << 20);
 	struct argv av;
-	char job[32] = "", **names = NULL, **addrs = NULL, *root = NULL;
+	char job[32] = "", **names = NULL, **addrs = NULL, *root = NULL, **opts;
 	int code = 0, i, r;
 
 	(void)ldb;
 	argv_init(&av);
 	argv_push(&av, "salloc");
 	argv_push(&av, "--no-shell");
+	/* slurm.sbatch_options and slurm.quota first: salloc takes an option's last value,
+	 * so skiff's own (the name, the nodes, the resources) win over them. */
+	opts = config_slurm_options(inf->config);
+	for (i = 0; opts && opts[i]; i++)
+		argv_push(&av, opts[i]);
+	config_words_free(opts);
 	argv_pushf(&av, "--job-name=" JOB_NAME_PREFIX "%s", cluster);
 	if (inf->pool)
 		argv_pushf(&av, "--partition=%s", inf->pool);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "bootstrap/launch/cluster.h"
+#include "lib/config.h"
 #include "lib/task.h"
 #include "state/launcher.h"
 
@@ -41,6 +42,9 @@ struct eng_launch {
 	int no_setup;            /* launch without the task's setup (--no-setup) */
 	int fast;                /* an existing UP cluster: no setup, no file mounts (--fast) */
 	int retry_until_up;      /* a new cluster: try again until an alternative launches */
+	/* The config in effect (lib/config.h): the nodes of a new cluster honour it (docker
+	 * run options, the pod spec, salloc options); NULL: none. Not owned. */
+	const struct cfg_node *config;
 	/* For the managed-jobs controller; 0 / NULL otherwise. */
 	const char *task_id; /* SKYPILOT_TASK_ID; NULL: sky-TIME_CLUSTER_JOB */
 	int no_default_cpus; /* a task that declares no CPUs reserves none (else 0.5) */

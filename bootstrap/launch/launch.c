@@ -458,7 +458,8 @@ static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 
 /* Creates the cluster for resource alternative res: pick and book nodes (status INIT). */
 static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
-                          const struct task *t, const struct task_resources *res, const char *entry)
+                          const struct task *t, const struct task_resources *res, const char *entry,
+                          const struct cfg_node *config)
 {
 	struct infra inf;
 	struct cluster c = {0};
@@ -476,6 +477,7 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 	if ((inf.ops->flags & INFRA_IMAGE) && res && task_image_is_docker(res->image_id))
 		inf.image = xstrdup(res->image_id + strlen("docker:"));
 	inf.res = res; /* slurm: salloc asks for these resources */
+	inf.config = config;
 	step_begin(&st, "nodes");
 	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
 	if (r) {
@@ -762,7 +764,7 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			fprintf(stderr, "Trying resources %zu of %zu: %s on %s\n", k + 1, n, text,
 			        spec);
 		}
-		r = create_cluster(ldb, name, spec, t, res, entry);
+		r = create_cluster(ldb, name, spec, t, res, entry, req->config);
 		if (r == -EEXIST)
 			break; /* another's: nothing of it is ours to undo */
 		if (!r && !st_cluster_get(ldb, name, &c)) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/config.h"
 #include "lib/daemon.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -117,6 +119,31 @@ void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)
 #define JOBS_MAX_RUNNING_CAP 100000
 #define JOBS_LAUNCHES_PER_CORE 4
 
+/*
+ * SkyPilot sizes its controller's VM with jobs.controller.resources and derives its limits
+ * from it; here the controller is this machine, and the same key sizes the limits as if
+ * the machine had those CPUs and that memory (docs/config.md).
+ */
+static void controller_resources(struct jobs_limits *l)
+{
+	struct yerrors errs = YERRORS_INIT;
+	struct cfg_node *cfg = NULL;
+	char *path = config_file_path();
+	double cpus, mem;
+
+	if (path && !config_load_file(path, &cfg, &errs)) {
+		config_controller_resources(cfg, &cpus, &mem);
+		if (cpus > 0)
+			l->cores = (int)ceil(cpus < 100000 ? cpus : 100000);
+		if (mem > 0)
+			l->mem_bytes = (long long)(mem < (1 << 24) ? mem * (1 << 30) : 1LL << 54);
+	}
+	yerr_print(&errs, stderr);
+	yerr_release(&errs);
+	cfg_free(cfg);
+	free(path);
+}
+
 void jobs_limits_compute(struct jobs_limits *l)
 {
 	cpu_set_t set;
@@ -129,6 +156,7 @@ void jobs_limits_compute(struct jobs_limits *l)
 		l->cores = 1;
 	l->mem_bytes = pages > 0 && psize > 0 ? (long long)pages * psize : 1LL << 30;
 	l->job_cost_bytes = JOBS_COST_PER_RUNNING_JOB;
+	controller_resources(l);
 	run = l->mem_bytes / 2 / l->job_cost_bytes;
 	if (run > JOBS_MAX_RUNNING_CAP)
 		run = JOBS_MAX_RUNNING_CAP;

@@ -25,6 +25,7 @@
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine.h"
 #include "lib/exit.h"
+#include "lib/config.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
@@ -60,7 +61,7 @@ static int wait_go(const char *fdtext)
  * overrides it was given applied (stored as data; a row from an older skiff holds them
  * as its flags). Returns 0, or EXIT_INVALID / EXIT_FAIL with the errors printed.
  */
-static int load_tasks(const struct mjob *j, struct task_list *tl)
+static int load_tasks(const struct mjob *j, struct task_list *tl, struct cfg_node **config)
 {
 	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct yerrors errs = YERRORS_INIT;
@@ -103,6 +104,9 @@ static int load_tasks(const struct mjob *j, struct task_list *tl)
 		r = EXIT_INVALID;
 	}
 	yerr_print(&errs, stderr);
+	/* The config as it was at submit (frozen in the overrides), with the task's config:. */
+	if (!r && config_resolve(&ov, tl, (size_t)j->task_index, 0, config))
+		r = EXIT_INVALID;
 	yerr_release(&errs);
 	task_overrides_release(&ov);
 	return r;
@@ -127,6 +131,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	struct task_list tl = TASK_LIST_INIT;
 	struct eng_launch req = {0};
 	struct eng_launched res;
+	struct cfg_node *config = NULL;
 	const struct task *t;
 	struct mjob j;
 	char cluster[128], infra[256], task_id[256], reason[512];
@@ -141,7 +146,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	}
 	if (*j.cwd && chdir(j.cwd) < 0)
 		warning("cannot change to '%s': %s", j.cwd, strerror(errno));
-	rc = load_tasks(&j, &tl);
+	rc = load_tasks(&j, &tl, &config);
 	if (rc)
 		goto out;
 	t = tl.tasks[j.task_index];
@@ -205,6 +210,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	req.idle_minutes = -1;
 	req.task_id = task_id;
 	req.no_default_cpus = pool;
+	req.config = config;
 	r = eng_launch(db, &req, &res);
 	/* A node that can never run it: the precheck fails, no retry makes it fit. */
 	rc = r == -E2BIG ? EXIT_INVALID : r ? EXIT_FAIL : EXIT_OK;
@@ -227,6 +233,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	}
 out:
 	free(lockp);
+	cfg_free(config);
 	task_list_release(&tl);
 	mjob_free(&j);
 	return rc;

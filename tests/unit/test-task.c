@@ -486,7 +486,7 @@ static void test_json(void)
 
 	ok(!parse("name: t\nenvs: {A: visible}\nsecrets: {TOKEN: hunter2, NONE: null}\n"
 	          "resources:\n  accelerators: H100:8\n  ports: 80\n"
-	          "config: {a: [1, 2.5, true, null, x]}\nrun: x\n"),
+	          "config: {kubernetes: {pod_config: {a: [1, 2.5, true, null, x]}}}\nrun: x\n"),
 	   "parse for JSON");
 	json_init(&j, &b, 0);
 	json_obj_begin(&j);
@@ -499,7 +499,9 @@ static void test_json(void)
 	ok(strstr(b.p, "\"A\":\"visible\"") != NULL, "env shown");
 	ok(strstr(b.p, "\"accelerators\":{\"name\":\"H100\",\"count\":8}") != NULL, "accelerators");
 	ok(strstr(b.p, "\"ports\":[\"80\"]") != NULL, "ports as strings");
-	ok(strstr(b.p, "\"config\":{\"a\":[1,2.5,true,null,\"x\"]}") != NULL, "config typed");
+	ok(strstr(b.p, "\"config\":{\"kubernetes\":{\"pod_config\":{\"a\":[1,2.5,true,null,"
+	               "\"x\"]}}}") != NULL,
+	   "config typed");
 	ok(strstr(b.p, "\"num_nodes\":1") != NULL, "num_nodes an int");
 	ok(strstr(b.p, "{\"name\":\"t\",\"tasks\":[{") == b.p, "pipeline members first");
 	buf_release(&b);
