@@ -425,8 +425,10 @@ static int check_map(struct cval *v, const struct ckey *key, const struct cfg_no
 		if (j == key->nsub) {
 			if ((key->flags & CK_OPEN) && v->where == CONFIG_IN_FILE)
 				continue;
-			best = v->errs->n < YAML_MAX_ERRORS ? nearest_word(k->value, names, j)
-			                                    : NULL;
+			best = v->errs->n < YAML_MAX_ERRORS
+			               ? nearest_word(k->value, names,
+			                              j < ARRAY_SIZE(names) ? j : ARRAY_SIZE(names))
+			               : NULL;
 			if (best)
 				r = cerr(v, k, "unknown config key '%s'; did you mean '%s'?", sub,
 				         best);

@@ -102,6 +102,19 @@ test_expect_success 'check --json reports config errors and warnings with the ta
 	rm -f "$CFG"
 '
 
+test_expect_success 'jobs.controller.resources size the managed-jobs controller'"'"'s limits' '
+	printf "jobs:\n  controller:\n    resources: {cpus: 3, memory: 2, disk_size: 50}\n" \
+		>"$CFG" &&
+	(unset SKIFF_JOBS_MAX_LAUNCHING SKIFF_JOBS_MAX_RUNNING &&
+		skiff jobs launch -d "echo managed" >id 2>err) && cat err &&
+	grep -qF "$CFG:3:37: warning: config key '"'"'jobs.controller.resources.disk_size'"'"' is ignored" err &&
+	{ skiff jobs logs "$(cat id)" >log 2>&1; rc=$?; } &&
+	cat log && test $rc = 0 && grep -qx "managed" log &&
+	grep -q "up: 12 launching, 4096 running (3 cores, 2048 MiB," "$SKIFF_HOME/jobs/controller.log" &&
+	wait_for "skiff down skiff-jobs >/dev/null 2>&1" 60 &&
+	rm -f "$CFG"
+'
+
 # ---- on real Podman -------------------------------------------------------------------
 
 test_lazy_prereq PODMAN 'test "$(id -u)" = 0 && test -n "$SKIFF_STATIC_BIN" &&
