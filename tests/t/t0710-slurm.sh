@@ -143,6 +143,18 @@ test_expect_success 'down releases the allocation and the node homes' '
 	! skiff status | grep -q "^solo "
 '
 
+test_expect_success 'the config'"'"'s slurm.sbatch_options reach salloc; --config wins over the file' '
+	printf "slurm:\n  sbatch_options: {comment: from-file, time: \"25:00\"}\n" >cfg.yaml &&
+	SKIFF_CONFIG=$TRASH/cfg.yaml &&
+	export SKIFF_CONFIG &&
+	skiff launch -c cfg --infra slurm/solo --config slurm.sbatch_options.comment=from-cli \
+		"echo configured" >out 2>err &&
+	grep -qx configured out &&
+	test "$(squeue -h -n skiff-cfg -o "%k %l")" = "from-cli 25:00" &&
+	skiff down cfg >/dev/null &&
+	wait_for "test -z \"\$(squeue -h -n skiff-cfg -o %i)\"" 20
+'
+
 test_expect_success 'a 3-node gang: ranks, hostnames and SKYPILOT_NODE_IPS' '
 	cat >gang.yaml <<-\EOF &&
 	num_nodes: 3
