@@ -7,7 +7,7 @@
 # 3-node gang with SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS; an allocation cancelled from
 # outside mid-job (logs --follow fails, status says ENDED); down releases the allocation;
 # a partition Slurm does not have; autostop releases the allocation (the head decides: an
-# idle worker leaves a busy head alone).
+# idle worker leaves a busy head alone); the config's slurm.sbatch_options reach salloc.
 # Root only (skipped otherwise, a failure in CI); installs slurm-wlm and munge if missing.
 . "$(dirname "$0")/lib.sh"
 . "$SRC_DIR/tests/lib/nodes.sh"
