@@ -29,6 +29,9 @@
 #include "state/launcher.h"
 #include "lib/banned.h"
 
+/* --num-jobs: copies one command submits (each is a row and a cluster job or a cluster). */
+#define JOBS_LAUNCH_MAX_COPIES 10000
+
 const char cmd_jobs_usage[] =
         "usage: skiff jobs launch [-n NAME] [-d] [--infra INFRA] [--job-recovery STRATEGY]\n"
         "                         [--priority P] [task flags] YAML|COMMAND...\n"
@@ -48,6 +51,8 @@ const char cmd_jobs_usage[] =
         "  --infra INFRA            local (default) or ssh/POOL\n"
         "  --job-recovery S         EAGER_NEXT_REGION (default), FAILOVER or NONE\n"
         "  --priority P             -1000..1000; higher launches first (default: the task's)\n"
+        "  --num-jobs N             N copies of the job, each with SKYPILOT_JOB_RANK (0..N-1)\n"
+        "                           and SKYPILOT_NUM_JOBS (returns once they are submitted)\n"
         "  --config FILE|KEY=VALUE  a config layer (docs/config.md); the config in effect at\n"
         "                           submit travels with the job\n"
         "\n"
@@ -83,7 +88,7 @@ static int jobs_launch(int argc, char **argv)
 	struct st_db *db = NULL;
 	char cwd[PATH_MAX];
 	int i, r, detach = 0, rc = EXIT_FAIL, have_prio = 0, strategy, max_restarts;
-	long prio = 0;
+	long prio = 0, num_jobs = 1, k;
 	int64_t id = 0;
 	const char *name;
 
@@ -115,6 +120,11 @@ static int jobs_launch(int argc, char **argv)
 				                   "--job-recovery: '%s' is not EAGER_NEXT_REGION, "
 				                   "FAILOVER or NONE",
 				                   recovery);
+		} else if (!strcmp(a, "--num-jobs")) {
+			if (++i >= argc ||
+			    parse_long(argv[i], 1, JOBS_LAUNCH_MAX_COPIES, &num_jobs))
+				return usage_error("jobs launch", "--num-jobs needs 1..%d",
+				                   JOBS_LAUNCH_MAX_COPIES);
 		} else if (!strcmp(a, "--priority")) {
 			if (++i >= argc || parse_long(argv[i], -1000, 1000, &prio))
 				return usage_error("jobs launch", "--priority needs -1000..1000");
@@ -168,17 +178,38 @@ static int jobs_launch(int argc, char **argv)
 	req.have_priority = have_prio;
 	if (open_db(&db))
 		goto out;
-	r = jobs_submit(db, &req, &id);
-	if (r) {
-		rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
-		goto out;
-	}
 	name = ov.name ? ov.name : tl.name ? tl.name : tl.tasks[0]->name ? tl.tasks[0]->name : "";
-	printf("%lld\n", (long long)id);
-	fflush(stdout);
-	fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)id, *name ? " (" : "",
-	        name, *name ? ")" : "");
-	if (detach) {
+	for (k = 0; k < num_jobs; k++) {
+		if (num_jobs > 1) {
+			/* --num-jobs N: N copies, each told its rank among them. */
+			char rank[24], n[24];
+			size_t t;
+
+			xsnprintf(rank, sizeof(rank), "%ld", k);
+			xsnprintf(n, sizeof(n), "%ld", num_jobs);
+			task_kvs_set(&ov.envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
+			task_kvs_set(&ov.envs, "SKYPILOT_NUM_JOBS", n, 0, 0);
+			for (t = 0; t < tl.n; t++) {
+				task_kvs_set(&tl.tasks[t]->envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
+				task_kvs_set(&tl.tasks[t]->envs, "SKYPILOT_NUM_JOBS", n, 0, 0);
+			}
+		}
+		r = jobs_submit(db, &req, &id);
+		if (r) {
+			rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
+			goto out;
+		}
+		printf("%lld\n", (long long)id);
+		fflush(stdout);
+		fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)id,
+		        *name ? " (" : "", name, *name ? ")" : "");
+	}
+	if (num_jobs > 1 && !detach)
+		fprintf(stderr,
+		        "(%ld jobs: not following their logs; 'skiff jobs logs ID' "
+		        "follows one)\n",
+		        num_jobs);
+	if (detach || num_jobs > 1) {
 		rc = EXIT_OK;
 		goto out;
 	}

@@ -233,6 +233,17 @@ test_expect_success 'jobs queue -l N, exit_codes a list; jobs logs of the latest
 	expect_fail 102 skiff jobs logs -n nosuch 2>/dev/null
 '
 
+test_expect_success 'jobs launch --num-jobs N: N jobs, each with its rank' '
+	skiff jobs launch --num-jobs 3 -n many "echo rank=\$SKYPILOT_JOB_RANK of \$SKYPILOT_NUM_JOBS" >ids 2>err &&
+	test $(wc -l <ids) = 3 && grep -q "not following" err &&
+	for id in $(cat ids); do
+		wait_for "skiff jobs queue | grep -q \"^$id .*SUCCEEDED\"" 60 || exit 1
+	done &&
+	for id in $(cat ids); do skiff jobs logs --no-follow $id 2>/dev/null; done | sort >ranks &&
+	printf "rank=0 of 3\nrank=1 of 3\nrank=2 of 3\n" >want && test_cmp want ranks &&
+	expect_fail 2 skiff jobs launch --num-jobs 0 "true" 2>/dev/null
+'
+
 test_expect_success 'a git workdir: a tag, a commit, HEAD, --git-url/--git-ref; a bad URL' '
 	git init -q repo && echo one >repo/f.txt &&
 	git -C repo add f.txt && git -C repo -c user.email=t@t -c user.name=t commit -qm one &&
