@@ -117,6 +117,13 @@ test_expect_success 'jobs.controller.resources size the managed-jobs controller'
 
 # ---- on real Podman -------------------------------------------------------------------
 
+# As t0700: a fresh machine gets podman, runc and busybox-static first (root only).
+# shellcheck source=tests/lib/container.sh
+. "$SRC_DIR/tests/lib/container.sh"
+if [ "$(id -u)" = 0 ]; then
+	ctr_install podman runc busybox-static || { echo "Bail out! cannot install podman"; exit 1; }
+fi
+
 test_lazy_prereq PODMAN 'test "$(id -u)" = 0 && test -n "$SKIFF_STATIC_BIN" &&
 	command -v podman && test -x /bin/busybox && command -v python3'
 
