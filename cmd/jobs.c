@@ -56,10 +56,10 @@ const char cmd_jobs_usage[] =
         "  --config FILE|KEY=VALUE  a config layer (docs/config.md); the config in effect at\n"
         "                           submit travels with the job\n"
         "\n"
-        "queue lists ID, NAME, SUBMITTED, DURATION, #RECOVERIES, STATUS and DETAILS (what\n"
-        "the job is doing or waiting for); -l N the newest N; --json gives id, name,\n"
-        "status, schedule_state, recoveries, cluster, submitted_at, started_at, ended_at,\n"
-        "exit_codes (a list), details, ... per job. cancel is one request for any number\n"
+        "queue lists ID, NAME, RESOURCES, SUBMITTED, DURATION, #RECOVERIES, STATUS and\n"
+        "DETAILS (what the job is doing or waiting for); -l N the newest N; --json gives\n"
+        "id, name, status, schedule_state, recoveries, cluster, submitted_at, started_at,\n"
+        "ended_at, exit_codes (a list), details, resources, ... per job. cancel is one request for any number\n"
         "of jobs. logs (the newest job, or the newest named NAME, without ID) follows the\n"
         "job's task logs across recoveries; --controller shows its launch log and\n"
         "transitions; --sync-down copies every rank's logs to ~/sky_logs. A task that\n"
@@ -337,6 +337,8 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 	codes_json(b, j->exit_codes);
 	buf_adds(b, ",\"details\":");
 	jstr(b, details);
+	buf_adds(b, ",\"resources\":");
+	jstr(b, j->resources);
 	buf_addch(b, '}');
 }
 
@@ -359,9 +361,9 @@ static int queue_row(const struct mjob *j, void *arg)
 	}
 	cmd_fmt_ago(j->submitted_at, q->now, sub, sizeof(sub));
 	cmd_fmt_span(j->started_at, j->ended_at > 0 ? j->ended_at : q->now, dur, sizeof(dur));
-	buf_addf(q->out, "%-6lld %-20.20s %-10s %-10s %-5d %-18s %s\n", (long long)j->id,
-	         *j->name ? j->name : "-", sub, dur, j->recoveries, mj_status_name(j->status),
-	         details);
+	buf_addf(q->out, "%-6lld %-20.20s %-20.20s %-10s %-10s %-5d %-18s %s\n", (long long)j->id,
+	         *j->name ? j->name : "-", *j->resources ? j->resources : "-", sub, dur,
+	         j->recoveries, mj_status_name(j->status), details);
 	return 0;
 }
 
@@ -442,8 +444,8 @@ static int jobs_queue(int argc, char **argv)
 		q.as_json = 1;
 		buf_addch(&out, '[');
 	} else {
-		buf_addf(&out, "%-6s %-20s %-10s %-10s %-5s %-18s %s\n", "ID", "NAME", "SUBMITTED",
-		         "DURATION", "#REC", "STATUS", "DETAILS");
+		buf_addf(&out, "%-6s %-20s %-20s %-10s %-10s %-5s %-18s %s\n", "ID", "NAME",
+		         "RESOURCES", "SUBMITTED", "DURATION", "#REC", "STATUS", "DETAILS");
 	}
 	jobs_ensure_controller(db);
 	if (limit) {

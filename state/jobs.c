@@ -73,6 +73,7 @@ void mjob_free(struct mjob *j)
 	free(j->reason);
 	free(j->exit_codes);
 	free(j->probe_error);
+	free(j->resources);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -108,8 +109,8 @@ int mj_submit(struct st_db *db, struct mjob *j)
 		return r;
 	st = st_prepare(db, "INSERT INTO managed_jobs (name, entry, spec, cwd, ovargs, infra, "
 	                    "strategy, max_restarts, recover_codes, priority, status, sched, "
-	                    "ntasks, submitted_at, reason, overrides) "
-	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted', ?)");
+	                    "ntasks, submitted_at, reason, overrides, resources) "
+	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted', ?, ?)");
 	if (!st) {
 		r = -EIO;
 		goto fail;
@@ -127,6 +128,7 @@ int mj_submit(struct st_db *db, struct mjob *j)
 	st_bind_int(st, 11, j->ntasks > 0 ? j->ntasks : 1);
 	st_bind_double(st, 12, now);
 	st_bind_blob(st, 13, j->overrides ? j->overrides : "", j->overrides ? j->overrides_len : 0);
+	st_bind_text(st, 14, nz(j->resources));
 	r = st_step_done(db, st);
 	if (r)
 		goto fail;
@@ -149,14 +151,16 @@ fail:
 	"id, name, entry, spec, cwd, ovargs, infra, strategy, max_restarts, recover_codes, "       \
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
-	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides"
+	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
+	"resources"
 
 /* Columns without the spec text: what the queue and the controller need. */
 #define MJ_COLS_LIGHT                                                                              \
 	"id, name, entry, '', cwd, ovargs, infra, strategy, max_restarts, recover_codes, "         \
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
-	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides"
+	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
+	"resources"
 
 static double col_real(sqlite3_stmt *st, int i)
 {
@@ -201,6 +205,7 @@ static void read_row(sqlite3_stmt *st, struct mjob *j)
 	j->overrides = xmalloc(j->overrides_len + 1);
 	if (j->overrides_len)
 		memcpy(j->overrides, sqlite3_column_blob(st, 32), j->overrides_len);
+	j->resources = xstrdup(st_col_text(st, 33));
 }
 
 int mj_get(struct st_db *db, int64_t id, struct mjob *out)

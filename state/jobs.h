@@ -100,6 +100,7 @@ struct mjob {
 	char *exit_codes;
 	char *probe_error;
 	int probe_failures; /* consecutive */
+	char *resources;    /* what it asks for, as `jobs queue` shows it; "" unknown */
 };
 
 void mjob_free(struct mjob *j);

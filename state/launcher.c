@@ -90,6 +90,8 @@ static const char *const migrations[] = {
         "ALTER TABLE clusters ADD COLUMN autostop_wait_for TEXT NOT NULL DEFAULT '';",
         /* 6 -> 7: the ports opened by the tasks launched on it ("8080,9000-9002") */
         "ALTER TABLE clusters ADD COLUMN ports TEXT NOT NULL DEFAULT '';",
+        /* 7 -> 8: a managed job's resources as `jobs queue` shows them ("1x[cpus=4]") */
+        "ALTER TABLE managed_jobs ADD COLUMN resources TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */

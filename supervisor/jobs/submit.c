@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bootstrap/launch/resources.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/proto.h"
@@ -41,6 +42,7 @@ int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id
 	struct buf codes = BUF_INIT(0);
 	struct mjob j = {0};
 	struct msg ovdata;
+	char restext[128];
 	size_t k;
 	int r = -EINVAL;
 
@@ -90,6 +92,10 @@ int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id
 	j.infra = (char *)(infra ? infra : "");
 	j.recover_codes = codes.p;
 	j.ntasks = (int)tl->n;
+	/* The first task's first alternative: what the job asks for first. */
+	eng_resources_text(res, tl->tasks[0]->num_nodes > 0 ? (int)tl->tasks[0]->num_nodes : 1,
+	                   restext, sizeof(restext));
+	j.resources = restext;
 	r = mj_submit(db, &j) ? -EIO : 0;
 	if (!r) {
 		*id = j.id;

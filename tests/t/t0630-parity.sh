@@ -226,6 +226,8 @@ test_expect_success 'jobs queue -l N, exit_codes a list; jobs logs of the latest
 	skiff jobs launch -n named-one "echo from-named" >/dev/null 2>&1 &&
 	skiff jobs launch "echo latest-one" >/dev/null 2>&1 &&
 	skiff jobs queue -l 2 >q && test $(wc -l <q) = 3 &&
+	head -n 1 q | grep -q "^ID  *NAME  *RESOURCES  *SUBMITTED" &&
+	grep -q " 1x\[cpus=0.5\] " q &&
 	skiff jobs queue --json >q.json &&
 	python3 -c "import json; v = json.load(open(\"q.json\")); assert all(isinstance(j[\"exit_codes\"], list) for j in v), v" &&
 	skiff jobs logs --no-follow >out 2>/dev/null && grep -qx latest-one out &&
