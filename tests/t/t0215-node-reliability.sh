@@ -151,13 +151,21 @@ hold() {
 	            s.send(struct.pack(">I", 16 << 20))
 	        except OSError:
 	            pass
-	    for _ in range(15):
-	        for s in conns:
+	    # All 15 MiB of each, however slowly the supervisor reads (a loaded machine): a
+	    # send that would block is tried again; one the supervisor refused is done.
+	    left = {s: 15 << 20 for s in conns}
+	    give_up = time.time() + 60
+	    while left and time.time() < give_up:
+	        for s in list(left):
 	            try:
-	                s.send(chunk)
-	            except OSError:
+	                left[s] -= s.send(chunk[:min(len(chunk), left[s])])
+	                if left[s] <= 0:
+	                    del left[s]
+	            except BlockingIOError:
 	                pass
-	        time.sleep(0.05)
+	            except OSError:
+	                del left[s]
+	        time.sleep(0.01)
 	    time.sleep(max(0, end - time.time()))
 	else:
 	    open("held.up", "w").write(str(len(conns)))

@@ -351,7 +351,8 @@ test_expect_success 'a 256-node gang runs and is followed; 256 exit codes; cance
 	python3 -c "import json; j = json.load(open(\"q.json\"))[-1]; assert j[\"status\"] == \"SUCCEEDED\" and j[\"exit_codes\"] == [0] * 256, j" &&
 	skiff exec -d g256 --num-nodes 256 "sleep 3000$$" 2>/dev/null &&
 	wait_for "skiff queue g256 | grep -q \"^2 .*RUNNING\"" 60 &&
-	test "$(pgrep -fc "^sleep 3000$$")" = 256 &&
+	# RUNNING once a rank runs; the others start within moments of it.
+	wait_for "test \"\$(pgrep -fc \"^sleep 3000$$\")\" = 256" 60 &&
 	skiff cancel g256 2 >/dev/null &&
 	wait_for "test \"\$(pgrep -fc \"^sleep 3000$$\")\" = 0" 60 &&
 	skiff queue g256 --json >q.json &&
