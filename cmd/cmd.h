@@ -52,6 +52,8 @@ DECLARE_CMD(__gang);
 DECLARE_CMD(__renv_build);
 DECLARE_CMD(__jobs_controller);
 DECLARE_CMD(__jobs_worker);
+DECLARE_CMD(__jobs_remote);
+DECLARE_CMD(__jobs_keeper);
 DECLARE_CMD(__runner_test);
 DECLARE_CMD(__shim);
 DECLARE_CMD(__ssh_mux);

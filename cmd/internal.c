@@ -64,6 +64,23 @@ int cmd___jobs_controller(int argc, char **argv)
 	return jobs_controller_main(argc, argv);
 }
 
+const char cmd___jobs_remote_usage[] =
+        "usage: skiff __jobs-remote < REQUEST\n"
+        "\n"
+        "Internal, on a managed-jobs controller's host: answers one framed request from a\n"
+        "launcher (submit, or the arguments of 'skiff jobs queue|logs|cancel').\n";
+
+const char cmd___jobs_keeper_usage[] =
+        "usage: skiff __jobs-keeper\n"
+        "\n"
+        "Internal, on a managed-jobs controller's host: starts the controller again\n"
+        "whenever it has work and none runs.\n";
+
+int cmd___jobs_keeper(int argc, char **argv)
+{
+	return jobs_keeper_main(argc, argv);
+}
+
 int cmd___jobs_worker(int argc, char **argv)
 {
 	return jobs_worker_main(argc, argv);

@@ -75,6 +75,9 @@ static int open_db(struct st_db **db)
 	return st_launcher_open(0, db) ? -1 : 0;
 }
 
+/* How long `__jobs-remote` waits for a launcher's request once started. */
+#define JOBS_REMOTE_RECV_MS (60 * 1000)
+
 /* ---- jobs launch ---------------------------------------------------------------------- */
 
 static int jobs_launch(int argc, char **argv)
@@ -88,9 +91,9 @@ static int jobs_launch(int argc, char **argv)
 	struct st_db *db = NULL;
 	char cwd[PATH_MAX];
 	int i, r, detach = 0, rc = EXIT_FAIL, have_prio = 0, strategy, max_restarts;
-	long prio = 0, num_jobs = 1, k;
+	long prio = 0, num_jobs = 1;
 	int64_t id = 0;
-	const char *name;
+	char *ctl = NULL;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -176,33 +179,16 @@ static int jobs_launch(int argc, char **argv)
 	req.recovery = recovery;
 	req.priority = (int)prio;
 	req.have_priority = have_prio;
+	if ((ctl = jobs_remote_infra())) {
+		rc = jobs_remote_submit(ctl, &req, &tl, &ov, num_jobs, detach);
+		goto out;
+	}
 	if (open_db(&db))
 		goto out;
-	name = ov.name ? ov.name : tl.name ? tl.name : tl.tasks[0]->name ? tl.tasks[0]->name : "";
-	for (k = 0; k < num_jobs; k++) {
-		if (num_jobs > 1) {
-			/* --num-jobs N: N copies, each told its rank among them. */
-			char rank[24], n[24];
-			size_t t;
-
-			xsnprintf(rank, sizeof(rank), "%ld", k);
-			xsnprintf(n, sizeof(n), "%ld", num_jobs);
-			task_kvs_set(&ov.envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
-			task_kvs_set(&ov.envs, "SKYPILOT_NUM_JOBS", n, 0, 0);
-			for (t = 0; t < tl.n; t++) {
-				task_kvs_set(&tl.tasks[t]->envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
-				task_kvs_set(&tl.tasks[t]->envs, "SKYPILOT_NUM_JOBS", n, 0, 0);
-			}
-		}
-		r = jobs_submit(db, &req, &id);
-		if (r) {
-			rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
-			goto out;
-		}
-		printf("%lld\n", (long long)id);
-		fflush(stdout);
-		fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)id,
-		        *name ? " (" : "", name, *name ? ")" : "");
+	r = jobs_submit_n(db, &req, &tl, &ov, num_jobs, &id);
+	if (r) {
+		rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
+		goto out;
 	}
 	if (num_jobs > 1 && !detach)
 		fprintf(stderr,
@@ -223,6 +209,7 @@ out:
 	yerr_release(&errs);
 	task_list_release(&tl);
 	task_overrides_release(&ov);
+	free(ctl);
 	return rc;
 }
 
@@ -569,6 +556,16 @@ static const struct cmd jobs_cmds[] = {
         {"queue", jobs_queue, 0, "list managed jobs", cmd_jobs_usage},
 };
 
+static int jobs_sub(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(jobs_cmds); i++)
+		if (!strcmp(jobs_cmds[i].name, name))
+			return 1;
+	return 0;
+}
+
 int cmd_jobs(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -579,5 +576,67 @@ int cmd_jobs(int argc, char **argv)
 		fputs(cmd_jobs_usage, stdout);
 		return EXIT_OK;
 	}
+	if (strcmp(argv[1], "launch") && jobs_sub(argv[1])) {
+		/* A controller on a cluster of its own answers queue, logs and cancel. */
+		char *infra = jobs_remote_infra();
+
+		if (infra) {
+			int rc = jobs_remote_cli(infra, argc, argv);
+
+			free(infra);
+			return rc;
+		}
+	}
 	return cmd_dispatch("jobs", jobs_cmds, ARRAY_SIZE(jobs_cmds), argc - 1, argv + 1);
+}
+
+/*
+ * `skiff __jobs-remote` on a controller's host: one framed request on stdin from a
+ * launcher (supervisor/jobs/remote.c), answered as the command it stands for would be,
+ * in the controller's home: "submit" (jobs_host_submit()), or "cli" with the `skiff jobs`
+ * arguments (queue, logs, cancel). The keeper is made sure of first.
+ */
+int cmd___jobs_remote(int argc, char **argv)
+{
+	struct msg m;
+	const char *op;
+	char **args = NULL;
+	size_t i, n = 0;
+	int rc = EXIT_USAGE;
+
+	(void)argv;
+	if (argc > 1)
+		return usage_error("__jobs-remote", "no arguments: the request comes on stdin");
+	if (jobs_host_enter())
+		return EXIT_FAIL;
+	msg_init(&m);
+	if (proto_recv(0, &m, JOBS_REMOTE_RECV_MS) < 0) {
+		error("no request from the launcher");
+		goto out;
+	}
+	jobs_host_env(&m);
+	if (jobs_host_keep())
+		warning("the jobs controller's keeper could not be started: a controller that "
+		        "dies waits for the next command");
+	op = msg_get(&m, "op");
+	if (op && !strcmp(op, "submit")) {
+		rc = jobs_host_submit(&m);
+		goto out;
+	}
+	if (!op || strcmp(op, "cli"))
+		goto bad;
+	args = xcalloc(m.n + 1, sizeof(*args));
+	for (i = 0; i < m.n; i++)
+		if (!strcmp(m.keys[i], "arg"))
+			args[n++] = (char *)m.vals[i];
+	if (n < 2 || strcmp(args[0], "jobs") || !strcmp(args[1], "launch") || !jobs_sub(args[1]))
+		goto bad;
+	rc = cmd_jobs((int)n, args);
+	goto out;
+bad:
+	error("a malformed request from the launcher (op %s)", op ? op : "none");
+out:
+	free(args);
+	msg_release(&m);
+	return rc;
 }

@@ -767,3 +767,13 @@ void config_controller_resources(const struct cfg_node *root, double *cpus, doub
 	*cpus = c && (v = cfg_amount(c)) > 0 ? v : 0;
 	*memory_gib = m && (v = cfg_amount(m)) > 0 ? v : 0;
 }
+
+const char *config_controller_infra(const struct cfg_node *root)
+{
+	const struct cfg_node *n = cfg_get(root, "jobs.controller.resources.infra");
+
+	if (!n || n->kind != CFG_SCALAR || cfg_is_null(n) || !*n->value ||
+	    !strcmp(n->value, "local"))
+		return NULL;
+	return n->value;
+}

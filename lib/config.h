@@ -140,6 +140,11 @@ char *config_k8s_pod(const struct cfg_node *root, const char *manifest_json);
  * number of "4" and of "4+").
  */
 void config_controller_resources(const struct cfg_node *root, double *cpus, double *memory_gib);
+/*
+ * jobs.controller.resources.infra: where the managed-jobs controller runs
+ * (docs/managed-jobs.md). NULL for this machine: not set, null, or "local".
+ */
+const char *config_controller_infra(const struct cfg_node *root);
 
 /* ---- the layers a command runs with -------------------------------------------------- */
 

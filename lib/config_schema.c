@@ -50,7 +50,8 @@ struct ckey {
 	"only a cloud reads it; skiff's infras are local, ssh, podman, docker, k8s and slurm"
 #define W_SERVER "skiff has no API server: every command runs where it is typed"
 #define W_WORKSPACE "skiff has no workspaces"
-#define W_CONTROLLER "the managed-jobs controller runs on this machine, not on a cluster"
+#define W_CONTROLLER                                                                               \
+	"skiff runs one managed-jobs controller, placed by jobs.controller.resources.infra"
 #define W_K8S_SPEC "name the context and namespace in the infra: k8s/CONTEXT/NAMESPACE"
 #define W_K8S_PLAIN "skiff starts plain pods with kubectl apply: no autoscaler, queue or service"
 #define W_SSH "SkyPilot runs SSH node pools through Kubernetes; skiff reaches the hosts over ssh"
@@ -539,10 +540,12 @@ static void warn_node(const struct ckey *key, const struct cfg_node *n, const ch
 			continue;
 		join(sub, path, k->value);
 		if (key->type == T_RESOURCES) {
-			if (strcmp(k->value, "cpus") && strcmp(k->value, "memory"))
+			if (strcmp(k->value, "cpus") && strcmp(k->value, "memory") &&
+			    strcmp(k->value, "infra"))
 				warn_at(k, sub,
-				        W_CONTROLLER "; only cpus and memory size its limits", seen,
-				        errs);
+				        "the managed-jobs controller is placed by infra alone; cpus "
+				        "and memory size its limits",
+				        seen, errs);
 			continue;
 		}
 		for (j = 0; j < key->nsub; j++)

@@ -274,6 +274,14 @@ struct task_overrides {
 	 * NULL: not frozen (read the file and the flags).
 	 */
 	char *config_file, *config_cli;
+	/*
+	 * Where a remote managed-jobs controller put the job's local files (the two-hop of
+	 * docs/managed-jobs.md): each path_from[k] (a workdir path or a file_mounts source as
+	 * the task gives it once its envs are filled in; "git:URL@REF" for a git workdir) is
+	 * replaced by path_to[k]. Only set by `jobs launch`, kept in the encoded overrides.
+	 */
+	char **path_from, **path_to;
+	size_t npaths;
 };
 
 #define TASK_OVERRIDES_INIT                                                                        \
@@ -313,11 +321,16 @@ struct task_overrides {
  */
 int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i);
 void task_overrides_release(struct task_overrides *o);
+/* Adds a path_from -> path_to pair (copied). */
+void task_overrides_map_path(struct task_overrides *o, const char *from, const char *to);
+/* The path_from key of a git workdir: "git:URL@REF" (REF "" when none); a new string. */
+char *task_git_key(const struct task_workdir *w);
 /*
  * The overrides as data (for the managed-jobs table): fields env and secret ("K=V"),
  * num_nodes, cpus, memory, gpus, workdir, name, config_file and config_cli (the frozen
- * config; --config itself is not kept), appended to m (lib/proto.h); and back
- * (o is released first). 0 or -1 (printed) for what was not written by _encode().
+ * config; --config itself is not kept) and the path map (path_from, path_to), appended to m
+ * (lib/proto.h); and back (o is released first). 0 or -1 (printed) for what was not written by
+ * _encode().
  */
 struct msg;
 void task_overrides_encode(const struct task_overrides *o, struct msg *m);

@@ -36,7 +36,67 @@ void task_overrides_release(struct task_overrides *o)
 	free(o->config);
 	free(o->config_file);
 	free(o->config_cli);
+	while (o->npaths) {
+		o->npaths--;
+		free(o->path_from[o->npaths]);
+		free(o->path_to[o->npaths]);
+	}
+	free(o->path_from);
+	free(o->path_to);
 	memset(o, 0, sizeof(*o));
+}
+
+void task_overrides_map_path(struct task_overrides *o, const char *from, const char *to)
+{
+	o->path_from = xrealloc(o->path_from, (o->npaths + 1) * sizeof(*o->path_from));
+	o->path_to = xrealloc(o->path_to, (o->npaths + 1) * sizeof(*o->path_to));
+	o->path_from[o->npaths] = xstrdup(from);
+	o->path_to[o->npaths++] = xstrdup(to);
+}
+
+char *task_git_key(const struct task_workdir *w)
+{
+	return xasprintf("git:%s@%s", w->url ? w->url : "", w->ref ? w->ref : "");
+}
+
+static const char *mapped(const struct task_overrides *o, const char *from)
+{
+	size_t k;
+
+	for (k = 0; from && k < o->npaths; k++)
+		if (!strcmp(o->path_from[k], from))
+			return o->path_to[k];
+	return NULL;
+}
+
+/* The files a remote controller holds for the task, in place of the launcher's. */
+static void map_paths(struct task *t, const struct task_overrides *o)
+{
+	const char *to;
+	size_t k;
+
+	if (!o->npaths)
+		return;
+	if (t->workdir.kind == TASK_WORKDIR_PATH && (to = mapped(o, t->workdir.path))) {
+		free(t->workdir.path);
+		t->workdir.path = xstrdup(to);
+	} else if (t->workdir.kind == TASK_WORKDIR_GIT) {
+		char *key = task_git_key(&t->workdir);
+
+		if ((to = mapped(o, key))) {
+			free(t->workdir.url);
+			free(t->workdir.ref);
+			t->workdir.url = t->workdir.ref = NULL;
+			t->workdir.kind = TASK_WORKDIR_PATH;
+			t->workdir.path = xstrdup(to);
+		}
+		free(key);
+	}
+	for (k = 0; k < t->nmounts; k++)
+		if ((to = mapped(o, t->mounts[k].src))) {
+			free(t->mounts[k].src);
+			t->mounts[k].src = xstrdup(to);
+		}
 }
 
 /* "--flag VALUE", "--flag=VALUE" (and the short form, if any, as "-n VALUE"). */
@@ -477,6 +537,7 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			return -EINVAL;
 		}
 		task_fill_env_vars(l, t);
+		map_paths(t, o);
 	}
 	task_list_release(&flags);
 	return 0;
@@ -524,6 +585,8 @@ static void encode_kvs(struct msg *m, const char *key, const struct task_kvs *kv
 
 void task_overrides_encode(const struct task_overrides *o, struct msg *m)
 {
+	size_t i;
+
 	encode_kvs(m, "env", &o->envs);
 	encode_kvs(m, "secret", &o->secrets);
 	if (o->num_nodes)
@@ -547,6 +610,10 @@ void task_overrides_encode(const struct task_overrides *o, struct msg *m)
 		msg_add(m, "config_file", o->config_file);
 	if (o->config_cli)
 		msg_add(m, "config_cli", o->config_cli);
+	for (i = 0; i < o->npaths; i++) {
+		msg_add(m, "path_from", o->path_from[i]);
+		msg_add(m, "path_to", o->path_to[i]);
+	}
 }
 
 int task_overrides_decode(struct task_overrides *o, const char *data, size_t len)
@@ -590,6 +657,10 @@ int task_overrides_decode(struct task_overrides *o, const char *data, size_t len
 			free(name);
 		} else if (!strcmp(k, "num_nodes") && !parse_long(v, 1, TASK_MAX_NODES, &n)) {
 			o->num_nodes = n;
+		} else if (!strcmp(k, "path_from") && i + 1 < m.n &&
+		           !strcmp(m.keys[i + 1], "path_to")) {
+			task_overrides_map_path(o, v, m.vals[i + 1]);
+			i++;
 		} else {
 			r = error("stored task overrides: unexpected field '%s'", k);
 		}

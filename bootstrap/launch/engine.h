@@ -215,6 +215,12 @@ int eng_open(struct st_db *ldb, const char *name, struct cluster *c, struct cliv
  */
 int eng_ssh(struct st_db *ldb, const char *cluster, const char *command, int tty);
 
+/*
+ * The tree of a git workdir's commit, fetched and checked out on this machine
+ * (bootstrap/launch/gitwork.c); *tree is malloc'd. 0, or -1 (printed).
+ */
+int eng_git_tree(const struct task_workdir *w, char **tree);
+
 /* The clusters the managed-jobs controller launches and releases. */
 int eng_managed_cluster(const char *name);
 /* How many managed jobs that have not ended run on such a cluster (0 for any other). */

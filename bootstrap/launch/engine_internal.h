@@ -63,10 +63,4 @@ int eng_start_nodes(struct st_db *ldb, struct cluster *c, struct clive *cl);
 int eng_autostop_look(struct st_db *ldb, const char *name);
 int eng_autostop_look_locked(struct st_db *ldb, const char *name);
 
-/*
- * The tree of a git workdir's commit, fetched and checked out on this machine
- * (bootstrap/launch/gitwork.c); *tree is malloc'd. 0, or -1 (printed).
- */
-int eng_git_tree(const struct task_workdir *w, char **tree);
-
 #endif

@@ -37,6 +37,7 @@ const struct jobs_paths *jobs_paths(void)
 	}
 	p.dir = xasprintf("%s/jobs", home);
 	p.lock = xasprintf("%s/controller.lock", p.dir);
+	p.keeper = xasprintf("%s/keeper.lock", p.dir);
 	p.log = xasprintf("%s/controller.log", p.dir);
 	p.logs = xasprintf("%s/logs", p.dir);
 	if (ensure_private_dir(home) || ensure_private_dir(p.dir) || ensure_private_dir(p.logs))
@@ -166,16 +167,13 @@ void jobs_limits_compute(struct jobs_limits *l)
 	                                    JOBS_MAX_RUNNING_CAP);
 }
 
-int jobs_controller_pid(void)
+int jobs_lock_holder(const char *path)
 {
-	const struct jobs_paths *p = jobs_paths();
 	char buf[32] = "";
 	int fd, pid = 0;
 	ssize_t n;
 
-	if (!p)
-		return 0;
-	fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
 	/* A lock we can take means nobody holds it: no controller. */
@@ -194,6 +192,13 @@ int jobs_controller_pid(void)
 			pid = (int)v;
 	}
 	return pid;
+}
+
+int jobs_controller_pid(void)
+{
+	const struct jobs_paths *p = jobs_paths();
+
+	return p ? jobs_lock_holder(p->lock) : 0;
 }
 
 int jobs_controller_kick(void)

@@ -10,6 +10,7 @@
  *   $SKIFF_HOME/jobs/controller.lock   flock()ed by the running controller; holds its pid
  *   $SKIFF_HOME/jobs/controller.log    the controller's own log
  *   $SKIFF_HOME/jobs/logs/ID.log       one job's launch and cleanup output, its transitions
+ *   $SKIFF_HOME/jobs/keeper.lock       on a controller host: its keeper (host.c)
  */
 
 #include <stdint.h>
@@ -21,6 +22,7 @@
 
 struct jobs_paths {
 	char *dir, *lock, *log, *logs;
+	char *keeper; /* keeper.lock: a controller host's keeper (host.c) */
 };
 
 /* Paths under $SKIFF_HOME/jobs (created 0700); NULL (printed) without a home. */
@@ -36,6 +38,8 @@ char *jobs_job_log(int64_t id);
 int jobs_controller_kick(void);
 /* The running controller's pid, or 0. */
 int jobs_controller_pid(void);
+/* The pid in a daemon_lock() file whose lock is held, or 0 (nobody holds it). */
+int jobs_lock_holder(const char *path);
 
 /* ---- the API `skiff jobs` calls (submit.c) -------------------------------------------- */
 
@@ -60,6 +64,14 @@ struct jobs_submit_req {
  * cannot run (no task, a reserved exit code, a bad strategy); -EIO.
  */
 int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id);
+/*
+ * jobs_submit() n times (--num-jobs: each copy's envs say its SKYPILOT_JOB_RANK among
+ * SKYPILOT_NUM_JOBS, set in tl and ov), req->tl and req->ov set to them; prints each id on
+ * stdout and "Managed job N submitted" on stderr. 0 with the last id in *last, or
+ * jobs_submit()'s error.
+ */
+int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_list *tl,
+                  struct task_overrides *ov, long n, int64_t *last);
 /* EAGER_NEXT_REGION, FAILOVER or NONE (no restarts), any case; -EINVAL otherwise. */
 int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts);
 /* Cancels jobs (mj_cancel()) and wakes the controller to finish them. 0 or -EIO. */
@@ -89,6 +101,67 @@ int jobs_sync_down(int64_t id);
 int jobs_controller_main(int argc, char **argv);
 int jobs_worker_main(int argc, char **argv);
 int gang_main(int argc, char **argv);
+
+/* ---- a controller on a cluster of its own (remote.c: the launcher; host.c: its host) --- */
+
+/* Its cluster is JOBS_CONTROLLER_CLUSTER_PREFIX + 8 hex digits of the user's name's sha256. */
+#define JOBS_CONTROLLER_CLUSTER_PREFIX "skiff-jobs-controller-"
+/* The controller's $SKIFF_HOME on its host, under the host's $HOME. */
+#define JOBS_CONTROLLER_HOME ".skiff/jobs-controller"
+/* Set in every process of the controller's host side: `skiff jobs` runs here, not there. */
+#define JOBS_ON_CONTROLLER_ENV "SKIFF_JOBS_ON_CONTROLLER"
+
+/*
+ * jobs.controller.resources.infra of the config in effect: where the controller runs.
+ * NULL for this machine (not set, "local", or this is the controller's host). Caller frees.
+ */
+char *jobs_remote_infra(void);
+/* The controller cluster's name ($SKIFF_USER, else the login name, hashed). */
+void jobs_remote_cluster_name(char *out, size_t size);
+/*
+ * `skiff jobs ARGV...` (argv[0] "jobs") run on the controller on infra, brought up first
+ * when it is not (or upgraded to this binary). Its exit status; EXIT_UNAVAILABLE when the
+ * controller cannot be reached (printed).
+ */
+int jobs_remote_cli(const char *infra, int argc, char **argv);
+/*
+ * jobs_submit_n() on the controller on infra: the tasks' local files are synced to it
+ * first and ov maps the tasks' paths to them; the ssh pools the tasks name, and their
+ * identity files, are sent with the request. Then, unless detach or n > 1, follows the
+ * job's logs. The `jobs launch` exit status.
+ */
+int jobs_remote_submit(const char *infra, struct jobs_submit_req *req, struct task_list *tl,
+                       struct task_overrides *ov, long n, int detach);
+
+/*
+ * The host's side (host.c). jobs_host_enter(): this process is the controller host's
+ * (SKIFF_HOME is ~/JOBS_CONTROLLER_HOME, JOBS_ON_CONTROLLER_ENV set); 0 or -errno.
+ */
+int jobs_host_enter(void);
+/*
+ * The request's "env" fields SKIFF_JOBS_*=V (the controller's knobs, docs/managed-jobs.md)
+ * into our environment: a keeper started now, and its controllers, run with them.
+ */
+struct msg;
+void jobs_host_env(const struct msg *m);
+/*
+ * Writes data to rel under $SKIFF_HOME (0600, atomically; rel is keys/NAME or
+ * pools.d/NAME.yaml, nothing else). *changed: 1 when it was not there as it is now.
+ */
+int jobs_host_put(const char *rel, const char *data, int *changed);
+/* ssh_node_pools.yaml anew from pools.d/ (every pool a launcher sent). 0 or -errno. */
+int jobs_host_pools_rebuild(void);
+/*
+ * Makes sure the host's keeper runs our binary, with the controller: a keeper or a
+ * controller of another binary (an older launcher's) is stopped and ours started; the
+ * jobs go on (the controller's restart loses nothing). 0 or -errno (printed).
+ */
+int jobs_host_keep(void);
+/* A launcher's submit request (remote.c): its files, then jobs_submit_n(). An exit status. */
+struct msg;
+int jobs_host_submit(const struct msg *m);
+/* `skiff __jobs-keeper`: restarts the controller while it has work, until signalled. */
+int jobs_keeper_main(int argc, char **argv);
 
 /* Long integer from the environment within [min, max], else def. */
 long jobs_env_long(const char *name, long def, long min, long max);

@@ -108,6 +108,44 @@ out:
 	return r;
 }
 
+int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_list *tl,
+                  struct task_overrides *ov, long n, int64_t *last)
+{
+	const char *name = ov->name             ? ov->name
+	                   : tl->name           ? tl->name
+	                   : tl->tasks[0]->name ? tl->tasks[0]->name
+	                                        : "";
+	long k;
+	int r;
+
+	req->tl = tl;
+	req->ov = ov;
+	for (k = 0; k < n; k++) {
+		if (n > 1) {
+			/* --num-jobs N: N copies, each told its rank among them. */
+			char rank[24], count[24];
+			size_t t;
+
+			xsnprintf(rank, sizeof(rank), "%ld", k);
+			xsnprintf(count, sizeof(count), "%ld", n);
+			task_kvs_set(&ov->envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
+			task_kvs_set(&ov->envs, "SKYPILOT_NUM_JOBS", count, 0, 0);
+			for (t = 0; t < tl->n; t++) {
+				task_kvs_set(&tl->tasks[t]->envs, "SKYPILOT_JOB_RANK", rank, 0, 0);
+				task_kvs_set(&tl->tasks[t]->envs, "SKYPILOT_NUM_JOBS", count, 0, 0);
+			}
+		}
+		r = jobs_submit(db, req, last);
+		if (r)
+			return r;
+		printf("%lld\n", (long long)*last);
+		fflush(stdout);
+		fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)*last,
+		        *name ? " (" : "", name, *name ? ")" : "");
+	}
+	return 0;
+}
+
 int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all,
                 int *found, int *done)
 {

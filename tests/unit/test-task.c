@@ -8,6 +8,7 @@
 
 #include "lib/buf.h"
 #include "lib/json.h"
+#include "lib/proto.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "tests/unit/harness.h"
@@ -924,6 +925,47 @@ static void test_files(void)
 	task_list_release(&l);
 }
 
+/* The two-hop of a remote controller: the launcher's paths replaced, through the data. */
+static void test_path_map(void)
+{
+	struct task_overrides o = TASK_OVERRIDES_INIT, back = TASK_OVERRIDES_INIT;
+	struct msg m;
+
+	msg_init(&m);
+	task_overrides_map_path(&o, "~/code/${P}", "~/.ctl/files/x/0");
+	task_overrides_map_path(&o, "./data=1", "~/.ctl/files/x/1");
+	task_overrides_map_path(&o, "git:https://h/r.git@v1", "~/.ctl/files/x/2");
+	task_overrides_encode(&o, &m);
+	ok(!task_overrides_decode(&back, m.raw.p, m.raw.len), "the path map decodes");
+	is_int((long)back.npaths, 3, "three pairs");
+	ok(back.npaths == 3 && !strcmp(back.path_from[1], "./data=1") &&
+	           !strcmp(back.path_to[2], "~/.ctl/files/x/2"),
+	   "in order, '=' and all");
+	ok(!parse("workdir: ~/code/${P}\nenvs: {P: proj}\nfile_mounts:\n  /d: ./data=1\n"
+	          "  /e: ./other\nrun: x\n"),
+	   "a task with a workdir and two mounts");
+	/* The map's keys are the paths once envs are filled in: ~/code/proj is not mapped. */
+	ok(!task_list_apply_overrides(&L, &back, &E), "applied");
+	is_str(T()->workdir.path, "~/code/proj", "a key is matched after substitution only");
+	is_str(T()->mounts[0].src, "~/.ctl/files/x/1", "a mount source is replaced");
+	is_str(T()->mounts[1].src, "./other", "one not in the map stays");
+	task_overrides_release(&back);
+	task_overrides_map_path(&back, "~/code/proj", "/c/0");
+	task_overrides_map_path(&back, "git:https://h/r.git@v1", "/c/2");
+	ok(!parse("workdir: ~/code/${P}\nenvs: {P: proj}\nrun: x\n") &&
+	           !task_list_apply_overrides(&L, &back, &E),
+	   "parsed and applied");
+	is_str(T()->workdir.path, "/c/0", "the workdir is replaced");
+	ok(!parse("workdir: {url: 'https://h/r.git', ref: v1}\nrun: x\n") &&
+	           !task_list_apply_overrides(&L, &back, &E),
+	   "a git workdir");
+	ok(T()->workdir.kind == TASK_WORKDIR_PATH, "becomes the tree the controller holds");
+	is_str(T()->workdir.path, "/c/2", "at its path");
+	msg_release(&m);
+	task_overrides_release(&o);
+	task_overrides_release(&back);
+}
+
 int main(void)
 {
 	plan_run(test_minimal);
@@ -944,6 +986,7 @@ int main(void)
 	plan_run(test_env_subst);
 	plan_run(test_command);
 	plan_run(test_files);
+	plan_run(test_path_map);
 	task_list_release(&L);
 	yerr_release(&E);
 	return done_testing();

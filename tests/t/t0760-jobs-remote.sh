@@ -1,0 +1,207 @@
+#!/bin/sh
+# Managed jobs through a controller on a cluster of its own (jobs.controller.resources.infra,
+# docs/managed-jobs.md "Placement"): the controller on namespace sshd node tn1, the jobs on
+# tn2 and tn3. The jobs go on with every launcher process killed and its SKIFF_HOME gone,
+# a job whose node lost its supervisor and shim is recovered with no launcher alive, a new
+# launcher reads the queue and the logs, a partitioned controller is said unreachable and
+# catches up after the heal, kill -9 of the controller and a newer launcher (an upgrade in
+# place) restart no job.
+. "$(dirname "$0")/lib.sh"
+. "$SRC_DIR/tests/lib/nodes.sh"
+
+nodes_require_root
+nodes_install_deps || { echo "Bail out! cannot install the packages the test nodes need"; exit 1; }
+command -v python3 >/dev/null || test_skip_all "needs python3 to read the --json outputs"
+
+_t=${TMPDIR:-/tmp}
+[ "${#_t}" -le 12 ] || _t=/tmp
+export SKIFF_HOME=$_t/sk760.$$
+HOME2=$_t/sk760b.$$
+rm -rf "$SKIFF_HOME" "$HOME2"
+# The controller's knobs travel with each request (docs/managed-jobs.md).
+export SKIFF_JOBS_POLL_MS=300 SKIFF_JOBS_BACKOFF_S=1 SKIFF_JOBS_PROBE_FAILURES=3
+
+CTL_HOME='$HOME/.skiff/jobs-controller'
+# ctl CMD...: a command on the controller's host in the controller's home, no launcher.
+ctl() {
+	nodes_ssh 1 "SKIFF_HOME=$CTL_HOME SKIFF_JOBS_ON_CONTROLLER=1 \$HOME/.skiff/bin/skiff $*"
+}
+# jf JSON ID FIELD: one field of a job in a `jobs queue --json` output.
+jf() {
+	python3 -c "
+import json,sys
+for j in json.load(open('$1')):
+    if j['id'] == $2: print(j['$3'])"
+}
+# ctl_field ID FIELD: the same, asked of the controller's host directly.
+ctl_field() {
+	ctl jobs queue --json >ctlq.json 2>/dev/null && jf ctlq.json "$1" "$2"
+}
+ctl_pid() { nodes_ssh 1 "cat $CTL_HOME/jobs/controller.lock 2>/dev/null" | head -n 1; }
+keeper_pid() { nodes_ssh 1 "cat $CTL_HOME/jobs/keeper.lock 2>/dev/null" | head -n 1; }
+
+# Every process of this launcher (in our PID namespace, not the nodes'): the skiff commands
+# and the ssh masters under its SKIFF_HOME.
+kill_launcher() {
+	_ns=$(readlink /proc/self/ns/pid)
+	for _p in /proc/[0-9]*; do
+		[ "$(readlink "$_p/ns/pid" 2>/dev/null)" = "$_ns" ] || continue
+		tr '\0' ' ' <"$_p/cmdline" 2>/dev/null | grep -qF "$1" || continue
+		kill -KILL "${_p#/proc/}" 2>/dev/null
+	done
+}
+
+test_cleanup_hook() {
+	nodes_heal 1 2>/dev/null
+	for _h in "$SKIFF_HOME" "$HOME2"; do
+		[ -d "$_h" ] || continue
+		SKIFF_HOME=$_h timeout 30 "$SKIFF_BIN" jobs cancel -a >/dev/null 2>&1
+	done
+	ctl jobs queue >"$TRASH/ctl-queue.txt" 2>&1
+	nodes_ssh 1 "cat $CTL_HOME/jobs/controller.log" >"$TRASH/controller.log" 2>&1
+	for _h in "$SKIFF_HOME" "$HOME2"; do
+		kill_launcher "$_h"
+		rm -rf "$_h"
+	done
+	nodes_down
+}
+
+write_launcher_files() {
+	mkdir -m 700 -p "$1" &&
+	cat >"$1/ssh_node_pools.yaml" <<-EOF &&
+	ctl:
+	  hosts:
+	    - ip: $(nodes_ip 1)
+	      user: $NODES_USER
+	      identity_file: $NODES_KEY
+	work:
+	  user: $NODES_USER
+	  identity_file: $NODES_KEY
+	  hosts:
+	    - $(nodes_ip 2)
+	    - $(nodes_ip 3)
+	EOF
+	printf 'jobs:\n  controller:\n    resources:\n      infra: ssh/ctl\n' >"$1/config.yaml"
+}
+
+test_expect_success 'three nodes: the controller host and two for the jobs' '
+	nodes_up 3 &&
+	write_launcher_files "$SKIFF_HOME" &&
+	mkdir wd && echo "sent through the controller" >wd/hello.txt &&
+	echo "a mounted file" >mounted.txt
+'
+
+test_expect_success 'jobs launch brings the controller up, sends the files, runs the job' '
+	cat >a.yaml <<-EOF &&
+	name: a
+	workdir: wd
+	file_mounts:
+	  /tmp/m.txt: $PWD/mounted.txt
+	resources: {infra: ssh/work}
+	run: cat hello.txt /tmp/m.txt
+	EOF
+	skiff jobs launch a.yaml >out 2>err &&
+	grep -q "^Starting the jobs controller skiff-jobs-controller-" err &&
+	grep -q "now holds ssh pool(s) work and 1 key file" err &&
+	grep -q "sent through the controller" out &&
+	grep -q "a mounted file" out &&
+	grep -q "SUCCEEDED" err &&
+	skiff status --json >st.json &&
+	python3 -c "
+import json; cs = json.load(open(\"st.json\"))
+assert [c[\"name\"][:22] for c in cs] == [\"skiff-jobs-controller-\"], cs" &&
+	test "$(ctl_field 1 status)" = SUCCEEDED
+'
+
+test_expect_success 'the controller host holds the pool and key it was sent, 0600, and nothing else' '
+	nodes_ssh 1 "stat -c \"%a %n\" $CTL_HOME/ssh_node_pools.yaml $CTL_HOME/keys/* $CTL_HOME/pools.d/*" >modes &&
+	! grep -v "^600 " modes &&
+	test "$(wc -l <modes)" = 3 &&
+	nodes_ssh 1 "cat $CTL_HOME/ssh_node_pools.yaml" >pools &&
+	grep -q "^\"work\":" pools && ! grep -q ctl pools &&
+	! nodes_ssh 1 "grep -rl \"$NODES_KEY\" $CTL_HOME/ssh_node_pools.yaml" &&
+	skiff jobs launch -d --infra ssh/work "echo again" >out2 2>err2 &&
+	! grep -q "now holds" err2
+'
+
+test_expect_success 'jobs run on with every launcher process killed and its home deleted' '
+	skiff jobs launch -d -n b --infra ssh/work "echo b-start; sleep 6; echo b-done" >id_b &&
+	skiff jobs launch -d -n c --job-recovery FAILOVER --infra ssh/work \
+		"echo c-start; sleep 1000" >id_c &&
+	B=$(tail -n 1 id_b) && C=$(tail -n 1 id_c) &&
+	echo "$B $C" >ids &&
+	wait_for "test \"\$(ctl_field $C status)\" = RUNNING" 60 &&
+	kill_launcher "$SKIFF_HOME" && rm -rf "$SKIFF_HOME" &&
+	wait_for "test \"\$(ctl_field $B status)\" = SUCCEEDED" 60
+'
+
+test_expect_success 'a job whose node lost its supervisor and shim is recovered, no launcher alive' '
+	read -r B C <ids &&
+	n=$(for i in 2 3; do
+		if nodes_ssh $i "pgrep -f \"slee[p] 1000\"" >/dev/null; then echo $i; fi
+	done) &&
+	test -n "$n" &&
+	nodes_ssh $n "pkill -KILL -f -- __superviso[r]; pkill -KILL -f -- __shi[m]; pkill -KILL -f \"slee[p] 1000\"; true" &&
+	wait_for "test \"\$(ctl_field $C recoveries)\" = 1" 90 &&
+	wait_for "test \"\$(ctl_field $C status)\" = RUNNING" 90
+'
+
+test_expect_success 'a new launcher with the same config and keys sees the queue and the logs' '
+	read -r B C <ids &&
+	write_launcher_files "$HOME2" &&
+	SKIFF_HOME=$HOME2 skiff jobs queue --json >q.json && { cat q.json >&2; true; } &&
+	test "$(jf q.json "$B" status)" = SUCCEEDED &&
+	test "$(jf q.json "$C" status)" = RUNNING &&
+	test "$(jf q.json 1 status)" = SUCCEEDED &&
+	SKIFF_HOME=$HOME2 skiff jobs logs "$B" >blog &&
+	grep -q b-start blog && grep -q b-done blog &&
+	SKIFF_HOME=$HOME2 skiff jobs logs --controller "$C" >clog &&
+	grep -q RECOVERING clog
+'
+
+test_expect_success 'kill -9 of the controller: the keeper starts it again, the job goes on' '
+	read -r B C <ids &&
+	old=$(ctl_pid) && test -n "$old" &&
+	nodes_ssh 1 "kill -KILL $old" &&
+	wait_for "p=\$(ctl_pid); test -n \"\$p\" && test \"\$p\" != $old" 30 &&
+	SKIFF_HOME=$HOME2 skiff jobs launch -d -n d --infra ssh/work "echo d-ran" >id_d &&
+	D=$(tail -n 1 id_d) &&
+	wait_for "test \"\$(ctl_field $D status)\" = SUCCEEDED" 60 &&
+	test "$(ctl_field "$C" status)" = RUNNING &&
+	test "$(ctl_field "$C" recoveries)" = 1
+'
+
+test_expect_success 'the controller partitioned: unreachable within seconds; after the heal it catches up' '
+	read -r B C <ids &&
+	job=$(ctl_field "$C" cluster_job) &&
+	nodes_partition 1 &&
+	test_expect_code 4 env SKIFF_HOME=$HOME2 timeout 60 "$SKIFF_BIN" jobs queue >pq 2>perr &&
+	grep -q "cannot be reached" perr &&
+	sleep 3 &&
+	nodes_heal 1 &&
+	wait_for "SKIFF_HOME=$HOME2 skiff jobs queue >/dev/null 2>&1" 60 &&
+	sleep 2 &&
+	test "$(ctl_field "$C" status)" = RUNNING &&
+	test "$(ctl_field "$C" recoveries)" = 1 &&
+	test "$(ctl_field "$C" cluster_job)" = "$job"
+'
+
+test_expect_success 'a newer launcher upgrades the controller in place; no job restarts' '
+	read -r B C <ids &&
+	job=$(ctl_field "$C" cluster_job) &&
+	cp "$SKIFF_BIN" skiff-newer && printf "newer" >>skiff-newer &&
+	new=$(sha256sum skiff-newer | cut -c1-64) &&
+	old_keeper=$(keeper_pid) &&
+	SKIFF_HOME=$HOME2 ./skiff-newer jobs queue >nq 2>nerr &&
+	grep -q "^Updating the jobs controller" nerr &&
+	wait_for "p=\$(ctl_pid); test -n \"\$p\" && nodes_ssh 1 \"readlink /proc/\$p/exe\" | grep -q $new" 30 &&
+	k=$(keeper_pid) && test "$k" != "$old_keeper" &&
+	nodes_ssh 1 "readlink /proc/$k/exe" | grep -q "$new" &&
+	test "$(ctl_field "$C" status)" = RUNNING &&
+	test "$(ctl_field "$C" recoveries)" = 1 &&
+	test "$(ctl_field "$C" cluster_job)" = "$job" &&
+	SKIFF_HOME=$HOME2 ./skiff-newer jobs cancel "$C" &&
+	wait_for "test \"\$(ctl_field $C status)\" = CANCELLED" 60
+'
+
+test_done
