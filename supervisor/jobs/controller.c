@@ -278,6 +278,18 @@ static void launch_done(int64_t id, int code)
 		          j.attempts + 1);
 		finish(&j, MJ_FAILED_NO_RESOURCE, reason);
 		break;
+	case JL_OFFLINE:
+		wait = backoff_s(j.attempts + 1);
+		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts,
+		                now_wall() + wait);
+		xsnprintf(reason, sizeof(reason),
+		          "launch attempt %d could not reach the infra (this host is cut off); not "
+		          "counted",
+		          j.attempts + 1);
+		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
+		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF, reason);
+		logf_job(id, "%s; retry in %.0f s", reason, wait);
+		break;
 	case JL_BACKOFF:
 		wait = backoff_s(j.attempts + 1);
 		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts + 1,

@@ -73,9 +73,41 @@ enum jobs_launch_act jobs_launch_decide(const struct mjob *j, int launching, int
 		return JL_CANCEL;
 	if (code == EXIT_INVALID || code == EXIT_USAGE)
 		return JL_FAIL_PRECHECKS;
+	if (code == EXIT_UNAVAILABLE)
+		return JL_OFFLINE;
 	if (j->attempts + 1 >= attempts_max)
 		return JL_FAIL_NO_RESOURCE;
 	return JL_BACKOFF;
+}
+
+int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface, void *arg),
+                      void *arg)
+{
+	const char *line = routes, *nl;
+	int links = 0;
+
+	/* The first line names the columns; each next one starts with its interface. */
+	for (nl = strchr(line, '\n'); nl; nl = strchr(line, '\n')) {
+		char iface[32];
+		size_t n;
+
+		line = nl + 1;
+		n = strcspn(line, "\t \n");
+		if (!n || n >= sizeof(iface))
+			continue;
+		memcpy(iface, line, n);
+		iface[n] = '\0';
+		if (!strcmp(iface, "lo"))
+			continue;
+		links++;
+		{
+			const char *st = state(iface, arg);
+
+			if (!st || !strcmp(st, "up") || !strcmp(st, "unknown"))
+				return 0;
+		}
+	}
+	return links > 0;
 }
 
 struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max)

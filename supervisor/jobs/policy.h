@@ -51,6 +51,7 @@ enum jobs_launch_act {
 	JL_FAIL_PRECHECKS,   /* the task cannot run there (the launch said so: bad input) */
 	JL_FAIL_NO_RESOURCE, /* no attempt left */
 	JL_BACKOFF,          /* try again after jobs_backoff_s() */
+	JL_OFFLINE,          /* this host was cut off: try again, the attempt not counted */
 };
 
 /*
@@ -77,6 +78,16 @@ struct jobs_probe_decision {
 	int code;          /* JP_RECOVER for a listed code: the code; else -1 */
 	int before_cancel; /* the end came before a cancel the user asked for */
 };
+
+/*
+ * 1 when this host is cut off from every network: routes (the text of /proc/net/route)
+ * go out through some interface other than lo, and none of those is up as state(IFACE)
+ * tells ("up", or "unknown" for links that do not say, such as tun). A node that does
+ * not answer then says nothing about the node: the controller does not count it as lost,
+ * nor a launch that failed as an attempt (docs/managed-jobs.md). 0 when nothing is known.
+ */
+int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface, void *arg),
+                      void *arg);
 
 /* probe_max: consecutive failed looks after which the node counts as lost. */
 struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max);

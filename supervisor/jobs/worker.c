@@ -14,6 +14,9 @@
  * exits without doing anything.
  */
 #include <errno.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@
 #include "state/launcher.h"
 #include "state/node.h"
 #include "supervisor/jobs/jobs.h"
+#include "supervisor/jobs/policy.h"
 #include "lib/banned.h"
 
 /* The longest a launch waits at SKIFF_JOBS_LAUNCH_GATE (a test that forgot it). */
@@ -52,6 +56,47 @@ static int wait_go(const char *fdtext)
 		return -EPIPE; /* the controller did not record us: do nothing */
 	close((int)fd);
 	return 0;
+}
+
+/* ---- this host's own network ------------------------------------------------------------ */
+
+/*
+ * An interface's state as the kernel tells this process's network namespace (an ioctl,
+ * not /sys, which may show another namespace's links): "up" once it carries (RUNNING),
+ * "lowerlayerdown" up without a carrier (a veth whose peer is down), "down", or NULL.
+ */
+static const char *link_state(const char *iface, void *arg)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r;
+
+	(void)arg;
+	if (fd < 0)
+		return NULL;
+	memset(&ifr, 0, sizeof(ifr));
+	xsnprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	r = ioctl(fd, SIOCGIFFLAGS, &ifr);
+	close(fd);
+	if (r < 0)
+		return NULL;
+	if (!(ifr.ifr_flags & IFF_UP))
+		return "down";
+	return ifr.ifr_flags & IFF_RUNNING ? "up" : "lowerlayerdown";
+}
+
+/* 1 when this host is cut off from every network (jobs_host_cut_off()); said once. */
+static int cut_off(void)
+{
+	struct buf routes = BUF_INIT((size_t)1 << 20);
+	int r = 0;
+
+	if (buf_read_file(&routes, "/proc/net/route") >= 0)
+		r = jobs_host_cut_off(routes.p, link_state, NULL);
+	buf_release(&routes);
+	if (r)
+		fprintf(stderr, "[watch] this host's own links are all down: nodes that do not "
+		                "answer are not counted as lost until they are up again\n");
+	return r;
 }
 
 /* ---- launch --------------------------------------------------------------------------- */
@@ -230,6 +275,9 @@ static int worker_launch(struct st_db *db, int64_t id)
 		        cluster, rc);
 		if (rc == EXIT_OK)
 			rc = EXIT_FAIL;
+		/* Not an attempt: this host could reach nothing (its own links are down). */
+		if (rc != EXIT_INVALID && rc != EXIT_USAGE && cut_off())
+			rc = EXIT_UNAVAILABLE;
 	}
 out:
 	free(lockp);
@@ -337,6 +385,7 @@ static int worker_watch(struct st_db *db)
 {
 	struct probes ps = {0};
 	size_t i, start;
+	int offline;
 
 	if (mj_each(db, 0, MJ_MASK(MJS_ALIVE), collect, &ps))
 		return EXIT_FAIL;
@@ -347,10 +396,14 @@ static int worker_watch(struct st_db *db)
 			;
 		probe_cluster(db, &ps.v[start], i - start);
 	}
+	offline = ps.n && cut_off();
 	if (!st_begin(db)) {
 		for (i = 0; i < ps.n; i++) {
 			struct probe *p = &ps.v[i];
 
+			/* Cut off, a node that did not answer is no news about it. */
+			if (offline && p->status < 0)
+				continue;
 			mj_set_probe(db, p->id, p->status, p->codes.p, p->err);
 		}
 		st_commit(db);

@@ -51,7 +51,8 @@ static void test_backoff(void)
 
 static void test_launch_decide(void)
 {
-	static const int codes[] = {-1, EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INVALID, 100};
+	static const int codes[] = {-1,           EXIT_OK,          EXIT_FAIL, EXIT_USAGE,
+	                            EXIT_INVALID, EXIT_UNAVAILABLE, 100};
 	struct mjob j;
 	int launching, cancel, attempts, c, want;
 
@@ -66,8 +67,9 @@ static void test_launch_decide(void)
 					       : cancel   ? JL_CANCEL
 					       : codes[c] == EXIT_INVALID || codes[c] == EXIT_USAGE
 					               ? JL_FAIL_PRECHECKS
-					       : attempts + 1 >= 3 ? JL_FAIL_NO_RESOURCE
-					                           : JL_BACKOFF;
+					       : codes[c] == EXIT_UNAVAILABLE ? JL_OFFLINE
+					       : attempts + 1 >= 3            ? JL_FAIL_NO_RESOURCE
+					                                      : JL_BACKOFF;
 					is_int(jobs_launch_decide(&j, launching, codes[c], 3), want,
 					       "launching %d cancel %d attempts %d code %d",
 					       launching, cancel, attempts, codes[c]);
@@ -111,6 +113,53 @@ static struct jobs_probe_decision probe_expected(const struct mjob *j, int probe
 	else if (*j->probe_error && j->probe_failures >= probe_max)
 		d.act = JP_RECOVER;
 	return d;
+}
+
+/* The links' states, "name=state,name=state". */
+static const char *link_state(const char *iface, void *arg)
+{
+	static char st[32];
+	const char *p = strstr(arg, iface);
+	size_t n = strlen(iface);
+
+	if (!p || p[n] != '=')
+		return NULL;
+	p += n + 1;
+	n = strcspn(p, ",");
+	memcpy(st, p, n);
+	st[n] = '\0';
+	return st;
+}
+
+static void test_cut_off(void)
+{
+	static const char head[] = "Iface\tDestination\tGateway \tFlags\n";
+	static const struct {
+		const char *routes, *states;
+		int want;
+	} cases[] = {
+	        {"", "", 0}, /* no routes: nothing known */
+	        {"lo\t0000007F\n", "lo=down", 0},
+	        {"eth0\t00000000\t0100C80A\neth0\t0000C80A\n", "eth0=up", 0},
+	        {"eth0\t0000C80A\n", "eth0=lowerlayerdown", 1}, /* a veth whose peer is down */
+	        {"eth0\t0000C80A\n", "eth0=down", 1},
+	        {"eth0\t0000C80A\n", "eth0=dormant", 1},
+	        {"tun0\t00000000\n", "tun0=unknown", 0},
+	        {"eth0\t0000C80A\neth1\t0000A8C0\n", "eth0=down,eth1=up", 0},
+	        {"eth0\t0000C80A\neth1\t0000A8C0\n", "eth0=down,eth1=down", 1},
+	        {"eth0\t0000C80A\n", "", 0},        /* a state that cannot be read: assume up */
+	        {"eth0\t0000C80A", "eth0=down", 1}, /* no final newline */
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char routes[256];
+
+		snprintf(routes, sizeof(routes), "%s%s", head, cases[i].routes);
+		is_int(jobs_host_cut_off(routes, link_state, (void *)cases[i].states),
+		       cases[i].want, "routes via %s: cut off %d", cases[i].states, cases[i].want);
+	}
+	is_int(jobs_host_cut_off("", link_state, ""), 0, "an empty table");
 }
 
 static void test_probe_decide(void)
@@ -214,6 +263,7 @@ static void test_task_ids(void)
 
 int main(void)
 {
+	plan_run(test_cut_off);
 	plan_run(test_task_ids);
 	plan_run(test_gang);
 	plan_run(test_backoff);
