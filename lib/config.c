@@ -767,3 +767,13 @@ void config_controller_resources(const struct cfg_node *root, double *cpus, doub
 	*cpus = c && (v = cfg_amount(c)) > 0 ? v : 0;
 	*memory_gib = m && (v = cfg_amount(m)) > 0 ? v : 0;
 }
+
+double config_task_logs_retention_hours(const struct cfg_node *root, double def)
+{
+	const struct cfg_node *n = cfg_get(root, "jobs.controller.task_logs_gc_retention_hours");
+	double v;
+
+	if (!n || n->kind != CFG_SCALAR || parse_double(n->value, &v) || !isfinite(v))
+		return def;
+	return v;
+}

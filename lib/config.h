@@ -140,6 +140,11 @@ char *config_k8s_pod(const struct cfg_node *root, const char *manifest_json);
  * number of "4" and of "4+").
  */
 void config_controller_resources(const struct cfg_node *root, double *cpus, double *memory_gib);
+/*
+ * jobs.controller.task_logs_gc_retention_hours: how long the controller keeps an ended
+ * managed job's task logs (fractions allowed; negative: for ever), or def when not set.
+ */
+double config_task_logs_retention_hours(const struct cfg_node *root, double def);
 
 /* ---- the layers a command runs with -------------------------------------------------- */
 
