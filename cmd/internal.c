@@ -51,7 +51,7 @@ const char cmd___jobs_controller_usage[] =
         "SKIFF_JOBS_LAUNCH_ATTEMPTS; idle exit SKIFF_JOBS_IDLE_S.\n";
 
 const char cmd___jobs_worker_usage[] =
-        "usage: skiff __jobs-worker launch|watch|cleanup|keep ID GOFD\n"
+        "usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD\n"
         "\n"
         "A managed-jobs controller worker (internal).\n";
 

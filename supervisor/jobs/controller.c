@@ -12,8 +12,9 @@
  *                   job and writes what it saw into the row
  *   cleanup worker  one at a time: tears down clusters / cancels pool jobs listed in
  *                   job_cleanups (keeping a cluster's logs first), then deletes the rows
- *   keep worker     one at a time, after jobs end and every JOBS_KEPT_GC_INTERVAL_S:
- *                   keeps the logs of the pool's ended jobs, runs the logs' retention
+ *   keep worker     one at a time, after jobs end: keeps the logs of the pool's ended
+ *                   jobs; at start and every JOBS_KEPT_GC_INTERVAL_S it also runs the
+ *                   logs' retention (keep-gc)
  *
  * Each worker's pid and start time go into job_holders before it is let go (it waits on
  * a pipe for the controller's byte), so a restarted controller knows every worker that
@@ -61,9 +62,9 @@ static struct {
 	int lock_fd, sig_fd;
 	struct kid *kids;
 	size_t nkids, cap;
-	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms, last_keep_ms;
-	int probes_ready, want_cancels, want_settle, want_keep, stop, idle;
-	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, keep_ms;
+	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms, last_gc_ms;
+	int probes_ready, want_cancels, want_settle, want_keep, want_gc, stop, idle;
+	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, gc_ms;
 } C;
 
 static void logf_job(int64_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -609,15 +610,19 @@ static int tick(void)
 			wait = (int)(C.poll_ms - (now - C.last_watch_ms));
 		}
 	}
-	/* Logs of jobs that ended are kept soon; the retention runs every keep_ms. */
-	if (now - C.last_keep_ms >= C.keep_ms)
-		C.want_keep = 1;
-	else if (C.keep_ms - (now - C.last_keep_ms) < wait)
-		wait = (int)(C.keep_ms - (now - C.last_keep_ms));
-	if (C.want_keep && !have_kid(MJ_HOLDER_KEEP)) {
-		C.want_keep = 0;
-		C.last_keep_ms = now;
-		start_worker("keep", MJ_HOLDER_KEEP);
+	/*
+	 * Logs of jobs that ended are kept soon; the retention runs when the controller
+	 * starts, then every gc_ms (not on every turn: it reads every kept job's size).
+	 */
+	if (now - C.last_gc_ms >= C.gc_ms)
+		C.want_gc = 1;
+	else if (C.gc_ms - (now - C.last_gc_ms) < wait)
+		wait = (int)(C.gc_ms - (now - C.last_gc_ms));
+	if ((C.want_keep || C.want_gc) && !have_kid(MJ_HOLDER_KEEP)) {
+		if (C.want_gc)
+			C.last_gc_ms = now;
+		start_worker(C.want_gc ? "keep-gc" : "keep", MJ_HOLDER_KEEP);
+		C.want_keep = C.want_gc = 0;
 	}
 	/*
 	 * A cleanup left rows (deferred ones, an unreachable node): the next run waits a
@@ -714,7 +719,7 @@ int jobs_controller_main(int argc, char **argv)
 	C.attempts_max = jobs_env_long("SKIFF_JOBS_LAUNCH_ATTEMPTS", 3, 1, 1000);
 	C.idle_s = jobs_env_long("SKIFF_JOBS_IDLE_S", 60, 0, 86400);
 	C.probe_max = jobs_env_long("SKIFF_JOBS_PROBE_FAILURES", 3, 1, 1000);
-	C.keep_ms =
+	C.gc_ms =
 	        1000 * jobs_env_long("SKIFF_JOBS_KEPT_GC_S", JOBS_KEPT_GC_INTERVAL_S, 1, 86400 * 7);
 	xsnprintf(v, sizeof(v), "%d", C.lim.max_launching);
 	mj_meta_set(C.db, "max_launching", v);

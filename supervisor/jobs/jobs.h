@@ -146,8 +146,6 @@ int jobs_keep_pool_runs(struct st_db *db);
  * what jobs_kept_gc_decide() picks, leaving kept/ID/REMOVED with the reason. 0 or -EIO.
  */
 int jobs_kept_gc(struct st_db *db);
-/* 1 when the collector last ran JOBS_KEPT_GC_INTERVAL_S (SKIFF_JOBS_KEPT_GC_S) ago, or never. */
-int jobs_kept_gc_due(struct st_db *db);
 
 /* The daemons' entry points: `skiff __jobs-controller`, `__jobs-worker`, `__gang`. */
 int jobs_controller_main(int argc, char **argv);

@@ -24,9 +24,6 @@
 #include "supervisor/jobs/policy.h"
 #include "lib/banned.h"
 
-/* Where the collector writes when it last ran (jobs_meta). */
-#define KEPT_GC_META "kept_gc_at"
-
 static int is_dir(const char *path)
 {
 	struct stat st;
@@ -260,7 +257,6 @@ int jobs_kept_gc(struct st_db *db)
 	        jobs_env_long("SKIFF_JOBS_KEPT_MAX_BYTES", JOBS_KEPT_MAX_BYTES, 0, INT64_MAX);
 	struct jobs_kept *v = NULL;
 	size_t n = 0, i;
-	char at[32];
 
 	if (list_kept(db, &v, &n))
 		return -EIO;
@@ -284,20 +280,5 @@ int jobs_kept_gc(struct st_db *db)
 		free(why);
 	}
 	free(v);
-	xsnprintf(at, sizeof(at), "%.3f", now);
-	mj_meta_set(db, KEPT_GC_META, at);
 	return 0;
-}
-
-/* 1 when the collector last ran at least the interval ago (or never). */
-int jobs_kept_gc_due(struct st_db *db)
-{
-	long interval =
-	        jobs_env_long("SKIFF_JOBS_KEPT_GC_S", JOBS_KEPT_GC_INTERVAL_S, 1, 86400 * 7);
-	char at[32] = "";
-	double last;
-
-	if (mj_meta_get(db, KEPT_GC_META, at, sizeof(at)) || !*at || parse_double(at, &last))
-		return 1;
-	return now_wall() - last >= (double)interval;
 }

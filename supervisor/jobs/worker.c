@@ -9,7 +9,7 @@
  *               request per node)
  *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups, keeping
  *               a cluster's logs before it goes
- *   keep        keeps the logs of the pool's ended jobs, and runs the retention when due
+ *   keep        keeps the logs of the pool's ended jobs (keep-gc: then runs the retention)
  *
  * A worker first waits for the controller's byte on GOFD: the controller writes it after
  * recording the worker's pid and start time, and a worker whose pipe closes without it
@@ -506,12 +506,12 @@ static int worker_cleanup(struct st_db *db)
 
 /* ---- keep ----------------------------------------------------------------------------- */
 
-/* Keeps the ended pool jobs' logs, then runs the retention when it is due. */
-static int worker_keep(struct st_db *db)
+/* Keeps the ended pool jobs' logs, then (gc) runs the retention. */
+static int worker_keep(struct st_db *db, int gc)
 {
 	int rc = jobs_keep_pool_runs(db) ? EXIT_FAIL : EXIT_OK;
 
-	if (jobs_kept_gc_due(db) && jobs_kept_gc(db))
+	if (gc && jobs_kept_gc(db))
 		rc = EXIT_FAIL;
 	return rc;
 }
@@ -523,7 +523,7 @@ int jobs_worker_main(int argc, char **argv)
 	int rc;
 
 	if (argc != 4 || parse_long(argv[2], MJ_HOLDER_KEEP, INT64_MAX, &id))
-		return error("usage: skiff __jobs-worker launch|watch|cleanup|keep ID GOFD"),
+		return error("usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD"),
 		       EXIT_USAGE;
 	if (wait_go(argv[3]))
 		return EXIT_FAIL;
@@ -535,8 +535,8 @@ int jobs_worker_main(int argc, char **argv)
 		rc = worker_watch(db);
 	else if (!strcmp(argv[1], "cleanup"))
 		rc = worker_cleanup(db);
-	else if (!strcmp(argv[1], "keep"))
-		rc = worker_keep(db);
+	else if (!strcmp(argv[1], "keep") || !strcmp(argv[1], "keep-gc"))
+		rc = worker_keep(db, !strcmp(argv[1], "keep-gc"));
 	else
 		rc = (error("__jobs-worker: unknown kind '%s'", argv[1]), EXIT_USAGE);
 	st_close(db);

@@ -20,20 +20,26 @@ export SKIFF_HOME=$_t/sk751.$$
 rm -rf "$SKIFF_HOME"
 mkdir -m 700 "$SKIFF_HOME" || { echo "Bail out! cannot create $SKIFF_HOME"; exit 1; }
 export SKIFF_SSH_NODE_POOLS=$NODES_POOL_FILE
-export SKIFF_JOBS_POLL_MS=200 SKIFF_JOBS_BACKOFF_S=1 SKIFF_JOBS_IDLE_S=3 SKIFF_JOBS_KEPT_GC_S=1
+export SKIFF_JOBS_POLL_MS=200 SKIFF_JOBS_BACKOFF_S=1 SKIFF_JOBS_IDLE_S=5 SKIFF_JOBS_KEPT_GC_S=1
 KEPT=$SKIFF_HOME/jobs/kept
 
+# A second home for the size cap: a controller of its own, no kept logs but its jobs'.
+HOME2=$_t/sk751b.$$
+
 test_cleanup_hook() {
-	f=$SKIFF_HOME/jobs/controller.lock
-	[ -f "$f" ] && ! flock -n "$f" true 2>/dev/null && kill -KILL "$(head -1 "$f")" 2>/dev/null
-	for c in $(skiff status --json 2>/dev/null | python3 -c "
+	for h in "$SKIFF_HOME" "$HOME2"; do
+		f=$h/jobs/controller.lock
+		[ -f "$f" ] && ! flock -n "$f" true 2>/dev/null && kill -KILL "$(head -1 "$f")" 2>/dev/null
+		for c in $(SKIFF_HOME=$h skiff status --json 2>/dev/null | python3 -c "
 import json,sys
 for c in json.load(sys.stdin): print(c['name'])" 2>/dev/null); do
-		timeout 60 skiff down "$c" >/dev/null 2>&1
+			SKIFF_HOME=$h timeout 60 skiff down "$c" >/dev/null 2>&1
+		done
 	done
 	nodes_down
 	cp -a "$SKIFF_HOME" "$TRASH/home" 2>/dev/null
-	rm -rf "$SKIFF_HOME"
+	cp -a "$HOME2" "$TRASH/home2" 2>/dev/null
+	rm -rf "$SKIFF_HOME" "$HOME2"
 }
 
 jfield() {
@@ -152,13 +158,13 @@ test_expect_success 'the retention removes ended jobs'"'"' logs, never a running
 	run=$(skiff jobs launch -d pipe.yaml) &&
 	wait_for "test \"\$(jfield $run task)\" = 1" 60 &&
 	wait_for "test -s $KEPT/$run/skiff-jobs/\$(ls $KEPT/$run/skiff-jobs | head -1)/rank-0/run.log" 30 &&
-	printf "jobs:\n  controller:\n    task_logs_gc_retention_hours: 0.0003\n" \
+	printf "jobs:\n  controller:\n    task_logs_gc_retention_hours: 0.0001\n" \
 		>"$SKIFF_HOME/config.yaml" &&
 	ssh=$(cat ssh.id) &&
 	wait_for "test -e $KEPT/$ssh/REMOVED" 30 &&
 	! test -e $KEPT/$ssh/skiff-job-$ssh &&
 	skiff jobs logs --no-follow $ssh >log 2>err &&
-	grep -q "logs of managed job $ssh were removed after 0.0003 hours (jobs.controller.task_logs_gc_retention_hours)" err &&
+	grep -q "logs of managed job $ssh were removed after 0.0001 hours (jobs.controller.task_logs_gc_retention_hours)" err &&
 	test "$(jfield $run status)" = RUNNING &&
 	! test -e $KEPT/$run/REMOVED &&
 	grep -rq "^first-task-done\$" $KEPT/$run &&
@@ -166,11 +172,11 @@ test_expect_success 'the retention removes ended jobs'"'"' logs, never a running
 	wait_for "test \"\$(jfield $run status)\" = SUCCEEDED" 60 &&
 	wait_for "test -e $KEPT/$run/REMOVED" 30 &&
 	skiff jobs logs --sync-down $ssh 2>err &&
-	grep -q "were removed after 0.0003 hours" err
+	grep -q "were removed after 0.0001 hours" err
 '
 
 test_expect_success 'the size cap removes the oldest ended job first' '
-	rm "$SKIFF_HOME/config.yaml" &&
+	export SKIFF_HOME=$HOME2 && KEPT=$HOME2/jobs/kept &&
 	a=$(skiff jobs launch -d "echo cap-a") &&
 	wait_for "test \"\$(jfield $a status)\" = SUCCEEDED" 60 &&
 	wait_for "test -d $KEPT/$a/skiff-jobs" 30 &&
@@ -178,7 +184,7 @@ test_expect_success 'the size cap removes the oldest ended job first' '
 	wait_for "test \"\$(jfield $b status)\" = SUCCEEDED" 60 &&
 	wait_for "test -d $KEPT/$b/skiff-jobs" 30 &&
 	size=$(bytes $KEPT/$b) && all=$(bytes $KEPT) &&
-	test "$size" -gt 0 &&
+	test "$size" -gt 0 && test "$all" -eq $((size + $(bytes $KEPT/$a))) &&
 	lock=$SKIFF_HOME/jobs/controller.lock &&
 	{ flock -n $lock true || kill -TERM $(head -1 $lock); } &&
 	wait_for "flock -n $lock true" 10 &&
