@@ -541,7 +541,7 @@ static void reap(void)
 			if (job == MJ_HOLDER_WATCH)
 				C.probes_ready = 1;
 			else if (job == MJ_HOLDER_CLEANUP)
-				C.want_settle = 1;
+				C.want_settle = C.want_keep = 1; /* a cancelled pool job ended */
 		}
 	}
 }

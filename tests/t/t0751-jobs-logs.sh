@@ -117,6 +117,14 @@ test_expect_success 'a new pool numbers its jobs from 1 again: no job takes anot
 	grep -q "^pool-output-sky-managed-" log && ! grep -q newer-pool-job log
 '
 
+test_expect_success 'a cancelled pool job'"'"'s logs are kept too' '
+	id=$(skiff jobs launch -d "echo before-the-cancel; sleep 100") &&
+	wait_for "skiff jobs logs --no-follow $id 2>/dev/null | grep -q before-the-cancel" 60 &&
+	skiff jobs cancel $id >/dev/null &&
+	wait_for "test \"\$(jfield $id status)\" = CANCELLED" 60 &&
+	wait_for "grep -rqs ^before-the-cancel\$ $KEPT/$id" 30
+'
+
 test_expect_success 'the kept copy round-trips as a tar stream' '
 	id=$(cat ssh.id) &&
 	skiff __jobs-kept-tar $id >kept.tar &&
