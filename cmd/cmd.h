@@ -51,6 +51,8 @@ DECLARE_CMD(__fetch);
 DECLARE_CMD(__gang);
 DECLARE_CMD(__renv_build);
 DECLARE_CMD(__jobs_controller);
+DECLARE_CMD(__jobs_kept_tar);
+DECLARE_CMD(__jobs_kept_untar);
 DECLARE_CMD(__jobs_worker);
 DECLARE_CMD(__jobs_remote);
 DECLARE_CMD(__jobs_keeper);

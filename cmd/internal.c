@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "supervisor/jobs/jobs.h"
@@ -49,9 +50,22 @@ const char cmd___jobs_controller_usage[] =
         "SKIFF_JOBS_POLL_MS; first launch backoff SKIFF_JOBS_BACKOFF_S; launch attempts\n"
         "SKIFF_JOBS_LAUNCH_ATTEMPTS; idle exit SKIFF_JOBS_IDLE_S.\n";
 
-const char cmd___jobs_worker_usage[] = "usage: skiff __jobs-worker launch|watch|cleanup ID GOFD\n"
-                                       "\n"
-                                       "A managed-jobs controller worker (internal).\n";
+const char cmd___jobs_worker_usage[] =
+        "usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD\n"
+        "\n"
+        "A managed-jobs controller worker (internal).\n";
+
+const char cmd___jobs_kept_tar_usage[] =
+        "usage: skiff __jobs-kept-tar ID\n"
+        "\n"
+        "Internal: writes the task logs this home's controller keeps of managed job ID\n"
+        "($SKIFF_HOME/jobs/kept/ID) to stdout as a tar stream.\n";
+
+const char cmd___jobs_kept_untar_usage[] =
+        "usage: skiff __jobs-kept-untar DIR\n"
+        "\n"
+        "Internal: unpacks a stream from '__jobs-kept-tar' on stdin into DIR (files and\n"
+        "directories only, nothing outside DIR).\n";
 
 const char cmd___gang_usage[] =
         "usage: skiff __gang CLUSTER JOB\n"
@@ -89,4 +103,20 @@ int cmd___jobs_worker(int argc, char **argv)
 int cmd___gang(int argc, char **argv)
 {
 	return gang_main(argc, argv);
+}
+
+int cmd___jobs_kept_tar(int argc, char **argv)
+{
+	long id;
+
+	if (argc != 2 || parse_long(argv[1], 1, INT64_MAX, &id))
+		return usage_error("__jobs-kept-tar", "expected a managed job id");
+	return jobs_kept_tar(id, 1) ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd___jobs_kept_untar(int argc, char **argv)
+{
+	if (argc != 2 || !*argv[1])
+		return usage_error("__jobs-kept-untar", "expected a directory");
+	return jobs_kept_untar(0, argv[1]) ? EXIT_FAIL : EXIT_OK;
 }

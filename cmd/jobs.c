@@ -505,6 +505,9 @@ out:
 
 /* ---- jobs logs ------------------------------------------------------------------------ */
 
+/* Set by `__jobs-remote` for a launcher's sync-down: the logs go out as a tar stream. */
+static int logs_to_tar;
+
 static int jobs_logs(int argc, char **argv)
 {
 	int i, follow = 1, controller = 0, sync_down = 0;
@@ -543,7 +546,7 @@ static int jobs_logs(int argc, char **argv)
 		}
 	}
 	if (sync_down)
-		return jobs_sync_down(id);
+		return logs_to_tar ? jobs_host_sync_down(id) : jobs_sync_down(id);
 	return controller ? jobs_controller_logs(id) : jobs_follow_logs(id, follow);
 }
 
@@ -581,7 +584,12 @@ int cmd_jobs(int argc, char **argv)
 		char *infra = jobs_remote_infra();
 
 		if (infra) {
-			int rc = jobs_remote_cli(infra, argc, argv);
+			int i, rc, sync = 0;
+
+			for (i = 2; i < argc && !strcmp(argv[1], "logs"); i++)
+				sync |= !strcmp(argv[i], "-s") || !strcmp(argv[i], "--sync-down");
+			rc = sync ? jobs_remote_sync_down(infra, argc, argv)
+			          : jobs_remote_cli(infra, argc, argv);
 
 			free(infra);
 			return rc;
@@ -623,7 +631,9 @@ int cmd___jobs_remote(int argc, char **argv)
 		rc = jobs_host_submit(&m);
 		goto out;
 	}
-	if (!op || strcmp(op, "cli"))
+	if (op && !strcmp(op, "sync_down"))
+		logs_to_tar = 1;
+	else if (!op || strcmp(op, "cli"))
 		goto bad;
 	args = xcalloc(m.n + 1, sizeof(*args));
 	for (i = 0; i < m.n; i++)

@@ -777,3 +777,13 @@ const char *config_controller_infra(const struct cfg_node *root)
 		return NULL;
 	return n->value;
 }
+
+double config_task_logs_retention_hours(const struct cfg_node *root, double def)
+{
+	const struct cfg_node *n = cfg_get(root, "jobs.controller.task_logs_gc_retention_hours");
+	double v;
+
+	if (!n || n->kind != CFG_SCALAR || parse_double(n->value, &v) || !isfinite(v))
+		return def;
+	return v;
+}

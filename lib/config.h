@@ -145,6 +145,11 @@ void config_controller_resources(const struct cfg_node *root, double *cpus, doub
  * (docs/managed-jobs.md). NULL for this machine: not set, null, or "local".
  */
 const char *config_controller_infra(const struct cfg_node *root);
+/*
+ * jobs.controller.task_logs_gc_retention_hours: how long the controller keeps an ended
+ * managed job's task logs (fractions allowed; negative: for ever), or def when not set.
+ */
+double config_task_logs_retention_hours(const struct cfg_node *root, double def);
 
 /* ---- the layers a command runs with -------------------------------------------------- */
 

@@ -25,6 +25,7 @@ enum ctype {
 	T_FREEMAP,   /* a mapping of anything (a pod spec) */
 	T_WORDS,     /* a string or a list of strings, each split into words */
 	T_SECONDS,   /* a positive integer */
+	T_HOURS,     /* a number of hours, fractions allowed; negative: no limit */
 	T_OPTIONS,   /* sbatch options: NAME: string, number, true, false or null */
 	T_OPTION,    /* one option's value: a string */
 	T_RESOURCES, /* a task's resources: cpus and memory read, others ignored */
@@ -136,7 +137,7 @@ static const struct ckey controller_keys[] = {
          0},
         {"high_availability", T_ANY, 0, W_CONTROLLER, NULL, 0},
         {"resources", T_RESOURCES, 0, NULL, NULL, 0},
-        {"task_logs_gc_retention_hours", T_ANY, 0, "skiff keeps the jobs' logs", NULL, 0},
+        {"task_logs_gc_retention_hours", T_HOURS, 0, NULL, NULL, 0},
 };
 
 static const struct ckey jobs_keys[] = {
@@ -456,6 +457,7 @@ static int check_node(struct cval *v, const struct ckey *key, const struct cfg_n
                       const char *path)
 {
 	long secs;
+	double hours;
 
 	/* A key left empty is a key not given, as in task files. */
 	if (cfg_is_null(n))
@@ -471,6 +473,12 @@ static int check_node(struct cval *v, const struct ckey *key, const struct cfg_n
 		if (n->kind != CFG_SCALAR || cfg_type(n) != YS_INT ||
 		    parse_long(n->value, 1, 86400 * 7, &secs))
 			return cerr(v, n, "config %s must be seconds, 1..604800, not %.40s", path,
+			            n->kind == CFG_SCALAR ? n->value : describe(n));
+		return 0;
+	case T_HOURS:
+		if (n->kind != CFG_SCALAR || (cfg_type(n) != YS_INT && cfg_type(n) != YS_FLOAT) ||
+		    parse_double(n->value, &hours) || !isfinite(hours))
+			return cerr(v, n, "config %s must be a number of hours, not %.40s", path,
 			            n->kind == CFG_SCALAR ? n->value : describe(n));
 		return 0;
 	case T_OPTIONS: return check_options(v, n, path);

@@ -170,7 +170,7 @@ int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, 
 
 /* Holders: pid and start time of the worker doing job_id's launch or a cleanup. */
 struct mj_holder {
-	int64_t job_id; /* MJ_HOLDER_CLEANUP for the cleanup worker, MJ_HOLDER_WATCH */
+	int64_t job_id; /* MJ_HOLDER_CLEANUP, MJ_HOLDER_WATCH, MJ_HOLDER_KEEP: those workers */
 	char kind[16];
 	int pid;
 	uint64_t pid_start;
@@ -178,6 +178,7 @@ struct mj_holder {
 };
 #define MJ_HOLDER_CLEANUP (-2)
 #define MJ_HOLDER_WATCH (-1)
+#define MJ_HOLDER_KEEP (-3)
 int mj_holder_set(struct st_db *db, int64_t job_id, const char *kind, int pid, uint64_t start);
 int mj_holder_clear(struct st_db *db, int64_t job_id, int pid);
 int mj_holders(struct st_db *db, struct mj_holder **out, size_t *n);

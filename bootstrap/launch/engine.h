@@ -130,6 +130,12 @@ int eng_logs(struct st_db *ldb, const char *cluster, int64_t job, int mode, long
  * that parent path. 0 or -errno.
  */
 int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct buf *where);
+/*
+ * The same into dir/rank-N (dir NULL: ~/sky_logs/CLUSTER/JOB, as eng_sync_down()). A dir
+ * given is taken as a fresh copy: no sync manifest of it is kept in $SKIFF_HOME/sync.
+ */
+int eng_sync_down_to(struct st_db *ldb, const char *cluster, int64_t job, const char *dir,
+                     struct buf *where);
 
 /* What eng_cancel() did. */
 struct eng_cancelled {

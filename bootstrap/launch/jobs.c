@@ -700,6 +700,12 @@ int eng_logs(struct st_db *ldb, const char *cluster, int64_t job, int mode, long
 
 int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct buf *where)
 {
+	return eng_sync_down_to(ldb, cluster, job, NULL, where);
+}
+
+int eng_sync_down_to(struct st_db *ldb, const char *cluster, int64_t job, const char *dir,
+                     struct buf *where)
+{
 	struct cluster_job cj;
 	struct node_answer *a;
 	struct eng_job one = {0};
@@ -709,7 +715,7 @@ int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct bu
 	int64_t *ids = NULL;
 	int n, i, r = 0, missing;
 
-	if (!home)
+	if (!dir && !home)
 		return error("no home directory to put ~/sky_logs in");
 	if (eng_open(ldb, cluster, &c, &cl))
 		return -ENOENT;
@@ -726,7 +732,10 @@ int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct bu
 		n = 0;
 	a = ask_nodes(&cl, &ids, &n, 1, NULL, &missing);
 	fill_ranks(&one, ids, n, a, cl.n);
-	buf_addf(where, "%s/sky_logs/%s/%lld", home, cluster, (long long)job);
+	if (dir)
+		buf_addf(where, "%s", dir);
+	else
+		buf_addf(where, "%s/sky_logs/%s/%lld", home, cluster, (long long)job);
 	for (i = 0; i < n && !r; i++) {
 		struct runner_io io = {RUNNER_NULL, -1, RUNNER_INHERIT};
 		struct buf q1 = BUF_INIT(0);
@@ -752,7 +761,7 @@ int eng_sync_down(struct st_db *ldb, const char *cluster, int64_t job, struct bu
 			r = runner_spawn(cl.nodes[i].r, script, 0, &io, &pid);
 			close(pfd[1]);
 			if (!r) {
-				r = sync_unpack(pfd[0], dst, 0, 0, &st);
+				r = sync_unpack(pfd[0], dst, dir ? SYNC_NO_STATE : 0, 0, &st);
 				close(pfd[0]);
 				waitpid(pid, &status, 0);
 				if (!r && (!WIFEXITED(status) || WEXITSTATUS(status)))

@@ -11,7 +11,10 @@
  *   watch worker    one at a time, every poll interval: probes every ALIVE job's cluster
  *                   job and writes what it saw into the row
  *   cleanup worker  one at a time: tears down clusters / cancels pool jobs listed in
- *                   job_cleanups, then deletes the rows
+ *                   job_cleanups (keeping a cluster's logs first), then deletes the rows
+ *   keep worker     one at a time, after jobs end: keeps the logs of the pool's ended
+ *                   jobs; at start and every JOBS_KEPT_GC_INTERVAL_S it also runs the
+ *                   logs' retention (keep-gc)
  *
  * Each worker's pid and start time go into job_holders before it is let go (it waits on
  * a pipe for the controller's byte), so a restarted controller knows every worker that
@@ -59,9 +62,9 @@ static struct {
 	int lock_fd, sig_fd;
 	struct kid *kids;
 	size_t nkids, cap;
-	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms;
-	int probes_ready, want_cancels, want_settle, stop, idle;
-	long poll_ms, backoff_s, attempts_max, idle_s, probe_max;
+	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms, last_gc_ms;
+	int probes_ready, want_cancels, want_settle, want_keep, want_gc, stop, idle;
+	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, gc_ms;
 } C;
 
 static void logf_job(int64_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -128,6 +131,17 @@ static int have_kid(int64_t job)
 		if (C.kids[i].job == job)
 			return 1;
 	return 0;
+}
+
+/* Workers the controller waits for before it may leave (a keep worker finishes alone). */
+static int busy_kids(void)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < C.nkids; i++)
+		n += C.kids[i].job != MJ_HOLDER_KEEP;
+	return n;
 }
 
 static int launch_kids(void)
@@ -232,6 +246,7 @@ static void release_cluster(const struct mjob *j, int deferred)
 static void finish(const struct mjob *j, int status, const char *reason)
 {
 	release_cluster(j, 0);
+	C.want_keep = 1;
 	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_ANY, status, MJS_DONE, reason))
 		logf_job(j->id, "%s: %s", mj_status_name(status), reason);
 }
@@ -239,6 +254,7 @@ static void finish(const struct mjob *j, int status, const char *reason)
 static void recover(const struct mjob *j, const char *reason, int counts_restart)
 {
 	release_cluster(j, j->strategy == MJ_EAGER_NEXT_REGION);
+	C.want_keep = 1;
 	mj_set_counters(C.db, j->id, j->task_index, j->recoveries + 1, j->restarts + counts_restart,
 	                0, 0);
 	mj_set_cluster(C.db, j->id, "", 0, 0);
@@ -316,6 +332,7 @@ static int apply_probe(const struct mjob *j, void *arg)
 	case JP_NONE: break;
 	case JP_NEXT_TASK:
 		release_cluster(j, 0);
+		C.want_keep = 1;
 		mj_set_counters(C.db, j->id, j->task_index + 1, j->recoveries, j->restarts, 0, 0);
 		mj_set_task_id(C.db, j->id, "");
 		mj_set_cluster(C.db, j->id, "", 0, 0);
@@ -535,8 +552,8 @@ static void reap(void)
 			mj_holder_clear(C.db, job, pid);
 			if (job == MJ_HOLDER_WATCH)
 				C.probes_ready = 1;
-			else
-				C.want_settle = 1;
+			else if (job == MJ_HOLDER_CLEANUP)
+				C.want_settle = C.want_keep = 1; /* a cancelled pool job ended */
 		}
 	}
 }
@@ -606,6 +623,20 @@ static int tick(void)
 		}
 	}
 	/*
+	 * Logs of jobs that ended are kept soon; the retention runs when the controller
+	 * starts, then every gc_ms (not on every turn: it reads every kept job's size).
+	 */
+	if (now - C.last_gc_ms >= C.gc_ms)
+		C.want_gc = 1;
+	else if (C.gc_ms - (now - C.last_gc_ms) < wait)
+		wait = (int)(C.gc_ms - (now - C.last_gc_ms));
+	if ((C.want_keep || C.want_gc) && !have_kid(MJ_HOLDER_KEEP)) {
+		if (C.want_gc)
+			C.last_gc_ms = now;
+		start_worker(C.want_gc ? "keep-gc" : "keep", MJ_HOLDER_KEEP);
+		C.want_keep = C.want_gc = 0;
+	}
+	/*
 	 * A cleanup left rows (deferred ones, an unreachable node): the next run waits a
 	 * while, so that the worker is not restarted in a loop.
 	 */
@@ -625,7 +656,8 @@ static int tick(void)
 	}
 	active = counts[MJS_WAITING] + counts[MJS_LAUNCHING] + counts[MJS_ALIVE] +
 	         counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] + counts[MJS_INACTIVE];
-	if (active || C.nkids || count_cleanups()) {
+	/* A keep still to start (one was running) holds the exit: an ended job's logs wait. */
+	if (active || busy_kids() || count_cleanups() || C.want_keep) {
 		C.idle_since_ms = 0;
 	} else {
 		if (!C.idle_since_ms)
@@ -699,6 +731,8 @@ int jobs_controller_main(int argc, char **argv)
 	C.attempts_max = jobs_env_long("SKIFF_JOBS_LAUNCH_ATTEMPTS", 3, 1, 1000);
 	C.idle_s = jobs_env_long("SKIFF_JOBS_IDLE_S", 60, 0, 86400);
 	C.probe_max = jobs_env_long("SKIFF_JOBS_PROBE_FAILURES", 3, 1, 1000);
+	C.gc_ms =
+	        1000 * jobs_env_long("SKIFF_JOBS_KEPT_GC_S", JOBS_KEPT_GC_INTERVAL_S, 1, 86400 * 7);
 	xsnprintf(v, sizeof(v), "%d", C.lim.max_launching);
 	mj_meta_set(C.db, "max_launching", v);
 	xsnprintf(v, sizeof(v), "%d", C.lim.max_running);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/renv/renv.h"
 #include "lib/buf.h"
 #include "lib/daemon.h"
 #include "lib/exit.h"
@@ -369,5 +370,25 @@ out:
 	yerr_release(&errs);
 	task_list_release(&tl);
 	task_overrides_release(&ov);
+	return rc;
+}
+
+/* ---- a sync-down ------------------------------------------------------------------------ */
+
+int jobs_host_sync_down(int64_t id)
+{
+	char *tmp = xasprintf("%s/.sync-down.XXXXXX", skiff_home());
+	int rc;
+
+	if (!mkdtemp(tmp)) {
+		rc = (error_errno("cannot create '%s'", tmp), EXIT_FAIL);
+		free(tmp);
+		return rc;
+	}
+	rc = jobs_sync_down_to(id, tmp);
+	if (jobs_tar_dir(tmp, 1) && rc == EXIT_OK)
+		rc = EXIT_FAIL;
+	renv_rm_rf(tmp);
+	free(tmp);
 	return rc;
 }

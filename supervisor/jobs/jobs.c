@@ -40,8 +40,10 @@ const struct jobs_paths *jobs_paths(void)
 	p.keeper = xasprintf("%s/keeper.lock", p.dir);
 	p.log = xasprintf("%s/controller.log", p.dir);
 	p.logs = xasprintf("%s/logs", p.dir);
-	if (ensure_private_dir(home) || ensure_private_dir(p.dir) || ensure_private_dir(p.logs))
-		warning("cannot create '%s'", p.logs);
+	p.kept = xasprintf("%s/kept", p.dir);
+	if (ensure_private_dir(home) || ensure_private_dir(p.dir) || ensure_private_dir(p.logs) ||
+	    ensure_private_dir(p.kept))
+		warning("cannot create '%s' and '%s'", p.logs, p.kept);
 	return &p;
 }
 
@@ -50,6 +52,21 @@ char *jobs_job_log(int64_t id)
 	const struct jobs_paths *p = jobs_paths();
 
 	return p ? xasprintf("%s/%lld.log", p->logs, (long long)id) : NULL;
+}
+
+char *jobs_kept_dir(int64_t id)
+{
+	const struct jobs_paths *p = jobs_paths();
+
+	return p ? xasprintf("%s/%lld", p->kept, (long long)id) : NULL;
+}
+
+char *jobs_kept_run_dir(int64_t id, const char *cluster, int64_t job)
+{
+	const struct jobs_paths *p = jobs_paths();
+
+	return p ? xasprintf("%s/%lld/%s/%lld", p->kept, (long long)id, cluster, (long long)job)
+	         : NULL;
 }
 
 long jobs_env_long(const char *name, long def, long min, long max)

@@ -10,6 +10,10 @@
  *   $SKIFF_HOME/jobs/controller.lock   flock()ed by the running controller; holds its pid
  *   $SKIFF_HOME/jobs/controller.log    the controller's own log
  *   $SKIFF_HOME/jobs/logs/ID.log       one job's launch and cleanup output, its transitions
+ *   $SKIFF_HOME/jobs/kept/ID/CLUSTER/JOB/rank-N/{setup,run}.log
+ *                                      the task logs the controller keeps of each cluster
+ *                                      job the managed job ran as (kept.c), until the
+ *                                      retention removes them and leaves kept/ID/REMOVED
  *   $SKIFF_HOME/jobs/keeper.lock       on a controller host: its keeper (host.c)
  */
 
@@ -21,7 +25,7 @@
 #define JOBS_POOL_CLUSTER "skiff-jobs" /* the shared local cluster (docs/managed-jobs.md) */
 
 struct jobs_paths {
-	char *dir, *lock, *log, *logs;
+	char *dir, *lock, *log, *logs, *kept;
 	char *keeper; /* keeper.lock: a controller host's keeper (host.c) */
 };
 
@@ -29,6 +33,12 @@ struct jobs_paths {
 const struct jobs_paths *jobs_paths(void);
 /* The per-job log path (caller frees). */
 char *jobs_job_log(int64_t id);
+/* Where the controller keeps job id's task logs: kept/ID (caller frees); NULL: no home. */
+char *jobs_kept_dir(int64_t id);
+/* The kept copy of one cluster job it ran as: kept/ID/CLUSTER/JOB (caller frees). */
+char *jobs_kept_run_dir(int64_t id, const char *cluster, int64_t job);
+/* The file that says the retention removed kept/ID's logs, and why. */
+#define JOBS_KEPT_REMOVED "REMOVED"
 
 /*
  * Makes sure a controller runs and looks at the table now: signals the running one
@@ -89,6 +99,18 @@ void jobs_ensure_controller(struct st_db *db);
 int jobs_follow_logs(int64_t id, int follow);
 /* Its transitions, then its launch and cleanup log; the exit code as jobs_follow_logs(). */
 int jobs_controller_logs(int64_t id);
+/* The cluster jobs a managed job ran as, in order (from its events), at most JOBS_RUNS_MAX. */
+#define JOBS_RUNS_MAX 64
+struct jobs_runs {
+	char cluster[JOBS_RUNS_MAX][128];
+	int64_t job[JOBS_RUNS_MAX];
+	double at[JOBS_RUNS_MAX]; /* when it was recorded: after the cluster job's submit */
+	int n;
+};
+/* Fills *out (zeroed first). 0 or -EIO. */
+int jobs_runs(struct st_db *db, int64_t id, struct jobs_runs *out);
+/* 1 if name may be one component of a path under kept/ (no '/', not "." or ".."). */
+int jobs_name_ok(const char *name);
 /* The newest managed job (named name, unless NULL); 0: none. */
 int64_t jobs_latest(struct st_db *db, const char *name);
 /*
@@ -96,6 +118,50 @@ int64_t jobs_latest(struct st_db *db, const char *name);
  * (already there for a cluster that is gone); prints where. The `logs` exit code.
  */
 int jobs_sync_down(int64_t id);
+/* The same into root/CLUSTER/JOB (root NULL: as jobs_sync_down()), saying nothing on stdout. */
+int jobs_sync_down_to(int64_t id, const char *root);
+
+/*
+ * Writes kept/ID (every cluster job's logs the controller keeps of managed job id, as
+ * CLUSTER/JOB/rank-N/...) to fd as a tar stream (`skiff __jobs-kept-tar ID`). 0; -ENOENT
+ * (printed) when nothing is kept of it; -EIO.
+ */
+int jobs_kept_tar(int64_t id, int fd);
+/* Any directory (its files and subdirectories) to fd as such a tar stream. 0 or -EIO. */
+int jobs_tar_dir(const char *dir, int fd);
+/*
+ * Unpacks such a stream from fd into dir (created 0700): regular files and directories
+ * only, no absolute path and no "..", at most JOBS_KEPT_TAR_MAX_BYTES of data. 0, or an
+ * error (printed); what was written before an error stays.
+ */
+int jobs_kept_untar(int fd, const char *dir);
+#define JOBS_KEPT_TAR_MAX_BYTES ((uint64_t)16 << 30)
+
+/* ---- keeping logs (kept.c; run by the controller's keep and cleanup workers) --------- */
+
+/*
+ * 1 if cluster job `job` of `cluster` is still the one a managed job ran as, recorded at
+ * time at (0: not checked): it exists, and was submitted by then (a pool that was torn
+ * down and brought up again numbers its jobs from 1 again).
+ */
+int jobs_run_live(struct st_db *db, const char *cluster, int64_t job, double at);
+/*
+ * Copies every rank's logs of cluster job `job` on `cluster` (recorded at time at, as
+ * jobs_run_live()) into kept/ID/CLUSTER/JOB, through a temp dir and a rename: a kept copy
+ * that exists is whole. 0 when kept, or kept already; -ENOENT when the cluster or its job
+ * is gone; another error (printed).
+ */
+int jobs_keep_run(struct st_db *db, int64_t id, const char *cluster, int64_t job, double at);
+/*
+ * Keeps the logs of every cluster job that ran on the shared pool and has ended (its own
+ * clusters' are kept by the cleanup worker before they are torn down). 0 or -EIO.
+ */
+int jobs_keep_pool_runs(struct st_db *db);
+/*
+ * The retention (jobs.controller.task_logs_gc_retention_hours, the size cap): removes
+ * what jobs_kept_gc_decide() picks, leaving kept/ID/REMOVED with the reason. 0 or -EIO.
+ */
+int jobs_kept_gc(struct st_db *db);
 
 /* The daemons' entry points: `skiff __jobs-controller`, `__jobs-worker`, `__gang`. */
 int jobs_controller_main(int argc, char **argv);
@@ -124,6 +190,8 @@ void jobs_remote_cluster_name(char *out, size_t size);
  * controller cannot be reached (printed).
  */
 int jobs_remote_cli(const char *infra, int argc, char **argv);
+/* jobs_remote_cli() of `jobs logs --sync-down ...`: the logs come to ~/sky_logs here. */
+int jobs_remote_sync_down(const char *infra, int argc, char **argv);
 /*
  * jobs_submit_n() on the controller on infra: the tasks' local files are synced to it
  * first and ov maps the tasks' paths to them; the ssh pools the tasks name, and their
@@ -160,6 +228,12 @@ int jobs_host_keep(void);
 /* A launcher's submit request (remote.c): its files, then jobs_submit_n(). An exit status. */
 struct msg;
 int jobs_host_submit(const struct msg *m);
+/*
+ * `jobs logs --sync-down` of job id for a launcher: every run's logs (jobs_sync_down_to()
+ * into a temp dir) as a tar stream of CLUSTER/JOB/rank-N/... on stdout. The `logs` exit
+ * status.
+ */
+int jobs_host_sync_down(int64_t id);
 /* `skiff __jobs-keeper`: restarts the controller while it has work, until signalled. */
 int jobs_keeper_main(int argc, char **argv);
 

@@ -1,18 +1,24 @@
 /*
  * A managed job's logs (`skiff jobs logs`, supervisor/jobs/jobs.h): its task logs,
  * followed across its pipeline tasks and recoveries, or its transitions and its launch
- * and cleanup log.
+ * and cleanup log; the copy the controller keeps of them (kept.c) as a tar stream.
  */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "supervisor/jobs/jobs.h"
 #include "bootstrap/launch/engine.h"
+#include "bootstrap/sync/sync.h"
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -77,45 +83,47 @@ int jobs_controller_logs(int64_t id)
 	return r;
 }
 
-/* The cluster jobs a managed job ran as, in order (from its events). */
-struct runs {
-	char cluster[64][128];
-	int64_t job[64];
-	int n;
-};
-
 static int collect_run(double at, int status, int sched, const char *reason, void *arg)
 {
-	struct runs *r = arg;
+	struct jobs_runs *r = arg;
 	char name[128];
 	long long id;
 
-	(void)at;
 	(void)status;
-	if (sched == MJS_ALIVE && r->n < 64 &&
-	    sscanf(reason, "running on %127[^ ] (cluster job %lld)", name, &id) == 2) {
+	if (sched == MJS_ALIVE && r->n < JOBS_RUNS_MAX &&
+	    sscanf(reason, "running on %127[^ ] (cluster job %lld)", name, &id) == 2 &&
+	    jobs_name_ok(name)) {
 		xsnprintf(r->cluster[r->n], sizeof(r->cluster[0]), "%s", name);
+		r->at[r->n] = at;
 		r->job[r->n++] = id;
 	}
 	return 0;
 }
 
-/* Logs saved when the job's own cluster was torn down (~/sky_logs/CLUSTER/JOB/rank-N). */
-static void show_saved(int64_t id, const char *cluster, int64_t job)
+int jobs_runs(struct st_db *db, int64_t id, struct jobs_runs *out)
 {
-	const char *home = user_home();
+	memset(out, 0, sizeof(*out));
+	return mj_events(db, id, collect_run, out) ? -EIO : 0;
+}
+
+int jobs_name_ok(const char *name)
+{
+	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
+}
+
+/* Every rank's setup.log then run.log under dir (dir/rank-N/...); 1 if any was there. */
+static int print_ranks(const char *dir)
+{
 	static const char *const files[] = {"setup.log", "run.log"};
 	int rank, shown = 0;
 	size_t k;
 
-	for (rank = 0; home && rank < 4096; rank++) {
-		char *dir = xasprintf("%s/sky_logs/%s/%lld/rank-%d", home, cluster, (long long)job,
-		                      rank);
+	for (rank = 0; rank < 4096; rank++) {
 		int any = 0;
 
 		for (k = 0; k < ARRAY_SIZE(files); k++) {
 			struct buf b = BUF_INIT((size_t)256 << 20);
-			char *path = xasprintf("%s/%s", dir, files[k]);
+			char *path = xasprintf("%s/rank-%d/%s", dir, rank, files[k]);
 
 			if (!buf_read_file(&b, path)) {
 				any = 1;
@@ -126,27 +134,90 @@ static void show_saved(int64_t id, const char *cluster, int64_t job)
 			buf_release(&b);
 			free(path);
 		}
-		free(dir);
 		if (!any)
 			break;
 		shown++;
 	}
-	if (!shown)
-		fprintf(stderr, "(cluster %s of managed job %lld is gone, and its logs with it)\n",
-		        cluster, (long long)id);
+	return shown > 0;
 }
 
-static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t job, int follow)
+/*
+ * Why the kept logs of job id are gone, when the retention removed them (the line kept in
+ * kept/ID/REMOVED, caller frees); NULL otherwise.
+ */
+static char *removed_why(int64_t id)
 {
-	struct cluster c;
+	char *dir = jobs_kept_dir(id), *path, *why = NULL;
+	struct buf b = BUF_INIT(4096);
 
-	if (st_cluster_get(db, cluster, &c)) {
-		show_saved(id, cluster, job);
+	if (!dir)
+		return NULL;
+	path = xasprintf("%s/%s", dir, JOBS_KEPT_REMOVED);
+	if (!buf_read_file(&b, path) && b.len) {
+		b.p[strcspn(b.p, "\n")] = '\0';
+		why = xstrdup(b.p);
+	}
+	buf_release(&b);
+	free(path);
+	free(dir);
+	return why;
+}
+
+/* 1 if the controller keeps (or kept) logs of job id: else it ended before skiff kept any. */
+static int kept_any(int64_t id)
+{
+	char *dir = jobs_kept_dir(id);
+	int r = dir && !access(dir, F_OK);
+
+	free(dir);
+	return r;
+}
+
+/* Says once (*said) that the logs of job id are gone, and why. */
+static void say_gone(int64_t id, const char *cluster, int *said)
+{
+	char *why;
+
+	if (*said)
+		return;
+	*said = 1;
+	why = removed_why(id);
+	if (why)
+		fprintf(stderr, "logs of managed job %lld were removed %s\n", (long long)id, why);
+	else
+		fprintf(stderr, "(cluster %s of managed job %lld is gone, and its logs with it)\n",
+		        cluster, (long long)id);
+	free(why);
+}
+
+/*
+ * A cluster job's logs: the copy the controller kept (once it ended), else the live
+ * cluster's, else (a job that ended before skiff kept logs) what an older skiff saved in
+ * ~/sky_logs/CLUSTER/JOB.
+ */
+static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t job, double at,
+                     int follow, int *said)
+{
+	char *kept = jobs_kept_run_dir(id, cluster, job);
+	const char *home = user_home();
+	int shown = kept && print_ranks(kept);
+
+	free(kept);
+	if (shown)
+		return;
+	if (jobs_run_live(db, cluster, job, at)) {
+		fflush(stdout);
+		eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
 		return;
 	}
-	cluster_free(&c);
-	fflush(stdout);
-	eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
+	if (home && !kept_any(id)) {
+		char *old = xasprintf("%s/sky_logs/%s/%lld", home, cluster, (long long)job);
+
+		shown = print_ranks(old);
+		free(old);
+	}
+	if (!shown)
+		say_gone(id, cluster, said);
 }
 
 /*
@@ -157,12 +228,12 @@ static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t 
 int jobs_follow_logs(int64_t id, int follow)
 {
 	struct st_db *db;
-	int shown = 0, rc = EXIT_JOB_NOT_FINISHED, waited = 0;
+	int shown = 0, rc = EXIT_JOB_NOT_FINISHED, waited = 0, said = 0;
 
 	if (st_launcher_open(0, &db))
 		return EXIT_FAIL;
 	for (;;) {
-		struct runs *runs = xcalloc(1, sizeof(*runs));
+		struct jobs_runs *runs = xcalloc(1, sizeof(*runs));
 		struct mjob j;
 
 		if (mj_get(db, id, &j)) {
@@ -171,12 +242,12 @@ int jobs_follow_logs(int64_t id, int follow)
 			rc = EXIT_JOB_NOT_FOUND;
 			break;
 		}
-		mj_events(db, id, collect_run, runs);
+		jobs_runs(db, id, runs);
 		if (shown < runs->n) {
 			int last = shown == runs->n - 1;
 
-			show_run(db, id, runs->cluster[shown], runs->job[shown],
-			         follow && last && !mj_status_terminal(j.status));
+			show_run(db, id, runs->cluster[shown], runs->job[shown], runs->at[shown],
+			         follow && last && !mj_status_terminal(j.status), &said);
 			shown++;
 			mjob_free(&j);
 			free(runs);
@@ -227,13 +298,57 @@ int64_t jobs_latest(struct st_db *db, const char *name)
 	return l.id;
 }
 
+/* Copies the tree src (directories and regular files) to dst, created 0700. 0 or -errno. */
+static int copy_tree(const char *src, const char *dst)
+{
+	DIR *d = opendir(src);
+	struct dirent *de;
+	int r;
+
+	if (!d)
+		return -errno;
+	r = mkdir_p(dst, 0700);
+	while (!r && (de = readdir(d))) {
+		char *from, *to;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		from = xasprintf("%s/%s", src, de->d_name);
+		to = xasprintf("%s/%s", dst, de->d_name);
+		if (lstat(from, &st) < 0) {
+			r = -errno;
+		} else if (S_ISDIR(st.st_mode)) {
+			r = copy_tree(from, to);
+		} else if (S_ISREG(st.st_mode)) {
+			struct buf b = BUF_INIT(0);
+
+			r = buf_read_file(&b, from);
+			if (!r)
+				r = write_file_atomic(to, b.p ? b.p : "", b.len, 0600);
+			buf_release(&b);
+		}
+		if (r)
+			error("cannot copy '%s' to '%s': %s", from, to, strerror(-r));
+		free(from);
+		free(to);
+	}
+	closedir(d);
+	return r;
+}
+
 int jobs_sync_down(int64_t id)
 {
-	struct runs *runs = xcalloc(1, sizeof(*runs));
-	const char *home = user_home();
+	return jobs_sync_down_to(id, NULL);
+}
+
+int jobs_sync_down_to(int64_t id, const char *root)
+{
+	struct jobs_runs *runs = xcalloc(1, sizeof(*runs));
+	const char *home = root ? root : user_home();
 	struct st_db *db;
 	struct mjob j;
-	int i, rc = EXIT_OK;
+	int i, rc = EXIT_OK, said = 0;
 
 	if (st_launcher_open(0, &db)) {
 		free(runs);
@@ -245,35 +360,222 @@ int jobs_sync_down(int64_t id)
 		goto out;
 	}
 	mjob_free(&j);
-	mj_events(db, id, collect_run, runs);
+	jobs_runs(db, id, runs);
 	if (!runs->n)
 		info("managed job %lld has not run yet: no logs", (long long)id);
 	for (i = 0; i < runs->n; i++) {
 		struct buf where = BUF_INIT(0);
-		struct cluster c;
+		char *kept = jobs_kept_run_dir(id, runs->cluster[i], runs->job[i]);
+		char *dst = xasprintf("%s%s/%s/%lld", home ? home : "~", root ? "" : "/sky_logs",
+		                      runs->cluster[i], (long long)runs->job[i]);
+		struct stat st;
 
-		if (!st_cluster_get(db, runs->cluster[i], &c)) {
-			cluster_free(&c);
-			if (eng_sync_down(db, runs->cluster[i], runs->job[i], &where))
+		if (kept && !stat(kept, &st) && S_ISDIR(st.st_mode)) {
+			/* The controller's copy: the cluster may be gone, the node may have none.
+			 */
+			if (!home) {
+				error("no home directory to put ~/sky_logs in");
 				rc = EXIT_FAIL;
-			else
+			} else if (copy_tree(kept, dst))
+				rc = EXIT_FAIL;
+			else if (!root)
+				printf("logs synced to %s\n", dst);
+		} else if (jobs_run_live(db, runs->cluster[i], runs->job[i], runs->at[i])) {
+			if (root ? eng_sync_down_to(db, runs->cluster[i], runs->job[i], dst, &where)
+			         : eng_sync_down(db, runs->cluster[i], runs->job[i], &where))
+				rc = EXIT_FAIL;
+			else if (!root)
 				printf("logs synced to %s\n", where.p);
+		} else if (!root && !kept_any(id) && !access(dst, F_OK)) {
+			/* What an older skiff saved there when the cluster went. */
+			printf("logs synced to %s\n", dst);
 		} else {
-			/* Its cluster is gone: what was saved when it went down is all there is. */
-			char *dir = xasprintf("%s/sky_logs/%s/%lld", home ? home : "~",
-			                      runs->cluster[i], (long long)runs->job[i]);
-
-			if (access(dir, F_OK))
-				warning("cluster %s of managed job %lld is gone, and its logs with it",
-				        runs->cluster[i], (long long)id);
-			else
-				printf("logs synced to %s\n", dir);
-			free(dir);
+			say_gone(id, runs->cluster[i], &said);
 		}
+		free(kept);
+		free(dst);
 		buf_release(&where);
 	}
 out:
 	free(runs);
 	st_close(db);
 	return rc;
+}
+
+/* ---- the kept copy as a tar stream ------------------------------------------------------ */
+
+/* Adds dir/rel (a directory of the kept tree) and everything below it to the archive. */
+static int tar_add(struct archive *a, const char *dir, const char *rel)
+{
+	char *path = *rel ? xasprintf("%s/%s", dir, rel) : xstrdup(dir);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d) {
+		r = error_errno("cannot open '%s'", path);
+		free(path);
+		return r;
+	}
+	while (!r && (de = readdir(d))) {
+		char *sub, *full;
+		struct stat st;
+		struct archive_entry *e;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		sub = *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+		full = xasprintf("%s/%s", dir, sub);
+		if (lstat(full, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+			/* Gone meanwhile, or nothing the controller writes there: left out. */
+			free(sub);
+			free(full);
+			continue;
+		}
+		e = archive_entry_new();
+		archive_entry_set_pathname(e, sub);
+		archive_entry_set_filetype(e, S_ISDIR(st.st_mode) ? AE_IFDIR : AE_IFREG);
+		archive_entry_set_perm(e, S_ISDIR(st.st_mode) ? 0700 : 0600);
+		archive_entry_set_mtime(e, st.st_mtime, 0);
+		if (S_ISREG(st.st_mode)) {
+			struct buf b = BUF_INIT(0);
+
+			/* Read first: the size in the header is what is written. */
+			r = buf_read_file(&b, full);
+			if (r) {
+				errno = -r;
+				r = error_errno("cannot read '%s'", full);
+			} else {
+				archive_entry_set_size(e, (la_int64_t)b.len);
+				if (archive_write_header(a, e) != ARCHIVE_OK ||
+				    (b.len &&
+				     archive_write_data(a, b.p, b.len) != (la_ssize_t)b.len))
+					r = error("cannot write the tar stream: %s",
+					          archive_error_string(a));
+			}
+			buf_release(&b);
+		} else if (archive_write_header(a, e) != ARCHIVE_OK) {
+			r = error("cannot write the tar stream: %s", archive_error_string(a));
+		} else {
+			r = tar_add(a, dir, sub);
+		}
+		archive_entry_free(e);
+		free(sub);
+		free(full);
+	}
+	closedir(d);
+	free(path);
+	return r;
+}
+
+int jobs_kept_tar(int64_t id, int fd)
+{
+	char *dir = jobs_kept_dir(id);
+	struct stat st;
+	int r;
+
+	if (!dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		error("no logs are kept of managed job %lld", (long long)id);
+		free(dir);
+		return -ENOENT;
+	}
+	r = jobs_tar_dir(dir, fd);
+	free(dir);
+	return r;
+}
+
+int jobs_tar_dir(const char *dir, int fd)
+{
+	struct archive *a;
+	int r;
+
+	a = archive_write_new();
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+		r = error("cannot write the tar stream: %s", archive_error_string(a));
+		archive_write_free(a);
+		return r < 0 ? -EIO : r;
+	}
+	r = tar_add(a, dir, "");
+	if (archive_write_close(a) != ARCHIVE_OK && !r)
+		r = error("cannot write the tar stream: %s", archive_error_string(a));
+	archive_write_free(a);
+	return r ? -EIO : 0;
+}
+
+int jobs_kept_untar(int fd, const char *dir)
+{
+	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
+	struct archive_entry *e;
+	uint64_t total = 0;
+	int r = 0, rc;
+
+	r = mkdir_p(dir, 0700);
+	if (r) {
+		errno = -r;
+		r = error_errno("cannot create '%s'", dir);
+		goto out;
+	}
+	archive_read_support_format_tar(a);
+	/* Paths are made absolute under dir here, after the member's own was checked. */
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+	                                          ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
+	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
+		r = error("cannot read the tar stream: %s", archive_error_string(a));
+		goto out;
+	}
+	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		const char *why = NULL;
+		char *name = xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+		int type = archive_entry_filetype(e);
+		const void *blk;
+		size_t len;
+		la_int64_t off;
+		char *full;
+
+		/* A directory's name may end in '/'; past that, a plain relative path. */
+		while (len = strlen(name), len > 1 && name[len - 1] == '/')
+			name[len - 1] = '\0';
+		if (sync_path_check(name, &why)) {
+			r = error("tar member '%.200s' refused: %s", name, why);
+			free(name);
+			break;
+		}
+		total += (uint64_t)(archive_entry_size(e) > 0 ? archive_entry_size(e) : 0);
+		if ((type != AE_IFREG && type != AE_IFDIR) || archive_entry_hardlink(e))
+			r = error("tar member '%.200s' refused: not a file or a directory", name);
+		else if (total > JOBS_KEPT_TAR_MAX_BYTES)
+			r = error("the tar stream holds more than %llu bytes",
+			          (unsigned long long)JOBS_KEPT_TAR_MAX_BYTES);
+		if (r) {
+			free(name);
+			break;
+		}
+		full = xasprintf("%s/%s", dir, name);
+		archive_entry_set_pathname(e, full);
+		archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+		free(full);
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = error("cannot extract '%.200s': %s", name, archive_error_string(w));
+		} else {
+			while ((rc = archive_read_data_block(a, &blk, &len, &off)) == ARCHIVE_OK)
+				if (archive_write_data_block(w, blk, len, off) != ARCHIVE_OK)
+					break;
+			archive_write_finish_entry(w);
+			if (rc != ARCHIVE_EOF)
+				r = error("cannot extract '%.200s': %s", name,
+				          archive_error_string(a));
+		}
+		free(name);
+		if (r)
+			break;
+	}
+	if (!r && rc != ARCHIVE_EOF)
+		r = error("corrupt tar stream: %s", archive_error_string(a));
+out:
+	archive_read_free(a);
+	archive_write_close(w);
+	archive_write_free(w);
+	return r ? -EIO : 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/exit.h"
+#include "lib/util.h"
 #include "state/jobs.h"
 #include "state/node.h"
 #include "lib/banned.h"
@@ -146,4 +147,56 @@ struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max
 			d.act = JP_RECOVER;
 		return d;
 	}
+}
+
+int jobs_run_ended(const struct mjob *j, int index, int nruns, int64_t run_job)
+{
+	if (index < nruns - 1 || mj_status_terminal(j->status))
+		return 1;
+	if (j->cluster_job != run_job)
+		return 1;
+	return j->node_status >= 0 && job_status_terminal(j->node_status);
+}
+
+/* Oldest end first, then lowest id. */
+static int by_end(const void *a, const void *b)
+{
+	const struct jobs_kept *x = *(const struct jobs_kept *const *)a;
+	const struct jobs_kept *y = *(const struct jobs_kept *const *)b;
+
+	if (x->ended_at != y->ended_at)
+		return x->ended_at < y->ended_at ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+size_t jobs_kept_gc_decide(struct jobs_kept *v, size_t n, double now, double retention_s,
+                           uint64_t max_bytes)
+{
+	struct jobs_kept **order;
+	uint64_t total = 0;
+	size_t i, k = 0, gone = 0;
+
+	for (i = 0; i < n; i++) {
+		v[i].gc = JOBS_GC_KEEP;
+		if (v[i].ended && retention_s >= 0 && now - v[i].ended_at >= retention_s) {
+			v[i].gc = JOBS_GC_AGE;
+			gone++;
+		} else {
+			total += v[i].bytes;
+		}
+	}
+	if (!max_bytes || total <= max_bytes)
+		return gone;
+	order = xcalloc(n, sizeof(*order));
+	for (i = 0; i < n; i++)
+		if (v[i].ended && v[i].gc == JOBS_GC_KEEP)
+			order[k++] = &v[i];
+	qsort(order, k, sizeof(*order), by_end);
+	for (i = 0; i < k && total > max_bytes; i++) {
+		order[i]->gc = JOBS_GC_SIZE;
+		total -= order[i]->bytes;
+		gone++;
+	}
+	free(order);
+	return gone;
 }

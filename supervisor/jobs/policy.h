@@ -6,6 +6,7 @@
  * and its workers), as pure functions with unit tests (tests/unit/test-jobs-policy.c).
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct mjob;
@@ -91,5 +92,46 @@ int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface
 
 /* probe_max: consecutive failed looks after which the node counts as lost. */
 struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max);
+
+/* ---- kept logs (supervisor/jobs/kept.c) ------------------------------------------------ */
+
+/* jobs.controller.task_logs_gc_retention_hours when the config does not set it (a week). */
+#define JOBS_KEPT_RETENTION_HOURS 168.0
+/* The most all kept task logs may take (SKIFF_JOBS_KEPT_MAX_BYTES overrides it). */
+#define JOBS_KEPT_MAX_BYTES ((long long)10 << 30)
+/* How often the controller collects kept logs (SKIFF_JOBS_KEPT_GC_S overrides it). */
+#define JOBS_KEPT_GC_INTERVAL_S 600
+
+/*
+ * Whether run index (of nruns, the cluster jobs the managed job j ran as, in order) has
+ * ended, so that its logs may be kept: a later one exists, the job has ended, or the job
+ * no longer runs as run_job, or its last probe saw run_job end.
+ */
+int jobs_run_ended(const struct mjob *j, int index, int nruns, int64_t run_job);
+
+/* Why jobs_kept_gc_decide() removes a job's kept logs. */
+enum jobs_gc_why {
+	JOBS_GC_KEEP = 0, /* kept */
+	JOBS_GC_AGE,      /* ended longer than the retention ago */
+	JOBS_GC_SIZE,     /* the oldest ended, while all kept logs take more than the cap */
+};
+
+/* One managed job's kept logs, as the collector sees them. */
+struct jobs_kept {
+	int64_t id;
+	int ended;       /* the job has ended: only then are its logs ever removed */
+	double ended_at; /* epoch seconds */
+	uint64_t bytes;  /* what its kept logs take */
+	int gc;          /* out: enum jobs_gc_why */
+};
+
+/*
+ * Decides which kept logs go: each ended job whose end is at least retention_s before now
+ * (retention_s < 0: no age limit), then, while the logs kept take more than max_bytes
+ * (0: no cap), ended jobs oldest end first (then lowest id). A job that has not ended is
+ * never removed, and counts toward the total. Sets v[i].gc; returns how many go.
+ */
+size_t jobs_kept_gc_decide(struct jobs_kept *v, size_t n, double now, double retention_s,
+                           uint64_t max_bytes);
 
 #endif

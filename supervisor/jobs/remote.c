@@ -6,6 +6,7 @@
  * `skiff __jobs-remote` on its head over the runner, whose output and exit status are the
  * command's. The host's side is supervisor/jobs/host.c and cmd/jobs.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -20,6 +21,7 @@
 #include "bootstrap/launch/cluster.h"
 #include "bootstrap/launch/engine.h"
 #include "bootstrap/launch/install.h"
+#include "bootstrap/renv/renv.h"
 #include "lib/buf.h"
 #include "lib/config.h"
 #include "lib/exit.h"
@@ -73,6 +75,7 @@ struct ctl {
 	struct cluster c;
 	struct clive cl;
 	int open;
+	int out_fd; /* > 0: the remote command's stdout goes there (else ours) */
 };
 
 static void ctl_close(struct ctl *x)
@@ -202,7 +205,8 @@ static int ctl_call(struct ctl *x, const struct msg *req, struct buf *out, int t
 		} else {
 			char tmpl[] = "/tmp/skiff-jobreq.XXXXXX";
 			int fd = mkstemp(tmpl);
-			struct runner_io io = {fd, RUNNER_INHERIT, RUNNER_INHERIT};
+			struct runner_io io = {fd, x->out_fd > 0 ? x->out_fd : RUNNER_INHERIT,
+			                       RUNNER_INHERIT};
 
 			if (fd < 0) {
 				r = error_errno("cannot make a temporary file");
@@ -270,6 +274,99 @@ static void ctl_end(struct ctl *x)
 {
 	ctl_close(x);
 	st_close(x->db);
+}
+
+/* Moves each CLUSTER/JOB of tmp to root/CLUSTER/JOB (replacing it) and says where. */
+static int move_runs(const char *tmp, const char *root)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *c;
+	int r = 0;
+
+	if (!d)
+		return error_errno("cannot open '%s'", tmp);
+	while ((c = readdir(d))) {
+		char *cdir, *dst_c;
+		DIR *e;
+		struct dirent *j;
+
+		if (c->d_name[0] == '.')
+			continue;
+		cdir = xasprintf("%s/%s", tmp, c->d_name);
+		dst_c = xasprintf("%s/%s", root, c->d_name);
+		e = opendir(cdir);
+		if (e && !mkdir_p(dst_c, 0700)) {
+			while ((j = readdir(e))) {
+				char *from, *to;
+
+				if (j->d_name[0] == '.')
+					continue;
+				from = xasprintf("%s/%s", cdir, j->d_name);
+				to = xasprintf("%s/%s", dst_c, j->d_name);
+				renv_rm_rf(to);
+				if (rename(from, to))
+					r = error_errno("cannot move the logs to '%s'", to);
+				else
+					printf("logs synced to %s\n", to);
+				free(from);
+				free(to);
+			}
+		} else {
+			r = error_errno("cannot create '%s'", dst_c);
+		}
+		if (e)
+			closedir(e);
+		free(cdir);
+		free(dst_c);
+	}
+	closedir(d);
+	return r;
+}
+
+int jobs_remote_sync_down(const char *infra, int argc, char **argv)
+{
+	const char *home = user_home();
+	char *root, *tmp;
+	char tmpl[] = "/tmp/skiff-logs.XXXXXX";
+	struct msg req;
+	struct ctl x;
+	int i, rc, fd;
+
+	if (!home)
+		return error("no home directory to put ~/sky_logs in"), EXIT_FAIL;
+	root = xasprintf("%s/sky_logs", home);
+	tmp = xasprintf("%s/.sync-down.XXXXXX", root);
+	fd = mkstemp(tmpl);
+	if (fd < 0 || mkdir_p(root, 0700) || !mkdtemp(tmp)) {
+		rc = (error_errno("cannot make a place for the logs in '%s'", root), EXIT_FAIL);
+		goto done;
+	}
+	unlink(tmpl);
+	if (ctl_begin(&x, infra)) {
+		rc = EXIT_FAIL;
+		goto done;
+	}
+	request(&req, "sync_down");
+	for (i = 0; i < argc; i++)
+		msg_add(&req, "arg", argv[i]);
+	x.out_fd = fd;
+	rc = ctl_call(&x, &req, NULL, -1);
+	msg_release(&req);
+	ctl_end(&x);
+	if (rc != EXIT_UNAVAILABLE && rc != EXIT_USAGE && lseek(fd, 0, SEEK_SET) == 0) {
+		struct stat st;
+
+		if (!fstat(fd, &st) && st.st_size > 0 &&
+		    (jobs_kept_untar(fd, tmp) || move_runs(tmp, root)))
+			rc = EXIT_FAIL;
+	}
+done:
+	if (fd >= 0)
+		close(fd);
+	renv_rm_rf(tmp);
+	free(tmp);
+	free(root);
+	return rc;
 }
 
 int jobs_remote_cli(const char *infra, int argc, char **argv)

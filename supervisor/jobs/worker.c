@@ -7,7 +7,9 @@
  *               cluster job and ALIVE itself
  *   watch       probes every ALIVE job: the engine's queue of its cluster jobs (one framed
  *               request per node)
- *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups
+ *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups, keeping
+ *               a cluster's logs before it goes
+ *   keep        keeps the logs of the pool's ended jobs (keep-gc: then runs the retention)
  *
  * A worker first waits for the controller's byte on GOFD: the controller writes it after
  * recording the worker's pid and start time, and a worker whose pipe closes without it
@@ -449,11 +451,11 @@ static void maybe_cancelled(struct st_db *db, int64_t job)
 }
 
 /*
- * Before a job's own cluster goes, its jobs' logs come back to ~/sky_logs/CLUSTER/JOB
- * (as `logs --sync-down`), where `jobs logs` finds them afterwards. Best effort: an
- * unreachable node does not keep the cluster alive.
+ * Before a job's own cluster goes, the controller keeps its jobs' logs (kept.c), where
+ * `jobs logs` finds them afterwards. Best effort: an unreachable node does not keep the
+ * cluster alive. Every cluster job on it belongs to the managed job id.
  */
-static void save_logs(struct st_db *db, const char *name)
+static void save_logs(struct st_db *db, int64_t id, const char *name)
 {
 	struct cluster_job *v = NULL;
 	size_t n = 0, i;
@@ -462,14 +464,10 @@ static void save_logs(struct st_db *db, const char *name)
 		cluster_jobs_free(v, n);
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		struct buf where = BUF_INIT(0);
-
-		if (*v[i].node_job_ids && !eng_sync_down(db, name, v[i].id, &where))
-			fprintf(stderr, "[cleanup] logs of %s job %lld saved in %s\n", name,
-			        (long long)v[i].id, where.p);
-		buf_release(&where);
-	}
+	for (i = 0; i < n; i++)
+		if (*v[i].node_job_ids && jobs_keep_run(db, id, name, v[i].id, 0))
+			fprintf(stderr, "[cleanup] logs of %s job %lld could not all be kept\n",
+			        name, (long long)v[i].id);
 	cluster_jobs_free(v, n);
 }
 
@@ -528,7 +526,7 @@ static int worker_cleanup(struct st_db *db)
 			continue;
 		} else {
 			cluster_free(&c);
-			save_logs(db, cu[i].cluster);
+			save_logs(db, cu[i].job_id, cu[i].cluster);
 			fprintf(stderr, "[cleanup] tearing down %s (job %lld)\n", cu[i].cluster,
 			        (long long)cu[i].job_id);
 			r = eng_down(db, cu[i].cluster, 0) < 0 ? EXIT_FAIL : EXIT_OK;
@@ -559,14 +557,27 @@ static int worker_cleanup(struct st_db *db)
 	return rc;
 }
 
+/* ---- keep ----------------------------------------------------------------------------- */
+
+/* Keeps the ended pool jobs' logs, then (gc) runs the retention. */
+static int worker_keep(struct st_db *db, int gc)
+{
+	int rc = jobs_keep_pool_runs(db) ? EXIT_FAIL : EXIT_OK;
+
+	if (gc && jobs_kept_gc(db))
+		rc = EXIT_FAIL;
+	return rc;
+}
+
 int jobs_worker_main(int argc, char **argv)
 {
 	struct st_db *db;
 	long id = 0;
 	int rc;
 
-	if (argc != 4 || parse_long(argv[2], -2, INT64_MAX, &id))
-		return error("usage: skiff __jobs-worker launch|watch|cleanup ID GOFD"), EXIT_USAGE;
+	if (argc != 4 || parse_long(argv[2], MJ_HOLDER_KEEP, INT64_MAX, &id))
+		return error("usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD"),
+		       EXIT_USAGE;
 	if (wait_go(argv[3]))
 		return EXIT_FAIL;
 	if (st_launcher_open(0, &db))
@@ -577,6 +588,8 @@ int jobs_worker_main(int argc, char **argv)
 		rc = worker_watch(db);
 	else if (!strcmp(argv[1], "cleanup"))
 		rc = worker_cleanup(db);
+	else if (!strcmp(argv[1], "keep") || !strcmp(argv[1], "keep-gc"))
+		rc = worker_keep(db, !strcmp(argv[1], "keep-gc"));
 	else
 		rc = (error("__jobs-worker: unknown kind '%s'", argv[1]), EXIT_USAGE);
 	st_close(db);

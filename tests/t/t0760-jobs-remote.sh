@@ -156,7 +156,11 @@ test_expect_success 'a new launcher with the same config and keys sees the queue
 	SKIFF_HOME=$HOME2 skiff jobs logs "$B" >blog &&
 	grep -q b-start blog && grep -q b-done blog &&
 	SKIFF_HOME=$HOME2 skiff jobs logs --controller "$C" >clog &&
-	grep -q RECOVERING clog
+	grep -q RECOVERING clog &&
+	SKIFF_HOME=$HOME2 skiff jobs logs --sync-down "$B" >sd &&
+	dir=$(sed -n "s/^logs synced to //p" sd) && test -n "$dir" &&
+	case $dir in "$HOME"/sky_logs/skiff-job-$B/*) ;; *) false ;; esac &&
+	grep -q b-done "$dir"/rank-0/run.log
 '
 
 test_expect_success 'kill -9 of the controller: the keeper starts it again, the job goes on' '

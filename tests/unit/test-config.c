@@ -112,6 +112,11 @@ static void test_validate(void)
 	           "4:15: config jobs.controller.resources.memory must be a number like 4 or 4+, "
 	           "not 'lots'\n"),
 	   "controller resources: a bad amount");
+	ok(refused("jobs:\n  controller:\n    task_logs_gc_retention_hours: a week\n",
+	           CONFIG_IN_FILE,
+	           "3:35: config jobs.controller.task_logs_gc_retention_hours must be a number of "
+	           "hours, not a week\n"),
+	   "the logs' retention: hours, a number");
 	ok(refused("docker: [1]\n", CONFIG_IN_FILE,
 	           "1:9: config docker must be a mapping, not a list\n"),
 	   "a section of the wrong type");
@@ -285,6 +290,7 @@ static void test_ignored(void)
 
 	c = load("aws:\n  vpc_name: x\nkubernetes:\n  autoscaler: gke\n  pod_config: {}\n"
 	         "jobs:\n  controller:\n    resources: {cpus: 2, disk_size: 9}\n"
+	         "    task_logs_gc_retention_hours: -1\n"
 	         "docker: {run_options: -v}\n",
 	         CONFIG_IN_FILE, &m);
 	free(m);
@@ -343,7 +349,8 @@ static void test_readers(void)
 	         "slurm:\n  sbatch_options: {time: '10:00', exclusive: true, requeue: null, "
 	         "hold: false, nice: 5}\n  quota: {queue: gold, account: acct}\n"
 	         "kubernetes:\n  provision_timeout: 42\n"
-	         "jobs:\n  controller:\n    resources: {cpus: 4+, memory: 8GB}\n",
+	         "jobs:\n  controller:\n    resources: {cpus: 4+, memory: 8GB}\n"
+	         "    task_logs_gc_retention_hours: 0.5\n",
 	         CONFIG_IN_FILE, &m);
 	free(m);
 	w = config_run_options(c);
@@ -361,6 +368,9 @@ static void test_readers(void)
 	is_int(config_k8s_provision_timeout(NULL, 600), 600, "its default");
 	config_controller_resources(c, &cpus, &mem);
 	ok(cpus == 4 && mem == 8, "jobs.controller.resources: 4+ CPUs, 8 GB");
+	ok(config_task_logs_retention_hours(c, 168) == 0.5,
+	   "jobs.controller.task_logs_gc_retention_hours: fractions of hours");
+	ok(config_task_logs_retention_hours(NULL, 168) == 168, "its default");
 	ok(!config_run_options(NULL) && !config_slurm_options(NULL), "no config: nothing to add");
 	cfg_free(c);
 }

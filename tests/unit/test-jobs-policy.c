@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/exit.h"
+#include "lib/util.h"
 #include "state/jobs.h"
 #include "state/node.h"
 #include "supervisor/jobs/jobs.h"
@@ -261,6 +262,136 @@ static void test_task_ids(void)
 	free(l);
 }
 
+static void test_run_ended(void)
+{
+	struct mjob j;
+
+	memset(&j, 0, sizeof(j));
+	j.status = MJ_RUNNING;
+	j.cluster_job = 7;
+	j.node_status = JOB_RUNNING;
+	ok(jobs_run_ended(&j, 0, 2, 3), "a run with a later one has ended (a recovery)");
+	ok(!jobs_run_ended(&j, 1, 2, 7), "the one the job runs as now has not");
+	j.node_status = JOB_SUCCEEDED;
+	ok(jobs_run_ended(&j, 1, 2, 7), "unless its node said it ended (a pipeline's next task)");
+	j.node_status = -1;
+	ok(!jobs_run_ended(&j, 1, 2, 7), "nothing known: not ended");
+	j.cluster_job = 0;
+	ok(jobs_run_ended(&j, 1, 2, 7), "the job moved on (it waits for its next launch)");
+	j.cluster_job = 7;
+	j.status = MJ_SUCCEEDED;
+	ok(jobs_run_ended(&j, 1, 2, 7), "an ended job's runs have all ended");
+	j.status = MJ_CANCELLING;
+	ok(!jobs_run_ended(&j, 1, 2, 7), "CANCELLING has not ended yet");
+}
+
+static uint64_t kept_total(const struct jobs_kept *v, size_t n)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		t += v[i].gc == JOBS_GC_KEEP ? v[i].bytes : 0;
+	return t;
+}
+
+static void test_kept_gc(void)
+{
+	struct jobs_kept v[5];
+	size_t i, n = ARRAY_SIZE(v), gone;
+	int round, bad = 0;
+
+	/* ids 1..5 ended at 100, 300, 200, never (running), 400; 10 bytes each. */
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < n; i++) {
+		v[i].id = (int64_t)i + 1;
+		v[i].ended = i != 3;
+		v[i].ended_at = i == 0 ? 100 : i == 1 ? 300 : i == 2 ? 200 : i == 3 ? 0 : 400;
+		v[i].bytes = 10;
+	}
+	gone = jobs_kept_gc_decide(v, n, 1000, -1, 0);
+	is_int(gone, 0, "no age limit, no cap: nothing goes");
+	gone = jobs_kept_gc_decide(v, n, 1000, 750, 0);
+	is_int(gone, 2, "retention 750 s at t=1000: the jobs that ended at 100 and 200");
+	is_int(v[0].gc, JOBS_GC_AGE, "job 1 by age");
+	is_int(v[2].gc, JOBS_GC_AGE, "job 3 by age");
+	is_int(v[1].gc, JOBS_GC_KEEP, "job 2 (ended at 300) stays");
+	is_int(v[3].gc, JOBS_GC_KEEP, "the running job stays");
+	gone = jobs_kept_gc_decide(v, n, 1e9, 0, 0);
+	is_int(gone, 4, "retention 0: every ended job goes");
+	is_int(v[3].gc, JOBS_GC_KEEP, "never the running one");
+	gone = jobs_kept_gc_decide(v, n, 1000, -1, 25);
+	is_int(gone, 3, "a 25-byte cap over 50 bytes: three go");
+	is_int(v[0].gc, JOBS_GC_SIZE, "the oldest end first (100)");
+	is_int(v[2].gc, JOBS_GC_SIZE, "then 200");
+	is_int(v[1].gc, JOBS_GC_SIZE, "then 300");
+	is_int(v[4].gc, JOBS_GC_KEEP, "the newest stays");
+	is_int(kept_total(v, n), 20, "20 bytes left, under the cap");
+	gone = jobs_kept_gc_decide(v, n, 1000, -1, 5);
+	is_int(gone, 4, "a cap the running job alone exceeds: every ended job goes");
+	is_int(v[3].gc, JOBS_GC_KEEP, "and the running one stays over the cap");
+	v[2].ended_at = 100;
+	gone = jobs_kept_gc_decide(v, n, 1000, -1, 45);
+	is_int(v[0].gc, JOBS_GC_SIZE, "the same end: the lower id first");
+	is_int(v[2].gc, JOBS_GC_KEEP, "and only it");
+	is_int(gone, 1, "one goes");
+	gone = jobs_kept_gc_decide(v, n, 1000, 850, 45);
+	is_int(v[0].gc, JOBS_GC_AGE, "age first (two ended at 100)");
+	is_int(v[2].gc, JOBS_GC_AGE, "both by age");
+	is_int(gone, 2, "and the cap is then met");
+	gone = jobs_kept_gc_decide(NULL, 0, 1000, 0, 1);
+	is_int(gone, 0, "no kept logs: nothing to do");
+
+	/* Random sets: the invariants hold whatever the mix. */
+	srandom(7);
+	for (round = 0; round < 2000 && !bad; round++) {
+		struct jobs_kept r[12];
+		size_t m = (size_t)(random() % 12) + 1, a, b;
+		double now = 10000, ret = random() % 3 ? (double)(random() % 10000) : -1;
+		uint64_t cap = random() % 3 ? (uint64_t)(random() % 600) : 0;
+
+		for (a = 0; a < m; a++) {
+			r[a].id = (int64_t)a + 1;
+			r[a].ended = random() % 4 != 0;
+			r[a].ended_at = r[a].ended ? (double)(random() % 10000) : 0;
+			r[a].bytes = (uint64_t)(random() % 100);
+		}
+		gone = jobs_kept_gc_decide(r, m, now, ret, cap);
+		for (a = 0, i = 0; a < m; a++) {
+			i += r[a].gc != JOBS_GC_KEEP;
+			if (!r[a].ended && r[a].gc != JOBS_GC_KEEP)
+				bad = 1; /* a job that has not ended lost its logs */
+			if (r[a].ended && ret >= 0 &&
+			    (now - r[a].ended_at >= ret) != (r[a].gc == JOBS_GC_AGE))
+				bad = 2; /* age decides exactly the AGE ones */
+			for (b = 0; b < m; b++)
+				if (r[a].gc == JOBS_GC_SIZE && r[b].ended &&
+				    r[b].gc == JOBS_GC_KEEP && r[b].ended_at < r[a].ended_at)
+					bad = 3; /* a newer end went before an older one */
+		}
+		if (i != gone)
+			bad = 4;
+		if (cap && kept_total(r, m) > cap) {
+			for (a = 0; a < m; a++)
+				if (r[a].ended && r[a].gc == JOBS_GC_KEEP)
+					bad = 5; /* over the cap with an ended job still kept */
+		}
+		if (cap) {
+			/* The last to go for size (the newest end) was needed to meet the cap. */
+			struct jobs_kept *last = NULL;
+
+			for (a = 0; a < m; a++)
+				if (r[a].gc == JOBS_GC_SIZE &&
+				    (!last || r[a].ended_at > last->ended_at ||
+				     (r[a].ended_at == last->ended_at && r[a].id > last->id)))
+					last = &r[a];
+			if (last && kept_total(r, m) + last->bytes <= cap)
+				bad = 6;
+		}
+	}
+	is_int(bad, 0, "2000 random sets: the running kept, age exact, oldest first, cap met");
+}
+
 int main(void)
 {
 	plan_run(test_cut_off);
@@ -269,5 +400,7 @@ int main(void)
 	plan_run(test_backoff);
 	plan_run(test_launch_decide);
 	plan_run(test_probe_decide);
+	plan_run(test_run_ended);
+	plan_run(test_kept_gc);
 	return done_testing();
 }
