@@ -18,6 +18,7 @@
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
+#include "supervisor/jobs/jobs.h"
 #include "lib/banned.h"
 
 const char cmd_status_usage[] =
@@ -780,11 +781,25 @@ static int down_one(struct st_db *ldb, const char *name, unsigned how)
 	int64_t busy = keep ? 0 : eng_managed_active(ldb, name);
 	int r;
 
+	/* A jobs controller's cluster: its controller says (it holds the jobs' state). */
+	if (!keep && !(how & ENG_DOWN_PURGE) && starts_with(name, JOBS_CONTROLLER_CLUSTER_PREFIX) &&
+	    (busy = jobs_remote_active(ldb, name)) < 0) {
+		error("the jobs controller on cluster %s does not answer: it may have managed "
+		      "jobs that have not ended; take it down anyway with --purge",
+		      name);
+		return EXIT_FAIL;
+	}
 	if (busy && !(how & ENG_DOWN_PURGE)) {
 		error("cluster %s runs %lld managed job(s) that have not ended: 'skiff jobs "
 		      "cancel' them, or take it down anyway with --purge (their cluster jobs "
 		      "are cancelled with it)",
 		      name, (long long)busy);
+		return EXIT_FAIL;
+	}
+	if (!keep && jobs_remote_stop(ldb, name) && !(how & ENG_DOWN_PURGE)) {
+		error("cluster %s: its jobs controller could not be stopped; take it down anyway "
+		      "with --purge",
+		      name);
 		return EXIT_FAIL;
 	}
 	r = eng_down(ldb, name, how);

@@ -601,8 +601,10 @@ int cmd_jobs(int argc, char **argv)
 /*
  * `skiff __jobs-remote` on a controller's host: one framed request on stdin from a
  * launcher (supervisor/jobs/remote.c), answered as the command it stands for would be,
- * in the controller's home: "submit" (jobs_host_submit()), or "cli" with the `skiff jobs`
- * arguments (queue, logs, cancel). The keeper is made sure of first.
+ * in the controller's home: "submit" (jobs_host_submit()); "cli" with the `skiff jobs`
+ * arguments (queue, logs, cancel); "sync_down" with those of `jobs logs --sync-down`
+ * (the logs as a tar stream); "count" and "stop" for `down` of the controller's cluster.
+ * The keeper is made sure of first (but for "stop").
  */
 int cmd___jobs_remote(int argc, char **argv)
 {
@@ -623,12 +625,20 @@ int cmd___jobs_remote(int argc, char **argv)
 		goto out;
 	}
 	jobs_host_env(&m);
+	op = msg_get(&m, "op");
+	if (op && !strcmp(op, "stop")) {
+		rc = jobs_host_stop();
+		goto out;
+	}
 	if (jobs_host_keep())
 		warning("the jobs controller's keeper could not be started: a controller that "
 		        "dies waits for the next command");
-	op = msg_get(&m, "op");
 	if (op && !strcmp(op, "submit")) {
 		rc = jobs_host_submit(&m);
+		goto out;
+	}
+	if (op && !strcmp(op, "count")) {
+		rc = jobs_host_count();
 		goto out;
 	}
 	if (op && !strcmp(op, "sync_down"))
@@ -639,7 +649,8 @@ int cmd___jobs_remote(int argc, char **argv)
 	for (i = 0; i < m.n; i++)
 		if (!strcmp(m.keys[i], "arg"))
 			args[n++] = (char *)m.vals[i];
-	if (n < 2 || strcmp(args[0], "jobs") || !strcmp(args[1], "launch") || !jobs_sub(args[1]))
+	if (n < 2 || strcmp(args[0], "jobs") || !strcmp(args[1], "launch") || !jobs_sub(args[1]) ||
+	    (logs_to_tar && strcmp(args[1], "logs")))
 		goto bad;
 	rc = cmd_jobs((int)n, args);
 	goto out;

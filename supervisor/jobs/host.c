@@ -78,7 +78,10 @@ void jobs_host_env(const struct msg *m)
 
 /* ---- the files a launcher sends ------------------------------------------------------- */
 
-/* keys/NAME or pools.d/NAME.yaml, NAME of [A-Za-z0-9._-] not starting with a dot. */
+/*
+ * config.yaml, keys/NAME or pools.d/NAME.yaml, NAME of [A-Za-z0-9._-] not starting with
+ * a dot.
+ */
 static int rel_ok(const char *rel)
 {
 	const char *name = starts_with(rel, "keys/")      ? rel + 5
@@ -86,6 +89,8 @@ static int rel_ok(const char *rel)
 	                                                  : NULL;
 	size_t n;
 
+	if (!strcmp(rel, "config.yaml"))
+		return 1;
 	if (!name || !*name || *name == '.')
 		return 0;
 	n = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
@@ -106,7 +111,8 @@ int jobs_host_put(const char *rel, const char *data, int *changed)
 	if (!home || !rel_ok(rel))
 		return error("the jobs controller refuses to write '%s'", rel);
 	path = xasprintf("%s/%s", home, rel);
-	dir = xasprintf("%s/%.*s", home, (int)strcspn(rel, "/"), rel);
+	dir = strchr(rel, '/') ? xasprintf("%s/%.*s", home, (int)strcspn(rel, "/"), rel)
+	                       : xstrdup(home);
 	if (ensure_private_dir(dir)) {
 		r = error_errno("cannot create '%s'", dir);
 	} else if (buf_read_file(&old, path) < 0 || old.len != len || memcmp(old.p, data, len)) {
@@ -186,21 +192,52 @@ static int runs_us(int pid)
 	return !strcmp(a, b);
 }
 
+/* Waits (KEEPER_STOP_WAIT_MS at most) for pid to let go of lock. */
+static void wait_unlocked(const char *lock, int pid, const char *what)
+{
+	int64_t until = now_ms() + KEEPER_STOP_WAIT_MS;
+
+	if (!pid)
+		return;
+	while (jobs_lock_holder(lock) == pid && now_ms() < until)
+		poll_ms(50);
+	if (jobs_lock_holder(lock) == pid)
+		warning("the jobs %s (pid %d) did not stop", what, pid);
+}
+
 /* SIGTERM to the holder of lock (when it is not us), then waits for it to let go. */
 static void stop_other(const char *lock, const char *what)
 {
 	int pid = jobs_lock_holder(lock);
-	int64_t until = now_ms() + KEEPER_STOP_WAIT_MS;
 
 	if (!pid || runs_us(pid))
 		return;
 	info("the jobs %s (pid %d) runs another skiff build: restarting it with this one", what,
 	     pid);
 	kill(pid, SIGTERM);
-	while (jobs_lock_holder(lock) == pid && now_ms() < until)
-		poll_ms(50);
-	if (jobs_lock_holder(lock) == pid)
-		warning("the jobs %s (pid %d) did not stop", what, pid);
+	wait_unlocked(lock, pid, what);
+}
+
+int jobs_host_stop(void)
+{
+	const struct jobs_paths *p = jobs_paths();
+	const char *home = skiff_home();
+	int pid;
+
+	if (!p || !home)
+		return EXIT_FAIL;
+	/* The keeper first: else it would start the controller again. */
+	if ((pid = jobs_lock_holder(p->keeper)))
+		kill(pid, SIGTERM);
+	wait_unlocked(p->keeper, pid, "keeper");
+	if ((pid = jobs_lock_holder(p->lock)))
+		kill(pid, SIGTERM);
+	wait_unlocked(p->lock, pid, "controller");
+	/* Its state goes with it, as with a controller VM: the keys and pools first. */
+	if (renv_rm_rf(home))
+		return error("cannot remove '%s'", home), EXIT_FAIL;
+	printf("the jobs controller stopped; %s removed\n", home);
+	return EXIT_OK;
 }
 
 int jobs_host_keep(void)
@@ -277,7 +314,12 @@ static int put_files(const struct msg *m)
 		if (strcmp(m->keys[i], "file_path") || strcmp(m->keys[i + 1], "file_data"))
 			continue;
 		r = jobs_host_put(m->vals[i], m->vals[i + 1], &changed);
-		if (!r && changed && starts_with(m->vals[i], "pools.d/")) {
+		if (!strcmp(m->vals[i], "config.yaml")) {
+			if (!r && changed)
+				info("the jobs controller's host now holds this launcher's config file "
+				     "(~/%s/config.yaml): its jobs.controller keys apply there",
+				     JOBS_CONTROLLER_HOME);
+		} else if (!r && changed && starts_with(m->vals[i], "pools.d/")) {
 			buf_addf(&names, "%s%.*s", pools++ ? ", " : "",
 			         (int)strlen(m->vals[i] + 8) - 5, m->vals[i] + 8);
 		} else if (!r && changed) {
@@ -391,4 +433,26 @@ int jobs_host_sync_down(int64_t id)
 	renv_rm_rf(tmp);
 	free(tmp);
 	return rc;
+}
+
+int jobs_host_count(void)
+{
+	struct st_db *db;
+	int counts[MJS_N];
+	long long n;
+
+	if (st_launcher_open(0, &db))
+		return EXIT_FAIL;
+	if (st_version(db) >= 2 && mj_sched_counts(db, counts)) {
+		st_close(db);
+		return EXIT_FAIL;
+	}
+	n = st_version(db) < 2 ? 0
+	                       : (long long)counts[MJS_WAITING] + counts[MJS_INACTIVE] +
+	                                 counts[MJS_LAUNCHING] + counts[MJS_ALIVE] +
+	                                 counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] +
+	                                 mj_cleanup_count(db);
+	st_close(db);
+	printf("%lld\n", n);
+	return EXIT_OK;
 }

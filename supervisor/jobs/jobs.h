@@ -190,6 +190,17 @@ void jobs_remote_cluster_name(char *out, size_t size);
  * controller cannot be reached (printed).
  */
 int jobs_remote_cli(const char *infra, int argc, char **argv);
+/*
+ * For `down` of the controller cluster named cluster (any other name: 0): how many managed
+ * jobs its controller has that have not ended, or clusters to release; -1 when it cannot
+ * tell (it does not answer).
+ */
+int64_t jobs_remote_active(struct st_db *db, const char *cluster);
+/*
+ * Before `down` of that cluster: its keeper and controller stopped, their home removed on
+ * the host (jobs_host_stop()). 0, or -1 when the host did not answer (printed).
+ */
+int jobs_remote_stop(struct st_db *db, const char *cluster);
 /* jobs_remote_cli() of `jobs logs --sync-down ...`: the logs come to ~/sky_logs here. */
 int jobs_remote_sync_down(const char *infra, int argc, char **argv);
 /*
@@ -234,6 +245,13 @@ int jobs_host_submit(const struct msg *m);
  * status.
  */
 int jobs_host_sync_down(int64_t id);
+/*
+ * For `down` of the controller cluster: stops the keeper and the controller and removes
+ * the controller's home (its db, logs, keys and pools). An exit status.
+ */
+int jobs_host_stop(void);
+/* Prints how many managed jobs have not ended, plus clusters to release. An exit status. */
+int jobs_host_count(void);
 /* `skiff __jobs-keeper`: restarts the controller while it has work, until signalled. */
 int jobs_keeper_main(int argc, char **argv);
 

@@ -390,6 +390,60 @@ int jobs_remote_cli(const char *infra, int argc, char **argv)
 	return rc;
 }
 
+/* One op on the controller of cluster (a known one); its exit status, output in out. */
+static int cluster_call(struct st_db *db, const char *cluster, const char *op, struct buf *out)
+{
+	struct cluster c;
+	struct msg req;
+	struct ctl x;
+	int rc = EXIT_FAIL;
+
+	if (st_cluster_get(db, cluster, &c))
+		return EXIT_FAIL;
+	memset(&x, 0, sizeof(x));
+	x.db = db;
+	xsnprintf(x.name, sizeof(x.name), "%s", cluster);
+	x.infra = c.infra;
+	if (!eng_open(db, cluster, &x.c, &x.cl)) {
+		x.open = 1;
+		request(&req, op);
+		if (x.cl.n && x.cl.nodes[0].exe)
+			rc = ctl_call(&x, &req, out, REMOTE_CALL_MS);
+		msg_release(&req);
+		ctl_close(&x);
+	}
+	cluster_free(&c);
+	return rc;
+}
+
+int64_t jobs_remote_active(struct st_db *db, const char *cluster)
+{
+	struct buf out = BUF_INIT(4096);
+	long long n = -1;
+
+	if (!starts_with(cluster, JOBS_CONTROLLER_CLUSTER_PREFIX))
+		return 0;
+	if (cluster_call(db, cluster, "count", &out) != EXIT_OK ||
+	    sscanf(out.p ? out.p : "", "%lld", &n) != 1)
+		n = -1;
+	buf_release(&out);
+	return n;
+}
+
+int jobs_remote_stop(struct st_db *db, const char *cluster)
+{
+	struct buf out = BUF_INIT(4096);
+	int rc;
+
+	if (!starts_with(cluster, JOBS_CONTROLLER_CLUSTER_PREFIX))
+		return 0;
+	rc = cluster_call(db, cluster, "stop", &out);
+	if (out.len)
+		fputs(out.p, stdout);
+	buf_release(&out);
+	return rc == EXIT_OK ? 0 : -1;
+}
+
 /* ---- shipping a job --------------------------------------------------------------------- */
 
 /* A local path as the launch engine reads it: ~/ expanded. */
@@ -590,7 +644,25 @@ out:
 	return r;
 }
 
-/* The overrides' fields, each under "ov_KEY" of req. */
+/* The config file in effect, for the controller's own settings (jobs.controller.*). */
+static int add_config_file(struct msg *req)
+{
+	struct buf b = BUF_INIT((size_t)4 << 20);
+	char *path = config_file_path();
+	int r = 0;
+
+	if (path && buf_read_file(&b, path) >= 0) {
+		msg_add(req, "file_path", "config.yaml");
+		if (msg_add(req, "file_data", b.p))
+			r = error("%s: the config file cannot be sent to the jobs controller",
+			          path);
+	}
+	buf_release(&b);
+	free(path);
+	return r;
+}
+
+/* The overrides' fields, each as "ov" = "KEY=VALUE" of req. */
 static void add_overrides(struct msg *req, const struct task_overrides *ov)
 {
 	struct msg m;
@@ -615,7 +687,7 @@ int jobs_remote_submit(const char *infra, struct jobs_submit_req *req, struct ta
 	if (ctl_begin(&x, infra))
 		return EXIT_FAIL;
 	request(&m, "submit");
-	if (ship_files(&x, tl, ov) || add_pool_files(&m, tl, req->infra))
+	if (ship_files(&x, tl, ov) || add_pool_files(&m, tl, req->infra) || add_config_file(&m))
 		goto out;
 	msg_add(&m, "entry", req->entry);
 	if (req->spec && msg_add(&m, "spec", req->spec)) {

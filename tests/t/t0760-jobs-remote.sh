@@ -114,9 +114,11 @@ assert [c[\"name\"][:22] for c in cs] == [\"skiff-jobs-controller-\"], cs" &&
 '
 
 test_expect_success 'the controller host holds the pool and key it was sent, 0600, and nothing else' '
-	nodes_ssh 1 "stat -c \"%a %n\" $CTL_HOME/ssh_node_pools.yaml $CTL_HOME/keys/* $CTL_HOME/pools.d/*" >modes &&
+	nodes_ssh 1 "stat -c \"%a %n\" $CTL_HOME/ssh_node_pools.yaml $CTL_HOME/keys/* $CTL_HOME/pools.d/* $CTL_HOME/config.yaml" >modes &&
 	! grep -v "^600 " modes &&
-	test "$(wc -l <modes)" = 3 &&
+	test "$(wc -l <modes)" = 4 &&
+	nodes_ssh 1 "stat -c %a $CTL_HOME $CTL_HOME/files $CTL_HOME/keys" >dmodes &&
+	! grep -v "^700$" dmodes &&
 	nodes_ssh 1 "cat $CTL_HOME/ssh_node_pools.yaml" >pools &&
 	grep -q "^\"work\":" pools && ! grep -q ctl pools &&
 	! nodes_ssh 1 "grep -rl \"$NODES_KEY\" $CTL_HOME/ssh_node_pools.yaml" &&
@@ -190,7 +192,7 @@ test_expect_success 'the controller partitioned: unreachable within seconds; aft
 	test "$(ctl_field "$C" cluster_job)" = "$job"
 '
 
-test_expect_success 'a newer launcher upgrades the controller in place; no job restarts' '
+test_expect_success 'a newer launcher upgrades the controller in place; no job restarts; down waits for the jobs, then removes the keys' '
 	read -r B C <ids &&
 	job=$(ctl_field "$C" cluster_job) &&
 	cp "$SKIFF_BIN" skiff-newer && printf "newer" >>skiff-newer &&
@@ -204,8 +206,16 @@ test_expect_success 'a newer launcher upgrades the controller in place; no job r
 	test "$(ctl_field "$C" status)" = RUNNING &&
 	test "$(ctl_field "$C" recoveries)" = 1 &&
 	test "$(ctl_field "$C" cluster_job)" = "$job" &&
+	ctl_cluster=$(SKIFF_HOME=$HOME2 ./skiff-newer status --json | python3 -c "
+import json,sys; print(json.load(sys.stdin)[0][\"name\"])") &&
+	expect_fail 1 env SKIFF_HOME=$HOME2 ./skiff-newer down "$ctl_cluster" 2>derr &&
+	grep -q "managed job(s) that have not ended" derr &&
 	SKIFF_HOME=$HOME2 ./skiff-newer jobs cancel "$C" &&
-	wait_for "test \"\$(ctl_field $C status)\" = CANCELLED" 60
+	wait_for "test \"\$(ctl_field $C status)\" = CANCELLED" 60 &&
+	wait_for "test \"\$(ctl jobs queue --json | grep -c CANCELLING)\" = 0" 60 &&
+	SKIFF_HOME=$HOME2 ./skiff-newer down "$ctl_cluster" &&
+	! nodes_ssh 1 "pgrep -f __jobs-keepe[r]" &&
+	! nodes_ssh 1 "test -e $CTL_HOME"
 '
 
 test_done
