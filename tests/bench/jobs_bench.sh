@@ -2,7 +2,7 @@
 # Managed-jobs benchmarks: prints figures, asserts nothing (not part of `make test`).
 #
 #   tests/bench/jobs_bench.sh [--skiff build/skiff] [--jobs 2000] [--rows 10000]
-#                             [--latency-runs 20]
+#                             [--latency-runs 20] [--remote]
 #
 # On local infra (the shared pool cluster, docs/managed-jobs.md), in a fresh SKIFF_HOME:
 #   latency   submit-to-LAUNCHING with a free slot: `jobs launch -d` of one job while the
@@ -16,13 +16,38 @@
 #             (the rest added as finished rows straight into the db), median of 10
 #   cancel    `jobs cancel -a` of the N running jobs: the request's time, and the time
 #             until every one is CANCELLED and its pool job ended
+# With --remote (root only), the controller runs on a cluster of its own instead
+# (jobs.controller.resources.infra: ssh/ctl, docs/managed-jobs.md "Placement"): one real
+# sshd node from tests/lib/nodes.sh, the jobs on its local pool, every command a request
+# over ssh:
+#   cold      the first `jobs launch -d`: the controller cluster brought up, and the job
+#   submit    `jobs launch -d` round trip through the controller, median of --latency-runs
+#   scale     --jobs jobs (`sleep 3600`) in one `jobs launch -d --num-jobs N`: the request's
+#             time, the time until all are RUNNING, the controller's RSS on the node with 1
+#             and with N running (per job), `jobs queue --json` through it with N jobs
+#   cancel    `jobs cancel -a` through it: the request, and all CANCELLED
 # Everything it started is cancelled and torn down at the end.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root" || exit 1
 command -v python3 >/dev/null || apt-get install -y python3 >/dev/null
-exec python3 - "$@" <<'PY'
+remote=
+for a in "$@"; do [ "$a" = --remote ] && remote=1; done
+if [ -n "$remote" ]; then
+	SRC_DIR=$root
+	export SRC_DIR
+	# shellcheck source=tests/lib/nodes.sh
+	. "$root/tests/lib/nodes.sh"
+	nodes_require_root || exit 1
+	nodes_install_deps || exit 1
+	trap 'nodes_down' EXIT
+	trap 'exit 130' INT TERM
+	nodes_up 1 || exit 1
+	export JB_NODE_IP="$(nodes_ip 1)" JB_NODE_USER="$NODES_USER" JB_NODE_KEY="$NODES_KEY"
+	export JB_SSH_CONFIG="$NODES_SSH_CONFIG"
+fi
+python3 - "$@" <<'PY'
 import argparse, json, os, shutil, signal, sqlite3, statistics, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
@@ -30,6 +55,7 @@ ap.add_argument("--skiff", default="build/skiff")
 ap.add_argument("--jobs", type=int, default=2000)
 ap.add_argument("--rows", type=int, default=10000)
 ap.add_argument("--latency-runs", type=int, default=20)
+ap.add_argument("--remote", action="store_true")
 a = ap.parse_args()
 skiff = os.path.abspath(a.skiff)
 home = tempfile.mkdtemp(prefix="skiff-jobs-bench.")
@@ -100,6 +126,92 @@ def pool_pids():
         if ("HOME=" + node).encode() + b"\0" in e:
             pids.append(int(p))
     return pids
+
+def remote_bench():
+    """The controller on its own cluster: one sshd node (set up by the shell above)."""
+    with open(os.path.join(home, "ssh_node_pools.yaml"), "w") as f:
+        f.write("ctl:\n  hosts:\n    - ip: %s\n      user: %s\n      identity_file: %s\n"
+                % (os.environ["JB_NODE_IP"], os.environ["JB_NODE_USER"], os.environ["JB_NODE_KEY"]))
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write("jobs:\n  controller:\n    resources:\n      infra: ssh/ctl\n")
+    ssh = ["ssh", "-F", os.environ["JB_SSH_CONFIG"], "tn1"]
+    ctl_home = "$HOME/.skiff/jobs-controller"
+
+    def rsh(cmd):
+        return subprocess.run(ssh + [cmd], capture_output=True, text=True).stdout
+
+    def rctl_rss():
+        out = rsh("p=$(head -n 1 %s/jobs/controller.lock) && grep VmRSS /proc/$p/status" % ctl_home)
+        return int(out.split()[1]) if out.split() else 0
+
+    def count(status):
+        return sum(1 for j in queue() if j["status"] == status)
+
+    print("# skiff managed-jobs benchmark, remote controller on %s (ssh/ctl): %s, %d cores"
+          % (os.environ["JB_NODE_IP"], skiff, os.cpu_count()))
+    try:
+        t0 = time.time()
+        sk("jobs", "launch", "-d", "-n", "warm", "true")
+        print("first `jobs launch -d` (controller cluster brought up, then the job): %.2f s"
+              % (time.time() - t0))
+        wait(lambda: all(j["schedule_state"] == "DONE" for j in queue()), 120)
+        ts = []
+        for i in range(a.latency_runs):
+            t0 = time.time()
+            sk("jobs", "launch", "-d", "-n", "lat", "true")
+            ts.append((time.time() - t0) * 1000)
+        print("`jobs launch -d` round trip through the controller: median %.0f ms, max %.0f ms "
+              "(%d jobs)" % (statistics.median(ts), max(ts), len(ts)))
+        ts = []
+        for i in range(10):
+            t0 = time.time()
+            queue()
+            ts.append((time.time() - t0) * 1000)
+        print("`jobs queue --json` through the controller, %d jobs: median %.0f ms"
+              % (len(queue()), statistics.median(ts)))
+        wait(lambda: all(j["schedule_state"] == "DONE" for j in queue()), 120)
+        sk("jobs", "launch", "-d", "-n", "base", "sleep 3600")
+        wait(lambda: count("RUNNING") >= 1, 120)
+        time.sleep(5)
+        base_rss = rctl_rss()
+        n = a.jobs - 1
+        t0 = time.time()
+        sk("jobs", "launch", "-d", "-n", "s", "--num-jobs", str(n), "sleep 3600")
+        t_sub = time.time() - t0
+        print("submitted %d jobs in one `jobs launch -d --num-jobs %d`: %.1f s" % (n, n, t_sub))
+        wait(lambda: count("RUNNING") >= a.jobs, 1800, 2)
+        t_run = time.time() - t0
+        r = count("RUNNING")
+        print("%d of %d managed jobs RUNNING at once after %.1f s from the submit (%.1f/s)"
+              % (r, a.jobs, t_run, r / t_run))
+        time.sleep(5)
+        full_rss = rctl_rss()
+        print("controller RSS on the node: %d KiB with 1 job running, %d KiB with %d: "
+              "%.2f KiB per running job (goal <= 2048 KiB)"
+              % (base_rss, full_rss, r, (full_rss - base_rss) / max(1, r - 1)))
+        ts = []
+        for i in range(10):
+            t0 = time.time()
+            queue()
+            ts.append((time.time() - t0) * 1000)
+        print("`jobs queue --json` through the controller with %d jobs running: median %.0f ms, "
+              "max %.0f ms" % (r, statistics.median(ts), max(ts)))
+        t0 = time.time()
+        sk("jobs", "cancel", "-a")
+        t_req = time.time() - t0
+        wait(lambda: all(j["status"] in ("CANCELLED", "SUCCEEDED") for j in queue()), 900, 1)
+        print("cancel -a of %d running jobs through the controller: request %.0f ms; all "
+              "CANCELLED after %.1f s" % (r, t_req * 1000, time.time() - t0))
+    finally:
+        sk("jobs", "cancel", "-a", check=False)
+        wait(lambda: all(j["schedule_state"] == "DONE" for j in queue()), 300, 2)
+        for c in json.loads(sk("status", "--json", check=False).stdout or "[]"):
+            sk("down", "--purge", c["name"], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+
+if a.remote:
+    remote_bench()
+    sys.exit(0)
 
 print("# skiff managed-jobs benchmark: %s, %d cores" % (skiff, os.cpu_count()))
 try:
