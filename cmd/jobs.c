@@ -179,7 +179,11 @@ static int jobs_launch(int argc, char **argv)
 	req.recovery = recovery;
 	req.priority = (int)prio;
 	req.have_priority = have_prio;
-	if ((ctl = jobs_remote_infra())) {
+	if (jobs_remote_infra(&ctl)) {
+		rc = EXIT_INVALID;
+		goto out;
+	}
+	if (ctl) {
 		rc = jobs_remote_submit(ctl, &req, &tl, &ov, num_jobs, detach);
 		goto out;
 	}
@@ -581,8 +585,10 @@ int cmd_jobs(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "launch") && jobs_sub(argv[1])) {
 		/* A controller on a cluster of its own answers queue, logs and cancel. */
-		char *infra = jobs_remote_infra();
+		char *infra;
 
+		if (jobs_remote_infra(&infra))
+			return EXIT_INVALID;
 		if (infra) {
 			int i, rc, sync = 0;
 

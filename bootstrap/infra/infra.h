@@ -187,9 +187,9 @@ struct infra {
 /*
  * Parses an infra spec (from --infra or resources.infra; NULL, "" and "*" mean the default,
  * local). Case-insensitive in the infra name; a pool name is taken as written. Reads no
- * file. Returns 0; -EINVAL for a malformed spec; -ENOTSUP for an infra skiff knows of but
- * does not run on (k8s/..., slurm/..., podman, docker, a cloud). *out needs
- * infra_release() after success only.
+ * file. Returns 0; -EINVAL for a malformed spec or an unknown infra; -ENOTSUP for a cloud
+ * (skiff provisions no VMs). Every error is printed. *out needs infra_release() after
+ * success only.
  */
 int infra_parse(const char *spec, struct infra *out);
 /*

@@ -178,10 +178,12 @@ int gang_main(int argc, char **argv);
 #define JOBS_ON_CONTROLLER_ENV "SKIFF_JOBS_ON_CONTROLLER"
 
 /*
- * jobs.controller.resources.infra of the config in effect: where the controller runs.
- * NULL for this machine (not set, "local", or this is the controller's host). Caller frees.
+ * jobs.controller.resources.infra of the config in effect: where the controller runs, in
+ * *out (caller frees); NULL for this machine (not set, "local", a cloud of SkyPilot's
+ * config (warned), or this is the controller's host). 0, or -EINVAL for an infra that is
+ * not one (printed).
  */
-char *jobs_remote_infra(void);
+int jobs_remote_infra(char **out);
 /* The controller cluster's name ($SKIFF_USER, else the login name, hashed). */
 void jobs_remote_cluster_name(char *out, size_t size);
 /*

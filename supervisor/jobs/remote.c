@@ -37,22 +37,39 @@
 /* A queue, cancel or submit round trip; a dead controller host is found sooner (ssh). */
 #define REMOTE_CALL_MS (120 * 1000)
 
-char *jobs_remote_infra(void)
+int jobs_remote_infra(char **out)
 {
 	struct yerrors errs = YERRORS_INIT;
 	struct cfg_node *cfg = NULL;
+	struct infra inf;
 	const char *infra;
-	char *path, *out = NULL;
+	char *path;
+	int r = 0;
 
+	*out = NULL;
 	if (getenv(JOBS_ON_CONTROLLER_ENV))
-		return NULL; /* the controller's own host: here */
+		return 0; /* the controller's own host: here */
 	path = config_file_path();
-	if (path && !config_load_file(path, &cfg, &errs) && (infra = config_controller_infra(cfg)))
-		out = xstrdup(infra);
+	if (path && !config_load_file(path, &cfg, &errs) &&
+	    (infra = config_controller_infra(cfg))) {
+		r = infra_parse(infra, &inf);
+		if (!r) {
+			infra_release(&inf);
+			*out = xstrdup(infra);
+		} else if (r == -ENOTSUP) {
+			/* SkyPilot's config names a cloud: skiff's controller stays here. */
+			warning("%s: jobs.controller.resources.infra '%s' is a cloud: the managed-jobs "
+			        "controller runs on this machine",
+			        path, infra);
+			r = 0;
+		} else {
+			error("%s: jobs.controller.resources.infra '%s': see above", path, infra);
+		}
+	}
 	yerr_release(&errs);
 	cfg_free(cfg);
 	free(path);
-	return out;
+	return r;
 }
 
 void jobs_remote_cluster_name(char *out, size_t size)
@@ -579,8 +596,12 @@ static int add_pool_files(struct msg *req, const struct task_list *tl, const cha
 		for (k = 0; k < pools.n; k++)
 			if (!strcmp(pools.v[k].name, names[i]))
 				p = &pools.v[k];
-		if (!p)
-			continue; /* the launch says so, with the pools there are */
+		if (!p) {
+			r = error("%s: no ssh pool '%s' for infra ssh/%s (the jobs controller "
+			          "launches with the pools this machine has)",
+			          path, names[i], names[i]);
+			break;
+		}
 		buf_addf(&y, "# pool %s, sent by a launcher (skiff jobs launch)\n", p->name);
 		yaml_str(&y, p->name);
 		buf_adds(&y, ":\n  hosts:\n");
