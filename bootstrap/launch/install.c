@@ -373,9 +373,14 @@ static int parse_up(struct runner *r, struct install_result *res, struct buf *ou
 	return 0;
 }
 
+void boot_exe_word(const char *sha, char *out, size_t size)
+{
+	xsnprintf(out, size, "\"$HOME/.skiff/bin/skiff-%s\"", sha);
+}
+
 static void set_remote_exe(struct install_result *res, const char *sha)
 {
-	xsnprintf(res->remote_exe, sizeof(res->remote_exe), "\"$HOME/.skiff/bin/skiff-%s\"", sha);
+	boot_exe_word(sha, res->remote_exe, sizeof(res->remote_exe));
 }
 
 int boot_install_send(struct runner *r, const char *data, size_t len, const char *sha, size_t size,

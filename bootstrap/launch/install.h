@@ -35,6 +35,12 @@ struct install_result {
 	long active;          /* the node's jobs that have not ended; -1 if it did not say */
 };
 
+/*
+ * The shell word for the binary whose sha256 is sha on a node, as the install puts it
+ * ("$HOME/.skiff/bin/skiff-SHA", quoted): the remote_exe of struct install_result.
+ */
+void boot_exe_word(const char *sha, char *out, size_t size);
+
 /* Installs (if needed) and brings the supervisor up. 0 or a negative error (printed). */
 int boot_install_and_up(struct runner *r, struct install_result *res);
 

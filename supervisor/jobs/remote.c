@@ -112,7 +112,7 @@ static int our_exe(char *out, size_t size)
 
 	if (boot_self_image(&data, &len, &sha))
 		return -1;
-	xsnprintf(out, size, "\"$HOME/.skiff/bin/skiff-%s\"", sha);
+	boot_exe_word(sha, out, size);
 	return 0;
 }
 
