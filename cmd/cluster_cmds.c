@@ -235,26 +235,6 @@ static void status_table(const struct eng_cluster *v, size_t n, int verbose, str
 	}
 }
 
-/* 1 if port is one of ports ("8080,9000-9002"). */
-static int port_open(const char *ports, long port)
-{
-	const char *p = ports;
-
-	while (*p) {
-		char *end;
-		long lo = strtol(p, &end, 10), hi = lo;
-
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		if (port >= lo && port <= hi)
-			return 1;
-		if (*end != ',')
-			break;
-		p = end + 1;
-	}
-	return 0;
-}
-
 /* --ip, --endpoints, --endpoint PORT: about one cluster. */
 static int status_one(const struct eng_cluster *ec, int ip, long port, struct buf *out)
 {
@@ -269,7 +249,7 @@ static int status_one(const struct eng_cluster *ec, int ip, long port, struct bu
 		return 0;
 	}
 	if (port > 0) {
-		if (!port_open(c->ports, port))
+		if (!task_ports_has(c->ports, port))
 			return error("port %ld is not open on cluster %s (%s); launch a task with "
 			             "'resources.ports: [%ld]' (or -p %ld) on it",
 			             port, c->name, *c->ports ? c->ports : "no ports", port, port);
@@ -703,7 +683,8 @@ int cmd_cancel(int argc, char **argv)
 
 /*
  * The clusters of a down, stop, start or autostop: names and globs, or every cluster (-a;
- * but those of managed jobs). Each name or glob that matches none is reported (*missing).
+ * but those of managed jobs and the managed-jobs controller's). Each name or glob that matches none
+ * is reported (*missing).
  */
 static int pick_many(struct st_db *ldb, char **names, size_t n, int all, struct eng_cluster **v,
                      size_t *nv, int *missing)
@@ -718,10 +699,17 @@ static int pick_many(struct st_db *ldb, char **names, size_t n, int all, struct 
 	if (!*nv)
 		printf("No existing clusters.\n");
 	for (i = 0; i < *nv; i++) {
-		if (eng_managed_cluster((*v)[i].c.name)) {
-			info("cluster %s belongs to managed jobs: left alone ('skiff jobs cancel' "
-			     "releases it)",
-			     (*v)[i].c.name);
+		int ctl = starts_with((*v)[i].c.name, JOBS_CONTROLLER_CLUSTER_PREFIX);
+
+		if (ctl || eng_managed_cluster((*v)[i].c.name)) {
+			if (ctl)
+				info("cluster %s is the managed-jobs controller: left alone (name it to "
+				     "take it down)",
+				     (*v)[i].c.name);
+			else
+				info("cluster %s belongs to managed jobs: left alone ('skiff jobs "
+				     "cancel' releases it)",
+				     (*v)[i].c.name);
 			cluster_free(&(*v)[i].c);
 			cluster_nodes_free((*v)[i].nodes, (*v)[i].nnodes);
 			continue;
@@ -810,6 +798,28 @@ static int down_one(struct st_db *ldb, const char *name, unsigned how)
 	return r < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
+/*
+ * The clusters o names, or every one with -a (one or the other: else a usage error), from
+ * the launcher db (*ldb, opened). EXIT_OK with *v[*n] (a name matching none is said, and
+ * counted in *missing), or the exit code with nothing open.
+ */
+static int pick_named(const char *cmd, const struct life_opts *o, struct st_db **ldb,
+                      struct eng_cluster **v, size_t *n, int *missing)
+{
+	if (o->all && o->nnames)
+		return usage_error(cmd, "-a takes no cluster names");
+	if (!o->all && !o->nnames)
+		return usage_error(cmd, "expected a cluster name (or -a for all)");
+	if (open_ldb(ldb))
+		return EXIT_FAIL;
+	if (pick_many(*ldb, o->names, o->nnames, o->all, v, n, missing) < 0) {
+		eng_clusters_free(*v, *n);
+		st_close(*ldb);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 static int many(int argc, char **argv, const char *cmd, unsigned how)
 {
 	struct life_opts o = {0};
@@ -833,22 +843,14 @@ static int many(int argc, char **argv, const char *cmd, unsigned how)
 		else
 			o.names[o.nnames++] = argv[a];
 	}
-	if (o.all && o.nnames)
-		return free(o.names), usage_error(cmd, "-a takes no cluster names");
-	if (!o.all && !o.nnames)
-		return free(o.names), usage_error(cmd, "expected a cluster name (or -a for all)");
-	if (open_ldb(&ldb))
-		return free(o.names), EXIT_FAIL;
-	if (pick_many(ldb, o.names, o.nnames, o.all, &v, &n, &missing) < 0) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
+	rc = pick_named(cmd, &o, &ldb, &v, &n, &missing);
+	if (rc != EXIT_OK)
+		return free(o.names), rc;
 	for (i = 0; i < n; i++)
 		if (down_one(ldb, v[i].c.name, how | (o.purge ? ENG_DOWN_PURGE : 0)))
 			rc = EXIT_FAIL;
 	if (missing)
 		rc = EXIT_FAIL;
-out:
 	eng_clusters_free(v, n);
 	free(o.names);
 	st_close(ldb);
@@ -907,19 +909,12 @@ static int life_many(int argc, char **argv, const char *cmd, int start)
 		else
 			o.names[o.nnames++] = argv[a];
 	}
-	if (o.all && o.nnames)
-		return free(o.names), usage_error(cmd, "-a takes no cluster names");
-	if (!o.all && !o.nnames)
-		return free(o.names), usage_error(cmd, "expected a cluster name (or -a for all)");
 	if (o.cancel && (o.idle_minutes >= 0 || o.down || o.wait_for))
 		return free(o.names),
 		       usage_error(cmd, "--cancel takes no -i, --down or --wait-for");
-	if (open_ldb(&ldb))
-		return free(o.names), EXIT_FAIL;
-	if (pick_many(ldb, o.names, o.nnames, o.all, &v, &n, &missing) < 0) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
+	rc = pick_named(cmd, &o, &ldb, &v, &n, &missing);
+	if (rc != EXIT_OK)
+		return free(o.names), rc;
 	for (i = 0; i < n; i++) {
 		const char *name = v[i].c.name;
 
@@ -942,7 +937,6 @@ static int life_many(int argc, char **argv, const char *cmd, int start)
 	}
 	if (missing)
 		rc = EXIT_FAIL;
-out:
 	eng_clusters_free(v, n);
 	free(o.names);
 	st_close(ldb);

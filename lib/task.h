@@ -388,6 +388,13 @@ size_t task_unhonoured_fields(const struct task *t, unsigned honours, const char
  * (malloc'd; "" for none).
  */
 char *task_ports_union(const char *have, const struct task_port_range *add, size_t nadd);
+/*
+ * The ranges of a port list in that text form ("8080,9000-9002"), malformed parts
+ * dropped, into v[0..cap): how many there are (more than cap: only cap were stored).
+ */
+size_t task_ports_parse(const char *text, struct task_port_range *v, size_t cap);
+/* 1 if port is in the port list text (as task_ports_parse() reads it). */
+int task_ports_has(const char *text, long port);
 /* 1 if image_id names a container image ("docker:IMAGE"). */
 int task_image_is_docker(const char *image_id);
 

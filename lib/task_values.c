@@ -422,29 +422,50 @@ static int range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->hi - y->hi;
 }
 
-char *task_ports_union(const char *have, const struct task_port_range *add, size_t nadd)
+size_t task_ports_parse(const char *text, struct task_port_range *v, size_t cap)
 {
-	struct task_port_range *v;
-	struct buf out = BUF_INIT(0);
-	size_t n = 0, i, cap = nadd + 1;
-	const char *p;
+	const char *p = text ? text : "";
+	size_t n = 0;
 
-	for (p = have ? have : ""; *p; p++)
-		cap += *p == ',';
-	v = xcalloc(cap, sizeof(*v));
-	for (p = have ? have : ""; *p;) {
+	while (*p) {
 		char *end;
 		long lo = strtol(p, &end, 10), hi = lo;
 
 		if (*end == '-')
 			hi = strtol(end + 1, &end, 10);
-		if (end != p && lo >= 1 && lo <= hi && hi <= 65535 && n < cap)
-			v[n++] = (struct task_port_range){(int)lo, (int)hi};
+		if (end != p && lo >= 1 && lo <= hi && hi <= 65535) {
+			if (n < cap)
+				v[n] = (struct task_port_range){(int)lo, (int)hi};
+			n++;
+		}
 		p = strchr(end, ',');
 		if (!p)
 			break;
 		p++;
 	}
+	return n;
+}
+
+int task_ports_has(const char *text, long port)
+{
+	size_t n = task_ports_parse(text, NULL, 0), i;
+	struct task_port_range *v = xcalloc(n ? n : 1, sizeof(*v));
+	int has = 0;
+
+	task_ports_parse(text, v, n);
+	for (i = 0; i < n && !has; i++)
+		has = port >= v[i].lo && port <= v[i].hi;
+	free(v);
+	return has;
+}
+
+char *task_ports_union(const char *have, const struct task_port_range *add, size_t nadd)
+{
+	size_t nhave = task_ports_parse(have, NULL, 0), n, i, cap = nhave + nadd + 1;
+	struct task_port_range *v = xcalloc(cap, sizeof(*v));
+	struct buf out = BUF_INIT(0);
+
+	n = task_ports_parse(have, v, nhave);
 	for (i = 0; i < nadd && n < cap; i++)
 		v[n++] = add[i];
 	if (n)

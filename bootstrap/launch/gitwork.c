@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "bootstrap/launch/engine_internal.h"
+#include "bootstrap/renv/renv.h"
 #include "lib/buf.h"
+#include "lib/env.h"
 #include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/sha256.h"
@@ -37,26 +39,18 @@ static int git(const char *what, char *const *argv, const char *const *env_add, 
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct buf err = BUF_INIT(64 << 10);
 	struct spawn_io io = {NULL, 0, out, &err, timeout_ms};
-	extern char **environ;
-	char **envp = NULL;
-	size_t n = 0, k = 0, i;
+	struct env e;
 	int status = 0, r;
 
-	while (environ[n])
-		n++;
-	while (env_add && env_add[k])
-		k++;
-	envp = xcalloc(n + k + 2, sizeof(*envp));
-	for (i = 0; i < n; i++)
-		envp[i] = environ[i];
-	for (i = 0; i < k; i++)
-		envp[n + i] = (char *)env_add[i];
+	env_init(&e, 1);
+	while (env_add && *env_add)
+		env_put(&e, *env_add++);
 	/* Never a prompt for a password on a launch: fail with git's own words instead. */
-	envp[n + k] = "GIT_TERMINAL_PROMPT=0";
+	env_set(&e, "GIT_TERMINAL_PROMPT", "0");
 	o.argv = argv;
-	o.envp = envp;
+	o.envp = e.v;
 	r = spawn_run(&o, &io, &status);
-	free(envp);
+	env_release(&e);
 	if (r == -ENOENT)
 		r = error("workdir: git is not installed on this machine (a git workdir is "
 		          "fetched here, then synced)");
@@ -68,17 +62,6 @@ static int git(const char *what, char *const *argv, const char *const *env_add, 
 		          err.len ? err.p : "(no message)");
 	buf_release(&err);
 	return r ? -1 : 0;
-}
-
-/* A half-made checkout of ours goes (it holds only what git checked out). */
-static void rm_tree(const char *path)
-{
-	char *argv[] = {"rm", "-rf", "--", (char *)path, NULL};
-	struct spawn_opts o = SPAWN_OPTS_INIT;
-	struct spawn_io io = {NULL, 0, NULL, NULL, GIT_LOCAL_TIMEOUT_MS};
-
-	o.argv = argv;
-	spawn_run(&o, &io, NULL);
 }
 
 int eng_git_tree(const struct task_workdir *w, char **tree)
@@ -139,7 +122,7 @@ int eng_git_tree(const struct task_workdir *w, char **tree)
 	tmp = xasprintf("%s.tmp.%ld", dst, (long)getpid());
 	index = xasprintf("GIT_INDEX_FILE=%s.index", tmp);
 	envs[0] = index;
-	rm_tree(tmp);
+	renv_rm_rf(tmp);
 	if (mkdir_p(tmp, 0700))
 		goto out;
 	{
@@ -158,7 +141,7 @@ int eng_git_tree(const struct task_workdir *w, char **tree)
 out:
 	/* Failed, or another launch made the same tree first. */
 	if (tmp && !access(tmp, F_OK))
-		rm_tree(tmp);
+		renv_rm_rf(tmp);
 	if (index)
 		unlink(index + strlen("GIT_INDEX_FILE="));
 	lock_release(lock_fd);

@@ -730,6 +730,18 @@ static void test_overrides(void)
 			free(got);
 		}
 	}
+	{
+		/* The one reader of a port list: what `status --endpoint` asks. */
+		struct task_port_range v[2];
+
+		ok(task_ports_has("8080,9000-9002", 9001), "a port in a range");
+		ok(task_ports_has("8080,9000-9002", 8080), "a single port");
+		ok(!task_ports_has("8080,9000-9002", 9003), "past the range");
+		ok(!task_ports_has("", 22) && !task_ports_has(NULL, 22), "no ports");
+		ok(!task_ports_has("x,70000", 70000), "malformed parts are no ports");
+		is_int((long)task_ports_parse("1,2-3,4", v, 2), 3, "counts past cap");
+		ok(v[1].lo == 2 && v[1].hi == 3, "stores up to cap");
+	}
 	ok(!parse("service:\n  replicas: 2\nvolumes:\n  /mnt/d: vol\nrun: x\n"),
 	   "service, volumes");
 	is_int(task_unhonoured_fields(T(), TASK_HONOURS_ALL, names, 16), 2, "nothing runs them");
