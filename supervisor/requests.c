@@ -51,7 +51,8 @@ static struct conn **conns;
 static size_t nconns_cap;
 static size_t nconns;
 static size_t inbuf_total; /* the capacity of every conn's in buffer */
-static struct ratelimit accept_warned, busy_warned;
+/* One each: a refusal of one kind must not hide the first of another (t0215 6-8). */
+static struct ratelimit accept_warned, busy_warned, inbuf_warned;
 
 static void conn_close(struct conn *c)
 {
@@ -845,7 +846,7 @@ void sup_conn_event(int fd, uint32_t events)
 		inbuf_total += c->in.cap - cap0;
 		if (c->in.cap > cap0 && inbuf_total > INBUF_TOTAL_MAX) {
 			warning_ratelimited(
-			        &busy_warned,
+			        &inbuf_warned,
 			        "%zu MiB of unfinished requests held: refusing one more",
 			        inbuf_total >> 20);
 			c->closing = 1;
