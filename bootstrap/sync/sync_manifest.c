@@ -263,6 +263,19 @@ static void entry_free(struct sync_entry *e)
 	free(e->target);
 }
 
+int64_t sync_ts_ns(const struct timespec *t)
+{
+	const int64_t per_s = 1000000000;
+	int64_t s = (int64_t)t->tv_sec;
+	int64_t ns = t->tv_nsec >= 0 && t->tv_nsec < per_s ? (int64_t)t->tv_nsec : 0;
+
+	if (s > (INT64_MAX - ns) / per_s)
+		return INT64_MAX;
+	if (s < INT64_MIN / per_s)
+		return INT64_MIN;
+	return s * per_s + ns;
+}
+
 void sync_manifest_truncate(struct sync_manifest *m, size_t n)
 {
 	while (m->n > n)
