@@ -39,7 +39,7 @@ void sync_manifest_truncate(struct sync_manifest *m, size_t n);
 
 /*
  * A file time in nanoseconds since the epoch, as manifests keep it: times that do not fit
- * in 64 bits (before 1678 or after 2262) are INT64_MIN or INT64_MAX, never an overflow.
+ * in 64 bits (before 1678 or after 2262) are -INT64_MAX or INT64_MAX, never an overflow.
  * A time set from such a value reads back as the same value.
  */
 int64_t sync_ts_ns(const struct timespec *t);

@@ -469,13 +469,37 @@ static void test_times(void)
 	ok(sync_ts_ns(&t) == INT64_MAX, "2286: saturated");
 	t = (struct timespec){(time_t)INT64_MAX, 999999999};
 	ok(sync_ts_ns(&t) == INT64_MAX, "the largest time_t: saturated");
-	t = (struct timespec){INT64_C(-9223372037), 145224192};
-	ok(sync_ts_ns(&t) == INT64_MIN, "the first time that fits");
+	t = (struct timespec){INT64_C(-9223372036), 0};
+	ok(sync_ts_ns(&t) == INT64_C(-9223372036000000000), "the first second that fits");
+	t = (struct timespec){INT64_C(-9223372037), 145224193};
+	ok(sync_ts_ns(&t) == -INT64_MAX, "before it: -INT64_MAX");
 	t = (struct timespec){INT64_C(-10000000000), 0};
-	ok(sync_ts_ns(&t) == INT64_MIN, "1653: saturated");
+	ok(sync_ts_ns(&t) == -INT64_MAX, "1653: saturated");
 	t = (struct timespec){(time_t)INT64_MIN, 0};
-	ok(sync_ts_ns(&t) == INT64_MIN, "the smallest time_t: saturated");
+	ok(sync_ts_ns(&t) == -INT64_MAX, "the smallest time_t: saturated");
 
+	{
+		struct sync_manifest m, back;
+		struct buf text = BUF_INIT(0);
+		struct sync_entry *e;
+
+		sync_manifest_init(&m);
+		sync_manifest_init(&back);
+		e = sync_manifest_add(&m, "far", SYNC_T_FILE);
+		e->mtime_ns = INT64_MAX;
+		e = sync_manifest_add(&m, "old", SYNC_T_DIR);
+		e->mtime_ns = -INT64_MAX;
+		e->mode = 0755;
+		sync_manifest_sort(&m);
+		ok(!sync_manifest_format(&m, &text) &&
+		           !sync_manifest_parse(&back, text.p, text.len, "extremes") &&
+		           back.n == 2 && back.v[0].mtime_ns == INT64_MAX &&
+		           back.v[1].mtime_ns == -INT64_MAX,
+		   "the saturated times survive a manifest's text");
+		sync_manifest_release(&m);
+		sync_manifest_release(&back);
+		buf_release(&text);
+	}
 	xsnprintf(from, sizeof(from), "%s/times", tmpdir);
 	xsnprintf(to, sizeof(to), "%s/times-node", tmpdir);
 	mkdir(from, 0755);
