@@ -62,12 +62,16 @@ def ssh(i, cmd, check=True):
 
 
 def poke(path, n=4096, off=None):
-    """Rewrites n bytes of path (at off, or anywhere): the change both tools must carry."""
-    size = os.path.getsize(path)
-    off = random.randrange(0, size - n) if off is None else off
+    """Rewrites n bytes of path (at off, or anywhere): the change both tools must carry.
+    Its mtime moves on by a second at least: rsync's quick check compares whole seconds
+    (--modify-window 0), so an edit within the second of the last sync would be, for
+    rsync, no change at all, and cost it nothing."""
+    st = os.stat(path)
+    off = random.randrange(0, st.st_size - n) if off is None else off
     with open(path, "r+b") as f:
         f.seek(off)
         f.write(os.urandom(n))
+    os.utime(path, ns=(st.st_atime_ns, max(time.time_ns(), st.st_mtime_ns + 10**9)))
 
 
 class Bench:
