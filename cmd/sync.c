@@ -262,6 +262,7 @@ static int start_node(struct push_node *nd, const char *command)
 	o.argv = argv;
 	o.fd_in = nd->to[0];
 	o.fd_out = nd->from[1];
+	o.fd_err = fcntl(2, F_GETFD) < 0 ? -1 : 2; /* the node says why it failed: ours */
 	r = spawn(&o, &nd->pid);
 	close(nd->to[0]);
 	close(nd->from[1]);
@@ -322,6 +323,8 @@ int cmd___sync_push(int argc, char **argv)
 
 		if (nodes[i].pid > 0 && spawn_wait(nodes[i].pid, &status) == 0 && status && !r)
 			r = error("%s: '%s' exited %d", nodes[i].name, commands[i], status);
+		if (peers[i].rc)
+			error("%s: the sync failed", nodes[i].name);
 		if (nodes[i].from[0] > 0)
 			close(nodes[i].from[0]);
 		buf_addf(&line, "skiff-sync-push node=%zu wire=%" PRIu64 " ", i + 1,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/launch/cl_sync.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/progress.h"
 #include "bootstrap/launch/resources.h"
@@ -165,68 +166,68 @@ static char *local_path(const char *p)
 	return xstrdup(p);
 }
 
-/* The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast). */
+/*
+ * The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast):
+ * each path to all the nodes at once (cl_sync_many(): its tree is read once for all).
+ */
 static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 {
 	struct step st;
+	struct cnode **nodes;
 	size_t i, k, nmounts = with_mounts ? t->nmounts : 0;
 	int r = 0, files = 0;
-
 	char *git_tree = NULL;
 
 	if (t->workdir.kind == TASK_WORKDIR_NONE && !nmounts)
 		return 0;
+	/* Every mount is checked before anything moves. */
+	for (k = 0; k < nmounts; k++) {
+		const struct task_mount *mt = &t->mounts[k];
+
+		if (!mt->src)
+			return error("file_mounts: %s: storage mounts (buckets) are not supported "
+			             "by this skiff",
+			             mt->dst);
+		if (strstr(mt->src, "://"))
+			return error("file_mounts: %s: '%s' is a URL; only local paths can be "
+			             "mounted by this skiff",
+			             mt->dst, mt->src);
+	}
 	if (t->workdir.kind == TASK_WORKDIR_GIT && eng_git_tree(&t->workdir, &git_tree))
 		return -1;
+	nodes = xcalloc(cl->n ? cl->n : 1, sizeof(*nodes));
+	for (i = 0; i < cl->n; i++)
+		nodes[i] = &cl->nodes[i];
 	step_begin(&st, "sync");
-	for (i = 0; i < cl->n && !r; i++) {
-		if (git_tree) {
-			r = cl_sync(&cl->nodes[i], git_tree, "~/sky_workdir", 0);
-			files++;
-		} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
-			char *src = local_path(t->workdir.path);
+	if (git_tree) {
+		r = cl_sync_many(nodes, cl->n, git_tree, "~/sky_workdir", 0);
+		files++;
+	} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
+		char *src = local_path(t->workdir.path);
 
-			r = cl_sync(&cl->nodes[i], src, "~/sky_workdir", 0);
-			free(src);
-			files++;
-		}
-		for (k = 0; k < nmounts && !r; k++) {
-			const struct task_mount *mt = &t->mounts[k];
-			char *src;
-			struct stat sb;
-			int is_file;
+		r = cl_sync_many(nodes, cl->n, src, "~/sky_workdir", 0);
+		free(src);
+		files++;
+	}
+	for (k = 0; k < nmounts && !r; k++) {
+		const struct task_mount *mt = &t->mounts[k];
+		char *src = local_path(mt->src);
+		struct stat sb;
 
-			if (!mt->src) {
-				r = error(
-				        "file_mounts: %s: storage mounts (buckets) are not supported "
-				        "by this skiff",
-				        mt->dst);
-				break;
-			}
-			if (strstr(mt->src, "://")) {
-				r = error("file_mounts: %s: '%s' is a URL; only local paths can be "
-				          "mounted by this skiff",
-				          mt->dst, mt->src);
-				break;
-			}
-			src = local_path(mt->src);
-			if (stat(src, &sb) < 0) {
-				r = error_errno("file_mounts: %s: cannot use '%s'", mt->dst, src);
-				free(src);
-				break;
-			}
-			is_file = !S_ISDIR(sb.st_mode);
-			r = cl_sync(&cl->nodes[i], src, mt->dst, is_file);
-			free(src);
-			files++;
-		}
+		if (stat(src, &sb) < 0)
+			r = error_errno("file_mounts: %s: cannot use '%s'", mt->dst, src);
+		else
+			r = cl_sync_many(nodes, cl->n, src, mt->dst, !S_ISDIR(sb.st_mode));
+		free(src);
+		files++;
 	}
 	free(git_tree);
+	free(nodes);
 	if (r) {
 		step_fail(&st);
 		return r;
 	}
-	step_done(&st, "%d path(s) to %zu node(s)", files / (int)(cl->n ? cl->n : 1), cl->n);
+	step_done(&st, "%d path(s) to %zu node(s)", files, cl->n);
 	return 0;
 }
 

@@ -3,6 +3,8 @@
 
 /* Shared by the bootstrap/sync/sync_*.c files only. */
 
+#include <time.h>
+
 #include "bootstrap/sync/sync.h"
 
 /* Bytes read from an ignore file, a stored manifest or the control entry, at most. */
@@ -34,6 +36,13 @@ int sync_open_parent(int root_fd, const char *path, int create, const char **bas
 void sync_manifest_merge(struct sync_manifest *m, struct sync_manifest *from);
 /* Drops the entries after the first n (freeing them). */
 void sync_manifest_truncate(struct sync_manifest *m, size_t n);
+
+/*
+ * A file time in nanoseconds since the epoch, as manifests keep it: times that do not fit
+ * in 64 bits (before 1678 or after 2262) are -INT64_MAX or INT64_MAX, never an overflow.
+ * A time set from such a value reads back as the same value.
+ */
+int64_t sync_ts_ns(const struct timespec *t);
 
 /*
  * sync_open_parent() for a run of paths that mostly share their directory (a sorted

@@ -35,22 +35,26 @@ static int needs_escape(unsigned char c)
 int sync_escape(struct buf *out, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t len0 = out->len;
+	size_t len0 = out->len, run;
 	const unsigned char *p;
+	char x[4] = {'\\', 'x', 0, 0};
 	int r = 0;
 
 	if (!*s)
 		return -EINVAL;
-	for (p = (const unsigned char *)s; *p && !r; p++) {
-		if (!needs_escape(*p)) {
-			r = buf_addch(out, (char)*p);
+	for (p = (const unsigned char *)s; *p && !r;) {
+		/* The bytes kept as they are go in one piece: most paths have nothing else. */
+		for (run = 0; p[run] && !needs_escape(p[run]); run++)
+			;
+		if (run) {
+			r = buf_add(out, p, run);
+			p += run;
 			continue;
 		}
-		r = buf_add(out, "\\x", 2);
-		if (!r)
-			r = buf_addch(out, hex[*p >> 4]);
-		if (!r)
-			r = buf_addch(out, hex[*p & 15]);
+		x[2] = hex[*p >> 4];
+		x[3] = hex[*p & 15];
+		r = buf_add(out, x, sizeof(x));
+		p++;
 	}
 	if (r)
 		buf_setlen(out, len0);
@@ -263,6 +267,20 @@ static void entry_free(struct sync_entry *e)
 	free(e->target);
 }
 
+int64_t sync_ts_ns(const struct timespec *t)
+{
+	const int64_t per_s = 1000000000;
+	int64_t s = (int64_t)t->tv_sec;
+	int64_t ns = t->tv_nsec >= 0 && t->tv_nsec < per_s ? (int64_t)t->tv_nsec : 0;
+
+	if (s > (INT64_MAX - ns) / per_s)
+		return INT64_MAX;
+	if (s < INT64_MIN / per_s)
+		return -INT64_MAX; /* not INT64_MIN: a manifest's number is a sign and a magnitude
+		                    */
+	return s * per_s + ns;
+}
+
 void sync_manifest_truncate(struct sync_manifest *m, size_t n)
 {
 	while (m->n > n)
@@ -368,31 +386,73 @@ struct sync_entry *sync_manifest_find(const struct sync_manifest *m, const char 
 	return NULL;
 }
 
+/*
+ * v in base 8 or 10 (a '-' first if neg) and then c, at *o; returns the end. Manifests
+ * are formatted by hand: printf for each field of a 5,000-entry tree took 10 ms.
+ */
+static char *put_num(char *o, uint64_t v, unsigned base, int neg, char c)
+{
+	char t[24];
+	size_t n = 0;
+
+	if (neg)
+		*o++ = '-';
+	do
+		t[n++] = (char)('0' + v % base);
+	while ((v /= base));
+	while (n)
+		*o++ = t[--n];
+	*o++ = c;
+	return o;
+}
+
+static char *put_i64(char *o, int64_t v, char c)
+{
+	/* The magnitude of INT64_MIN does not fit in an int64_t: take it unsigned. */
+	return put_num(o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 10, v < 0, c);
+}
+
 int sync_manifest_format(const struct sync_manifest *m, struct buf *out)
 {
 	const struct sync_entry *e;
 	size_t i, len0 = out->len, count = 0;
+	char line[2 + 4 + 21 + 21 + SYNC_HASH_HEX + 8], *o;
 	int r;
 
 	r = buf_addf(out, MANIFEST_MAGIC " %d\n", MANIFEST_VERSION);
 	for (i = 0; i < m->n && !r; i++) {
 		e = &m->v[i];
+		o = line;
 		switch (e->type) {
 		case SYNC_T_DIR:
-			r = buf_addf(out, "d %o %" PRId64 " ", e->mode & 0777, e->mtime_ns);
+			*o++ = 'd', *o++ = ' ';
+			o = put_num(o, e->mode & 0777, 8, 0, ' ');
+			o = put_i64(o, e->mtime_ns, ' ');
 			break;
 		case SYNC_T_FILE:
-			r = buf_addf(out, "f %o %" PRIu64 " %" PRId64 " %s ", e->mode & 0777,
-			             e->size, e->mtime_ns, e->hash[0] ? e->hash : "-");
+			*o++ = 'f', *o++ = ' ';
+			o = put_num(o, e->mode & 0777, 8, 0, ' ');
+			o = put_num(o, e->size, 10, 0, ' ');
+			o = put_i64(o, e->mtime_ns, ' ');
+			if (e->hash[0]) {
+				memcpy(o, e->hash, SYNC_HASH_HEX);
+				o += SYNC_HASH_HEX;
+			} else {
+				*o++ = '-';
+			}
+			*o++ = ' ';
 			break;
 		case SYNC_T_LINK:
-			r = buf_addf(out, "l %" PRId64 " ", e->mtime_ns);
-			if (!r)
-				r = e->target ? sync_escape(out, e->target) : -EINVAL;
-			if (!r)
-				r = buf_addch(out, ' ');
+			*o++ = 'l', *o++ = ' ';
+			o = put_i64(o, e->mtime_ns, ' ');
 			break;
 		default: continue;
+		}
+		r = buf_add(out, line, (size_t)(o - line));
+		if (!r && e->type == SYNC_T_LINK) {
+			r = e->target ? sync_escape(out, e->target) : -EINVAL;
+			if (!r)
+				r = buf_addch(out, ' ');
 		}
 		if (!r)
 			r = sync_escape(out, e->path);

@@ -36,7 +36,7 @@
 
 static int64_t mtime_of(const struct stat *st)
 {
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	return sync_ts_ns(&st->st_mtim);
 }
 
 /* --- the plan ------------------------------------------------------------------------- */
@@ -370,27 +370,30 @@ static int same_file(const struct stat *a, const struct stat *b)
  */
 #define RACY_WAITS 10
 
-static int64_t ts_ns(const struct timespec *t)
-{
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
 static int settle(int fd, struct stat *st)
 {
 	static int64_t tick = -1;
 	struct timespec now, res;
-	int64_t last, left;
+	int64_t last, left, t;
 	int i;
 
-	if (tick < 0)
-		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 : ts_ns(&res);
+	if (tick < 0) {
+		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 : sync_ts_ns(&res);
+		tick = tick > 0 && tick < 1000000000 ? tick : 10000000;
+	}
 	for (i = 0; i < RACY_WAITS; i++) {
 		clock_gettime(CLOCK_REALTIME, &now);
-		last = ts_ns(&st->st_mtim) > ts_ns(&st->st_ctim) ? ts_ns(&st->st_mtim)
-		                                                 : ts_ns(&st->st_ctim);
-		left = last + tick + 1000000 - ts_ns(&now);
-		if (left <= 0)
+		t = sync_ts_ns(&now);
+		last = sync_ts_ns(&st->st_mtim) > sync_ts_ns(&st->st_ctim)
+		               ? sync_ts_ns(&st->st_mtim)
+		               : sync_ts_ns(&st->st_ctim);
+		/*
+		 * Older than a tick: settled. From the future (another machine's clock, a touch
+		 * -d): a write now would give it another time, so it is settled too.
+		 */
+		if (last <= t - tick - 1000000 || last > t + tick)
 			return 0;
+		left = last + tick + 1000000 - t;
 		poll_ms((int)((left + 999999) / 1000000));
 		if (fstat(fd, st) < 0)
 			return -errno;

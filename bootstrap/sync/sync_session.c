@@ -55,6 +55,7 @@ struct peer {
 	struct buf ctext;
 	int group;
 	int to_open;
+	int quiet; /* a 'Q' went out: the tree has the shape of our cache */
 };
 
 struct push {
@@ -303,15 +304,19 @@ static int quiet_group(struct group *g)
 	for (k = 0; k < g->n; k++) {
 		struct peer *pe = &ps->v[g->m[k]];
 
-		r = sync_wire_out_init(&w, "sync stream", &pe->p->to_fd, 1, 0);
-		buf_reset(&body);
-		sync_put_u64(&body, 0);
-		if (!r)
-			r = sync_wire_rec(&w, REC_END, body.p, body.len, 0);
-		if (!r)
-			r = sync_wire_flush(&w);
-		pe->p->wire_bytes += w.wire_bytes;
-		sync_wire_out_release(&w);
+		/* A node that matched took the 'Q' as the end; any other gets one. */
+		r = 0;
+		if (!pe->quiet || !pe->match) {
+			r = sync_wire_out_init(&w, "sync stream", &pe->p->to_fd, 1, 0);
+			buf_reset(&body);
+			sync_put_u64(&body, 0);
+			if (!r)
+				r = sync_wire_rec(&w, REC_END, body.p, body.len, 0);
+			if (!r)
+				r = sync_wire_flush(&w);
+			pe->p->wire_bytes += w.wire_bytes;
+			sync_wire_out_release(&w);
+		}
 		close_to(pe);
 		if (r && !pe->p->rc)
 			pe->p->rc = r;
@@ -559,6 +564,29 @@ int sync_push(const char *src, unsigned flags, struct sync_peer *peers, size_t n
 	sync_manifest_shape(&ps.local, ps.shape);
 	debug("sync: %s walked (%zu entries) at %lld ms", src, ps.local.n,
 	      (long long)(sync_now_us() - t0) / 1000);
+	/*
+	 * Where the tree has the shape of what we believe the node holds, say so now, without
+	 * waiting for its state: a node that matched then ends at once (one round trip in
+	 * all when nothing changed).
+	 */
+	for (i = 0; i < n; i++) {
+		struct peer *pe = &ps.v[i];
+		struct sync_wire_out w;
+
+		if (pe->p->rc || !pe->chas || memcmp(pe->cshape, ps.shape, 32))
+			continue;
+		r = sync_wire_out_init(&w, "sync stream", &pe->p->to_fd, 1, 0);
+		if (!r)
+			r = sync_wire_rec(&w, REC_QUIET, NULL, 0, 0);
+		if (!r)
+			r = sync_wire_flush(&w);
+		pe->p->wire_bytes += w.wire_bytes;
+		sync_wire_out_release(&w);
+		if (r)
+			pe->p->rc = r;
+		pe->quiet = !r;
+	}
+	r = 0;
 	/* Nodes that hold the same thing get the same stream. */
 	gs = xcalloc(n ? n : 1, sizeof(*gs));
 	for (i = 0; i < n; i++) {

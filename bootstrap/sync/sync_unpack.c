@@ -51,6 +51,7 @@ struct unpack {
 	uint64_t entries;         /* entry records read */
 	unsigned char digest[32]; /* of what DST held when the session began */
 	int dirty;                /* the sync wrote or deleted something */
+	int matched;              /* the hello's digest was DST's */
 };
 
 static const char stream[] = "sync stream";
@@ -119,6 +120,7 @@ static int state(struct unpack *u, const unsigned char want[32], int has)
 	r = sync_manifest_digest(&u->a.base, d + 1);
 	memcpy(u->digest, d + 1, 32);
 	d[0] = has && !r && !memcmp(want, d + 1, 32);
+	u->matched = d[0];
 	if (!r)
 		r = sync_wire_rec(u->reply, REC_STATE, d, sizeof(d), 0);
 	if (!r && !d[0]) {
@@ -329,6 +331,7 @@ static int entry(struct unpack *u, int type)
 
 static int records(struct unpack *u)
 {
+	int quiet = 0;
 	uint64_t count;
 	struct sync_cur c;
 	uint32_t len;
@@ -349,6 +352,7 @@ static int records(struct unpack *u)
 		case REC_DELTA:
 		case REC_TOUCH:
 		case REC_SIGREQ:
+		case REC_QUIET:
 		case REC_END:
 		case REC_BARRIER: max = SYNC_REC_META_MAX; break;
 		default:
@@ -360,9 +364,16 @@ static int records(struct unpack *u)
 		r = sync_rec_body(&u->in, type, len, max, &u->body);
 		if (r)
 			return r;
-		if ((type == REC_SIGREQ || type == REC_BARRIER) && !u->reply)
+		if ((type == REC_SIGREQ || type == REC_BARRIER || type == REC_QUIET) && !u->reply)
 			return corrupt("a session's record in a one-way stream");
-		if (type == REC_SIGREQ) {
+		if (type == REC_QUIET) {
+			if (quiet++ || u->entries || u->sw.asked || u->body.len)
+				return corrupt("a quiet record out of place");
+			/* DST is what the launcher believes and its tree has that shape: the end,
+			   and nothing follows (the launcher is not even waited for). */
+			if (u->matched)
+				return 0;
+		} else if (type == REC_SIGREQ) {
 			r = sigreq(u);
 		} else if (type == REC_BARRIER) {
 			r = answer(u, REC_ACK, NULL, 0, 1);

@@ -23,7 +23,7 @@
 
 static int64_t mtime_ns(const struct stat *st)
 {
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	return sync_ts_ns(&st->st_mtim);
 }
 
 struct walk {

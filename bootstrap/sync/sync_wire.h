@@ -55,6 +55,8 @@ enum {
 	REC_ABORT = 'a', /* the file changed while it was read: drop what came of it */
 	REC_TOUCH = 't', /* mode:u32, mtime:i64, size:u64, hash[16], path: same content */
 	REC_BARRIER = 'B', /* answer 'B' once everything before is applied */
+	REC_QUIET = 'Q',   /* (first, if at all) the tree has the shape of what the launcher
+	                      believes the node holds: if the node matched, this is the end */
 	REC_END = 'E',     /* entries:u64 (records D d l f x t before it); nothing may follow */
 };
 

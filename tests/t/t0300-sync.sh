@@ -2,7 +2,9 @@
 # File sync end to end through the binary: the one-way commands (__sync-manifest,
 # __sync-send and __sync-recv over pipes) and sessions (__sync-push to __sync-serve, as the
 # launcher runs them over a runner's stdin/stdout). Ignore rules, incremental syncs,
-# single files, ~/ destinations, limits and hostile streams. t0610 and t0911 sync over ssh.
+# single files, ~/ destinations, limits and hostile streams; in sessions: what a tree keeps
+# (empty and sparse files, modes, symlinks, hard links), a stream cut inside a delta, a
+# node's hostile manifest, a file rewritten while it is read. t0610 and t0911 sync over ssh.
 . "$(dirname "$0")/lib.sh"
 
 # do_sync SRC DST [FLAGS...]: one full round as the launcher does it; the receiver's
@@ -289,6 +291,154 @@ test_expect_success 'a session: nodes in different states, each brought to the t
 	push3 &&
 	for d in n1 n2 n3; do diff -r --no-dereference src2 $d || exit 1; done &&
 	grep -q "node=2 .*files=2" pushed && grep -q "node=1 .*files=1" pushed
+'
+
+# push1 SRC DST [NODE-COMMAND-PREFIX]: a session from SRC to DST (cache key one); the
+# node's line in ./pushed. The prefix (say "dd bs=1 count=500 |") goes before __sync-serve.
+push1() {
+	skiff __sync-push --cache one "$1" --node "${3:-} $SKIFF_BIN __sync-serve $2" >pushed
+}
+
+test_expect_success 'a session keeps empty and sparse files, modes and symlinks; hard links as copies' '
+	mkdir -p src3/private src3/pub/deep &&
+	chmod 700 src3/private && chmod 750 src3/pub &&
+	: >src3/empty && : >src3/private/empty2 &&
+	printf "secret\n" >src3/private/key && chmod 600 src3/private/key &&
+	printf "#!/bin/sh\n" >src3/pub/run && chmod 755 src3/pub/run &&
+	printf "ro\n" >src3/pub/ro && chmod 444 src3/pub/ro &&
+	truncate -s 32M src3/sparse && printf tail >>src3/sparse &&
+	printf "shared\n" >src3/pub/one && ln src3/pub/one src3/pub/deep/two &&
+	ln -s pub/run src3/to-run && ln -s ../../empty src3/pub/deep/up &&
+	ln -s /etc/passwd src3/abs && ln -s ../../outside src3/pub/out &&
+	push1 src3 "$PWD/n4" 2>err &&
+	grep -q "not sending symlink .abs. -> ./etc/passwd.: it may point outside" err &&
+	grep -q "not sending symlink .pub/out. -> .\.\./\.\./outside." err &&
+	grep -q "node=1 .*skipped=2" pushed &&
+	test ! -e n4/abs && test ! -h n4/abs && test ! -h n4/pub/out &&
+	for f in empty private private/empty2 private/key pub pub/run pub/ro sparse \
+		pub/one pub/deep/two; do
+		test "$(stat -c "%a %s" src3/$f)" = "$(stat -c "%a %s" n4/$f)" || exit 1
+	done &&
+	test ! -s n4/empty && test ! -s n4/private/empty2 &&
+	cmp src3/sparse n4/sparse &&
+	test "$(du -k n4/sparse | cut -f1)" -lt 1024 &&
+	cmp n4/pub/one n4/pub/deep/two &&
+	test "$(stat -c %h n4/pub/one)" = 1 && test "$(stat -c %h n4/pub/deep/two)" = 1 &&
+	test "$(readlink n4/to-run)" = pub/run && test "$(readlink n4/pub/deep/up)" = ../../empty &&
+	chmod 640 src3/pub/one && chmod 711 src3/private &&
+	push1 src3 "$PWD/n4" 2>err &&
+	test "$(stat -c %a n4/pub/one)" = 640 && test "$(stat -c %a n4/private)" = 711 &&
+	grep -q "node=1 .*bytes=0 " pushed
+'
+
+# cut_at N: big.bin changed by 4 KiB, pushed through a channel that ends after N bytes;
+# the node must hold the old or the new big.bin whole, and no temp file.
+test_expect_success 'a session cut anywhere in a delta leaves the old file or the new, whole' '
+	mkdir -p src4 && head -c 4194304 /dev/urandom >src4/big.bin &&
+	echo small >src4/small && push1 src4 "$PWD/n5" &&
+	cp src4/big.bin old.bin &&
+	python3 -c "
+import os
+with open(\"src4/big.bin\", \"r+b\") as f:
+    f.seek(1000000)
+    f.write(os.urandom(4096))" &&
+	! cmp -s old.bin src4/big.bin &&
+	cuts=0 &&
+	for n in 60 150 300 700 1500 3000 4500 6000; do
+		if push1 src4 "$PWD/n5" "dd bs=1 count=$n 2>/dev/null |" 2>err; then
+			cmp n5/big.bin src4/big.bin || exit 1
+			break
+		fi
+		cuts=$((cuts + 1))
+		grep -Eq "truncated sync stream|corrupt sync stream" err || { cat err; exit 1; }
+		cmp -s n5/big.bin old.bin || cmp -s n5/big.bin src4/big.bin || {
+			echo "cut at $n: big.bin is neither version"; exit 1; }
+		test "$(ls -A n5 | grep -c skiff-sync-tmp)" = 0 || exit 1
+	done &&
+	test "$cuts" -ge 4 &&
+	push1 src4 "$PWD/n5" && cmp src4/big.bin n5/big.bin &&
+	test "$(sed -n "s/^skiff-sync-push node=1 wire=\\([0-9]*\\) .*/\\1/p" pushed)" -lt 65536
+'
+
+# liar FILE MANIFEST-LINE...: in FILE, the answers of a "node" that does not match and
+# says it holds a manifest of those lines.
+liar() {
+	python3 - "$SRC_DIR/tests/lib" "$@" <<-\EOF
+	import struct, sys
+	sys.path.insert(0, sys.argv[1])
+	import sync_stream as ss
+	out, *lines = sys.argv[2:]
+	text = ("skiff-sync-manifest 2\n" + "".join(l + "\n" for l in lines) +
+	        "end %d\n" % len(lines)).encode()
+	recs = ss.rec("S", bytes(33)) + ss.rec("M", text) + ss.rec("m", struct.pack("<Q", len(text)))
+	with open(out, "wb") as f:
+	    f.write(ss.frame(recs))
+	EOF
+}
+
+test_expect_success 'a node whose manifest is hostile is refused, and nothing is kept of it' '
+	ls "$SKIFF_HOME/sync/nodes" 2>/dev/null | sort >caches.before &&
+	for m in "f 644 1 0 - ../escape" "f 644 1 0 - /abs/path" "d 755 0 a/../../up" \
+		"l 0 /etc abs-link" "l 0 ../../.. up-link" \
+		"f 9999 1 0 - mode" "f 644 -1 0 - size" "f 644 1 0 nothex name" "x 1 2 3" \
+		"f 644 1 0 - a\\x00b"; do
+		liar answer "$m" &&
+		expect_fail 1 skiff __sync-push --cache liar src2 --node "cat answer; cat >/dev/null" \
+			2>err || { cat err; exit 1; }
+		grep -q "answer from node 1:2: " err || { echo "$m:"; cat err; exit 1; }
+	done &&
+	liar answer "f 644 1 0 - x" "f 644 1 0 - x" &&
+	expect_fail 1 skiff __sync-push --cache liar src2 --node "cat answer; cat >/dev/null" 2>err &&
+	grep -q "answer from node 1: duplicate path" err &&
+	ls "$SKIFF_HOME/sync/nodes" 2>/dev/null | sort >caches.after &&
+	test_cmp caches.before caches.after
+'
+
+# versions DIR CMD: CMD is write (rewrite DIR/big.bin in place, 64 KiB at a time, front to
+# back, with the versions v1..v4 in turn until ./stop exists) or check FILE (FILE is the
+# file as it was at one instant: version k up to some block, version k-1 after it).
+versions() {
+	python3 - "$@" <<-\EOF
+	import os, sys
+	d, cmd = sys.argv[1], sys.argv[2]
+	B = 65536
+	vs = [open("v%d" % k, "rb").read() for k in (1, 2, 3, 4)]
+	if cmd == "write":
+	    k = 1
+	    fd = os.open(os.path.join(d, "big.bin"), os.O_WRONLY)
+	    while not os.path.exists("stop"):
+	        for off in range(0, len(vs[k]), B):
+	            os.pwrite(fd, vs[k][off:off + B], off)
+	        k = (k + 1) % 4
+	    sys.exit(0)
+	got = open(sys.argv[3], "rb").read()
+	if len(got) != len(vs[0]):
+	    sys.exit("a file of %d bytes" % len(got))
+	seq = []
+	for off in range(0, len(got), B):
+	    ks = [k for k in range(4) if vs[k][off:off + B] == got[off:off + B]]
+	    if not ks:
+	        sys.exit("block %d is no version's" % (off // B))
+	    seq.append(ks[0])
+	new, old = seq[0], seq[-1]
+	cut = next((i for i, k in enumerate(seq) if k != new), len(seq))
+	if seq[cut:] != [old] * (len(seq) - cut) or (cut < len(seq) and old != (new - 1) % 4):
+	    sys.exit("mixed: versions %s" % "".join(str(k + 1) for k in seq))
+	EOF
+}
+
+test_expect_success 'a file rewritten while a session reads it arrives as it was at one instant' '
+	mkdir -p src5 &&
+	for v in 1 2 3 4; do head -c 8388608 /dev/urandom >v$v; done &&
+	cp v1 src5/big.bin && push1 src5 "$PWD/n6" &&
+	rm -f stop &&
+	{ versions src5 write & } &&
+	for i in 1 2 3 4 5 6; do
+		push1 src5 "$PWD/n6" 2>err || { touch stop; cat err; exit 1; }
+		versions src5 check n6/big.bin || { touch stop; echo "round $i"; exit 1; }
+	done &&
+	touch stop && wait &&
+	push1 src5 "$PWD/n6" && cmp src5/big.bin n6/big.bin
 '
 
 test_expect_success 'usage: help text and bad arguments' '

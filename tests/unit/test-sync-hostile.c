@@ -524,6 +524,12 @@ static void test_broken(void)
 	hb_end(0);
 	hb_close();
 	refused(unpack(&st), "a session's record in a one-way stream", "a signature request");
+	hb_open(0);
+	hb_hello('d');
+	hb_rec(REC_QUIET, NULL, 0);
+	hb_end(0);
+	hb_close();
+	refused(unpack(&st), "a session's record in a one-way stream", "a quiet record");
 
 	hb_open(0);
 	hb_hello('d');

@@ -414,7 +414,8 @@ struct fake {
 	struct buf b;
 };
 
-static void fake_open(struct fake *f, const char *to_dst)
+/* A session with a real node at to_dst; the hello says digest (NULL: none). */
+static void fake_open_as(struct fake *f, const char *to_dst, const unsigned char *digest)
 {
 	int a[2], b[2];
 
@@ -436,8 +437,13 @@ static void fake_open(struct fake *f, const char *to_dst)
 	sync_wire_out_init(&f->w, "test stream", &f->to, 1, 0);
 	sync_wire_in_init(&f->in, "test answer", f->from, 0);
 	buf_init(&f->b, 1 << 24);
-	sync_send_hello(&f->w, 0, 1, NULL);
+	sync_send_hello(&f->w, 0, 1, digest);
 	sync_wire_flush(&f->w);
+}
+
+static void fake_open(struct fake *f, const char *to_dst)
+{
+	fake_open_as(f, to_dst, NULL);
 }
 
 /* The next answer's type (its body in f->b), or -1. */
@@ -547,6 +553,62 @@ static void test_node_refuses_bad_deltas(void)
 	sha256_file(at(dsts[0], "big.bin"), after);
 	is_str(after, before, "the old big.bin is untouched");
 	ok(!stat(at(dsts[0], "run.sh"), &st) && st.st_size == 10, "the good delta applied");
+	buf_release(&b);
+}
+
+/*
+ * The quiet record: a node whose DST is what the hello says ends at once, without waiting
+ * for the launcher's end; any other takes the rest of the stream; out of place it is refused.
+ */
+static void test_quiet(void)
+{
+	struct fake f;
+	struct buf b = BUF_INIT(0);
+	unsigned char d[32];
+	int type;
+
+	fake_open(&f, dsts[0]);
+	type = fake_answer(&f);
+	ok(type == REC_STATE && f.b.len == 33 && !f.b.p[0], "no digest in the hello: no match");
+	memcpy(d, f.b.p + 1, 32);
+	while ((type = fake_answer(&f)) == REC_MANIFEST)
+		;
+	sync_wire_rec(&f.w, REC_QUIET, NULL, 0, 0);
+	sync_put_u64(&b, 0);
+	sync_wire_rec(&f.w, REC_END, b.p, b.len, 0);
+	sync_wire_flush(&f.w);
+	close(f.to);
+	f.to = -1;
+	type = fake_answer(&f);
+	ok(type == REC_FINAL && !f.b.p[0], "a node that did not match goes on to the end");
+	is_int(fake_close(&f), 0, "and exits 0");
+
+	/* The digest it gave: a match; the quiet record ends it, the launcher's side open. */
+	fake_open_as(&f, dsts[0], d);
+	sync_wire_rec(&f.w, REC_QUIET, NULL, 0, 0);
+	sync_wire_flush(&f.w);
+	type = fake_answer(&f);
+	ok(type == REC_STATE && f.b.len == 33 && f.b.p[0] == 1, "its own digest: a match");
+	type = fake_answer(&f);
+	ok(type == REC_FINAL && !f.b.p[0] && !memcmp(f.b.p + 1 + 7 * 8 + 1, d, 32),
+	   "the quiet record ends it at once, with the same digest");
+	is_int(fake_close(&f), 0, "and it exits 0");
+
+	/* After an entry, or twice: refused. */
+	fake_open(&f, dsts[0]);
+	while ((type = fake_answer(&f)) == REC_STATE || type == REC_MANIFEST)
+		;
+	buf_reset(&b);
+	sync_put_u32(&b, 0755);
+	buf_adds(&b, "pkg");
+	sync_wire_rec(&f.w, REC_DIR, b.p, b.len, 0);
+	sync_wire_rec(&f.w, REC_QUIET, NULL, 0, 0);
+	sync_wire_flush(&f.w);
+	close(f.to);
+	f.to = -1;
+	type = fake_answer(&f);
+	ok(type == REC_FINAL && f.b.p[0], "a quiet record after an entry: the sync fails");
+	is_int(fake_close(&f), 1, "and the node exits 1");
 	buf_release(&b);
 }
 
@@ -680,6 +742,7 @@ int main(void)
 	plan_run(test_changing_file);
 	plan_run(test_sparse_links_dies);
 	plan_run(test_node_refuses_bad_deltas);
+	plan_run(test_quiet);
 	plan_run(test_hostile_answers);
 	rm_rf(tmpdir);
 	return done_testing();

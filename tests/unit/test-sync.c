@@ -20,6 +20,7 @@
 
 #include "tests/unit/harness.h"
 #include "bootstrap/sync/sync.h"
+#include "bootstrap/sync/sync_internal.h"
 #include "lib/json.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
@@ -444,6 +445,82 @@ static void test_expand(void)
 	free(saved);
 }
 
+/*
+ * File times that do not fit in 64 bits of nanoseconds saturate, never overflow (a real
+ * file can say 2286); a file from the future is sent at once, not waited on.
+ */
+static void test_times(void)
+{
+	struct timespec t;
+	struct sync_stats p, u;
+	struct stat st;
+	char from[PATH_MAX], to[PATH_MAX];
+	time_t now = time(NULL);
+
+	t = (struct timespec){1600000000, 123456789};
+	ok(sync_ts_ns(&t) == INT64_C(1600000000123456789), "a time in nanoseconds");
+	t = (struct timespec){-1, 999999999};
+	ok(sync_ts_ns(&t) == -1, "just before 1970");
+	t = (struct timespec){INT64_C(9223372036), 854775807};
+	ok(sync_ts_ns(&t) == INT64_MAX, "the last time that fits");
+	t = (struct timespec){INT64_C(9223372036), 854775808};
+	ok(sync_ts_ns(&t) == INT64_MAX, "one nanosecond later: saturated");
+	t = (struct timespec){INT64_C(10000000000), 0};
+	ok(sync_ts_ns(&t) == INT64_MAX, "2286: saturated");
+	t = (struct timespec){(time_t)INT64_MAX, 999999999};
+	ok(sync_ts_ns(&t) == INT64_MAX, "the largest time_t: saturated");
+	t = (struct timespec){INT64_C(-9223372036), 0};
+	ok(sync_ts_ns(&t) == INT64_C(-9223372036000000000), "the first second that fits");
+	t = (struct timespec){INT64_C(-9223372037), 145224193};
+	ok(sync_ts_ns(&t) == -INT64_MAX, "before it: -INT64_MAX");
+	t = (struct timespec){INT64_C(-10000000000), 0};
+	ok(sync_ts_ns(&t) == -INT64_MAX, "1653: saturated");
+	t = (struct timespec){(time_t)INT64_MIN, 0};
+	ok(sync_ts_ns(&t) == -INT64_MAX, "the smallest time_t: saturated");
+
+	{
+		struct sync_manifest m, back;
+		struct buf text = BUF_INIT(0);
+		struct sync_entry *e;
+
+		sync_manifest_init(&m);
+		sync_manifest_init(&back);
+		e = sync_manifest_add(&m, "far", SYNC_T_FILE);
+		e->mtime_ns = INT64_MAX;
+		e = sync_manifest_add(&m, "old", SYNC_T_DIR);
+		e->mtime_ns = -INT64_MAX;
+		e->mode = 0755;
+		sync_manifest_sort(&m);
+		ok(!sync_manifest_format(&m, &text) &&
+		           !sync_manifest_parse(&back, text.p, text.len, "extremes") &&
+		           back.n == 2 && back.v[0].mtime_ns == INT64_MAX &&
+		           back.v[1].mtime_ns == -INT64_MAX,
+		   "the saturated times survive a manifest's text");
+		sync_manifest_release(&m);
+		sync_manifest_release(&back);
+		buf_release(&text);
+	}
+	xsnprintf(from, sizeof(from), "%s/times", tmpdir);
+	xsnprintf(to, sizeof(to), "%s/times-node", tmpdir);
+	mkdir(from, 0755);
+	put_s(at(from, "far"), "from 2286\n");
+	put_s(at(from, "soon"), "from the next hour\n");
+	set_mtime(at(from, "far"), (time_t)INT64_C(10000000000), 5);
+	set_mtime(at(from, "soon"), now + 3600, 0);
+	if (stat(at(from, "far"), &st) || st.st_mtim.tv_sec != (time_t)INT64_C(10000000000)) {
+		printf("# %s cannot hold a file time after 2262: the real files are not tried\n",
+		       tmpdir);
+		return;
+	}
+	is_int(sync_once(from, to, 0, &p, &u), 0, "files from 2286 and from the next hour sync");
+	ok(u.files == 2 && !stat(at(to, "far"), &st) &&
+	           st.st_mtim.tv_sec == (time_t)INT64_C(9223372036) &&
+	           st.st_mtim.tv_nsec == 854775807,
+	   "both arrive, 2286 as the last time a manifest holds");
+	is_int(sync_once(from, to, 0, &p, &u), 0, "again");
+	is_int(u.files, 0, "and then nothing moves");
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -465,6 +542,7 @@ int main(void)
 	plan_run(test_escape);
 	plan_run(test_manifest_text);
 	plan_run(test_expand);
+	plan_run(test_times);
 	rm_rf(tmpdir);
 	return done_testing();
 }
