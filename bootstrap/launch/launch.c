@@ -167,9 +167,25 @@ static char *local_path(const char *p)
 }
 
 /*
- * The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast):
- * each path to all the nodes at once (cl_sync_many(): its tree is read once for all).
+ * One path to every node: all at once (cl_sync_many(): its tree is read once for all)
+ * when dst is in each node's home, else node after node. A path outside the home may be
+ * one directory that several nodes share (local nodes, nodes of one host), and a node
+ * waits for that directory's lock while another one's session holds it: sessions that
+ * all wait on each other would never end.
  */
+static int sync_path(struct cnode **nodes, size_t n, const char *src, const char *dst, int is_file)
+{
+	size_t i;
+	int r = 0;
+
+	if (starts_with(dst, "~/"))
+		return cl_sync_many(nodes, n, src, dst, is_file);
+	for (i = 0; i < n && !r; i++)
+		r = cl_sync(nodes[i], src, dst, is_file);
+	return r;
+}
+
+/* The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast). */
 static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 {
 	struct step st;
@@ -200,12 +216,12 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 		nodes[i] = &cl->nodes[i];
 	step_begin(&st, "sync");
 	if (git_tree) {
-		r = cl_sync_many(nodes, cl->n, git_tree, "~/sky_workdir", 0);
+		r = sync_path(nodes, cl->n, git_tree, "~/sky_workdir", 0);
 		files++;
 	} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
 		char *src = local_path(t->workdir.path);
 
-		r = cl_sync_many(nodes, cl->n, src, "~/sky_workdir", 0);
+		r = sync_path(nodes, cl->n, src, "~/sky_workdir", 0);
 		free(src);
 		files++;
 	}
@@ -217,7 +233,7 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 		if (stat(src, &sb) < 0)
 			r = error_errno("file_mounts: %s: cannot use '%s'", mt->dst, src);
 		else
-			r = cl_sync_many(nodes, cl->n, src, mt->dst, !S_ISDIR(sb.st_mode));
+			r = sync_path(nodes, cl->n, src, mt->dst, !S_ISDIR(sb.st_mode));
 		free(src);
 		files++;
 	}
