@@ -705,10 +705,17 @@ int jobs_remote_submit(const char *infra, struct jobs_submit_req *req, struct ta
 	int rc = EXIT_FAIL;
 	char *last, *args[4];
 
-	if (ctl_begin(&x, infra))
-		return EXIT_FAIL;
+	/* What the controller needs is checked before anything is brought up or sent. */
 	request(&m, "submit");
-	if (ship_files(&x, tl, ov) || add_pool_files(&m, tl, req->infra) || add_config_file(&m))
+	if (add_pool_files(&m, tl, req->infra) || add_config_file(&m)) {
+		msg_release(&m);
+		return EXIT_FAIL;
+	}
+	if (ctl_begin(&x, infra)) {
+		msg_release(&m);
+		return EXIT_FAIL;
+	}
+	if (ship_files(&x, tl, ov))
 		goto out;
 	msg_add(&m, "entry", req->entry);
 	if (req->spec && msg_add(&m, "spec", req->spec)) {
