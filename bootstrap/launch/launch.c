@@ -166,19 +166,33 @@ static char *local_path(const char *p)
 	return xstrdup(p);
 }
 
+/* 1 if two of the nodes may be one home: not local nodes (each has its own), one address. */
+static int homes_may_meet(struct cnode **nodes, size_t n)
+{
+	size_t i, k;
+
+	for (i = 0; i < n; i++)
+		for (k = i + 1; k < n; k++)
+			if (strcmp(nodes[i]->r->ops->kind, "local") && nodes[i]->r->ip &&
+			    nodes[k]->r->ip && !strcmp(nodes[i]->r->ip, nodes[k]->r->ip))
+				return 1;
+	return 0;
+}
+
 /*
  * One path to every node: all at once (cl_sync_many(): its tree is read once for all)
- * when dst is in each node's home, else node after node. A path outside the home may be
- * one directory that several nodes share (local nodes, nodes of one host), and a node
- * waits for that directory's lock while another one's session holds it: sessions that
- * all wait on each other would never end.
+ * when dst is in each node's own home, else node after node. A path outside the home
+ * may be one directory that several nodes share (local nodes, nodes of one host), as may
+ * a home that two nodes of one address share (a pool that lists a host twice), and a
+ * node waits for that directory's lock while another one's session holds it: sessions
+ * that all wait on each other would never end.
  */
 static int sync_path(struct cnode **nodes, size_t n, const char *src, const char *dst, int is_file)
 {
 	size_t i;
 	int r = 0;
 
-	if (starts_with(dst, "~/"))
+	if (starts_with(dst, "~/") && !homes_may_meet(nodes, n))
 		return cl_sync_many(nodes, n, src, dst, is_file);
 	for (i = 0; i < n && !r; i++)
 		r = cl_sync(nodes[i], src, dst, is_file);
