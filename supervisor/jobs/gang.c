@@ -6,11 +6,6 @@
  * require. A rank on a node that could not be reached is stopped when the node is back:
  * retries are timers in the one wait (supervisor/jobs/policy.h), until the cluster is
  * taken down or launched again.
- *
- * A `node call` starts a node's supervisor that is not running. So that a watch or a stop
- * never starts one while a `down` is stopping them, the watcher calls only under the
- * cluster's lock (a down holds it from start to end), having looked at the cluster again
- * under it, and holds it until its watches have connected.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +20,6 @@
 #include "bootstrap/launch/gang.h"
 #include "lib/daemon.h"
 #include "lib/exit.h"
-#include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/proto.h"
 #include "lib/util.h"
@@ -86,62 +80,6 @@ static int watch_start(struct cnode *nd, int64_t id, struct rank_watch *w)
 	return 0;
 }
 
-/* 1 once a watch has sent its first frame (it reached the node's supervisor), or ended. */
-static int watch_connected(const struct rank_watch *w)
-{
-	size_t body;
-
-	if (w->fd < 0)
-		return 1;
-	return w->frames.len >= PROTO_HDR &&
-	       !proto_parse_header((const unsigned char *)w->frames.p, &body) &&
-	       w->frames.len - PROTO_HDR >= body;
-}
-
-/* Reads what watch i has sent; 0 at its end (its fd closed, its process reaped). */
-static int watch_read(struct rank_watch *w)
-{
-	char blk[4096];
-	ssize_t got = read(w->fd, blk, sizeof(blk));
-
-	if (got > 0) {
-		buf_add(&w->frames, blk, (size_t)got);
-		return 1;
-	}
-	if (got < 0 && (errno == EINTR || errno == EAGAIN))
-		return 1;
-	close(w->fd);
-	w->fd = -1;
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return 0;
-}
-
-/*
- * The cluster's lock, and whether the cluster still runs this very job (the same node
- * jobs): -1 when it was taken down or launched again meanwhile (the lock let go).
- */
-static int lock_same(const char *cluster, struct st_db *ldb, const struct cluster_job *cj,
-                     int *lock_fd)
-{
-	struct cluster_job again;
-	int same;
-
-	*lock_fd = eng_lock_cluster(cluster, "the gang watcher");
-	if (*lock_fd < 0)
-		return -1;
-	same = !st_cluster_job_get(ldb, cluster, cj->id, &again) &&
-	       !strcmp(again.node_job_ids, cj->node_job_ids);
-	if (same)
-		cluster_job_free(&again);
-	if (!same) {
-		lock_release(*lock_fd);
-		*lock_fd = -1;
-		return -1;
-	}
-	return 0;
-}
-
 /* The final status in the frames a watch sent ("" when none came: the node was lost). */
 static void watch_status(struct rank_watch *w)
 {
@@ -179,8 +117,8 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 	struct cluster_job cj;
 	struct rank_watch *w;
 	struct daemon_fd *fds;
-	int64_t *ids = NULL, start, next = -1, deadline;
-	int n, nw, i, live = 0, failed = -1, npending = 0, tries = 0, lock_fd = -1;
+	int64_t *ids = NULL, start, next = -1;
+	int n, i, live = 0, failed = -1, npending = 0, tries = 0;
 
 	if (eng_open(ldb, cluster, &c, &cl))
 		return EXIT_FAIL;
@@ -196,53 +134,37 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 		n = 0;
 	w = xcalloc((size_t)(n ? n : 1), sizeof(*w));
 	fds = xcalloc((size_t)(n ? n : 1), sizeof(*fds));
-	nw = n;
 	for (i = 0; i < n; i++) {
 		buf_init(&w[i].frames, 1 << 16);
-		w[i].fd = -1;
-		w[i].ended = 1;
-	}
-	if (lock_same(cluster, ldb, &cj, &lock_fd))
-		n = 0; /* taken down (or launched again) before we looked */
-	for (i = 0; i < n; i++) {
-		if (ids[i] && !watch_start(&cl.nodes[i], ids[i], &w[i])) {
-			w[i].ended = 0;
+		if (ids[i] && !watch_start(&cl.nodes[i], ids[i], &w[i]))
 			live++;
-		}
+		else
+			w[i].ended = 1;
 	}
-	/* The lock until every watch has reached its node's supervisor (or ended). */
-	deadline = now_ms() + GANG_CONNECT_MS;
-	while (lock_fd >= 0 && now_ms() < deadline) {
-		int np = 0, all = 1;
-
-		for (i = 0; i < n; i++) {
-			fds[i].fd = watch_connected(&w[i]) ? -1 : w[i].fd;
-			all &= fds[i].fd < 0;
-			np++;
-		}
-		if (all || daemon_wait(fds, np, deadline) < 0)
-			break;
-		for (i = 0; i < n; i++)
-			if (fds[i].fd >= 0 && fds[i].revents && !watch_read(&w[i]))
-				w[i].fd = -1; /* ended: handled by the loop below */
-	}
-	lock_release(lock_fd);
-	lock_fd = -1;
 	while (live) {
-		int np = 0, gone = 0;
+		int np = 0;
 
-		for (i = 0; i < n; i++) {
-			fds[np].revents = 0;
+		for (i = 0; i < n; i++)
 			fds[np++].fd = w[i].fd;
-			gone |= !w[i].ended && w[i].fd < 0; /* ended while connecting */
-		}
-		if (!gone && daemon_wait(fds, np, -1) < 0)
+		if (daemon_wait(fds, np, -1) < 0)
 			break;
 		for (i = 0; i < n; i++) {
-			if (w[i].ended)
+			char blk[4096];
+			ssize_t got;
+
+			if (w[i].fd < 0 || !fds[i].revents)
 				continue;
-			if (w[i].fd >= 0 && (!fds[i].revents || watch_read(&w[i])))
+			got = read(w[i].fd, blk, sizeof(blk));
+			if (got > 0) {
+				buf_add(&w[i].frames, blk, (size_t)got);
 				continue;
+			}
+			if (got < 0 && errno == EINTR)
+				continue;
+			close(w[i].fd);
+			w[i].fd = -1;
+			while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR)
+				;
 			w[i].ended = 1;
 			live--;
 			watch_status(&w[i]);
@@ -257,13 +179,9 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 			/* Once that rank is stopped (its node back), it would read CANCELLED. */
 			if (!w[i].status[0])
 				st_cluster_job_set_final(ldb, cluster, job, JOB_FAILED_DRIVER);
-			if (lock_same(cluster, ldb, &cj, &lock_fd))
-				continue; /* taken down meanwhile: its ranks are stopped */
 			for (int o = 0; o < n; o++)
 				if (o != i && !w[o].ended && stop_rank(&cl.nodes[o], ids[o]))
 					w[o].pending = 1;
-			lock_release(lock_fd);
-			lock_fd = -1;
 		}
 	}
 	for (i = 0; i < n; i++)
@@ -273,12 +191,18 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 		     (long long)job, npending);
 	start = now_ms();
 	while (npending && now_ms() - start < GANG_RETRY_MAX_MS) {
+		struct cluster_job again;
+		int moved;
+
 		next = now_ms() + gang_retry_delay_ms(tries++);
 		while (now_ms() < next)
 			daemon_wait(NULL, 0, next);
-		/* Taken down, or launched again (that job is another one): nothing to stop. */
-		if (lock_same(cluster, ldb, &cj, &lock_fd))
-			break;
+		if (st_cluster_job_get(ldb, cluster, job, &again))
+			break; /* the cluster was taken down */
+		moved = strcmp(again.node_job_ids, cj.node_job_ids);
+		cluster_job_free(&again);
+		if (moved)
+			break; /* ... and launched again: that job is another one */
 		for (i = 0; i < n; i++) {
 			if (!w[i].pending || stop_rank(&cl.nodes[i], ids[i]))
 				continue;
@@ -287,10 +211,8 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 			info("job %lld: rank %d stopped on %s, which is back", (long long)job, i,
 			     cl.nodes[i].name);
 		}
-		lock_release(lock_fd);
-		lock_fd = -1;
 	}
-	for (i = 0; i < nw; i++)
+	for (i = 0; i < n; i++)
 		buf_release(&w[i].frames);
 	free(w);
 	free(fds);

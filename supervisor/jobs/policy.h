@@ -25,8 +25,6 @@ int64_t gang_retry_delay_ms(int tries);
 #define GANG_RETRY_MAX_MS ((int64_t)24 * 3600 * 1000)
 /* How long the watcher lets the job start before it looks. */
 #define GANG_START_DELAY_MS 100
-/* How long the watcher holds the cluster's lock for its watches to connect, at most. */
-#define GANG_CONNECT_MS (30 * 1000)
 
 /* ---- the managed-jobs controller (supervisor/jobs/controller.c) ------------------------- */
 
