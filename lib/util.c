@@ -173,6 +173,15 @@ const char *user_home(void)
 	return NULL;
 }
 
+char *user_path(const char *p)
+{
+	const char *home = user_home();
+
+	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
+		return xasprintf("%s%s", home, p + 1);
+	return xstrdup(p);
+}
+
 const char *skiff_home(void)
 {
 	static char *dir;

@@ -40,6 +40,8 @@ int ends_with(const char *s, const char *suffix);
 const char *skiff_home(void);
 /* The user's home: $HOME, then getpwuid(); NULL if neither (musl has no NSS). */
 const char *user_home(void);
+/* p with a leading "~" or "~/" made the user's home (user_home()); a new string. */
+char *user_path(const char *p);
 
 /* mkdir -p with mode for every created component; existing dirs are left as they are. */
 int mkdir_p(const char *path, mode_t mode);

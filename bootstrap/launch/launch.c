@@ -156,16 +156,6 @@ static void build_spec(struct msg *m, const struct task *t, const struct task_re
 	free(info);
 }
 
-/* Expands a leading ~/ of a local path with the launcher's home. */
-static char *local_path(const char *p)
-{
-	const char *home = user_home();
-
-	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
-		return xasprintf("%s%s", home, p + 1);
-	return xstrdup(p);
-}
-
 /* 1 if two of the nodes may be one home: not local nodes (each has its own), one address. */
 static int homes_may_meet(struct cnode **nodes, size_t n)
 {
@@ -233,7 +223,7 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 		r = sync_path(nodes, cl->n, git_tree, "~/sky_workdir", 0);
 		files++;
 	} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
-		char *src = local_path(t->workdir.path);
+		char *src = user_path(t->workdir.path);
 
 		r = sync_path(nodes, cl->n, src, "~/sky_workdir", 0);
 		free(src);
@@ -241,7 +231,7 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 	}
 	for (k = 0; k < nmounts && !r; k++) {
 		const struct task_mount *mt = &t->mounts[k];
-		char *src = local_path(mt->src);
+		char *src = user_path(mt->src);
 		struct stat sb;
 
 		if (stat(src, &sb) < 0)

@@ -123,10 +123,8 @@ int renv_spec_from_blob(struct renv_spec *s, const char *blob, size_t len)
 
 static char *resolve(const char *base, const char *p)
 {
-	const char *home = user_home();
-
-	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
-		return xasprintf("%s%s", home, p + 1);
+	if (!strcmp(p, "~") || starts_with(p, "~/"))
+		return user_path(p);
 	if (*p == '/' || !base)
 		return xstrdup(p);
 	return xasprintf("%s/%s", base, p);

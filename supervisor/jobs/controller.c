@@ -780,16 +780,8 @@ out:
 	 * the lock is free, a `jobs launch` after this point starts a new controller; one
 	 * before it is in the table: look once more, and start a successor for it.
 	 */
-	if (C.idle && C.db) {
-		int counts[MJS_N];
-
-		if (!mj_sched_counts(C.db, counts) &&
-		    counts[MJS_WAITING] + counts[MJS_INACTIVE] + counts[MJS_LAUNCHING] +
-		                    counts[MJS_ALIVE] + counts[MJS_ALIVE_WAITING] +
-		                    counts[MJS_ALIVE_BACKOFF] + count_cleanups() >
-		            0)
-			jobs_controller_kick();
-	}
+	if (C.idle && C.db && jobs_unfinished(C.db) > 0)
+		jobs_controller_kick();
 	st_close(C.db);
 	return EXIT_OK;
 }

@@ -438,21 +438,14 @@ int jobs_host_sync_down(int64_t id)
 int jobs_host_count(void)
 {
 	struct st_db *db;
-	int counts[MJS_N];
-	long long n;
+	int64_t n;
 
 	if (st_launcher_open(0, &db))
 		return EXIT_FAIL;
-	if (st_version(db) >= 2 && mj_sched_counts(db, counts)) {
-		st_close(db);
-		return EXIT_FAIL;
-	}
-	n = st_version(db) < 2 ? 0
-	                       : (long long)counts[MJS_WAITING] + counts[MJS_INACTIVE] +
-	                                 counts[MJS_LAUNCHING] + counts[MJS_ALIVE] +
-	                                 counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] +
-	                                 mj_cleanup_count(db);
+	n = jobs_unfinished(db);
 	st_close(db);
-	printf("%lld\n", n);
+	if (n < 0)
+		return EXIT_FAIL;
+	printf("%lld\n", (long long)n);
 	return EXIT_OK;
 }

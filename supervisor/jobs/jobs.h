@@ -87,6 +87,11 @@ int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts);
 /* Cancels jobs (mj_cancel()) and wakes the controller to finish them. 0 or -EIO. */
 int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all,
                 int *found, int *done);
+/*
+ * The controller's work: managed jobs that have not ended plus clusters to release; -1
+ * when the table cannot be read.
+ */
+int64_t jobs_unfinished(struct st_db *db);
 /* Starts a controller when there is work and none runs (the last one crashed). */
 void jobs_ensure_controller(struct st_db *db);
 

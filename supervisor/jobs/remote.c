@@ -463,16 +463,6 @@ int jobs_remote_stop(struct st_db *db, const char *cluster)
 
 /* ---- shipping a job --------------------------------------------------------------------- */
 
-/* A local path as the launch engine reads it: ~/ expanded. */
-static char *expand(const char *p)
-{
-	const char *home = user_home();
-
-	if (home && (!strcmp(p, "~") || starts_with(p, "~/")))
-		return xasprintf("%s%s", home, p + 1);
-	return xstrdup(p);
-}
-
 /*
  * Every local file the job's tasks read (workdirs, a git workdir's tree, file_mounts
  * sources) goes to the controller under files/TOKEN/K, and the overrides map the task's
@@ -497,7 +487,7 @@ static int ship_files(struct ctl *x, const struct task_list *tl, struct task_ove
 			if (k == t->nmounts) {
 				if (t->workdir.kind == TASK_WORKDIR_PATH) {
 					key = xstrdup(t->workdir.path);
-					src = expand(t->workdir.path);
+					src = user_path(t->workdir.path);
 				} else if (t->workdir.kind == TASK_WORKDIR_GIT) {
 					key = task_git_key(&t->workdir);
 					if (eng_git_tree(&t->workdir, &src)) {
@@ -508,7 +498,7 @@ static int ship_files(struct ctl *x, const struct task_list *tl, struct task_ove
 				}
 			} else if (t->mounts[k].src && !strstr(t->mounts[k].src, "://")) {
 				key = xstrdup(t->mounts[k].src);
-				src = expand(t->mounts[k].src);
+				src = user_path(t->mounts[k].src);
 			}
 			if (!key)
 				continue;

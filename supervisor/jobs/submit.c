@@ -155,17 +155,22 @@ int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name
 	return 0;
 }
 
-void jobs_ensure_controller(struct st_db *db)
+int64_t jobs_unfinished(struct st_db *db)
 {
 	int counts[MJS_N];
 
-	/* Active jobs or clusters to release, and no controller (it crashed): start one. */
+	if (st_version(db) < 2)
+		return 0;
 	if (mj_sched_counts(db, counts))
-		return;
-	if (counts[MJS_WAITING] + counts[MJS_LAUNCHING] + counts[MJS_ALIVE] +
-	                    counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] +
-	                    mj_cleanup_count(db) >
-	            0 &&
-	    !jobs_controller_pid())
+		return -1;
+	return (int64_t)counts[MJS_WAITING] + counts[MJS_INACTIVE] + counts[MJS_LAUNCHING] +
+	       counts[MJS_ALIVE] + counts[MJS_ALIVE_WAITING] + counts[MJS_ALIVE_BACKOFF] +
+	       mj_cleanup_count(db);
+}
+
+void jobs_ensure_controller(struct st_db *db)
+{
+	/* Active jobs or clusters to release, and no controller (it crashed): start one. */
+	if (jobs_unfinished(db) > 0 && !jobs_controller_pid())
 		jobs_controller_kick();
 }

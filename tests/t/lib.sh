@@ -229,6 +229,16 @@ expect_fail() {
 	return 0
 }
 
+# gang_watchers: the pids of the gang watchers (`skiff __gang`) of this $SKIFF_HOME.
+gang_watchers() {
+	for _p in /proc/[0-9]*; do
+		{ tr '\0' '\n' <"$_p/cmdline" | grep -qx __gang; } 2>/dev/null || continue
+		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null ||
+			continue
+		echo "${_p#/proc/}"
+	done
+}
+
 # wait_for 'shell condition' [TIMEOUT_S]: poll every 20 ms until true; fail on timeout.
 wait_for() {
 	cond=$1

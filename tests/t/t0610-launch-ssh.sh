@@ -34,16 +34,6 @@ export SKIFF_SSH_NODE_POOLS=$NODES_POOL_FILE
 INFRA=ssh/$NODES_POOL
 IPS=10.200.0.11,10.200.0.12,10.200.0.13
 
-# The gang watchers (`skiff __gang`) started by this test's launcher.
-our_watchers() {
-	for _p in /proc/[0-9]*; do
-		{ tr '\0' '\n' <"$_p/cmdline" | grep -qx __gang; } 2>/dev/null || continue
-		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null ||
-			continue
-		echo "${_p#/proc/}"
-	done
-}
-
 # Takes down every cluster (a failed test may leave one booking the nodes, which would
 # fail the next scenario's launch too).
 down_all() {
@@ -63,7 +53,7 @@ nat_rule() {
 test_cleanup_hook() {
 	down_all
 	nat_rule -D 2>/dev/null
-	_w=$(our_watchers)
+	_w=$(gang_watchers)
 	# shellcheck disable=SC2086
 	[ -z "$_w" ] || kill -KILL $_w 2>/dev/null
 	# The nodes' supervisor and job logs, into $TRASH: kept on failure, and scanned for
@@ -533,7 +523,7 @@ test_expect_success 'setup runs on all 3 hosts of the cluster, run on one' '
 
 test_expect_success 'nothing is left: no clusters, no gang watchers' '
 	test "$(skiff status)" = "No existing clusters." &&
-	wait_for "test -z \"\$(our_watchers)\"" 20
+	wait_for "test -z \"\$(gang_watchers)\"" 20
 '
 
 test_done

@@ -141,23 +141,13 @@ test_expect_success 'a pod that goes away: queue names it (exit 4); its rank is 
 	python3 -c "import json; d=json.load(open(\"q.json\")); assert d[-1][\"exit_codes\"][1] is None, d"
 '
 
-# The gang watchers (`skiff __gang`) of this test's launcher.
-our_watchers() {
-	for _p in /proc/[0-9]*; do
-		{ tr '\0' '\n' <"$_p/cmdline" | grep -qx __gang; } 2>/dev/null || continue
-		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null ||
-			continue
-		echo "${_p#/proc/}"
-	done
-}
-
 test_expect_success 'down stops the supervisors it can reach; no pod process is left' '
 	rm -f "$K/pods/pod-b.gone" &&
 	# The gang of test 5 still runs, and its watcher with it; a call that watcher makes
 	# while down runs can start a pod'"'"'s supervisor again (a known race, not what this
 	# test is about): the job is cancelled and its watcher gone first.
 	skiff cancel k 4 >/dev/null &&
-	wait_for "test -z \"\$(our_watchers)\"" 90 &&
+	wait_for "test -z \"\$(gang_watchers)\"" 90 &&
 	skiff down k >out 2>err && cat err out &&
 	grep -qx "cluster k terminated" out &&
 	grep -q "delete pods -l skiff.managed=1,skiff.cluster=k,skiff.launcher=" "$K/calls.log" &&

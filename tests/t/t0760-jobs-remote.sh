@@ -21,11 +21,8 @@ rm -rf "$SKIFF_HOME" "$HOME2"
 # The controller's knobs travel with each request (docs/managed-jobs.md).
 export SKIFF_JOBS_POLL_MS=300 SKIFF_JOBS_BACKOFF_S=1 SKIFF_JOBS_PROBE_FAILURES=3
 
-CTL_HOME='$HOME/.skiff/jobs-controller'
-# ctl CMD...: a command on the controller's host in the controller's home, no launcher.
-ctl() {
-	nodes_ssh 1 "SKIFF_HOME=$CTL_HOME SKIFF_JOBS_ON_CONTROLLER=1 \$HOME/.skiff/bin/skiff $*"
-}
+# shellcheck source=tests/lib/jobs_ctl.sh
+. "$SRC_DIR/tests/lib/jobs_ctl.sh"
 # jf JSON ID FIELD: one field of a job in a `jobs queue --json` output.
 jf() {
 	python3 -c "
@@ -33,12 +30,6 @@ import json,sys
 for j in json.load(open('$1')):
     if j['id'] == $2: print(j['$3'])"
 }
-# ctl_field ID FIELD: the same, asked of the controller's host directly.
-ctl_field() {
-	ctl jobs queue --json >ctlq.json 2>/dev/null && jf ctlq.json "$1" "$2"
-}
-ctl_pid() { nodes_ssh 1 "cat $CTL_HOME/jobs/controller.lock 2>/dev/null" | head -n 1; }
-keeper_pid() { nodes_ssh 1 "cat $CTL_HOME/jobs/keeper.lock 2>/dev/null" | head -n 1; }
 
 # Every process of this launcher (in our PID namespace, not the nodes'): the skiff commands
 # and the ssh masters under its SKIFF_HOME.

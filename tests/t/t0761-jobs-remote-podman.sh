@@ -29,16 +29,8 @@ podman_private "$PM" || { echo "Bail out! cannot write the podman configs"; exit
 BB_IMG=localhost/sk761-busybox:latest
 export SKIFF_JOBS_POLL_MS=300 SKIFF_JOBS_BACKOFF_S=1
 
-CTL_HOME='$HOME/.skiff/jobs-controller'
-ctl() {
-	nodes_ssh 1 "SKIFF_HOME=$CTL_HOME SKIFF_JOBS_ON_CONTROLLER=1 \$HOME/.skiff/bin/skiff $*"
-}
-ctl_field() {
-	ctl jobs queue --json 2>/dev/null | python3 -c "
-import json,sys
-for j in json.load(sys.stdin):
-    if j['id'] == $1: print(j['$2'])"
-}
+# shellcheck source=tests/lib/jobs_ctl.sh
+. "$SRC_DIR/tests/lib/jobs_ctl.sh"
 
 test_cleanup_hook() {
 	[ -d "$SKIFF_HOME" ] && timeout 30 "$SKIFF_BIN" jobs cancel -a >/dev/null 2>&1
