@@ -73,7 +73,7 @@ $(B)/stub/skiff-split: bootstrap/launch/stub/split.c bootstrap/launch/stub/stub.
 	$(Q)$(MUSL_CC) $(STUB_CFLAGS) $< $(STUB_LDFLAGS) -o $@
 
 $(B)/stub/skiff-unzstd: bootstrap/launch/stub/unzstd.c bootstrap/launch/stub/stub.h \
-		lib/sha256_x86.c | $(DEPS)/lib/libzstd.a
+		bootstrap/launch/stub/pack.h lib/sha256_x86.c | $(DEPS)/lib/libzstd.a
 	@mkdir -p $(@D)
 	$(Q)$(MUSL_CC) $(STUB_CFLAGS) -DSTUB_SHA_X86 $< lib/sha256_x86.c $(DEPS)/lib/libzstd-stub.a \
 		$(STUB_LDFLAGS) -o $@

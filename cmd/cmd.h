@@ -66,6 +66,7 @@ DECLARE_CMD(__sync_push);
 DECLARE_CMD(__sync_recv);
 DECLARE_CMD(__sync_send);
 DECLARE_CMD(__sync_serve);
+DECLARE_CMD(__pack_self);
 DECLARE_CMD(__verify_self);
 DECLARE_CMD(autostop);
 DECLARE_CMD(cancel);

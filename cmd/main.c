@@ -33,6 +33,8 @@ static const struct cmd commands[] = {
          "a launcher's request to a jobs controller's host (internal)", cmd___jobs_remote_usage},
         {"__jobs-keeper", cmd___jobs_keeper, CMD_HIDDEN,
          "keeps a jobs controller's host's controller (internal)", cmd___jobs_keeper_usage},
+        {"__pack-self", cmd___pack_self, CMD_HIDDEN, "pack this binary smaller (internal)",
+         cmd___pack_self_usage},
         {"__renv-build", cmd___renv_build, CMD_HIDDEN, "build a job's runtime env (internal)",
          cmd___renv_build_usage},
         {"__runner-test", cmd___runner_test, CMD_HIDDEN, "drive a runner (internal test helper)",

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "bootstrap/launch/install.h"
 #include "cmd/node.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -33,7 +34,9 @@ static const char node_up_usage[] =
         "  --gpus N             accelerators jobs may reserve\n"
         "  --cancel-grace S     seconds between SIGTERM and SIGKILL on cancel (default 10)\n"
         "  --max-bypass N       how often a waiting job may be overtaken by smaller ones\n"
-        "                       before nothing behind it starts (default 20; 0 = strict FIFO)\n";
+        "                       before nothing behind it starts (default 20; 0 = strict FIFO)\n"
+        "  --then-call SKIP     (the launcher's install session) once up, say SKIFF-UP, skip\n"
+        "                       SKIP bytes of stdin and answer one 'node call' request there\n";
 
 static const char node_down_usage[] =
         "usage: skiff node down\n"
@@ -103,9 +106,11 @@ static int node_up(int argc, char **argv)
 	        {"gpus", required_argument, NULL, 'g'},
 	        {"cancel-grace", required_argument, NULL, 'k'},
 	        {"max-bypass", required_argument, NULL, 'b'},
+	        {"then-call", required_argument, NULL, 't'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct msg cfg, rep;
+	long skip = -1;
 	pid_t pid;
 	int already, c, have_cfg = 0, r;
 
@@ -121,6 +126,14 @@ static int node_up(int argc, char **argv)
 		                             : NULL;
 		double v;
 
+		if (c == 't') {
+			if (parse_long(optarg, 0, 1L << 30, &skip)) {
+				msg_release(&cfg);
+				return usage_error("node up", "bad byte count '%s' for --then-call",
+				                   optarg);
+			}
+			continue;
+		}
 		if (!key) {
 			msg_release(&cfg);
 			return usage_error("node up", "unknown option");
@@ -156,7 +169,12 @@ static int node_up(int argc, char **argv)
 		printf("supervisor started (pid %ld)\n", (long)pid);
 	print_active();
 	print_ssh_address();
-	return EXIT_OK;
+	if (skip < 0)
+		return EXIT_OK;
+	printf(BOOT_UP_MARK "\n");
+	if (fflush(stdout))
+		return EXIT_FAIL;
+	return node_call_then((size_t)skip);
 }
 
 static int node_down(int argc, char **argv)

@@ -10,6 +10,15 @@ int node_queue(int argc, char **argv);
 int node_logs(int argc, char **argv);
 int node_cancel(int argc, char **argv);
 int node_call(int argc, char **argv);
+/*
+ * `node up --then-call SKIP`: the install session's last step (bootstrap/launch/install.h).
+ * After its lines, node up says BOOT_UP_MARK on a line of its own; then this skips SKIP
+ * bytes of stdin (what the launcher sent ahead to a node that had the binary) and answers
+ * one request there as `node call` does, waiting for it as long as the launcher keeps
+ * stdin open; EOF before one is a quiet exit 0. stderr goes to /dev/null: it is the same
+ * channel as the answer's frames.
+ */
+int node_call_then(size_t skip);
 extern const char node_submit_usage[];
 extern const char node_queue_usage[];
 extern const char node_logs_usage[];

@@ -21,6 +21,7 @@
  * (the supervisor cannot be started): a frame {"error"} and exit status 4.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,18 +264,20 @@ static int call_open(const struct msg *req)
 	return rc;
 }
 
-int node_call(int argc, char **argv)
+/* Reads one request on stdin (waiting at most wait_ms; < 0: for ever) and answers it. */
+static int call_answer(int wait_ms, int quiet_eof)
 {
 	struct msg req, rep;
 	const char *op;
 	int rc;
 
-	(void)argv;
-	if (argc > 1)
-		return usage_error("node call", "takes no arguments (the request is on stdin)");
-	log_set_level(LOG_ERROR); /* stderr is for errors; the answer is on stdout */
 	msg_init(&req);
-	if (proto_recv(0, &req, CALL_READ_MS) || !(op = msg_get(&req, "op"))) {
+	rc = proto_recv(0, &req, wait_ms);
+	if (rc == -ECONNRESET && quiet_eof) {
+		msg_release(&req);
+		return EXIT_OK; /* the launcher needed no call after all */
+	}
+	if (rc || !(op = msg_get(&req, "op"))) {
 		msg_release(&req);
 		reply_error("expected one framed request with an op on stdin");
 		return EXIT_USAGE;
@@ -295,4 +298,37 @@ int node_call(int argc, char **argv)
 	}
 	msg_release(&req);
 	return rc;
+}
+
+int node_call(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 1)
+		return usage_error("node call", "takes no arguments (the request is on stdin)");
+	log_set_level(LOG_ERROR); /* stderr is for errors; the answer is on stdout */
+	return call_answer(CALL_READ_MS, 0);
+}
+
+int node_call_then(size_t skip)
+{
+	char blk[16384];
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		dup2(fd, 2);
+		if (fd != 2)
+			close(fd);
+	}
+	log_set_level(LOG_ERROR);
+	while (skip) {
+		ssize_t n = read(0, blk, skip < sizeof(blk) ? skip : sizeof(blk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return EXIT_OK; /* the launcher went away */
+		skip -= (size_t)n;
+	}
+	/* The launcher holds the channel while it syncs and sets up: no time limit here. */
+	return call_answer(-1, 1);
 }

@@ -15,6 +15,7 @@
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/quote.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
@@ -25,8 +26,9 @@
 const char cmd___runner_test_usage[] =
         "usage: skiff __runner-test (--local HOME | --ssh HOST) [--name NAME] [--user USER]\n"
         "           [--port N] [--identity FILE] [--jump HOST] [--ssh-config FILE]\n"
-        "           [--control-dir DIR] [--timeout MS] [--no-sha256sum] ACTION [ARG]\n"
-        "       skiff __runner-test [--no-sha256sum] script probe|copy|session\n"
+        "           [--control-dir DIR] [--timeout MS] [--no-sha256sum] [--has-skiff]\n"
+        "           ACTION [ARG]\n"
+        "       skiff __runner-test [--no-sha256sum] [--send-ahead] script probe|copy|session\n"
         "\n"
         "Internal test helper: runs one runner or bootstrap operation on a node.\n"
         "  argv [SCRIPT]    print the command the runner builds, one quoted word a line\n"
@@ -34,8 +36,13 @@ const char cmd___runner_test_usage[] =
         "  capture SCRIPT   run it with our stdin as its input, its output captured, then\n"
         "                   printed (stdout to stdout, stderr to stderr)\n"
         "  spawn SCRIPT     start it in the background, then wait for it\n"
-        "  install          install this binary and bring the supervisor up; prints\n"
-        "                   copied= sent= sup_pid= sup_started= remote_exe=\n"
+        "  install [OP]     install this binary and bring the supervisor up; prints\n"
+        "                   copied= sent= sup_pid= sup_started= remote_exe=; with OP, then\n"
+        "                   the request {op: OP} over the install session (its call), and\n"
+        "                   the answer's fields, KEY=VALUE a line (via=spare, or via=channel\n"
+        "                   when the session could not carry it)\n"
+        "  --has-skiff      install as for a node known to have this binary (nothing ahead)\n"
+        "  --send-ahead     the session script for a launcher that sends bytes ahead\n"
         "  send FILE        the copy round trip alone, sending FILE as this binary\n"
         "  close            close the ssh ControlMaster\n"
         "  script probe|copy|session  print the bootstrap's node-side script for this binary\n"
@@ -79,6 +86,47 @@ static int do_script(const char *which, unsigned flags)
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
+/* The request {op: op} over res's spare (else a new channel); prints the answer's fields. */
+static int spare_op(struct runner *r, struct install_result *res, const char *op, int timeout_ms,
+                    int *status)
+{
+	struct buf in = BUF_INIT(0), out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
+	unsigned char hdr[PROTO_HDR];
+	struct msg req, rep;
+	const char *via = "spare", *why;
+	char *script;
+	size_t body, k;
+	int rc = -EAGAIN;
+
+	msg_init(&req);
+	msg_init(&rep);
+	msg_add(&req, "op", op);
+	proto_header(&req, hdr);
+	buf_add(&in, hdr, sizeof(hdr));
+	buf_add(&in, req.raw.p, req.raw.len);
+	if (res->spare)
+		rc = boot_spare_call(res->spare, in.p, in.len, &out, timeout_ms, status);
+	res->spare = NULL;
+	if (rc == -EAGAIN) {
+		via = "channel";
+		script = xasprintf("exec %s node call", res->remote_exe);
+		rc = runner_capture(r, script, in.p, in.len, &out, &err, timeout_ms, status);
+		free(script);
+	}
+	printf("via=%s\n", via);
+	if (!rc && (out.len < PROTO_HDR || proto_parse_header((unsigned char *)out.p, &body) ||
+	            out.len - PROTO_HDR < body || msg_decode(&rep, out.p + PROTO_HDR, body, &why)))
+		rc = error("node %s: no answer to '%s' (exit status %d)", r->name, op, *status);
+	for (k = 0; !rc && k < rep.n; k++)
+		printf("%s=%s\n", rep.keys[k], rep.vals[k]);
+	msg_release(&req);
+	msg_release(&rep);
+	buf_release(&in);
+	buf_release(&out);
+	buf_release(&err);
+	return rc;
+}
+
 static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, unsigned flags)
 {
 	const char *act = argv[0], *arg = argc > 1 ? argv[1] : NULL;
@@ -102,10 +150,13 @@ static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, un
 		return rc ? EXIT_FAIL : EXIT_OK;
 	}
 	if (!strcmp(act, "install")) {
-		rc = boot_install_and_up(r, &res);
+		rc = boot_install_and_up(r, (flags & BOOT_HAS_SKIFF) | (arg ? BOOT_KEEP_CALL : 0),
+		                         &res);
 		if (!rc)
 			print_install(&res);
-		return rc_to_exit(rc, 0);
+		if (!rc && arg)
+			rc = spare_op(r, &res, arg, timeout_ms, &status);
+		return rc_to_exit(rc, status);
 	}
 	if (!strcmp(act, "close"))
 		return runner_ssh_close_master(r) ? EXIT_FAIL : EXIT_OK;
@@ -177,6 +228,8 @@ int cmd___runner_test(int argc, char **argv)
 	        {"control-dir", required_argument, NULL, 'C'},
 	        {"timeout", required_argument, NULL, 't'},
 	        {"no-sha256sum", no_argument, NULL, 'N'},
+	        {"has-skiff", no_argument, NULL, 'H'},
+	        {"send-ahead", no_argument, NULL, 'A'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct ssh_target t = {0};
@@ -198,6 +251,8 @@ int cmd___runner_test(int argc, char **argv)
 		case 'F': t.ssh_config = optarg; break;
 		case 'C': t.control_dir = optarg; break;
 		case 'N': flags |= BOOT_NO_SHA256SUM; break;
+		case 'H': flags |= BOOT_HAS_SKIFF; break;
+		case 'A': flags |= BOOT_SEND_AHEAD; break;
 		case 'p':
 			if (parse_long(optarg, 1, 65535, &v))
 				return usage_error("__runner-test", "bad port '%s'", optarg);

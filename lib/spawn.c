@@ -682,7 +682,11 @@ int spawn_run(const struct spawn_opts *o, const struct spawn_io *io, int *status
 	inp[1] = outp[0] = errp[0] = -1;
 	p.group = so.pgrp != SPAWN_PGRP_NONE;
 	p.deadline = io->timeout_ms >= 0 ? t0 + io->timeout_ms : -1;
+	if (io->pid_out)
+		__atomic_store_n(io->pid_out, p.pid, __ATOMIC_RELEASE);
 	r = pump_wait(&p, &raw);
+	if (io->pid_out)
+		__atomic_store_n(io->pid_out, 0, __ATOMIC_RELEASE);
 	if (status)
 		*status = raw;
 out:

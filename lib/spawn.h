@@ -92,6 +92,11 @@ struct spawn_io {
 	struct buf *out; /* captured stdout; NULL: o->fd_out */
 	struct buf *err; /* captured stderr (== out: the same pipe); NULL: o->fd_err */
 	int timeout_ms;  /* < 0: no limit */
+	/*
+	 * Set (atomically) to the child's pid while it runs, and back to 0 once it is reaped:
+	 * for another thread that may have to kill it. NULL: not wanted.
+	 */
+	pid_t *pid_out;
 };
 
 /*

@@ -99,15 +99,26 @@ struct runner *runner_new(const struct runner_ops *ops, const char *name, const 
 	return r;
 }
 
+struct runner *runner_twin(const struct runner *r)
+{
+	struct runner *t = runner_new(r->ops, r->name, r->ip);
+
+	t->priv = r->priv;
+	t->diag_dir = r->diag_dir;
+	t->twin = 1;
+	return t;
+}
+
 void runner_free(struct runner *r)
 {
 	if (!r)
 		return;
-	if (r->ops && r->ops->release)
+	if (!r->twin && r->ops && r->ops->release)
 		r->ops->release(r);
 	free(r->name);
 	free(r->ip);
-	free(r->diag_dir);
+	if (!r->twin)
+		free(r->diag_dir);
 	buf_release(&r->last_error);
 	free(r);
 }
@@ -286,6 +297,7 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 		o.fd_err = io_fd(RUNNER_INHERIT, 2); /* when err is NULL */
 		o.pgrp = SPAWN_PGRP_NEW;
 	} else {
+		sio.pid_out = io->pid_out;
 		o.fd_in = io_fd(io->in_fd, 0);
 		o.fd_out = io_fd(io->out_fd, 1);
 		o.fd_err = io_fd(io->err_fd, 2);

@@ -79,6 +79,7 @@ struct runner {
 	 */
 	const char *diag_path;
 	char *diag_dir; /* a private dir for those files, or NULL (owned) */
+	int twin;       /* runner_twin(): ops, priv and diag_dir are another runner's */
 };
 
 /* What a local process gets for stdin/stdout/stderr: an fd, /dev/null, or ours. */
@@ -87,6 +88,7 @@ struct runner {
 
 struct runner_io {
 	int in_fd, out_fd, err_fd;
+	pid_t *pid_out; /* runner_run(): the local process's pid while it runs (spawn_io) */
 };
 
 /*
@@ -121,6 +123,12 @@ int runner_capture(struct runner *r, const char *script, const char *in, size_t 
 int runner_spawn(struct runner *r, const char *script, int interactive, const struct runner_io *io,
                  pid_t *pid);
 void runner_free(struct runner *r);
+/*
+ * A runner for another thread to use alongside r: the same node and transport (r's ops,
+ * priv and diag dir, borrowed) with its own messages (last_error). Freed with
+ * runner_free(), which then releases nothing of r's; free it before r.
+ */
+struct runner *runner_twin(const struct runner *r);
 
 /* For runner implementations: a zeroed runner with name and ip copied, last_error empty. */
 struct runner *runner_new(const struct runner_ops *ops, const char *name, const char *ip);

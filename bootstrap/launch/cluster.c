@@ -57,10 +57,24 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 	return 0;
 }
 
+void cl_spares_close(struct clive *cl)
+{
+	struct boot_spare **v = xcalloc(cl->n ? cl->n : 1, sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < cl->n; i++) {
+		v[i] = cl->nodes[i].spare;
+		cl->nodes[i].spare = NULL;
+	}
+	boot_spares_close(v, cl->n);
+	free(v);
+}
+
 void cl_close(struct clive *cl)
 {
 	size_t i;
 
+	cl_spares_close(cl);
 	for (i = 0; i < cl->n; i++) {
 		runner_free(cl->nodes[i].r);
 		free(cl->nodes[i].name);
@@ -76,6 +90,7 @@ void cl_close(struct clive *cl)
 
 struct boot_job {
 	struct cnode *nd;
+	unsigned flags; /* enum boot_up_flags */
 	pthread_t th;
 	int started;
 	int r;
@@ -87,7 +102,7 @@ static void *boot_thread(void *arg)
 	struct boot_job *j = arg;
 
 	/* The node's runner is this thread's alone (runner.h); errors are printed. */
-	j->r = boot_install_and_up(j->nd->r, &j->res);
+	j->r = boot_install_and_up(j->nd->r, j->flags, &j->res);
 	return NULL;
 }
 
@@ -110,6 +125,10 @@ int cl_bootstrap(struct clive *cl)
 	}
 	for (i = 0; i < cl->n; i++) {
 		jobs[i].nd = &cl->nodes[i];
+		/* The cluster's record: this node was bootstrapped with this very binary. */
+		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
+			jobs[i].flags |= BOOT_HAS_SKIFF;
+		jobs[i].flags |= BOOT_KEEP_CALL;
 		e = pthread_create(&jobs[i].th, NULL, boot_thread, &jobs[i]);
 		if (e) {
 			failed = error("cannot start a thread to bootstrap node %s: %s",
@@ -132,6 +151,8 @@ int cl_bootstrap(struct clive *cl)
 			free(nd->exe);
 			nd->exe = xstrdup(jobs[i].res.remote_exe);
 			nd->active = jobs[i].res.active;
+			boot_spare_close(nd->spare);
+			nd->spare = jobs[i].res.spare;
 			if (jobs[i].res.address[0]) {
 				free(nd->addr);
 				nd->addr = xstrdup(jobs[i].res.address);
@@ -247,7 +268,17 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 	buf_add(&in, req->raw.p, req->raw.len);
 	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
 	script = xasprintf("[ -x %s ] || exit 127; exec %s node call", nd->exe, nd->exe);
-	r = runner_capture(nd->r, script, in.p, in.len, &out, &err, timeout_ms, &status);
+	r = -EAGAIN;
+	if (nd->spare) {
+		/* The install session's channel, still open: no new one. */
+		r = boot_spare_call(nd->spare, in.p, in.len, &out, timeout_ms, &status);
+		nd->spare = NULL;
+		if (r != -EAGAIN)
+			debug("node %s: '%s' went over the install session", nd->name,
+			      msg_get(req, "op"));
+	}
+	if (r == -EAGAIN)
+		r = runner_capture(nd->r, script, in.p, in.len, &out, &err, timeout_ms, &status);
 	if (!r && status == 127) {
 		debug("node %s: skiff is gone from the node", nd->name);
 		r = -ENOEXEC;

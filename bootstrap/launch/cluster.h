@@ -31,6 +31,8 @@ struct cnode {
 	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
 	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless
 	                    the node said otherwise (ssh: see cmd/node.c) */
+	struct boot_spare *spare; /* bootstrap: the install session, waiting to carry the next
+	                             cl_call() (install.h); NULL once used */
 };
 
 struct clive {
@@ -44,6 +46,8 @@ struct clive {
 /* Builds runners for the booked nodes (no I/O). */
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);
 void cl_close(struct clive *cl);
+/* Ends the nodes' install sessions that no call used (cnode.spare), all at once. */
+void cl_spares_close(struct clive *cl);
 
 /* Installs skiff and starts the supervisor on every node, in parallel. */
 int cl_bootstrap(struct clive *cl);

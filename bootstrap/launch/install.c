@@ -10,20 +10,24 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include "bootstrap/launch/rcall.h"
+#include "bootstrap/launch/stub/pack.h"
 
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/sha256.h"
+#include "lib/spawn.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -31,9 +35,18 @@
 #define PROBE_TIMEOUT_MS 120000
 /* A few MB over a slow link. */
 #define COPY_TIMEOUT_MS 600000
+/* A spare call is made only if the session's time limit is this far off when it would end. */
+#define SPARE_MARGIN_MS 10000
+/* How long a spare that is not needed may take to end (it ends at once at EOF). */
+#define SPARE_CLOSE_MS 5000
 #define SELF_MAX ((size_t)256 << 20)
-/* zstd level of the packed image: 47% of the binary in 0.1 s (19 gives 43% in 1.1 s). */
-#define PACK_LEVEL 9
+/*
+ * zstd levels of the packed image (after the branch filter): quick, made when a launch
+ * first needs it (45% of the binary in 0.1 s); best, made then in the background for the
+ * launches after it (41%, 1.4 s of CPU here).
+ */
+#define PACK_LEVEL_QUICK 9
+#define PACK_LEVEL_BEST 19
 
 #define NEED_COPY "SKIFF-NEED-COPY"
 #define COPY_FAILED "SKIFF-COPY-FAILED: "
@@ -91,7 +104,7 @@ static struct {
 } packed;
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 
-/* 1 if z decompresses to exactly the image whose sha256 is sha (len bytes). */
+/* 1 if z decompresses and un-filters to exactly the image whose sha256 is sha (len bytes). */
 static int pack_ok(const struct buf *z, const char *sha, size_t len)
 {
 	char *out = xmalloc(len + 1), hex[SHA256_HEX_LEN + 1];
@@ -99,6 +112,7 @@ static int pack_ok(const struct buf *z, const char *sha, size_t len)
 	int good = !ZSTD_isError(n) && n == len;
 
 	if (good) {
+		bcj_filter((unsigned char *)out, n, 0, n, 0);
 		sha256_hex(out, n, hex);
 		good = !strcmp(hex, sha);
 	}
@@ -106,52 +120,139 @@ static int pack_ok(const struct buf *z, const char *sha, size_t len)
 	return good;
 }
 
+/* The cache file of our image packed at level (in $SKIFF_HOME/cache), or NULL: no home. */
+static char *pack_path(const char *sha, int level, const char *suffix)
+{
+	const char *home = skiff_home();
+
+	return home ? xasprintf("%s/cache/self-%s.%d.zst%s", home, sha, level, suffix) : NULL;
+}
+
+/* 0 and z the packed image (pack.h: filtered, then zstd at level), or an error (printed). */
+static int pack_make(const char *data, size_t len, int level, struct buf *z)
+{
+	unsigned char *filtered = xmalloc(len ? len : 1);
+	size_t cap = ZSTD_compressBound(len), n;
+	int rc = 0;
+
+	buf_reset(z);
+	memcpy(filtered, data, len);
+	bcj_filter(filtered, len, 0, len, 1);
+	if (buf_grow(z, cap)) {
+		rc = error("out of memory");
+	} else {
+		n = ZSTD_compress(z->p, cap, filtered, len, level);
+		if (ZSTD_isError(n))
+			rc = error("cannot compress skiff's own executable: %s",
+			           ZSTD_getErrorName(n));
+		else
+			buf_setlen(z, n);
+	}
+	free(filtered);
+	return rc;
+}
+
+/* Keeps z at path: a temp file and a rename, no fsync (a torn one fails pack_ok()). */
+static void pack_keep(const char *path, const struct buf *z)
+{
+	char *dir = xstrdup(path), *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
+	int fd;
+
+	*strrchr(dir, '/') = '\0';
+	if (!mkdir_p(dir, 0700)) {
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0 && !write_all(fd, z->p, z->len) && !close(fd))
+			fd = rename(tmp, path) < 0 ? -1 : 0;
+		else if (fd >= 0)
+			close(fd), fd = -1;
+		if (fd < 0)
+			unlink(tmp);
+	}
+	free(dir);
+	free(tmp);
+}
+
+/* `skiff __pack-self SHA` in the background, at the lowest priority, not waited for. */
+static void pack_best_later(const char *sha)
+{
+	char *argv[] = {(char *)self_path(NULL), "__pack-self", (char *)sha, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	pid_t pid;
+
+	o.argv = argv;
+	o.pgrp = SPAWN_SESSION_NEW;
+	if (argv[0] && !spawn(&o, &pid))
+		debug("packing skiff's image at zstd level %d in the background (pid %ld)",
+		      PACK_LEVEL_BEST, (long)pid);
+	/* Not reaped: it outlives us by design (re-parented to init). */
+}
+
+/*
+ * The image as sent: the best pack kept, else the quick one kept, else a quick one made
+ * now (and kept). Without a best one, __pack-self makes it in the background for the
+ * launches after this one.
+ */
 static void pack_load(void)
 {
-	const char *data, *sha, *home = skiff_home();
-	char *dir = NULL, *path = NULL, *tmp = NULL;
-	size_t len, cap, n;
-	int fd;
+	const char *data, *sha;
+	char *best = NULL, *quick = NULL;
+	size_t len;
 
 	buf_init(&packed.z, SELF_MAX);
 	packed.rc = boot_self_image(&data, &len, &sha);
 	if (packed.rc)
 		return;
-	/* Compressed once per binary and kept: a launch to a new node reads it back. */
-	if (home) {
-		dir = xasprintf("%s/cache", home);
-		path = xasprintf("%s/self-%s.zst", dir, sha);
-		if (!buf_read_file(&packed.z, path) && pack_ok(&packed.z, sha, len))
-			goto out;
-		buf_reset(&packed.z);
-	}
-	cap = ZSTD_compressBound(len);
-	if (buf_grow(&packed.z, cap)) {
-		packed.rc = error("out of memory");
+	best = pack_path(sha, PACK_LEVEL_BEST, "");
+	quick = pack_path(sha, PACK_LEVEL_QUICK, "");
+	if (best && !buf_read_file(&packed.z, best) && pack_ok(&packed.z, sha, len))
 		goto out;
-	}
-	n = ZSTD_compress(packed.z.p, cap, data, len, PACK_LEVEL);
-	if (ZSTD_isError(n)) {
-		packed.rc =
-		        error("cannot compress skiff's own executable: %s", ZSTD_getErrorName(n));
+	if (best)
+		pack_best_later(sha);
+	buf_reset(&packed.z);
+	if (quick && !buf_read_file(&packed.z, quick) && pack_ok(&packed.z, sha, len))
 		goto out;
-	}
-	buf_setlen(&packed.z, n);
-	if (!path || mkdir_p(dir, 0700))
-		goto out;
-	/* A cache: a temp file and a rename, no fsync (a torn one fails pack_ok()). */
-	tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0 && !write_all(fd, packed.z.p, packed.z.len) && !close(fd))
-		fd = rename(tmp, path) < 0 ? -1 : 0;
-	else if (fd >= 0)
-		close(fd), fd = -1;
-	if (fd < 0)
-		unlink(tmp);
+	packed.rc = pack_make(data, len, PACK_LEVEL_QUICK, &packed.z);
+	if (!packed.rc && quick)
+		pack_keep(quick, &packed.z);
 out:
-	free(dir);
+	free(best);
+	free(quick);
+}
+
+int boot_self_pack_best(const char *sha)
+{
+	struct buf z = BUF_INIT(SELF_MAX);
+	const char *data, *own;
+	char *path = pack_path(sha, PACK_LEVEL_BEST, ""), *lock = NULL;
+	size_t len;
+	int fd = -1, rc;
+
+	rc = boot_self_image(&data, &len, &own);
+	if (!rc && strcmp(own, sha))
+		rc = error("this executable's sha256 is %s, not %.64s", own, sha);
+	if (!rc && !path)
+		rc = -ENOENT;
+	if (rc)
+		goto out;
+	/* One packer per binary and home; the lock goes with the process. */
+	lock = pack_path(sha, PACK_LEVEL_BEST, ".lock");
+	fd = open(lock, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		goto out; /* another packs it */
+	if (!buf_read_file(&z, path) && pack_ok(&z, sha, len))
+		goto out; /* packed already */
+	rc = pack_make(data, len, PACK_LEVEL_BEST, &z);
+	if (!rc)
+		pack_keep(path, &z);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (lock)
+		unlink(lock);
+	free(lock);
 	free(path);
-	free(tmp);
+	buf_release(&z);
+	return rc;
 }
 
 int boot_self_packed(const char **data, size_t *len)
@@ -227,14 +328,18 @@ static const char copy_fmt[] =
 /*
  * The session (BOOT_SCRIPT_SESSION): the probe; then, when the binary is missing, the
  * splitter written with printf from this very text, SKIFF-NEED-COPY, and the splitter run
- * on stdin: it takes the unzstd stub (its size and sha256 given), which decompresses the
- * rest into the temp file and checks our size and sha256 (bootstrap/launch/stub/). The
- * stubs' own message, if any, goes into the failure line.
+ * on stdin: it takes the unzstd stub (its size and sha256 given), which takes the packed
+ * image (a length header, then exactly that many bytes), decompresses it into the temp
+ * file and checks our size and sha256 (bootstrap/launch/stub/). The stubs' own message,
+ * if any, goes into the failure line. Either way `node up --then-call` ends it: after its
+ * lines and BOOT_UP_MARK, the rest of stdin is one `node call` request, the launcher's
+ * next (bootstrap/launch/install.h, struct boot_spare). A node that had the binary skips
+ * first what the launcher sent ahead (%2$zu bytes: BOOT_SEND_AHEAD).
  */
 static const char session_head_fmt[] =
         "exe=\"$HOME/.skiff/bin/skiff-%1$s\"\n"
         "if [ -x \"$exe\" ]; then\n"
-        "\texec \"$exe\" node up\n"
+        "\texec \"$exe\" node up --then-call %2$zu\n"
         "fi\n"
         "umask 077\n"
         "d=\"$HOME/.skiff/bin\"\n"
@@ -260,7 +365,7 @@ static const char session_tail_fmt[] =
         "mv -f \"$tmp\" \"$exe\" || fail \"cannot rename $tmp to $exe\"\n"
         "ln -sfn \"skiff-%1$s\" \"$d/skiff\" || :\n"
         "echo SKIFF-COPIED\n"
-        "exec \"$exe\" node up\n";
+        "exec \"$exe\" node up --then-call 0\n";
 
 /* Bytes of the splitter per printf line. */
 #define PRINTF_CHUNK 1024
@@ -280,7 +385,7 @@ static int printf_bytes(struct buf *out, const unsigned char *p, size_t n)
 	return r;
 }
 
-static int session_script(struct buf *out, const char *sha, size_t size)
+static int session_script(struct buf *out, const char *sha, size_t size, size_t ahead)
 {
 	struct boot_stub split, unz;
 	char usha[SHA256_HEX_LEN + 1];
@@ -289,7 +394,7 @@ static int session_script(struct buf *out, const char *sha, size_t size)
 
 	boot_stubs(&split, &unz);
 	sha256_hex(unz.data, unz.len, usha);
-	r = buf_addf(out, session_head_fmt, sha);
+	r = buf_addf(out, session_head_fmt, sha, ahead);
 	for (off = 0; !r && off < split.len; off += take) {
 		take = split.len - off < PRINTF_CHUNK ? split.len - off : PRINTF_CHUNK;
 		r = buf_adds(out, "printf '");
@@ -308,7 +413,8 @@ int boot_install_script(struct buf *out, int kind, const char *sha, size_t size,
 	if (kind == BOOT_SCRIPT_PROBE)
 		return buf_addf(out, probe_fmt, sha);
 	if (kind == BOOT_SCRIPT_SESSION)
-		return session_script(out, sha, size);
+		return session_script(out, sha, size,
+		                      flags & BOOT_SEND_AHEAD ? BOOT_AHEAD_BYTES : 0);
 	return buf_addf(out, copy_fmt, sha, size,
 	                flags & BOOT_NO_SHA256SUM ? "false"
 	                                          : "command -v sha256sum >/dev/null 2>&1");
@@ -425,29 +531,115 @@ out:
 	return rc;
 }
 
-/*
- * The session's talk, from our side: read what the node says; once it asks for the copy,
- * send the stub and the packed image (reading on meanwhile, so that neither side can wait
- * on a full pipe); close its stdin; read to the end. out gets all it said.
- */
-static int session_talk(int to, int from, struct buf *out, size_t *sent)
+/* --- the session ------------------------------------------------------------------------ */
+
+/* The copy as the session sends it: the unzstd stub, the packed image's header, the image. */
+struct stream {
+	const unsigned char *p[3];
+	size_t len[3];
+	char head[PACK_HEAD_LEN + 1];
+	size_t k, done; /* the part being sent, and how much of it is */
+	size_t sent, total;
+	int loaded;
+};
+
+static int stream_load(struct stream *st)
 {
 	struct boot_stub split, unz;
-	const unsigned char *src[2];
-	size_t len[2], k = 0, done = 0;
 	const char *img;
 	size_t img_len;
-	char blk[16384];
-	int asked = 0, rc = 0, open_to = 1;
-	ssize_t n;
+	int rc = boot_self_packed(&img, &img_len);
 
+	if (rc)
+		return rc;
 	boot_stubs(&split, &unz);
-	*sent = 0;
-	set_nonblock(to);
-	while (from >= 0) {
-		struct pollfd p[2] = {{from, POLLIN, 0}, {to, POLLOUT, 0}};
-		int np = asked && open_to ? 2 : 1;
+	xsnprintf(st->head, sizeof(st->head), "%0*zu\n", PACK_HEAD_LEN - 1, img_len);
+	st->p[0] = unz.data, st->len[0] = unz.len;
+	st->p[1] = (const unsigned char *)st->head, st->len[1] = PACK_HEAD_LEN;
+	st->p[2] = (const unsigned char *)img, st->len[2] = img_len;
+	st->total = unz.len + PACK_HEAD_LEN + img_len;
+	st->loaded = 1;
+	return 0;
+}
 
+/*
+ * Writes what `to` takes now of the stream, up to byte `upto` of it; past its end (a node
+ * that skips more than there is), zero bytes. 0, or -errno when the node stopped reading.
+ */
+static int stream_write(int to, struct stream *st, size_t upto)
+{
+	static const unsigned char zeros[4096];
+
+	while (st->sent < upto) {
+		const unsigned char *p = st->k < 3 ? st->p[st->k] + st->done : zeros;
+		size_t want = st->k < 3 ? st->len[st->k] - st->done : sizeof(zeros);
+		ssize_t n;
+
+		if (want > upto - st->sent)
+			want = upto - st->sent;
+		n = write(to, p, want);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		st->sent += (size_t)n;
+		if (st->k < 3 && (st->done += (size_t)n) == st->len[st->k])
+			st->k++, st->done = 0;
+	}
+	return 0;
+}
+
+/* Waits until `to` takes the stream up to byte upto: 0, or -errno. */
+static int stream_finish(int to, struct stream *st, size_t upto)
+{
+	while (st->sent < upto) {
+		struct pollfd p = {to, POLLOUT, 0};
+		int rc;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -errno;
+		rc = stream_write(to, st, upto);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Where what the node said after BOOT_UP_MARK (a line of its own) begins, or NULL. */
+static const char *up_mark(const struct buf *out)
+{
+	const char *l = out->len ? find_line(out->p, BOOT_UP_MARK "\n") : NULL;
+
+	return l ? l + strlen(BOOT_UP_MARK "\n") : NULL;
+}
+
+/*
+ * The session's talk, from our side. We read what the node says and send it the copy: the
+ * first `ahead` bytes at once (a node not known to have our binary: the copy starts while
+ * the script's first answer is on its way), all of it once the node asks; we read on
+ * meanwhile, so that neither side can wait on a full pipe. Returns 1 at BOOT_UP_MARK, `to`
+ * still open and the node having been sent what it reads (the copy, or the `ahead` bytes
+ * it skips); 0 at EOF, or when the node stopped reading (it says why), `to` closed; or a
+ * negative error (printed). out gets all the node said.
+ */
+static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t *sent)
+{
+	struct stream st = {0};
+	char blk[16384];
+	int asked = 0, open_to = 1, rc = 0, up = 0;
+
+	set_nonblock(to);
+	while (!up) {
+		struct pollfd p[2] = {{from, POLLIN, 0}, {to, POLLOUT, 0}};
+		size_t upto = 0;
+		int np = 1;
+		ssize_t n;
+
+		if (open_to && (asked || ahead)) {
+			/* Loaded while the channel opens (the packed image is read and checked). */
+			if (!st.loaded && (rc = stream_load(&st)))
+				break;
+			upto = asked ? st.total : ahead < st.total ? ahead : st.total;
+			np = st.sent < upto ? 2 : 1;
+		}
 		if (poll(p, (nfds_t)np, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -461,68 +653,203 @@ static int session_talk(int to, int from, struct buf *out, size_t *sent)
 			if (n <= 0)
 				break;
 			buf_add(out, blk, (size_t)n);
-			if (!asked && find_line(out->p, NEED_COPY)) {
+			if (!asked && find_line(out->p, NEED_COPY))
 				asked = 1;
-				rc = boot_self_packed(&img, &img_len);
-				if (rc)
-					break;
-				src[0] = unz.data, len[0] = unz.len;
-				src[1] = (const unsigned char *)img, len[1] = img_len;
-			}
+			up = up_mark(out) != NULL;
 		}
-		if (np == 2 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			n = k < 2 ? write(to, src[k] + done, len[k] - done) : 0;
-			if (n > 0) {
-				done += (size_t)n;
-				*sent += (size_t)n;
-				if (done == len[k])
-					k++, done = 0;
-			}
-			/* All of it sent, or the node stopped reading: its answer says why. */
-			if (k == 2 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-				close(to);
-				open_to = 0;
-			}
+		if (np == 2 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) &&
+		    stream_write(to, &st, upto)) {
+			/* The node stopped reading: its answer says why. */
+			close(to);
+			open_to = 0;
 		}
 	}
-	if (open_to)
+	/* A node that had the binary skips all of what was to go ahead. */
+	if (up && open_to && !asked && ahead && stream_finish(to, &st, ahead)) {
 		close(to);
+		open_to = 0;
+	}
+	if (open_to && (!up || rc)) {
+		close(to);
+		open_to = 0;
+	}
+	*sent = st.sent;
+	if (rc)
+		return rc;
+	if (up && open_to)
+		fcntl(to, F_SETFL, fcntl(to, F_GETFL) & ~O_NONBLOCK); /* for the call's request */
+	return up && open_to;
+}
+
+/*
+ * A node's `node up --then-call` (node.h), waiting on the install session's channel for
+ * one request: the launcher's next call to the node costs no new channel (a round trip on
+ * ssh). The session runs in a thread of its own (rcall.h), on a twin of the node's runner
+ * (runner_twin()), so that the node's runner stays free for other calls meanwhile.
+ */
+struct boot_spare {
+	struct rcall call;
+	struct runner *twin;
+	int to, from;
+	struct buf early; /* what the node said after BOOT_UP_MARK (nothing, from a sound node) */
+	int64_t born;     /* now_ms() when the session started */
+};
+
+static int spare_end(struct boot_spare *sp, int *status)
+{
+	int rc = rcall_wait(&sp->call, status);
+
+	if (sp->to >= 0)
+		close(sp->to);
+	close(sp->from);
+	runner_free(sp->twin);
+	buf_release(&sp->early);
+	free(sp);
 	return rc;
 }
 
-int boot_install_and_up(struct runner *r, struct install_result *res)
+/* Reads from into out until EOF or the deadline: 0, -ETIMEDOUT or -ENOBUFS (kept reading). */
+static int spare_read(int from, struct buf *out, int64_t deadline)
+{
+	char blk[16384];
+	int rc = 0;
+
+	for (;;) {
+		struct pollfd p = {from, POLLIN, 0};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if (!p.revents)
+			continue;
+		n = read(from, blk, sizeof(blk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return rc;
+		if (out && !rc && buf_add(out, blk, (size_t)n))
+			rc = -ENOBUFS;
+	}
+}
+
+int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct buf *out,
+                    int timeout_ms, int *status)
+{
+	struct pollfd p = {sp->from, POLLIN, 0};
+	int64_t deadline = now_ms() + timeout_ms;
+	int rc, rc2;
+
+	/*
+	 * Only while the session's own time limit cannot end it during this call, and only a
+	 * node that is still waiting (nothing said, not hung up): else a new channel, which
+	 * the request has not reached.
+	 */
+	if (sp->early.len || deadline + SPARE_MARGIN_MS > sp->born + COPY_TIMEOUT_MS ||
+	    poll(&p, 1, 0) != 0) {
+		boot_spare_close(sp);
+		return -EAGAIN;
+	}
+	rc = write_all(sp->to, in, in_len);
+	close(sp->to);
+	sp->to = -1;
+	if (rc == -EPIPE) {
+		/* It went away before it had read the whole request: nothing was done. */
+		boot_spare_close(sp);
+		return -EAGAIN;
+	}
+	if (!rc)
+		rc = spare_read(sp->from, out, deadline);
+	if (rc == -ETIMEDOUT) {
+		rcall_kill(&sp->call);
+		error("node %s (%s): no answer within %d.%03d s; stopped the call", sp->twin->name,
+		      sp->twin->ip, timeout_ms / 1000, timeout_ms % 1000);
+	} else if (rc == -ENOBUFS) {
+		error("node %s (%s): the answer is over the limit; it was cut", sp->twin->name,
+		      sp->twin->ip);
+	}
+	rc2 = spare_end(sp, status);
+	return rc ? rc : rc2;
+}
+
+void boot_spares_close(struct boot_spare **v, size_t n)
+{
+	int64_t deadline = now_ms() + SPARE_CLOSE_MS;
+	size_t i;
+	int status;
+
+	/* EOF before a request: each node's `node call` ends at once, all of them together. */
+	for (i = 0; i < n; i++)
+		if (v[i] && v[i]->to >= 0) {
+			close(v[i]->to);
+			v[i]->to = -1;
+		}
+	for (i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		if (spare_read(v[i]->from, NULL, deadline) == -ETIMEDOUT)
+			rcall_kill(&v[i]->call);
+		spare_end(v[i], &status);
+		v[i] = NULL;
+	}
+}
+
+void boot_spare_close(struct boot_spare *sp)
+{
+	boot_spares_close(&sp, 1);
+}
+
+int boot_install_and_up(struct runner *r, unsigned flags, struct install_result *res)
 {
 	struct buf script = BUF_INIT(0), out = BUF_INIT(1 << 20), err = BUF_INIT(0);
-	const char *data, *sha, *why;
+	size_t ahead = flags & BOOT_HAS_SKIFF ? 0 : BOOT_AHEAD_BYTES;
 	int64_t t0 = now_ms();
-	struct rcall call;
-	int rc, status = 0, to, from;
+	struct boot_spare *sp = xcalloc(1, sizeof(*sp));
+	const char *data, *sha, *why;
+	int rc, up = 0, status = 0;
 	size_t len, sent = 0;
 
 	memset(res, 0, sizeof(*res));
+	sp->to = sp->from = -1;
+	sp->born = t0;
 	rc = boot_self_image(&data, &len, &sha);
 	if (rc)
 		goto out;
 	set_remote_exe(res, sha);
-	rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len, 0);
+	rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
+	                         ahead ? BOOT_SEND_AHEAD : 0);
 	if (rc)
 		goto out;
-	rc = rcall_start(&call, r, script.p, COPY_TIMEOUT_MS, RCALL_MERGE_ERR, &to, &from);
+	sp->twin = runner_twin(r);
+	rc = rcall_start(&sp->call, sp->twin, script.p, COPY_TIMEOUT_MS, RCALL_MERGE_ERR, &sp->to,
+	                 &sp->from);
 	if (rc)
 		goto out;
-	rc = session_talk(to, from, &out, &sent);
-	close(from);
-	status = 0;
-	{
-		int rc2 = rcall_wait(&call, &status);
+	up = session_talk(sp->to, sp->from, ahead, &out, &sent);
+	if (up == 1 && (flags & BOOT_KEEP_CALL)) {
+		const char *rest = up_mark(&out);
 
-		if (!rc)
-			rc = rc2;
+		buf_init(&sp->early, 1 << 16);
+		buf_add(&sp->early, rest, out.len - (size_t)(rest - out.p));
+		res->spare = sp;
+		sp = NULL;
+	} else {
+		/* No call to come: EOF, and the node's `node call` ends. */
+		if (up == 1)
+			close(sp->to);
+		sp->to = -1;
+		spare_read(sp->from, &out, now_ms() + COPY_TIMEOUT_MS);
+		rc = spare_end(sp, &status);
+		sp = NULL;
+		if (up < 0 && !rc)
+			rc = up;
 	}
 	if (rc)
 		goto out;
-	debug("node %s: install session took %lld ms, %zu bytes sent", r->name,
-	      (long long)(now_ms() - t0), sent);
+	debug("node %s: install session took %lld ms, %zu bytes sent%s", r->name,
+	      (long long)(now_ms() - t0), sent, res->spare ? "; its call waits" : "");
 	why = find_line(out.p, COPY_FAILED);
 	if (why) {
 		rc = error("node %s (%s): cannot install skiff: %.*s", r->name, r->ip,
@@ -540,8 +867,21 @@ int boot_install_and_up(struct runner *r, struct install_result *res)
 		res->packed = 1;
 		res->sent = sent;
 	}
-	rc = parse_up(r, res, &out, &err, status);
+	/* node up said its lines and the mark: it succeeded, whatever its call did since. */
+	rc = parse_up(r, res, &out, &err, up == 1 ? 0 : status);
 out:
+	if (rc && res->spare) {
+		boot_spare_close(res->spare);
+		res->spare = NULL;
+	}
+	if (sp) {
+		if (sp->twin && sp->from >= 0)
+			spare_end(sp, &status);
+		else {
+			runner_free(sp->twin);
+			free(sp);
+		}
+	}
 	buf_release(&script);
 	buf_release(&out);
 	buf_release(&err);

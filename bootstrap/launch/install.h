@@ -9,7 +9,8 @@
  *   ~/.skiff/bin/skiff            symlink to the current one (for humans)
  *
  * One session: when the node has our sha already, the script starts `node up` at once.
- * Else it says so and the launcher sends, on the same stdin, a small decompressing stub
+ * Else it says so and the launcher sends (or has begun to send, for a node it does not
+ * know to have the binary: BOOT_HAS_SKIFF), on the same stdin, a small decompressing stub
  * and then this binary zstd-compressed (47% of its size): the script writes a tiny
  * splitter (6 KB, with printf from the script's own text) that reads exactly the stub
  * from stdin, checks its sha256 and runs it on the rest; the stub decompresses into a temp
@@ -33,6 +34,7 @@ struct install_result {
 	size_t sent;          /* bytes sent to the node for the copy (0 when copied == 0) */
 	char address[64];     /* over ssh: the address the node was reached at; "" if unknown */
 	long active;          /* the node's jobs that have not ended; -1 if it did not say */
+	struct boot_spare *spare; /* BOOT_KEEP_CALL: the node's next call, waiting; or NULL */
 };
 
 /*
@@ -41,14 +43,60 @@ struct install_result {
  */
 void boot_exe_word(const char *sha, char *out, size_t size);
 
-/* Installs (if needed) and brings the supervisor up. 0 or a negative error (printed). */
-int boot_install_and_up(struct runner *r, struct install_result *res);
+enum boot_up_flags {
+	/*
+	 * The launcher's record says the node has this very binary (a cluster it bootstrapped
+	 * before): nothing is sent before the node asks. Without it, the first BOOT_AHEAD_BYTES
+	 * of the copy go at once, with the script.
+	 */
+	BOOT_HAS_SKIFF = 1 << 0,
+	/* Keep the session open for the node's next call (res->spare): see boot_spare_call(). */
+	BOOT_KEEP_CALL = 1 << 1,
+};
+
+/*
+ * What `node up --then-call` (cmd/node.h) says on a line of its own once the supervisor is
+ * up: then the rest of the session's stdin is one `node call` request.
+ */
+#define BOOT_UP_MARK "SKIFF-UP"
+
+/*
+ * The install session kept open (BOOT_KEEP_CALL): `node call` on the node waits there for
+ * one request, so that the launcher's next call to the node needs no channel of its own.
+ * boot_spare_call() sends in[0..in_len) (one framed request) and reads the answer into out
+ * (bounded by its max) until the node ends, at most timeout_ms: then 0 and the exit status
+ * in *status, or a negative error (printed) as runner_capture() gives them. -EAGAIN (not
+ * printed) when the spare cannot carry the call (too near the session's time limit, or
+ * gone, before the request reached the node): make the call on a new channel. Either way
+ * the spare is used up (freed). boot_spare_close() ends one that no call needs (NULL: no-op).
+ */
+struct boot_spare;
+int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct buf *out,
+                    int timeout_ms, int *status);
+void boot_spare_close(struct boot_spare *sp);
+/* boot_spare_close() of v[0..n) (NULL ones skipped), all at once; each v[i] becomes NULL. */
+void boot_spares_close(struct boot_spare **v, size_t n);
+
+/*
+ * Installs (if needed) and brings the supervisor up; flags: enum boot_up_flags. 0 or a
+ * negative error (printed).
+ */
+int boot_install_and_up(struct runner *r, unsigned flags, struct install_result *res);
 
 /* --- the parts, for tests and tools (`skiff __runner-test`) --- */
 
 enum boot_install_flags {
 	BOOT_NO_SHA256SUM = 1 << 0, /* verify with `__verify-self` even where sha256sum exists */
+	BOOT_SEND_AHEAD = 1 << 1,   /* session: BOOT_AHEAD_BYTES come before the node asks */
 };
+
+/*
+ * What the session sends to a node not known to have our binary before the node says it
+ * lacks it: about what a 100 Mbit/s link with a 20 ms round trip carries while the
+ * script's first answer is on its way, and all that a node which had the binary after all
+ * wastes of the link (a sixth of the packed image).
+ */
+#define BOOT_AHEAD_BYTES ((size_t)256 << 10)
 
 enum boot_script {
 	BOOT_SCRIPT_PROBE = 0,   /* run the binary if it is there, else say SKIFF-NEED-COPY */
@@ -79,9 +127,17 @@ void boot_stubs(struct boot_stub *split, struct boot_stub *unzstd);
 /* This executable's bytes (read once) and their sha256; 0 or -errno (printed). */
 int boot_self_image(const char **data, size_t *len, const char **sha);
 /*
- * The same, zstd-compressed: made once per binary (about 0.1 s) and kept in
- * $SKIFF_HOME/cache/self-SHA.zst, read back (and checked) by later launches. Thread-safe.
+ * The same, packed (stub/pack.h: the branch filter, then zstd): made once per binary
+ * (about 0.1 s) and kept in $SKIFF_HOME/cache/self-SHA.9.zst, read back (and checked) by
+ * later launches; meanwhile `skiff __pack-self` makes a smaller one in the background
+ * (self-SHA.19.zst), which launches use once it is there. Thread-safe.
  */
 int boot_self_packed(const char **data, size_t *len);
+/*
+ * `skiff __pack-self SHA`: makes and keeps that smaller pack of this executable, whose
+ * sha256 must be SHA; nothing when another process makes it (a lock) or it is there. 0,
+ * or an error (printed).
+ */
+int boot_self_pack_best(const char *sha);
 
 #endif

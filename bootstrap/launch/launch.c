@@ -331,6 +331,9 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if (req->task_id)
 		xsnprintf(task_id, sizeof(task_id), "%s", req->task_id);
 	step_begin(&st, "submit");
+	/* A followed submit takes a channel of its own: the sessions are not needed. */
+	if (f)
+		cl_spares_close(cl);
 	rs = xcalloc((size_t)nsub, sizeof(*rs));
 	for (i = 0; i < nsub; i++) {
 		rs[i].nd = &cl->nodes[i];
@@ -762,10 +765,11 @@ static int none_taken(const struct eng_launch *req, char (*why)[WHY_MAX])
 /*
  * A new cluster for the first alternative that its infra can give nodes for and whose
  * nodes fit it, bootstrapped and UP; each one that fails is taken down before the next
- * is tried. *chosen is its index. 0, or -errno (printed; no cluster is left).
+ * is tried. *chosen is its index, and *out the cluster, open (its nodes' install sessions
+ * waiting for their next call: cluster.h). 0, or -errno (printed; no cluster is left).
  */
 static int launch_new(struct st_db *ldb, const char *name, const struct eng_launch *req,
-                      const char *entry, size_t *chosen)
+                      const char *entry, size_t *chosen, struct clive *out)
 {
 	const struct task *t = req->task;
 	size_t n = n_alternatives(t), k;
@@ -797,10 +801,12 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			if (!r)
 				r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
 			cluster_free(&c);
-			cl_close(&cl);
+			if (r)
+				cl_close(&cl);
 		}
 		if (!r) {
 			*chosen = k;
+			*out = cl;
 			break;
 		}
 		if (!why[k][0])
@@ -906,7 +912,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		if (!req->quiet)
 			fprintf(stderr, "Launching cluster %s\n", name);
 		/* Bootstrapped and UP when it returns: the rest is as for an existing one. */
-		r = launch_new(ldb, name, req, entry, &chosen);
+		r = launch_new(ldb, name, req, entry, &chosen, &cl);
 		for (k = 1; r && r != -EEXIST && r != -EINVAL && req->retry_until_up; k++) {
 			int wait = retry_wait_s((int)k);
 
@@ -915,7 +921,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 			        "(--retry-until-up; Ctrl-C stops)\n",
 			        k, wait);
 			poll_ms(wait * 1000);
-			r = launch_new(ldb, name, req, entry, &chosen);
+			r = launch_new(ldb, name, req, entry, &chosen, &cl);
 		}
 		if (r)
 			goto out;
@@ -932,7 +938,8 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	have_c = 1;
 	if (req->infra && existed && strcmp(req->infra, c.infra))
 		warning("cluster %s is on %s; --infra %s is ignored", name, c.infra, req->infra);
-	if (eng_open_cluster(ldb, &c, &cl))
+	/* A new cluster is open already (launch_new()). */
+	if (!created && eng_open_cluster(ldb, &c, &cl))
 		goto out;
 	stopped = c.status == CLUSTER_STOPPED;
 	if (stopped && req->exec) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ static void *call_main(void *arg)
 {
 	struct rcall *c = arg;
 	struct runner_io io = {c->child_in, c->child_out,
-	                       c->flags & RCALL_MERGE_ERR ? c->child_out : RUNNER_INHERIT};
+	                       c->flags & RCALL_MERGE_ERR ? c->child_out : RUNNER_INHERIT, &c->pid};
 
 	c->rc = runner_run(c->r, c->script, &io, c->timeout_ms, &c->status);
 	/* Now the reader sees EOF, whatever the transport still holds. */
@@ -63,6 +64,15 @@ int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeo
 	*to = in[1];
 	*from = out[0];
 	return 0;
+}
+
+void rcall_kill(struct rcall *c)
+{
+	pid_t pid = c->started ? __atomic_load_n(&c->pid, __ATOMIC_ACQUIRE) : 0;
+
+	/* Its own group (runner_run(): stdin is our pipe, not a terminal). */
+	if (pid > 0)
+		kill(-pid, SIGKILL);
 }
 
 int rcall_wait(struct rcall *c, int *status)

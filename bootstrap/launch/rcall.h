@@ -33,6 +33,7 @@ struct rcall {
 	unsigned flags;
 	int child_in, child_out; /* the script's ends, closed once the call returned */
 	int rc, status;
+	pid_t pid; /* the local process, while it runs (0 before and after) */
 	pthread_t th;
 	int started;
 };
@@ -42,5 +43,7 @@ int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeo
                 unsigned flags, int *to, int *from);
 /* Waits for the call; runner_run()'s result, and the script's exit status in *status. */
 int rcall_wait(struct rcall *c, int *status);
+/* Kills the call's local process (its group) if it still runs; rcall_wait() then returns. */
+void rcall_kill(struct rcall *c);
 
 #endif

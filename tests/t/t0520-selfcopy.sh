@@ -1,9 +1,11 @@
 #!/bin/sh
 # The compressed self-copy (bootstrap/launch/install.c, docs/bootstrap.md): one session
 # whose script writes a small splitter with printf, which takes the unzstd stub from
-# stdin and runs it on the packed binary that follows. Through the local runner (a node
-# is a directory used as HOME), and the script alone under every POSIX shell here, fed
-# what a launcher sends: whole, cut short, with an altered stub, with an impostor inside.
+# stdin and runs it on the packed binary that follows (a length header, then the zstd
+# frame); then `node up --then-call` answers one request on what is left of stdin.
+# Through the local runner (a node is a directory used as HOME), and the script alone
+# under every POSIX shell here, fed what a launcher sends: whole, cut short, with an
+# altered stub, with an impostor inside, with bytes sent ahead to a node that has skiff.
 # t0500 runs the same install over ssh, on namespace nodes and a busybox-only node.
 . "$(dirname "$0")/lib.sh"
 
@@ -61,6 +63,7 @@ test_cleanup_hook() {
 test_expect_success 'install sends the binary compressed, through the stub, in one session' '
 	rtl "$TRASH/node-1" install >inst &&
 	cat inst &&
+	cp inst inst-first &&
 	test "$(kv copied inst)" = 1 &&
 	test "$(kv sup_started inst)" = 1 &&
 	sent=$(kv sent inst) &&
@@ -72,25 +75,61 @@ test_expect_success 'install sends the binary compressed, through the stub, in o
 '
 
 test_expect_success 'the launcher keeps the packed image, and checks it when it reads it back' '
-	zst=$SKIFF_HOME/cache/self-$SHA.zst &&
+	zst=$SKIFF_HOME/cache/self-$SHA.9.zst &&
 	test -s "$zst" &&
 	cp "$zst" good.zst &&
 	printf "garbage" >"$zst" &&
+	rm -f "$SKIFF_HOME/cache/self-$SHA.19.zst" &&
 	rtl "$TRASH/node-2" install >inst &&
 	test "$(kv copied inst)" = 1 &&
 	cmp good.zst "$zst"
+'
+
+test_expect_success 'a smaller pack is made in the background, and later launches send it' '
+	best=$SKIFF_HOME/cache/self-$SHA.19.zst &&
+	wait_for "test -s \"$best\"" 120 &&
+	test "$(wc -c <"$best")" -lt "$(wc -c <good.zst)" &&
+	! test -e "$best.lock" &&
+	rtl "$TRASH/node-3" install >inst &&
+	test "$(kv copied inst)" = 1 &&
+	test "$(kv sent inst)" -lt "$(kv sent inst-first)" &&
+	cmp "$SKIFF_BIN" "$TRASH/node-3/.skiff/bin/skiff-$SHA" &&
+	# A damaged one is not sent: the quick one is, and the packer makes it anew.
+	cp "$best" best.zst &&
+	printf "garbage" >"$best" &&
+	rtl "$TRASH/node-4" install >inst &&
+	test "$(kv copied inst)" = 1 &&
+	cmp "$SKIFF_BIN" "$TRASH/node-4/.skiff/bin/skiff-$SHA" &&
+	wait_for "cmp -s best.zst \"$best\"" 120
+'
+
+test_expect_success 'a node that has skiff skips what was sent ahead; then one call on the session' '
+	rtl "$TRASH/node-1" install ping >call &&
+	grep -qx "via=spare" call && grep -qx "ok=1" call && grep -qx "sha256=$SHA" call &&
+	rtl "$TRASH/node-1" --has-skiff install ping >call &&
+	grep -qx "via=spare" call && grep -qx "ok=1" call &&
+	# The script alone: the bytes ahead (garbage to it), then a framed ping.
+	skiff __runner-test --send-ahead script session >ahead.sh &&
+	n=$(sed -n "s/.*node up --then-call \([0-9]*\)\$/\1/p" ahead.sh | head -n 1) &&
+	test "$n" -gt 0 &&
+	python3 -c "import os, sys; sys.stdout.buffer.write(os.urandom($n) + b\"\\0\\0\\0\\10op\\0ping\\0\")" >in &&
+	env -u SKIFF_HOME HOME="$TRASH/node-1" sh -c "$(cat ahead.sh)" <in >out 2>&1 &&
+	grep -qax SKIFF-UP out && ! grep -qa NEED-COPY out &&
+	tr "\\0" " " <out | grep -q "ok 1 pid [0-9]* version [^ ]* sha256 $SHA"
 '
 
 test_expect_success 'setup: what a launcher sends (the stub, then the packed image)' '
 	skiff __runner-test script session >session &&
 	test "$(wc -c <session)" -lt 65536 &&
 	grep -q "^msg=\$(\"\$split\" $(wc -c <"$UNZ") $(sha256sum <"$UNZ" | cut -d" " -f1) " session &&
-	cat "$UNZ" good.zst >payload &&
+	head_of() { printf "%015d\n" "$(wc -c <"$1")"; } &&
+	{ cat "$UNZ"; head_of good.zst; cat good.zst; } >payload &&
 	head -c $(($(wc -c <payload) - 1000)) payload >cut &&
 	cp "$UNZ" badstub && printf "\\001" | dd of=badstub bs=1 seek=3000 conv=notrunc 2>/dev/null &&
-	cat badstub good.zst >bad-stub &&
+	{ cat badstub; head_of good.zst; cat good.zst; } >bad-stub &&
 	impostor "$SIZE" >imp.zst &&
-	cat "$UNZ" imp.zst >impostor
+	{ cat "$UNZ"; head_of imp.zst; cat imp.zst; } >impostor &&
+	{ cat "$UNZ"; printf "%015d\n" 0; } >no-length
 '
 
 test_expect_success 'the session script, under every POSIX shell here' '
@@ -115,8 +154,12 @@ test_expect_success 'the session script, under every POSIX shell here' '
 		grep -q "SKIFF-COPY-FAILED: the binary did not arrive whole: skiff-unzstd: sha256 mismatch" out ||
 			{ echo "$sh impostor: $(cat out)"; exit 1; }
 		! test -e "$h/EXECUTED" && bin_clean "$h" || exit 1
+		run no-length
+		grep -q "SKIFF-COPY-FAILED: the binary did not arrive whole: skiff-unzstd: bad packed length" out ||
+			{ echo "$sh no length: $(cat out)"; exit 1; }
+		bin_clean "$h" || exit 1
 		run payload || { echo "$sh: $(cat out)"; exit 1; }
-		grep -qx SKIFF-NEED-COPY out && grep -qx SKIFF-COPIED out &&
+		grep -qx SKIFF-NEED-COPY out && grep -qx SKIFF-COPIED out && grep -qx SKIFF-UP out &&
 			grep -q "^supervisor started (pid [0-9]*)\$" out || { echo "$sh: $(cat out)"; exit 1; }
 		cmp "$SKIFF_BIN" "$h/.skiff/bin/skiff-$SHA" && bin_clean "$h" || exit 1
 		# Installed: the script does not read its stdin, and says nothing of a copy.
