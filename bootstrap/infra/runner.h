@@ -161,6 +161,13 @@ int runner_local_env_kept(const char *kv);
 #define SSH_ALIVE_COUNT_MAX 3
 #define SSH_CONTROL_PERSIST_S 300
 #define SSH_KEX_ALGORITHMS "^curve25519-sha256"
+/*
+ * AES-GCM first, the rest of ssh's defaults after it: with the AES and carry-less
+ * multiply instructions every x86-64 and arm64 server has, it costs a fraction of the
+ * CPU of the default chacha20-poly1305 (whose poly1305 is OpenSSH's own C), on both ends
+ * of every byte a sync or a self-copy sends.
+ */
+#define SSH_CIPHERS "^aes128-gcm@openssh.com"
 #define SSH_HOST_KEY_CHECKING "accept-new"
 
 struct ssh_target {

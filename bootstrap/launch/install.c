@@ -31,9 +31,7 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-/* The first round trip also runs `node up`, which waits up to 15 s for the supervisor. */
-#define PROBE_TIMEOUT_MS 120000
-/* A few MB over a slow link. */
+/* A few MB over a slow link, then `node up` (which waits up to 15 s for the supervisor). */
 #define COPY_TIMEOUT_MS 600000
 /* A spare call is made only if the session's time limit is this far off when it would end. */
 #define SPARE_MARGIN_MS 10000
@@ -500,7 +498,7 @@ int boot_install_send(struct runner *r, const char *data, size_t len, const char
 	res->copied = 0;
 	res->sent = 0;
 	set_remote_exe(res, sha ? sha : "");
-	rc = boot_install_script(&script, 1, sha, size, flags);
+	rc = boot_install_script(&script, BOOT_SCRIPT_COPY, sha, size, flags);
 	if (rc) {
 		rc = error("node %s: bad binary hash '%s'", r->name, sha ? sha : "");
 		goto out;

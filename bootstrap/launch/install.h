@@ -3,22 +3,24 @@
 
 /*
  * Self-copy bootstrap: puts this very executable on a node and starts its supervisor,
- * needing nothing on the node but a POSIX sh and cat.
+ * needing nothing on the node but a POSIX sh and a few tools busybox has.
  *
  *   ~/.skiff/bin/skiff-<sha256>   the binary, content-addressed, mode 0755
  *   ~/.skiff/bin/skiff            symlink to the current one (for humans)
  *
- * One session: when the node has our sha already, the script starts `node up` at once.
- * Else it says so and the launcher sends (or has begun to send, for a node it does not
- * know to have the binary: BOOT_HAS_SKIFF), on the same stdin, a small decompressing stub
- * and then this binary zstd-compressed (47% of its size): the script writes a tiny
- * splitter (6 KB, with printf from the script's own text) that reads exactly the stub
- * from stdin, checks its sha256 and runs it on the rest; the stub decompresses into a temp
- * file in the same dir and succeeds only if the result has our size and sha256. Then the
- * file is renamed into place, so a truncated or altered copy is never executed and never
- * left under the final name. Every step is idempotent. A node running an older skiff's
- * supervisor gets the new one started in its place (running jobs keep running under their
- * shims). The two-round-trip plain copy (probe, then `cat` and sha256sum or
+ * One session (docs/bootstrap.md): when the node has our sha already, the script starts
+ * `node up` at once. Else it says so and the launcher sends (or has begun to send, for a
+ * node it does not know to have the binary: BOOT_HAS_SKIFF), on the same stdin, a small
+ * decompressing stub and then this binary packed (stub/pack.h: 41-45% of its size): the
+ * script writes a tiny splitter (6 KB, with printf from the script's own text) that reads
+ * exactly the stub from stdin, checks its sha256 and runs it on the rest; the stub reads
+ * exactly the packed image, decompresses it into a temp file in the same dir and succeeds
+ * only if the result has our size and sha256. Then the file is renamed into place, so a
+ * truncated or altered copy is never executed and never left under the final name. Every
+ * step is idempotent. A node running an older skiff's supervisor gets the new one started
+ * in its place (running jobs keep running under their shims). `node up --then-call` ends
+ * the session, and answers one more request on it: the launcher's next call to the node
+ * (struct boot_spare). The two-round-trip plain copy (probe, then `cat` and sha256sum or
  * `__verify-self`) is kept for tests and tools: boot_install_send().
  */
 

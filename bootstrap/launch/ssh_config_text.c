@@ -102,6 +102,7 @@ int ssh_config_text(struct buf *out, const char *cluster, const struct ssh_conn 
 		buf_addf(out, "    ServerAliveInterval %d\n", SSH_ALIVE_INTERVAL_S);
 		buf_addf(out, "    ServerAliveCountMax %d\n", SSH_ALIVE_COUNT_MAX);
 		put(out, "KexAlgorithms", SSH_KEX_ALGORITHMS, V_PLAIN);
+		put(out, "Ciphers", SSH_CIPHERS, V_PLAIN);
 		put(out, "ControlMaster", "auto", V_PLAIN);
 		put(out, "ControlPath", h->control, V_TOKENS);
 		buf_addf(out, "    ControlPersist %d\n", SSH_CONTROL_PERSIST_S);

@@ -68,11 +68,12 @@ static char *common_opts(const char *known_dir, const char *sock_dir, const stru
 	for (i = 0; good && cp[n + 1 + i]; i++)
 		good = strchr("0123456789abcdef", cp[n + 1 + i]) != NULL;
 	ok(good, "the ControlPath is the socket dir and 40 hex digits: %s", cp ? cp : "(none)");
-	return xasprintf("-o|StrictHostKeyChecking=accept-new|-o|UserKnownHostsFile=%s/known_hosts|"
-	                 "-o|ConnectTimeout=10|-o|ServerAliveInterval=3|-o|ServerAliveCountMax=3|"
-	                 "-o|ControlMaster=auto|-o|ControlPath=%s|-o|ControlPersist=300|"
-	                 "-o|KexAlgorithms=^curve25519-sha256|-o|LogLevel=INFO",
-	                 known_dir, cp ? cp : "");
+	return xasprintf(
+	        "-o|StrictHostKeyChecking=accept-new|-o|UserKnownHostsFile=%s/known_hosts|"
+	        "-o|ConnectTimeout=10|-o|ServerAliveInterval=3|-o|ServerAliveCountMax=3|"
+	        "-o|ControlMaster=auto|-o|ControlPath=%s|-o|ControlPersist=300|"
+	        "-o|KexAlgorithms=^curve25519-sha256|-o|Ciphers=^aes128-gcm@openssh.com|-o|LogLevel=INFO",
+	        known_dir, cp ? cp : "");
 }
 
 static void test_argv_helpers(void)

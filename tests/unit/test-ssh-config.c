@@ -17,6 +17,7 @@ static const char common[] = "    UserKnownHostsFile /h/.skiff/ssh/known_hosts\n
                              "    ServerAliveInterval 3\n"
                              "    ServerAliveCountMax 3\n"
                              "    KexAlgorithms ^curve25519-sha256\n"
+                             "    Ciphers ^aes128-gcm@openssh.com\n"
                              "    ControlMaster auto\n";
 
 static void test_text(void)
