@@ -150,14 +150,18 @@ static int pack_make(const char *data, size_t len, int level, struct buf *z)
 	return rc;
 }
 
-/* Keeps z at path: a temp file and a rename, no fsync (a torn one fails pack_ok()). */
-static void pack_keep(const char *path, const struct buf *z)
+/*
+ * Keeps z at path: a temp file and a rename, no fsync (a torn one fails pack_ok()). The
+ * cache dir is made only with make_dir: the background packer never makes again a home
+ * that was removed meanwhile.
+ */
+static void pack_keep(const char *path, const struct buf *z, int make_dir)
 {
 	char *dir = xstrdup(path), *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
 	int fd;
 
 	*strrchr(dir, '/') = '\0';
-	if (!mkdir_p(dir, 0700)) {
+	if (!make_dir || !mkdir_p(dir, 0700)) {
 		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd >= 0 && !write_all(fd, z->p, z->len) && !close(fd))
 			fd = rename(tmp, path) < 0 ? -1 : 0;
@@ -211,7 +215,7 @@ static void pack_load(void)
 		goto out;
 	packed.rc = pack_make(data, len, PACK_LEVEL_QUICK, &packed.z);
 	if (!packed.rc && quick)
-		pack_keep(quick, &packed.z);
+		pack_keep(quick, &packed.z, 1);
 out:
 	free(best);
 	free(quick);
@@ -223,7 +227,7 @@ int boot_self_pack_best(const char *sha)
 	const char *data, *own;
 	char *path = pack_path(sha, PACK_LEVEL_BEST, ""), *lock = NULL;
 	size_t len;
-	int fd = -1, rc;
+	int fd = -1, locked = 0, rc;
 
 	rc = boot_self_image(&data, &len, &own);
 	if (!rc && strcmp(own, sha))
@@ -236,17 +240,18 @@ int boot_self_pack_best(const char *sha)
 	lock = pack_path(sha, PACK_LEVEL_BEST, ".lock");
 	fd = open(lock, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
-		goto out; /* another packs it */
+		goto out; /* another packs it (or the home is gone) */
+	locked = 1;
 	if (!buf_read_file(&z, path) && pack_ok(&z, sha, len))
 		goto out; /* packed already */
 	rc = pack_make(data, len, PACK_LEVEL_BEST, &z);
 	if (!rc)
-		pack_keep(path, &z);
+		pack_keep(path, &z, 0);
 out:
+	if (locked)
+		unlink(lock); /* ours: another's stays */
 	if (fd >= 0)
 		close(fd);
-	if (lock)
-		unlink(lock);
 	free(lock);
 	free(path);
 	buf_release(&z);
