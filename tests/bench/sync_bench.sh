@@ -54,7 +54,7 @@ tmpfs)
 	nfs=/tmp/sbfs.$$
 	mkdir -p "$nfs" && mount -t tmpfs -o size=16g,mode=0755 sbfs "$nfs" ||
 		{ echo "sync_bench: cannot mount a tmpfs on $nfs (root?)" >&2; exit 1; }
-	trap 'umount "$nfs" && rmdir "$nfs"' EXIT
+	trap 'umount "$nfs"; rmdir "$nfs"' EXIT
 	TMPDIR=$nfs
 	export TMPDIR ;;
 disk) ;;
@@ -75,7 +75,18 @@ bench_cleanup() {
 	for i in 1 2 3; do link_unshape $i; done
 	nodes_down
 	rm -rf "$work"
-	[ -z "$nfs" ] || { umount "$nfs" && rmdir "$nfs"; }
+	[ -z "$nfs" ] || nfs_unmount
+}
+
+# The nodes' last processes may still be leaving it: a few tries, then a lazy unmount.
+nfs_unmount() {
+	_nu=0
+	until umount "$nfs" 2>/dev/null; do
+		_nu=$((_nu + 1))
+		[ $_nu -lt 50 ] || { umount -l "$nfs"; break; }
+		sleep 0.1
+	done
+	rmdir "$nfs"
 }
 trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
