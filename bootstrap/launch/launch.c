@@ -305,6 +305,13 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if ((size_t)nranks > cl->n)
 		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
 		             cl->n);
+	/*
+	 * A followed submit takes a channel of its own: the sessions are not needed. Ended
+	 * before the job's row is written, so that the time between the row and the ranks'
+	 * arrival (a launcher killed there leaves a job never submitted) stays short.
+	 */
+	if (f)
+		cl_spares_close(cl);
 	/* Setup runs on every node of the cluster; run on the first nranks. */
 	nsub = with_setup && t->setup ? (int)cl->n : nranks;
 	cj.name = t->name ? t->name : "";
@@ -331,9 +338,6 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if (req->task_id)
 		xsnprintf(task_id, sizeof(task_id), "%s", req->task_id);
 	step_begin(&st, "submit");
-	/* A followed submit takes a channel of its own: the sessions are not needed. */
-	if (f)
-		cl_spares_close(cl);
 	rs = xcalloc((size_t)nsub, sizeof(*rs));
 	for (i = 0; i < nsub; i++) {
 		rs[i].nd = &cl->nodes[i];
