@@ -277,6 +277,23 @@ int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int write_file_quick(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd, r;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	r = fd < 0 ? -errno : write_all(fd, data, len);
+	if (fd >= 0 && close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r && fd >= 0)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());

@@ -52,6 +52,12 @@ int ensure_private_dir(const char *path);
  * Returns 0 or -errno.
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/*
+ * The same without the fsyncs, for what may be lost in a crash (a cache, a manifest that
+ * reads as none when torn): a temp file beside path, then a rename, so a reader sees the
+ * old file or the new one. 0 or -errno (the temp file removed).
+ */
+int write_file_quick(const char *path, const void *data, size_t len, mode_t mode);
 int write_all(int fd, const void *data, size_t len);
 int set_cloexec(int fd);
 int set_nonblock(int fd);

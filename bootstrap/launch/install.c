@@ -151,27 +151,18 @@ static int pack_make(const char *data, size_t len, int level, struct buf *z)
 }
 
 /*
- * Keeps z at path: a temp file and a rename, no fsync (a torn one fails pack_ok()). The
- * cache dir is made only with make_dir: the background packer never makes again a home
- * that was removed meanwhile.
+ * Keeps z at path, a cache: no fsync (a torn one fails pack_ok()). The cache dir is made
+ * only with make_dir: the background packer never makes again a home that was removed
+ * meanwhile.
  */
 static void pack_keep(const char *path, const struct buf *z, int make_dir)
 {
-	char *dir = xstrdup(path), *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
-	int fd;
+	char *dir = xstrdup(path);
 
 	*strrchr(dir, '/') = '\0';
-	if (!make_dir || !mkdir_p(dir, 0700)) {
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd >= 0 && !write_all(fd, z->p, z->len) && !close(fd))
-			fd = rename(tmp, path) < 0 ? -1 : 0;
-		else if (fd >= 0)
-			close(fd), fd = -1;
-		if (fd < 0)
-			unlink(tmp);
-	}
+	if (!make_dir || !mkdir_p(dir, 0700))
+		write_file_quick(path, z->p, z->len, 0600);
 	free(dir);
-	free(tmp);
 }
 
 /* `skiff __pack-self SHA` in the background, at the lowest priority, not waited for. */
@@ -877,13 +868,9 @@ out:
 		boot_spare_close(res->spare);
 		res->spare = NULL;
 	}
-	if (sp) {
-		if (sp->twin && sp->from >= 0)
-			spare_end(sp, &status);
-		else {
-			runner_free(sp->twin);
-			free(sp);
-		}
+	if (sp) { /* the session never started */
+		runner_free(sp->twin);
+		free(sp);
 	}
 	buf_release(&script);
 	buf_release(&out);

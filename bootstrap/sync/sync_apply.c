@@ -711,33 +711,6 @@ out:
 	return r;
 }
 
-/*
- * A temp file and a rename, no fsync (which would wait for the journal, and with it for
- * the files just written: 20 ms and more). After a crash a torn manifest reads as none
- * (read_stored() in sync_walk.c): the next sync sends more and deletes less, never wrong.
- */
-static int write_quick(const char *path, const void *data, size_t len)
-{
-	char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int fd, r;
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = write_all(fd, data, len);
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-out:
-	free(tmp);
-	return r;
-}
-
 static int save_manifest(struct sync_apply *a)
 {
 	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX);
@@ -749,7 +722,12 @@ static int save_manifest(struct sync_apply *a)
 		buf_release(&text);
 		return error("the manifest of '%s' is too large", a->dst);
 	}
-	r = write_quick(a->stored, text.p, text.len);
+	/*
+	 * No fsync (which would wait for the journal, and with it for the files just written:
+	 * 20 ms and more). After a crash a torn manifest reads as none (read_stored() in
+	 * sync_walk.c): the next sync sends more and deletes less, never wrong.
+	 */
+	r = write_file_quick(a->stored, text.p, text.len, 0600);
 	if (r) {
 		errno = -r;
 		r = error_errno("cannot write '%s'", a->stored);

@@ -171,9 +171,9 @@ static void cache_prune(const char *dir)
 int sync_cache_write(const char *key, const unsigned char digest[32], const struct sync_manifest *m)
 {
 	struct buf text = BUF_INIT(SYNC_MANIFEST_MAX + 256);
-	char hex[65], shex[65], *path = cache_path(key), *tmp = NULL, *slash;
+	char hex[65], shex[65], *path = cache_path(key), *slash;
 	unsigned char shape[32];
-	int fd = -1, r;
+	int r;
 
 	if (!path)
 		return -ENOENT;
@@ -185,16 +185,9 @@ int sync_cache_write(const char *key, const unsigned char digest[32], const stru
 		r = sync_manifest_format(m, &text);
 	if (r)
 		goto out;
-	/* A cache: a temp file and a rename, no fsync (a torn file reads as no cache). */
-	tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	r = fd < 0 ? -errno : write_all(fd, text.p, text.len);
-	if (fd >= 0 && close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
+	/* A cache: no fsync (a torn file reads as no cache). */
+	r = write_file_quick(path, text.p, text.len, 0600);
 	if (r) {
-		unlink(tmp);
 		debug("cannot write the sync cache '%s': %s", path, strerror(-r));
 	}
 	slash = strrchr(path, '/');
@@ -203,7 +196,6 @@ int sync_cache_write(const char *key, const unsigned char digest[32], const stru
 		cache_prune(path);
 	}
 out:
-	free(tmp);
 	free(path);
 	buf_release(&text);
 	return r;

@@ -109,6 +109,15 @@ for i in 1 2 3; do
 	[ -s "$TRASH/copy$i.ms" ] && echo "# tn$i install: $(cat "$TRASH/copy$i.ms") ms with the" \
 		"copy (fresh connection + master), $(cat "$TRASH/nocopy$i.ms") ms without (via the master)"
 done
+test_expect_success 'over ssh, the install session carries one call (bytes sent ahead skipped)' '
+	for i in 1 2; do
+		rt $i install ping >call &&
+		grep -qx "via=spare" call && grep -qx "ok=1" call &&
+		grep -qx "sha256=$(node_sha $i)" call &&
+		rt $i --has-skiff install ping >call &&
+		grep -qx "via=spare" call && grep -qx "ok=1" call || { cat call; exit 1; }
+	done
+'
 
 test_expect_success 'the supervisor answers on each node (skiff node status over plain ssh)' '
 	for i in 1 2 3; do
