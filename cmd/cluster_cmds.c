@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,10 +344,9 @@ int cmd_status(int argc, char **argv)
 /* The user jobs run as, for USER: this machine's user, who launched them. */
 static const char *user_name(void)
 {
-	const struct passwd *pw = getpwuid(getuid());
-	const char *u = getenv("USER");
+	const char *name = own_account()->name, *u = getenv("USER");
 
-	return pw ? pw->pw_name : u && *u ? u : "-";
+	return *name ? name : u && *u ? u : "-";
 }
 
 static void queue_json(struct json *j, const char *cluster, const char *user,

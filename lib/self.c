@@ -1,6 +1,7 @@
 #include "lib/self.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,9 @@ const char skiff_version[] = SKIFF_VERSION;
 const char skiff_commit[] = SKIFF_COMMIT;
 const char *skiff_argv0 = "skiff";
 
+/* The three lookups below fill static results once: one lock, whatever thread asks first. */
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int is_exec_file(const char *p)
 {
 	struct stat st;
@@ -39,7 +43,7 @@ const char *self_exec_path(void)
 	return self_path(NULL);
 }
 
-const char *self_path(const char *argv0)
+static const char *find_path(const char *argv0)
 {
 	static char *path;
 	char buf[PATH_MAX];
@@ -75,7 +79,7 @@ const char *self_path(const char *argv0)
 	return NULL;
 }
 
-const char *self_sha256(const char *argv0)
+static const char *hash_self(const char *argv0)
 {
 	static char hex[SHA256_HEX_LEN + 1];
 	const char *p;
@@ -87,7 +91,7 @@ const char *self_sha256(const char *argv0)
 	/* /proc/self/exe reads the running image even if its file was replaced. */
 	if (!sha256_file("/proc/self/exe", hex))
 		return hex;
-	p = self_path(argv0);
+	p = find_path(argv0);
 	if (p && !sha256_file(p, hex))
 		return hex;
 	hex[0] = '\0';
@@ -104,10 +108,10 @@ static int is_hex64(const char *s)
 	return s[SHA256_HEX_LEN] == '\0';
 }
 
-const char *self_sha256_cached(void)
+static const char *hash_cached(void)
 {
 	static char hex[SHA256_HEX_LEN + 1];
-	const char *path = self_path(NULL), *base, *home, *sha;
+	const char *path = find_path(NULL), *base, *home, *sha;
 	struct stat st;
 	char key[160], *cache = NULL, *dir = NULL;
 	struct buf b = BUF_INIT(4096);
@@ -122,10 +126,10 @@ const char *self_sha256_cached(void)
 	if (n > 0) {
 		link[n] = '\0';
 		if (ends_with(link, " (deleted)"))
-			return self_sha256(NULL);
+			return hash_self(NULL);
 	}
 	if (!path || stat(path, &st) < 0)
-		return self_sha256(NULL);
+		return hash_self(NULL);
 	/* An installed copy is named by its verified content. */
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -149,7 +153,7 @@ const char *self_sha256_cached(void)
 		}
 	}
 	hex[0] = '\0';
-	sha = self_sha256(NULL);
+	sha = hash_self(NULL);
 	if (!sha)
 		goto out;
 	memcpy(hex, sha, SHA256_HEX_LEN + 1);
@@ -165,4 +169,34 @@ out:
 	free(cache);
 	free(dir);
 	return hex[0] ? hex : NULL;
+}
+
+const char *self_path(const char *argv0)
+{
+	const char *p;
+
+	pthread_mutex_lock(&self_lock);
+	p = find_path(argv0);
+	pthread_mutex_unlock(&self_lock);
+	return p;
+}
+
+const char *self_sha256(const char *argv0)
+{
+	const char *p;
+
+	pthread_mutex_lock(&self_lock);
+	p = hash_self(argv0);
+	pthread_mutex_unlock(&self_lock);
+	return p;
+}
+
+const char *self_sha256_cached(void)
+{
+	const char *p;
+
+	pthread_mutex_lock(&self_lock);
+	p = hash_cached();
+	pthread_mutex_unlock(&self_lock);
+	return p;
 }

@@ -4,7 +4,7 @@
 /*
  * Facts about this executable: its path and sha256 (the content address under which a
  * node installs it), version and commit. Works without /proc (an empty chroot): falls
- * back to argv[0], then to a $PATH search.
+ * back to argv[0], then to a $PATH search. Each lookup is safe from any thread.
  */
 
 #include "lib/sha256.h"

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,20 +158,49 @@ int ends_with(const char *s, const char *suffix)
 	return a >= b && !memcmp(s + a - b, suffix, b);
 }
 
+static struct account own;
+static pthread_once_t own_once = PTHREAD_ONCE_INIT;
+
+static void copy_field(char *dst, size_t size, const char *s)
+{
+	if (s && strlen(s) < size)
+		memcpy(dst, s, strlen(s) + 1);
+}
+
+static void own_load(void)
+{
+	struct passwd pw, *res = NULL;
+	size_t len = 1024;
+	char *b = NULL;
+	int rc;
+
+	do {
+		len *= 2;
+		b = xrealloc(b, len);
+		rc = getpwuid_r(getuid(), &pw, b, len, &res);
+	} while (rc == ERANGE && len < (1 << 20));
+	if (!rc && res) {
+		copy_field(own.name, sizeof(own.name), pw.pw_name);
+		copy_field(own.home, sizeof(own.home), pw.pw_dir);
+		copy_field(own.shell, sizeof(own.shell), pw.pw_shell);
+	}
+	free(b);
+}
+
+const struct account *own_account(void)
+{
+	pthread_once(&own_once, own_load);
+	return &own;
+}
+
 const char *user_home(void)
 {
-	static char *home;
 	const char *h = getenv("HOME");
-	struct passwd *pw;
 
 	if (h && *h == '/')
 		return h;
-	if (home)
-		return home;
-	pw = getpwuid(getuid());
-	if (pw && pw->pw_dir && *pw->pw_dir == '/')
-		return home = xstrdup(pw->pw_dir);
-	return NULL;
+	h = own_account()->home;
+	return *h == '/' ? h : NULL;
 }
 
 char *user_path(const char *p)
@@ -182,7 +212,7 @@ char *user_path(const char *p)
 	return xstrdup(p);
 }
 
-const char *skiff_home(void)
+static const char *find_skiff_home(void)
 {
 	static char *dir;
 	const char *h;
@@ -208,6 +238,18 @@ const char *skiff_home(void)
 		return NULL;
 	}
 	return dir = xasprintf("%s/.skiff", h);
+}
+
+const char *skiff_home(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *dir;
+
+	/* Found once, by whichever thread asks first. */
+	pthread_mutex_lock(&lock);
+	dir = find_skiff_home();
+	pthread_mutex_unlock(&lock);
+	return dir;
 }
 
 int mkdir_p(const char *path, mode_t mode)

@@ -38,7 +38,18 @@ int ends_with(const char *s, const char *suffix);
  * Returns a static string, or NULL with an error printed when no home can be found.
  */
 const char *skiff_home(void);
-/* The user's home: $HOME, then getpwuid(); NULL if neither (musl has no NSS). */
+/*
+ * This process's account (its real uid), looked up once and safe from any thread: libc's
+ * getpwuid() returns a static entry that a second thread's lookup frees under the first
+ * (lib/banned.h bans it). Each field is "" when unknown (no entry: musl has no NSS).
+ */
+struct account {
+	char name[256];
+	char home[4096];
+	char shell[4096];
+};
+const struct account *own_account(void);
+/* The user's home: $HOME, then own_account(); NULL if neither. */
 const char *user_home(void);
 /* p with a leading "~" or "~/" made the user's home (user_home()); a new string. */
 char *user_path(const char *p);

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,7 +48,7 @@ int runner_local_env_kept(const char *kv)
 static void local_build_env(struct runner *r, struct argv *env_kv)
 {
 	struct local *l = r->priv;
-	struct passwd *pw = getpwuid(getuid());
+	const struct account *me = own_account();
 	size_t i;
 
 	for (i = 0; environ && environ[i]; i++) {
@@ -65,12 +64,11 @@ static void local_build_env(struct runner *r, struct argv *env_kv)
 	argv_pushf(env_kv, "HOME=%s", l->home);
 	argv_pushf(env_kv, "PWD=%s", l->home);
 	argv_push(env_kv, "PATH=" RUNNER_LOCAL_PATH);
-	if (pw && pw->pw_name) {
-		argv_pushf(env_kv, "USER=%s", pw->pw_name);
-		argv_pushf(env_kv, "LOGNAME=%s", pw->pw_name);
+	if (*me->name) {
+		argv_pushf(env_kv, "USER=%s", me->name);
+		argv_pushf(env_kv, "LOGNAME=%s", me->name);
 	}
-	argv_pushf(env_kv, "SHELL=%s",
-	           pw && pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
+	argv_pushf(env_kv, "SHELL=%s", *me->shell ? me->shell : "/bin/sh");
 }
 
 static const char *local_cwd(struct runner *r)

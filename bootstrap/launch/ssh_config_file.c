@@ -4,7 +4,6 @@
  * comes from ssh_config_text.c; here are only reads, writes and renames.
  */
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,17 +31,17 @@ static char *generated_dir(void)
 static int ensure_include(const char *dir)
 {
 	const char *home = getenv("HOME");
-	const struct passwd *pw = getpwuid(geteuid());
+	const char *pw_home = *own_account()->home ? own_account()->home : NULL;
 	struct buf old = BUF_INIT(SSH_USER_CONFIG_MAX), out = BUF_INIT(0);
 	char *line = NULL, *sshdir = NULL, *cfg = NULL, *lockp = NULL, *real = NULL;
 	struct stat st;
 	int r, lock_fd = -1, exists;
 
 	if (!home || *home != '/')
-		home = pw ? pw->pw_dir : NULL;
+		home = pw_home;
 	if (!home || *home != '/')
 		return error("cannot find your home directory for ~/.ssh/config"), -ENOENT;
-	line = ssh_config_include_line(dir, home, pw ? pw->pw_dir : NULL);
+	line = ssh_config_include_line(dir, home, pw_home);
 	if (!line) {
 		r = error("'%s' cannot be named in an Include line of ~/.ssh/config", dir);
 		goto out;

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +76,8 @@ void jobs_remote_cluster_name(char *out, size_t size)
 	const char *user = getenv("SKIFF_USER");
 	char hex[SHA256_HEX_LEN + 1];
 
-	struct passwd *pw;
-
-	if ((!user || !*user) && (pw = getpwuid(getuid())))
-		user = pw->pw_name;
+	if (!user || !*user)
+		user = own_account()->name;
 	sha256_hex(user ? user : "", user ? strlen(user) : 0, hex);
 	xsnprintf(out, size, "%s%.8s", JOBS_CONTROLLER_CLUSTER_PREFIX, hex);
 }

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +294,44 @@ static void test_unix_long_path(void)
 	buf_release(&dir);
 }
 
+#define ACCOUNT_THREADS 8
+
+static pthread_barrier_t account_go;
+
+static void *account_main(void *arg)
+{
+	pthread_barrier_wait(&account_go);
+	*(const struct account **)arg = own_account();
+	return NULL;
+}
+
+/* Many threads asking at once (the launcher's per-node threads do) get one sound entry. */
+static void test_own_account(void)
+{
+	const struct account *got[ACCOUNT_THREADS];
+	pthread_t th[ACCOUNT_THREADS];
+	struct passwd pw, *res = NULL;
+	char b[16384];
+	int i, same = 1;
+
+	pthread_barrier_init(&account_go, NULL, ACCOUNT_THREADS);
+	for (i = 0; i < ACCOUNT_THREADS; i++)
+		pthread_create(&th[i], NULL, account_main, &got[i]);
+	for (i = 0; i < ACCOUNT_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&account_go);
+	for (i = 1; i < ACCOUNT_THREADS; i++)
+		same &= got[i] == got[0];
+	ok(same, "own_account: %d threads at once get the one entry", ACCOUNT_THREADS);
+	if (getpwuid_r(getuid(), &pw, b, sizeof(b), &res) || !res) {
+		is_str(got[0]->name, "", "own_account: no passwd entry, no name");
+		return;
+	}
+	is_str(got[0]->name, pw.pw_name, "own_account: the real uid's name");
+	is_str(got[0]->home, pw.pw_dir, "own_account: its home");
+	is_str(got[0]->shell, pw.pw_shell, "own_account: its shell");
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -307,6 +347,7 @@ int main(void)
 	plan_run(test_proc_start_time);
 	plan_run(test_sha256);
 	plan_run(test_unix_long_path);
+	plan_run(test_own_account);
 	rmdir(tmpdir);
 	return done_testing();
 }
