@@ -68,10 +68,11 @@ const char cmd___jobs_kept_untar_usage[] =
         "directories only, nothing outside DIR).\n";
 
 const char cmd___gang_usage[] =
-        "usage: skiff __gang CLUSTER JOB\n"
+        "usage: skiff __gang CLUSTER JOB KEY\n"
         "\n"
-        "Internal: watches a multi-node job; when one rank fails (or its node becomes\n"
-        "unreachable), cancels the others, as SkyPilot's gang semantics require.\n";
+        "Internal: watches a multi-node job, the one submitted with KEY; when one rank\n"
+        "fails (or its node becomes unreachable), cancels the others, as SkyPilot's gang\n"
+        "semantics require.\n";
 
 int cmd___jobs_controller(int argc, char **argv)
 {

@@ -774,16 +774,19 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
 	return changed_or_enoent(db, st_step_done(db, st));
 }
 
-int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, int status)
+int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, const char *key,
+                             int status)
 {
 	sqlite3_stmt *st = st_prepare(db, "UPDATE cluster_jobs SET final_status = ? "
-	                                  "WHERE cluster = ? AND id = ? AND final_status < 0");
+	                                  "WHERE cluster = ? AND id = ? AND final_status < 0 "
+	                                  "AND (?4 IS NULL OR submit_key = ?4)");
 
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, status);
 	st_bind_text(st, 2, cluster);
 	st_bind_int(st, 3, id);
+	st_bind_text(st, 4, key);
 	return st_step_done(db, st);
 }
 

@@ -191,8 +191,13 @@ int st_cluster_job_set_node_ids(struct st_db *db, const char *cluster, int64_t i
                                 const char *node_job_ids);
 int st_cluster_job_set_log_dir(struct st_db *db, const char *cluster, int64_t id,
                                const char *log_dir);
-/* Records the job's outcome unless one is recorded already (the first word stands). */
-int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, int status);
+/*
+ * Records the job's outcome unless one is recorded already (the first word stands). With
+ * key, only while the row is still the job submitted with that key: not a job of the same
+ * id on a cluster taken down and launched again under the same name since.
+ */
+int st_cluster_job_set_final(struct st_db *db, const char *cluster, int64_t id, const char *key,
+                             int status);
 /*
  * Records an outcome decided here (a submit cut short), with the ranks' node job ids that
  * are known ("" for a rank that never arrived) and the reason, unless an outcome is

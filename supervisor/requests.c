@@ -627,6 +627,8 @@ static void op_cancel(struct conn *c, const struct msg *req)
 {
 	struct cancel_ctx cc = {0};
 	struct msg m;
+	/* of_key: the ids given are cancelled only while their job is the one of that key. */
+	const char *of_key = msg_get(req, "of_key");
 	size_t i, nids = 0;
 	int r = 0;
 
@@ -645,6 +647,10 @@ static void op_cancel(struct conn *c, const struct msg *req)
 	if (!cc.all && !nids) {
 		msg_release(&m);
 		return sup_reply_error(c, "nothing to cancel: give job ids, keys or all");
+	}
+	if (of_key && (!*of_key || strlen(of_key) > SUBMIT_KEY_MAX)) {
+		msg_release(&m);
+		return sup_reply_error(c, "bad of_key: expected 1 to %d bytes", SUBMIT_KEY_MAX);
 	}
 	if (st_begin(S.db)) {
 		r = -1;
@@ -669,6 +675,12 @@ static void op_cancel(struct conn *c, const struct msg *req)
 			}
 			if (st_job_get(S.db, id, &j)) {
 				msg_add_int(&m, "missing", id);
+				continue;
+			}
+			if (of_key && strcmp(j.submit_key ? j.submit_key : "", of_key)) {
+				/* Another job has that id now (the node's state was made anew). */
+				msg_add_int(&m, "missing", id);
+				job_free(&j);
 				continue;
 			}
 			r = cancel_one(&cc, &j);

@@ -552,6 +552,21 @@ int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id)
 	return 0;
 }
 
+int cl_cancel_rank(struct cnode *nd, int64_t id, const char *key, int rank)
+{
+	struct msg req, rep;
+	int r;
+
+	msg_init(&req);
+	msg_add(&req, "op", "cancel");
+	msg_add_int(&req, "id", id);
+	msg_addf(&req, "of_key", "%s/%d", key, rank);
+	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
+	msg_release(&req);
+	msg_release(&rep);
+	return r;
+}
+
 int cl_cancel_key(struct cnode *nd, const char *key, int rank)
 {
 	struct msg req, rep;

@@ -109,6 +109,11 @@ int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id);
  * so that it never runs if it still arrives. 0, or an error (printed).
  */
 int cl_cancel_key(struct cnode *nd, const char *key, int rank);
+/*
+ * Cancels node job id only while it is rank's job of key (a node made anew since may have
+ * given that id to another job): 0 when the node answered, whatever it did; or -errno.
+ */
+int cl_cancel_rank(struct cnode *nd, int64_t id, const char *key, int rank);
 
 /* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
 int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);

@@ -33,8 +33,11 @@ int eng_ranks_known(const char *node_job_ids);
 int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long tail, int fd,
                struct cl_follower *pre, int *status);
 
-/* Starts the detached gang watcher of a multi-node job (first failure stops the rest). */
-void eng_start_gang_watch(const char *cluster, int64_t job);
+/*
+ * Starts the detached gang watcher of a multi-node job (first failure stops the rest), the
+ * job submitted with key (its row's submit_key).
+ */
+void eng_start_gang_watch(const char *cluster, int64_t job, const char *key);
 
 /* eng_lock_cluster() that does not wait: -EBUSY while another holds it. */
 int eng_trylock_cluster(const char *name, const char *what);

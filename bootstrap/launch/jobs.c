@@ -368,7 +368,7 @@ int eng_queue(struct st_db *ldb, const char *cluster, int skip_finished, const i
 		else if (job_status_terminal(job->status))
 			decided = 1;
 		if (decided)
-			st_cluster_job_set_final(ldb, cluster, v[i].id, job->status);
+			st_cluster_job_set_final(ldb, cluster, v[i].id, NULL, job->status);
 		if (skip_finished && job_status_terminal(job->status)) {
 			job_release(job);
 			continue;
@@ -635,7 +635,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 		job_release(&one);
 	}
 	if (cj.final_status < 0 && job_status_terminal(status))
-		st_cluster_job_set_final(ldb, cl->name, job, status);
+		st_cluster_job_set_final(ldb, cl->name, job, NULL, status);
 	for (i = 0; i < n; i++)
 		buf_release(&ss[i].line);
 	free(ss);

@@ -414,7 +414,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		step_done(&st, "job %lld on %d node(s)", (long long)cj.id, nranks);
 	*cluster_job = cj.id;
 	if (nsub > 1)
-		eng_start_gang_watch(cl->name, cj.id);
+		eng_start_gang_watch(cl->name, cj.id, key);
 out:
 	renv_launch_release(&rl);
 	buf_release(&ids);
@@ -608,10 +608,11 @@ static int outdated(const struct clive *cl)
 	return 0;
 }
 
-void eng_start_gang_watch(const char *cluster, int64_t job)
+void eng_start_gang_watch(const char *cluster, int64_t job, const char *key)
 {
 	char idbuf[32];
-	char *argv[] = {(char *)self_path(NULL), "__gang", (char *)cluster, idbuf, NULL};
+	char *argv[] = {
+	        (char *)self_path(NULL), "__gang", (char *)cluster, idbuf, (char *)key, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	char *logp = xasprintf("%s/gang.log", skiff_home());
 	int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

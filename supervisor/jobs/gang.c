@@ -1,11 +1,17 @@
 /*
- * The gang watcher (`skiff __gang CLUSTER JOB`): a detached daemon per multi-node job,
+ * The gang watcher (`skiff __gang CLUSTER JOB KEY`): a detached daemon per multi-node job,
  * started by the launch (eng_start_gang_watch()). It watches every rank (a `node call`
  * watch per node: the node's supervisor answers when the rank's job ends) and, when one
  * rank fails or its node is lost, cancels the others, as SkyPilot's gang semantics
  * require. A rank on a node that could not be reached is stopped when the node is back:
  * retries are timers in the one wait (supervisor/jobs/policy.h), until the cluster is
  * taken down or launched again.
+ *
+ * The job is the one submitted with KEY (its cluster_jobs row's submit_key): a cluster
+ * taken down and launched again under its name has a job of the same id, and its nodes
+ * may give their jobs the same ids again. So the row is checked for KEY before the watch,
+ * an outcome is recorded only on that row, and a rank is cancelled only while its node
+ * job is the one of "KEY/RANK" (the node checks: cl_cancel_rank()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,13 +110,13 @@ static void watch_status(struct rank_watch *w)
 	}
 }
 
-/* Cancels the rank's node job; 0 when the node answered (whatever it said). */
-static int stop_rank(struct cnode *nd, int64_t id)
+/* Cancels rank's node job if it is still ours; 0 when the node answered (whatever it said). */
+static int stop_rank(struct cnode *nd, int64_t id, const char *key, int rank)
 {
-	return cl_cancel_jobs(nd, &id, 1, 0) == -EHOSTUNREACH ? -1 : 0;
+	return cl_cancel_rank(nd, id, key, rank) == -EHOSTUNREACH ? -1 : 0;
 }
 
-static int run(struct st_db *ldb, const char *cluster, int64_t job)
+static int run(struct st_db *ldb, const char *cluster, int64_t job, const char *key)
 {
 	struct cluster c;
 	struct clive cl;
@@ -126,6 +132,15 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 		cluster_free(&c);
 		cl_close(&cl);
 		return error("no job %lld on %s", (long long)job, cluster), EXIT_FAIL;
+	}
+	if (strcmp(cj.submit_key, key)) {
+		info("job %lld of %s is another job now (the cluster was launched again): not "
+		     "watched",
+		     (long long)job, cluster);
+		cluster_job_free(&cj);
+		cluster_free(&c);
+		cl_close(&cl);
+		return EXIT_OK;
 	}
 	n = gang_parse_ids(cj.node_job_ids, &ids);
 	if (n > (int)cl.n)
@@ -178,9 +193,10 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 			     i, w[i].status[0] ? w[i].status : "(node unreachable)");
 			/* Once that rank is stopped (its node back), it would read CANCELLED. */
 			if (!w[i].status[0])
-				st_cluster_job_set_final(ldb, cluster, job, JOB_FAILED_DRIVER);
+				st_cluster_job_set_final(ldb, cluster, job, key, JOB_FAILED_DRIVER);
 			for (int o = 0; o < n; o++)
-				if (o != i && !w[o].ended && stop_rank(&cl.nodes[o], ids[o]))
+				if (o != i && !w[o].ended &&
+				    stop_rank(&cl.nodes[o], ids[o], key, o))
 					w[o].pending = 1;
 		}
 	}
@@ -197,14 +213,21 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job)
 		next = now_ms() + gang_retry_delay_ms(tries++);
 		while (now_ms() < next)
 			daemon_wait(NULL, 0, next);
-		if (st_cluster_job_get(ldb, cluster, job, &again))
-			break; /* the cluster was taken down */
-		moved = strcmp(again.node_job_ids, cj.node_job_ids);
+		if (st_cluster_job_get(ldb, cluster, job, &again)) {
+			info("job %lld: cluster %s was taken down; not stopping its ranks",
+			     (long long)job, cluster);
+			break;
+		}
+		moved = strcmp(again.submit_key, key);
 		cluster_job_free(&again);
-		if (moved)
-			break; /* ... and launched again: that job is another one */
+		if (moved) {
+			info("job %lld: cluster %s was launched again, and its job %lld is another "
+			     "one; not stopping its ranks",
+			     (long long)job, cluster, (long long)job);
+			break;
+		}
 		for (i = 0; i < n; i++) {
-			if (!w[i].pending || stop_rank(&cl.nodes[i], ids[i]))
+			if (!w[i].pending || stop_rank(&cl.nodes[i], ids[i], key, i))
 				continue;
 			w[i].pending = 0;
 			npending--;
@@ -230,8 +253,8 @@ int gang_main(int argc, char **argv)
 	int rc;
 
 	log_set_prog("skiff-gang");
-	if (argc != 3 || parse_long(argv[2], 1, INT64_MAX, &job))
-		return error("usage: skiff __gang CLUSTER JOB"), EXIT_USAGE;
+	if (argc != 4 || parse_long(argv[2], 1, INT64_MAX, &job) || !*argv[3])
+		return error("usage: skiff __gang CLUSTER JOB KEY"), EXIT_USAGE;
 	/*
 	 * Not at once: the job's ranks are starting, and the launcher that started us is
 	 * following them. Our start (a launcher db, a session per rank) would compete with
@@ -240,7 +263,7 @@ int gang_main(int argc, char **argv)
 	daemon_wait(NULL, 0, now_ms() + GANG_START_DELAY_MS);
 	if (st_launcher_open(0, &ldb))
 		return EXIT_FAIL;
-	rc = run(ldb, argv[1], job);
+	rc = run(ldb, argv[1], job, argv[3]);
 	st_close(ldb);
 	return rc;
 }

@@ -198,7 +198,7 @@ class Bench:
                 self.skiff("down", n)
 
     def gang_watchers(self, cluster):
-        """Our `skiff __gang CLUSTER JOB` processes (launch/exec of a multi-rank job leaves
+        """Our `skiff __gang CLUSTER JOB KEY` processes (launch/exec of a multi-rank job leaves
         one behind until the job ends; it must not overlap the next timed run)."""
         pids = []
         for d in os.listdir("/proc"):

@@ -157,6 +157,24 @@ test_expect_success 'gang: the first rank to fail stops the others (137) and fai
 	skiff queue g3 --json | field "d[-1][\"status\"]" | grep -q FAILED
 '
 
+test_expect_success 'gang: the watcher of a cluster taken down leaves alone the next one of its name' '
+	skiff launch -d -c gw --num-nodes 2 "sleep 6$$" >/dev/null 2>&1 &&
+	wait_for "test -n \"\$(gang_watchers)\"" &&
+	old=$(gang_watchers) &&
+	# Its watches run: down ends them with no status, and the job is then FAILED_DRIVER
+	# with a rank left to stop when its node is back (5 s on).
+	wait_for "test \$(pgrep -P $old | wc -l) -ge 2" &&
+	skiff down gw >/dev/null &&
+	skiff launch -d -c gw --num-nodes 2 "sleep 7.$$; echo survived" >/dev/null 2>&1 &&
+	wait_for "! kill -0 $old 2>/dev/null" 30 &&
+	grep -q "cluster gw was launched again, and its job 1 is another one" "$SKIFF_HOME/gang.log" &&
+	wait_for "! pgrep -f \"^sleep 7.$$\$\" >/dev/null" 30 &&
+	skiff queue gw --json | field "d[0][\"status\"]" >st &&
+	test "$(cat st)" = "\"SUCCEEDED\"" &&
+	test "$(skiff logs gw 1 --no-follow | grep -c survived)" = 2 &&
+	skiff down gw >/dev/null
+'
+
 test_expect_success 'a gang one node refuses: the ranks that went in are taken back' '
 	SKIFF_HOME="$SKIFF_HOME/local/g3/2/.skiff" skiff node up --cpus 1 >/dev/null &&
 	printf "num_nodes: 3\nresources:\n  cpus: 2\nrun: sleep 4$$\n" >big.yaml &&

@@ -292,8 +292,8 @@ static void test_jobs(void)
 	is_int(g.num_nodes, 1, "num_nodes");
 	is_int(g.final_status, -1, "no outcome yet");
 	cluster_job_free(&g);
-	ok(!st_cluster_job_set_final(db, "ja", 2, JOB_FAILED_DRIVER) &&
-	           !st_cluster_job_set_final(db, "ja", 2, JOB_CANCELLED),
+	ok(!st_cluster_job_set_final(db, "ja", 2, NULL, JOB_FAILED_DRIVER) &&
+	           !st_cluster_job_set_final(db, "ja", 2, NULL, JOB_CANCELLED),
 	   "an outcome, then another");
 	ok(!st_cluster_job_get(db, "ja", 2, &g) && g.final_status == JOB_FAILED_DRIVER,
 	   "the first outcome stands");
@@ -317,7 +317,17 @@ static void test_jobs(void)
 	       "its jobs went with it");
 	ok(!st_cluster_create(db, &a, &na, 1), "relaunch ja");
 	j.num_nodes = 1;
+	j.submit_key = "key-of-the-new-job";
 	ok(!st_cluster_job_add(db, "ja", &j) && j.id == 1, "new ja starts at 1");
+	/* A watcher of the old ja's job 1 holds that job's key: the new job 1 is not its. */
+	ok(!st_cluster_job_set_final(db, "ja", 1, "key-of-the-old-job", JOB_FAILED_DRIVER) &&
+	           !st_cluster_job_get(db, "ja", 1, &g) && g.final_status == -1,
+	   "an outcome for another key: not recorded");
+	cluster_job_free(&g);
+	ok(!st_cluster_job_set_final(db, "ja", 1, "key-of-the-new-job", JOB_CANCELLED) &&
+	           !st_cluster_job_get(db, "ja", 1, &g) && g.final_status == JOB_CANCELLED,
+	   "an outcome for its own key: recorded");
+	cluster_job_free(&g);
 	ok(!st_cluster_delete(db, "ja") && !st_cluster_delete(db, "jb"), "clean up");
 	st_close(db);
 }
