@@ -229,6 +229,35 @@ expect_fail() {
 	return 0
 }
 
+# sock_req_raw SOCK HEX-HEADER BODY: one raw request to a supervisor's control socket
+# ("|" in BODY is a NUL); prints the reply, NULs as spaces.
+sock_req_raw() {
+	python3 - "$@" <<-\EOF
+	import socket, struct, sys
+	s = socket.socket(socket.AF_UNIX)
+	s.settimeout(20)
+	s.connect(sys.argv[1])
+	s.sendall(bytes.fromhex(sys.argv[2]) + sys.argv[3].encode().replace(b"|", b"\0"))
+	hdr = b""
+	while len(hdr) < 4:
+	    c = s.recv(4 - len(hdr))
+	    if not c: break
+	    hdr += c
+	n = struct.unpack(">I", hdr)[0] if len(hdr) == 4 else 0
+	body = b""
+	while len(body) < n:
+	    c = s.recv(n - len(body))
+	    if not c: break
+	    body += c
+	print(body.replace(b"\0", b" ").decode(errors="replace"))
+	EOF
+}
+
+# sock_req SOCK BODY: the same, with the header that BODY's length makes.
+sock_req() {
+	sock_req_raw "$1" "$(printf %08x "$(printf %s "$2" | wc -c)")" "$2"
+}
+
 # gang_watchers: the pids of the gang watchers (`skiff __gang`) of this $SKIFF_HOME.
 gang_watchers() {
 	for _p in /proc/[0-9]*; do

@@ -177,6 +177,19 @@ test_expect_success 'cancel --all, and cancelling an ended job says so' '
 	expect_fail 102 skiff node cancel 424242
 '
 
+test_expect_success 'cancel of an id with of_key: only while that id is the job of the key' '
+	id=$(skiff node submit --cpus 0 --key k-ours-$$ "sleep 9$$") &&
+	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
+	sock_req "$SKIFF_HOME/supervisor.sock" "op|cancel|id|$id|of_key|k-other-$$|" >r1 &&
+	grep -q "missing $id ok 1" r1 &&
+	test "$(job_status $id)" = RUNNING &&
+	sock_req "$SKIFF_HOME/supervisor.sock" "op|cancel|id|$id|of_key||" >r2 &&
+	grep -q "bad of_key" r2 &&
+	sock_req "$SKIFF_HOME/supervisor.sock" "op|cancel|id|$id|of_key|k-ours-$$|" >r3 &&
+	grep -q "cancelled $id" r3 &&
+	wait_for "test \"\$(job_status $id)\" = CANCELLED"
+'
+
 test_expect_success 'backfill: a small job runs while a large one waits' '
 	skiff node up --cpus 2 --max-bypass 20 >/dev/null &&
 	big1=$(skiff node submit --cpus 1.5 "while [ ! -e gate1 ]; do sleep 0.1; done") &&

@@ -161,11 +161,14 @@ test_expect_success 'gang: the watcher of a cluster taken down leaves alone the 
 	skiff launch -d -c gw --num-nodes 2 "sleep 6$$" >/dev/null 2>&1 &&
 	wait_for "test -n \"\$(gang_watchers)\"" &&
 	old=$(gang_watchers) &&
-	# Its watches run: down ends them with no status, and the job is then FAILED_DRIVER
-	# with a rank left to stop when its node is back (5 s on).
 	wait_for "test \$(pgrep -P $old | wc -l) -ge 2" &&
+	# One watch cut: its node is lost, a rank to stop when it is back (retried in 5 s).
+	kill -9 $(pgrep -P $old | head -1) &&
+	wait_for "grep -q \"job 1: 1 rank(s) on unreachable nodes\" \"\$SKIFF_HOME/gang.log\"" &&
+	kill -STOP $old &&
 	skiff down gw >/dev/null &&
 	skiff launch -d -c gw --num-nodes 2 "sleep 7.$$; echo survived" >/dev/null 2>&1 &&
+	kill -CONT $old &&
 	wait_for "! kill -0 $old 2>/dev/null" 30 &&
 	grep -q "cluster gw was launched again, and its job 1 is another one" "$SKIFF_HOME/gang.log" &&
 	wait_for "! pgrep -f \"^sleep 7.$$\$\" >/dev/null" 30 &&

@@ -103,36 +103,13 @@ test_expect_success 'task files: over 4 MiB, or a billion laughs, refused at onc
 	grep -q "counting each alias expansion" err
 '
 
-# req SOCK HEX-HEADER BODY: one raw request ("|" in BODY is a NUL); prints the reply.
-req() {
-	python3 - "$@" <<-\EOF
-	import socket, struct, sys
-	s = socket.socket(socket.AF_UNIX)
-	s.settimeout(20)
-	s.connect(sys.argv[1])
-	s.sendall(bytes.fromhex(sys.argv[2]) + sys.argv[3].encode().replace(b"|", b"\0"))
-	hdr = b""
-	while len(hdr) < 4:
-	    c = s.recv(4 - len(hdr))
-	    if not c: break
-	    hdr += c
-	n = struct.unpack(">I", hdr)[0] if len(hdr) == 4 else 0
-	body = b""
-	while len(body) < n:
-	    c = s.recv(n - len(body))
-	    if not c: break
-	    body += c
-	print(body.replace(b"\0", b" ").decode(errors="replace"))
-	EOF
-}
-
 test_expect_success 'control socket: oversized, malformed and stalled requests' '
 	skiff node up >/dev/null &&
 	sock=$SKIFF_HOME/supervisor.sock &&
-	req "$sock" 01000001 "" >r1 && grep -q "request too large (max 16777216 bytes)" r1 &&
-	req "$sock" 00000003 "op|" >r2 && grep -q "malformed request: field without a value" r2 &&
-	req "$sock" 00000005 "OP|x|" >r3 && grep -q "malformed request: bad field name" r3 &&
-	req "$sock" 00000008 "op|nope|" >r4 && grep -q "unknown op" r4 &&
+	sock_req_raw "$sock" 01000001 "" >r1 && grep -q "request too large (max 16777216 bytes)" r1 &&
+	sock_req_raw "$sock" 00000003 "op|" >r2 && grep -q "malformed request: field without a value" r2 &&
+	sock_req_raw "$sock" 00000005 "OP|x|" >r3 && grep -q "malformed request: bad field name" r3 &&
+	sock_req_raw "$sock" 00000008 "op|nope|" >r4 && grep -q "unknown op" r4 &&
 	# A client that sends half a header and stalls holds up no one else.
 	# It says so (the file "stalled") once connected and its two bytes sent.
 	{ python3 -c "
