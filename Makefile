@@ -4,6 +4,7 @@
 #   make            build/skiff: static, stripped, musl
 #   make test       unit tests (musl and ASan/UBSan builds) and integration tests
 #   make asan       build/asan/skiff and unit tests under ASan+UBSan (host gcc, Debian -dev libs)
+#   make tsan       build/tsan/skiff under ThreadSanitizer (host gcc; not run by make test)
 #   make fuzz       build/fuzz/fuzz-*: libFuzzer harnesses (host clang, ASan+UBSan)
 #   make fuzz-long  run each harness for FUZZ_TIME seconds (default 600); see docs/testing.md
 #   make dist       dist/skiff-VERSION-linux-x86_64 and its .sha256
@@ -27,6 +28,7 @@ MUSL_CFLAGS := $(COMMON) $(CFLAGS) -I$(DEPS)/include -ffunction-sections -fdata-
 MUSL_LDFLAGS := -static -L$(DEPS)/lib -Wl,--gc-sections
 ASAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
+TSAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 LIBS := -larchive -lz -lzstd -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
 
 SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c supervisor/*/*.c bootstrap/*/*.c cmd/*.c))
@@ -40,6 +42,7 @@ ASAN_OBJ := $(SRC:%.c=$(B)/asan/obj/%.o)
 ASAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/asan/obj/%.o)
 UNIT_BIN := $(UNIT_NAMES:%=$(B)/unit/%)
 ASAN_UNIT_BIN := $(UNIT_NAMES:%=$(B)/asan/unit/%)
+TSAN_OBJ := $(SRC:%.c=$(B)/tsan/obj/%.o)
 
 all: $(B)/skiff
 
@@ -48,7 +51,7 @@ $(B)/gen/version.h: FORCE
 	@mkdir -p $(@D)
 	@printf '#define SKIFF_VERSION "%s"\n#define SKIFF_COMMIT "%s"\n' '$(VERSION)' '$(COMMIT)' >$@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(B)/obj/lib/self.o $(B)/asan/obj/lib/self.o: $(B)/gen/version.h
+$(B)/obj/lib/self.o $(B)/asan/obj/lib/self.o $(B)/tsan/obj/lib/self.o: $(B)/gen/version.h
 
 Q := $(if $(V),,@)
 
@@ -79,10 +82,12 @@ $(B)/stub/skiff-unzstd: bootstrap/launch/stub/unzstd.c bootstrap/launch/stub/stu
 		$(STUB_LDFLAGS) -o $@
 
 $(B)/obj/bootstrap/launch/install_stub.o $(B)/asan/obj/bootstrap/launch/install_stub.o \
+$(B)/tsan/obj/bootstrap/launch/install_stub.o \
 $(B)/fuzz/obj/bootstrap/launch/install_stub.o: $(STUBS)
 STUB_DIR_DEF := -DSKIFF_STUB_DIR='"$(B)/stub"'
 $(B)/obj/bootstrap/launch/install_stub.o: MUSL_CFLAGS += $(STUB_DIR_DEF)
 $(B)/asan/obj/bootstrap/launch/install_stub.o: ASAN_CFLAGS += $(STUB_DIR_DEF)
+$(B)/tsan/obj/bootstrap/launch/install_stub.o: TSAN_CFLAGS += $(STUB_DIR_DEF)
 $(B)/fuzz/obj/bootstrap/launch/install_stub.o: FUZZ_CFLAGS += $(STUB_DIR_DEF)
 
 $(B)/libskiff.a: $(LIB_OBJ)
@@ -119,6 +124,18 @@ $(B)/asan/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/asan/libskiff.a
 	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $< $(B)/asan/libskiff.a $(LIBS) -o $@
 
 asan: $(B)/asan/skiff $(ASAN_UNIT_BIN)
+
+# ThreadSanitizer: the launcher's threads (bootstrap, sync, submit, the install sessions).
+# Not in `make test`; run a script against it (docs/testing.md).
+$(B)/tsan/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC-TSAN $<")
+	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -c $< -o $@
+
+$(B)/tsan/skiff: $(TSAN_OBJ)
+	$(Q)$(HOST_CC) $(TSAN_CFLAGS) $^ $(LIBS) -o $@
+
+tsan: $(B)/tsan/skiff
 
 # --- fuzzing: libFuzzer harnesses in tests/fuzz/, host clang, its own object dir ---------
 # gcc is the warning gate (-Werror above); clang warns differently, so here it only warns.
@@ -177,7 +194,7 @@ format:
 clean:
 	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff
 
-.PHONY: all asan fuzz fuzz-long unit test test-asan dist format clean FORCE
+.PHONY: all asan tsan fuzz fuzz-long unit test test-asan dist format clean FORCE
 .SECONDARY:
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(TSAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)

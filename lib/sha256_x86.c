@@ -32,14 +32,14 @@ int sha256_x86_available(void)
 {
 	static int known = -1;
 	unsigned a, b, c, d;
-	int ok;
+	int ok = __atomic_load_n(&known, __ATOMIC_RELAXED);
 
-	if (known >= 0)
-		return known;
+	if (ok >= 0)
+		return ok;
 	ok = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1);
 	ok = ok && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
-	/* A benign race: every thread computes the same answer. */
-	known = ok;
+	/* Threads may race here: each computes the same answer, and stores it whole. */
+	__atomic_store_n(&known, ok, __ATOMIC_RELAXED);
 	return ok;
 }
 

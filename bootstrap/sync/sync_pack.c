@@ -372,14 +372,16 @@ static int same_file(const struct stat *a, const struct stat *b)
 
 static int settle(int fd, struct stat *st)
 {
-	static int64_t tick = -1;
+	static int64_t coarse =
+	        -1; /* the groups' threads may race here: same value, stored whole */
 	struct timespec now, res;
-	int64_t last, left, t;
+	int64_t last, left, t, tick = __atomic_load_n(&coarse, __ATOMIC_RELAXED);
 	int i;
 
 	if (tick < 0) {
 		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) ? 10000000 : sync_ts_ns(&res);
 		tick = tick > 0 && tick < 1000000000 ? tick : 10000000;
+		__atomic_store_n(&coarse, tick, __ATOMIC_RELAXED);
 	}
 	for (i = 0; i < RACY_WAITS; i++) {
 		clock_gettime(CLOCK_REALTIME, &now);

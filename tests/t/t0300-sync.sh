@@ -290,7 +290,8 @@ test_expect_success 'a session: nodes in different states, each brought to the t
 	echo job >n2/sub/f3 && rm n3/sub/f4 && echo new >src2/sub/new &&
 	push3 &&
 	for d in n1 n2 n3; do diff -r --no-dereference src2 $d || exit 1; done &&
-	grep -q "node=2 .*files=2" pushed && grep -q "node=1 .*files=1" pushed
+	{ grep -q "node=2 .*files=2" pushed && grep -q "node=1 .*files=1" pushed ||
+		{ cat pushed; exit 1; }; }
 '
 
 # push1 SRC DST [NODE-COMMAND-PREFIX]: a session from SRC to DST (cache key one); the
