@@ -26,7 +26,7 @@
 const char cmd___runner_test_usage[] =
         "usage: skiff __runner-test (--local HOME | --ssh HOST) [--name NAME] [--user USER]\n"
         "           [--port N] [--identity FILE] [--jump HOST] [--ssh-config FILE]\n"
-        "           [--control-dir DIR] [--timeout MS] [--no-sha256sum] [--has-skiff]\n"
+        "           [--control-dir DIR] [--timeout MS] [--no-sha256sum] [--has-skiff] [--link]\n"
         "           ACTION [ARG]\n"
         "       skiff __runner-test [--no-sha256sum] [--send-ahead] script probe|copy|session\n"
         "\n"
@@ -37,11 +37,14 @@ const char cmd___runner_test_usage[] =
         "                   printed (stdout to stdout, stderr to stderr)\n"
         "  spawn SCRIPT     start it in the background, then wait for it\n"
         "  install [OP]     install this binary and bring the supervisor up; prints\n"
-        "                   copied= sent= sup_pid= sup_started= remote_exe=; with OP, then\n"
-        "                   the request {op: OP} over the install session (its call), and\n"
+        "                   copied= linked= sent= sup_pid= sup_started= remote_exe=; with\n"
+        "                   OP, then the request {op: OP} over the install session (its\n"
+        "                   call), and\n"
         "                   the answer's fields, KEY=VALUE a line (via=spare, or via=channel\n"
         "                   when the session could not carry it)\n"
         "  --has-skiff      install as for a node known to have this binary (nothing ahead)\n"
+        "  --link           install as a launch does: a node that is a directory here gets\n"
+        "                   the binary as a hard link of $SKIFF_HOME/cache/self-SHA\n"
         "  --send-ahead     the session script for a launcher that sends bytes ahead\n"
         "  send FILE        the copy round trip alone, sending FILE as this binary\n"
         "  close            close the ssh ControlMaster\n"
@@ -62,8 +65,9 @@ static int rc_to_exit(int rc, int status)
 
 static void print_install(const struct install_result *res)
 {
-	printf("copied=%d sent=%zu sup_pid=%ld sup_started=%d remote_exe=%s\n", res->copied,
-	       res->sent, res->sup_pid, res->sup_started, res->remote_exe);
+	printf("copied=%d linked=%d sent=%zu sup_pid=%ld sup_started=%d remote_exe=%s\n",
+	       res->copied, res->linked, res->sent, res->sup_pid, res->sup_started,
+	       res->remote_exe);
 }
 
 static int do_script(const char *which, unsigned flags)
@@ -127,7 +131,8 @@ static int spare_op(struct runner *r, struct install_result *res, const char *op
 	return rc;
 }
 
-static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, unsigned flags)
+static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, unsigned flags,
+                     unsigned up)
 {
 	const char *act = argv[0], *arg = argc > 1 ? argv[1] : NULL;
 	struct install_result res;
@@ -150,8 +155,7 @@ static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, un
 		return rc ? EXIT_FAIL : EXIT_OK;
 	}
 	if (!strcmp(act, "install")) {
-		rc = boot_install_and_up(r, (flags & BOOT_HAS_SKIFF) | (arg ? BOOT_KEEP_CALL : 0),
-		                         &res);
+		rc = boot_install_and_up(r, up | (arg ? BOOT_KEEP_CALL : 0), &res);
 		if (!rc)
 			print_install(&res);
 		if (!rc && arg)
@@ -229,13 +233,14 @@ int cmd___runner_test(int argc, char **argv)
 	        {"timeout", required_argument, NULL, 't'},
 	        {"no-sha256sum", no_argument, NULL, 'N'},
 	        {"has-skiff", no_argument, NULL, 'H'},
+	        {"link", no_argument, NULL, 'K'},
 	        {"send-ahead", no_argument, NULL, 'A'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct ssh_target t = {0};
 	const char *local = NULL, *name = NULL;
 	struct runner *r = NULL;
-	unsigned flags = 0;
+	unsigned flags = 0, up = 0; /* enum boot_script_flags; enum boot_up_flags */
 	long v, timeout_ms = RT_TIMEOUT_MS;
 	int c, rc;
 
@@ -251,7 +256,8 @@ int cmd___runner_test(int argc, char **argv)
 		case 'F': t.ssh_config = optarg; break;
 		case 'C': t.control_dir = optarg; break;
 		case 'N': flags |= BOOT_NO_SHA256SUM; break;
-		case 'H': flags |= BOOT_HAS_SKIFF; break;
+		case 'H': up |= BOOT_HAS_SKIFF; break;
+		case 'K': up |= BOOT_LINK_HERE; break;
 		case 'A': flags |= BOOT_SEND_AHEAD; break;
 		case 'p':
 			if (parse_long(optarg, 1, 65535, &v))
@@ -283,7 +289,7 @@ int cmd___runner_test(int argc, char **argv)
 		r = runner_ssh_new(name ? name : t.host, &t);
 	if (!r)
 		return EXIT_FAIL;
-	rc = do_action(r, argc, argv, (int)timeout_ms, flags);
+	rc = do_action(r, argc, argv, (int)timeout_ms, flags, up);
 	runner_free(r);
 	return rc;
 }

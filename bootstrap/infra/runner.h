@@ -59,6 +59,11 @@ struct runner_ops {
 	/* Where the local process starts (may be NULL: our cwd). */
 	const char *(*cwd)(struct runner *r);
 	/*
+	 * The node's home as a path on this machine, when the node is a directory here (the
+	 * local runner): its skiff can then be a hard link of ours. NULL, or no op: it is not.
+	 */
+	const char *(*home_here)(struct runner *r);
+	/*
 	 * The exit status by which the transport itself says it failed (ssh: 255), 0 if
 	 * none. It counts as a transport failure only when the transport also wrote a
 	 * message to r->diag_path (see runner_run()).

@@ -92,6 +92,7 @@ static const struct runner_ops local_ops = {
         .build_env = local_build_env,
         .release = local_release,
         .cwd = local_cwd,
+        .home_here = local_cwd,
         .transport_status = 0,
 };
 

@@ -128,7 +128,7 @@ int cl_bootstrap(struct clive *cl)
 		/* The cluster's record: this node was bootstrapped with this very binary. */
 		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
 			jobs[i].flags |= BOOT_HAS_SKIFF;
-		jobs[i].flags |= BOOT_KEEP_CALL;
+		jobs[i].flags |= BOOT_KEEP_CALL | BOOT_LINK_HERE;
 		e = pthread_create(&jobs[i].th, NULL, boot_thread, &jobs[i]);
 		if (e) {
 			failed = error("cannot start a thread to bootstrap node %s: %s",
@@ -147,6 +147,7 @@ int cl_bootstrap(struct clive *cl)
 			failed = -1;
 		} else {
 			nd->copied = jobs[i].res.copied;
+			nd->linked = jobs[i].res.linked;
 			nd->sup_started = jobs[i].res.sup_started;
 			free(nd->exe);
 			nd->exe = xstrdup(jobs[i].res.remote_exe);

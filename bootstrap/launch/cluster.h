@@ -26,7 +26,8 @@ struct cnode {
 	char *ip;
 	struct runner *r;
 	char *exe;       /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
-	int copied;      /* bootstrap: the binary was sent */
+	int copied;      /* bootstrap: the binary was sent (or linked) */
+	int linked;      /* bootstrap: as a hard link of the launcher's image */
 	int sup_started; /* bootstrap: the supervisor was started */
 	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
 	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless

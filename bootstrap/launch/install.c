@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -92,6 +94,143 @@ int boot_self_image(const char **data, size_t *len, const char **sha)
 	*len = self_img.bytes.len;
 	*sha = self_img.sha;
 	return 0;
+}
+
+/* --- a node that is a directory here ----------------------------------------------------- */
+
+/*
+ * Nodes that are directories of this machine (runner_ops.home_here: the local runner) get
+ * the image as hard links of one file, $SKIFF_HOME/cache/self-SHA: one copy on the disk
+ * however many nodes, and nothing to decompress. That file is checked (size and sha256)
+ * before this process first links it, and written anew when it is missing or wrong; when
+ * it is written, the images of other binaries that no node links any more (a link count
+ * of 1) and their packed caches go.
+ *
+ * A link shares the file: it is read-only (SEED_MODE) so that no write through one node's
+ * name changes the others', and private as the rest of $SKIFF_HOME.
+ */
+#define SEED_MODE 0500
+static struct {
+	pthread_mutex_t mu;
+	int state; /* 0: not looked at yet; 1: ready at path; -1: cannot be had */
+	char *path;
+} seed = {PTHREAD_MUTEX_INITIALIZER, 0, NULL};
+
+static int valid_sha(const char *sha)
+{
+	size_t i;
+
+	if (!sha || strlen(sha) != SHA256_HEX_LEN)
+		return 0;
+	for (i = 0; i < SHA256_HEX_LEN; i++)
+		if (!((sha[i] >= '0' && sha[i] <= '9') || (sha[i] >= 'a' && sha[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Removes from dir the images and packed caches of binaries other than sha, unlinked. */
+static void seed_gc(const char *dir, const char *sha)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	while (d && (e = readdir(d))) {
+		const char *name = e->d_name, *rest = name + 5 + SHA256_HEX_LEN;
+		char other[SHA256_HEX_LEN + 1];
+
+		if (strncmp(name, "self-", 5) || strlen(name) < 5 + SHA256_HEX_LEN)
+			continue;
+		memcpy(other, name + 5, SHA256_HEX_LEN);
+		other[SHA256_HEX_LEN] = '\0';
+		if (!valid_sha(other) || !strcmp(other, sha))
+			continue;
+		if (*rest && !ends_with(rest, ".zst"))
+			continue; /* a lock, a temp file: another process's */
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+		    (!*rest && st.st_nlink > 1))
+			continue; /* an image some node still links */
+		if (!unlinkat(dirfd(d), name, 0))
+			debug("removed '%s/%s', of another skiff binary", dir, name);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The seed's path, ready to be linked; NULL when there is no home or it cannot be written. */
+static const char *seed_ready(const char *data, size_t len, const char *sha)
+{
+	const char *home = skiff_home(), *path = NULL;
+	char hex[SHA256_HEX_LEN + 1], *dir;
+	struct stat st;
+
+	pthread_mutex_lock(&seed.mu);
+	if (seed.state || !home)
+		goto out;
+	seed.state = -1;
+	dir = xasprintf("%s/cache", home);
+	seed.path = xasprintf("%s/self-%s", dir, sha);
+	if (!lstat(seed.path, &st) && S_ISREG(st.st_mode) && (size_t)st.st_size == len &&
+	    !sha256_file(seed.path, hex) && !strcmp(hex, sha)) {
+		seed.state = 1;
+	} else if (!mkdir_p(dir, 0700) && !write_file_atomic(seed.path, data, len, SEED_MODE)) {
+		seed.state = 1;
+		seed_gc(dir, sha);
+	}
+	free(dir);
+out:
+	if (seed.state == 1)
+		path = seed.path;
+	pthread_mutex_unlock(&seed.mu);
+	return path;
+}
+
+/*
+ * 1 when the node's binary is now a hard link of the seed; 0 when the node is not a
+ * directory here, has it already, or cannot take a link (then the session copies it).
+ */
+static int seed_node(struct runner *r, const char *data, size_t len, const char *sha)
+{
+	const char *home = r->ops->home_here ? r->ops->home_here(r) : NULL, *src;
+	char *bin, *exe, *tmp, *lnk, *cur, *name;
+	struct stat st;
+	int done = 0;
+
+	if (!home)
+		return 0;
+	bin = xasprintf("%s/.skiff/bin", home);
+	exe = xasprintf("%s/skiff-%s", bin, sha);
+	tmp = xasprintf("%s/.skiff-%s.%ld.link", bin, sha, (long)getpid());
+	lnk = xasprintf("%s/.skiff.%ld.link", bin, (long)getpid());
+	cur = xasprintf("%s/skiff", bin);
+	name = xasprintf("skiff-%s", sha);
+	if (!lstat(exe, &st) && S_ISREG(st.st_mode) && (size_t)st.st_size == len)
+		goto out; /* there already: the session's probe finds it */
+	src = seed_ready(data, len, sha);
+	if (!src || mkdir_p(bin, 0700))
+		goto out;
+	unlink(tmp);
+	if (link(src, tmp) < 0) {
+		debug("node %s: cannot link '%s' (%s): copying it", r->name, src, strerror(errno));
+		goto out;
+	}
+	if (rename(tmp, exe) < 0) {
+		unlink(tmp);
+		goto out;
+	}
+	/* As the copy's `ln -sfn`: bin/skiff names the newest. */
+	unlink(lnk);
+	if (!symlink(name, lnk) && rename(lnk, cur) < 0)
+		unlink(lnk);
+	done = 1;
+out:
+	free(bin);
+	free(exe);
+	free(tmp);
+	free(lnk);
+	free(cur);
+	free(name);
+	return done;
 }
 
 /* --- this executable, compressed -------------------------------------------------------- */
@@ -205,8 +344,15 @@ static void pack_load(void)
 	if (quick && !buf_read_file(&packed.z, quick) && pack_ok(&packed.z, sha, len))
 		goto out;
 	packed.rc = pack_make(data, len, PACK_LEVEL_QUICK, &packed.z);
-	if (!packed.rc && quick)
+	if (!packed.rc && quick) {
+		/* This binary's first pack here: the caches of others go (seed_gc()). */
+		char *dir = xstrdup(quick);
+
 		pack_keep(quick, &packed.z, 1);
+		*strrchr(dir, '/') = '\0';
+		seed_gc(dir, sha);
+		free(dir);
+	}
 out:
 	free(best);
 	free(quick);
@@ -260,18 +406,6 @@ int boot_self_packed(const char **data, size_t *len)
 }
 
 /* --- the scripts ----------------------------------------------------------------------- */
-
-static int valid_sha(const char *sha)
-{
-	size_t i;
-
-	if (!sha || strlen(sha) != SHA256_HEX_LEN)
-		return 0;
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		if (!((sha[i] >= '0' && sha[i] <= '9') || (sha[i] >= 'a' && sha[i] <= 'f')))
-			return 0;
-	return 1;
-}
 
 /*
  * First round trip: the content-addressed binary is either there (only a verified copy
@@ -812,6 +946,11 @@ int boot_install_and_up(struct runner *r, unsigned flags, struct install_result 
 	if (rc)
 		goto out;
 	set_remote_exe(res, sha);
+	if ((flags & (BOOT_LINK_HERE | BOOT_HAS_SKIFF)) == BOOT_LINK_HERE &&
+	    seed_node(r, data, len, sha)) {
+		res->copied = res->linked = 1;
+		ahead = 0; /* the probe finds it */
+	}
 	rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
 	                         ahead ? BOOT_SEND_AHEAD : 0);
 	if (rc)

@@ -27,7 +27,8 @@
 #include "bootstrap/infra/runner.h"
 
 struct install_result {
-	int copied;           /* 1: the binary was sent; 0: it was there already */
+	int copied;           /* 1: the binary was sent (or linked); 0: it was there already */
+	int linked;           /* 1: it was put there as a hard link of the launcher's image */
 	int packed;           /* 1: it went compressed, through the stub */
 	char remote_exe[256]; /* shell word for the binary on the node: "$HOME/.skiff/bin/skiff-SHA"
 	                       */
@@ -54,6 +55,12 @@ enum boot_up_flags {
 	BOOT_HAS_SKIFF = 1 << 0,
 	/* Keep the session open for the node's next call (res->spare): see boot_spare_call(). */
 	BOOT_KEEP_CALL = 1 << 1,
+	/*
+	 * A node that is a directory of this machine (runner_ops.home_here) gets the binary as
+	 * a hard link of $SKIFF_HOME/cache/self-SHA (res->linked), before the session, whose
+	 * probe then finds it; where no link can be made, the session copies it as elsewhere.
+	 */
+	BOOT_LINK_HERE = 1 << 2,
 };
 
 /*

@@ -542,7 +542,8 @@ out:
 static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 {
 	struct step st;
-	size_t i, copied = 0, started = 0;
+	size_t i, copied = 0, linked = 0, started = 0;
+	char how[48] = "";
 
 	step_begin(&st, "bootstrap");
 	/* Then what the infra does once the supervisors are up (slurm: its job steps). */
@@ -552,12 +553,15 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	}
 	for (i = 0; i < cl->n; i++) {
 		copied += cl->nodes[i].copied;
+		linked += cl->nodes[i].linked;
 		started += cl->nodes[i].sup_started;
 		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
 		st_cluster_node_set_addr(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].addr);
 	}
-	step_done(&st, "skiff copied to %zu, already on %zu; %zu supervisor(s) started", copied,
-	          cl->n - copied, started);
+	if (linked)
+		xsnprintf(how, sizeof(how), " (%zu as hard links)", linked);
+	step_done(&st, "skiff copied to %zu%s, already on %zu; %zu supervisor(s) started", copied,
+	          how, cl->n - copied, started);
 	return 0;
 }
 

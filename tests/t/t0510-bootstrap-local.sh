@@ -41,9 +41,10 @@ ms_since() {
 }
 
 test_cleanup_hook() {
-	for _h in "$TRASH"/node-*; do
+	for _h in "$TRASH"/node-* "$TRASH"/mnt/node-*; do
 		[ -x "$_h/.skiff/bin/skiff" ] && on_node "$_h" node down >/dev/null 2>&1
 	done
+	! mountpoint -q "$TRASH/mnt" 2>/dev/null || umount -l "$TRASH/mnt"
 	return 0
 }
 
@@ -202,6 +203,59 @@ test_expect_success 'the node-side scripts run under every POSIX shell here' '
 		n=$((n + 1))
 	done &&
 	test "$n" -ge 2
+'
+
+# ---- a launch: local nodes get the binary as hard links of one file ------------------------
+SEED=$SKIFF_HOME/cache/self-$SHA
+OTHER=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+OTHER2=fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210
+ino() { stat -c %i "$1"; }
+
+test_expect_success 'install --link: two nodes, one file (the seed), nothing sent' '
+	# Images of other binaries: one no node links, one a node still does.
+	mkdir -p "$SKIFF_HOME/cache" "$TRASH/elsewhere" &&
+	printf old >"$SKIFF_HOME/cache/self-$OTHER" &&
+	printf old >"$SKIFF_HOME/cache/self-$OTHER.9.zst" &&
+	printf old >"$SKIFF_HOME/cache/self-$OTHER2" &&
+	ln "$SKIFF_HOME/cache/self-$OTHER2" "$TRASH/elsewhere/skiff-$OTHER2" &&
+	rtl "$TRASH/node-l1" --link install >l1 && cat l1 &&
+	test "$(kv copied l1)" = 1 && test "$(kv linked l1)" = 1 && test "$(kv sent l1)" = 0 &&
+	test "$(kv sup_started l1)" = 1 &&
+	rtl "$TRASH/node-l2" --link install >l2 &&
+	test "$(kv linked l2)" = 1 && test "$(kv sent l2)" = 0 &&
+	cmp "$SKIFF_BIN" "$SEED" &&
+	test "$(stat -c "%a %h" "$SEED")" = "500 3" &&
+	test "$(ino "$TRASH/node-l1/.skiff/bin/skiff-$SHA")" = "$(ino "$SEED")" &&
+	test "$(ino "$TRASH/node-l2/.skiff/bin/skiff-$SHA")" = "$(ino "$SEED")" &&
+	test "$(readlink "$TRASH/node-l1/.skiff/bin/skiff")" = "skiff-$SHA" &&
+	bin_clean "$TRASH/node-l1" && bin_clean "$TRASH/node-l2" &&
+	on_node "$TRASH/node-l2" node status | grep -q "running (pid $(kv sup_pid l2)," &&
+	# The seed was written: the unlinked image of another binary and its pack went.
+	! test -e "$SKIFF_HOME/cache/self-$OTHER" && ! test -e "$SKIFF_HOME/cache/self-$OTHER.9.zst" &&
+	test -e "$SKIFF_HOME/cache/self-$OTHER2" &&
+	# There already: nothing linked nor sent, the supervisor kept.
+	rtl "$TRASH/node-l1" --link install >l3 &&
+	test "$(kv copied l3)" = 0 && test "$(kv linked l3)" = 0 &&
+	test "$(kv sup_pid l3)" = "$(kv sup_pid l1)"
+'
+
+test_expect_success 'a seed that is not this binary is written anew; the nodes keep theirs' '
+	{ cat "$SKIFF_BIN"; printf x; } | head -c "$SIZE" >wrong && printf y | dd of=wrong \
+		bs=1 seek=1000 conv=notrunc 2>/dev/null && mv -f wrong "$SEED" &&
+	rtl "$TRASH/node-l3" --link install >l4 &&
+	test "$(kv linked l4)" = 1 &&
+	cmp "$SKIFF_BIN" "$SEED" && cmp "$SKIFF_BIN" "$TRASH/node-l3/.skiff/bin/skiff-$SHA" &&
+	test "$(ino "$TRASH/node-l3/.skiff/bin/skiff-$SHA")" = "$(ino "$SEED")" &&
+	cmp "$SKIFF_BIN" "$TRASH/node-l1/.skiff/bin/skiff-$SHA"
+'
+
+test_expect_success ROOT 'where no link can be made (another filesystem), the binary is copied' '
+	mkdir -p "$TRASH/mnt" && mount -t tmpfs -o size=64m tmpfs "$TRASH/mnt" &&
+	rtl "$TRASH/mnt/node-l4" --link install >l5 && cat l5 &&
+	test "$(kv copied l5)" = 1 && test "$(kv linked l5)" = 0 && test "$(kv sent l5)" -gt 0 &&
+	cmp "$SKIFF_BIN" "$TRASH/mnt/node-l4/.skiff/bin/skiff-$SHA" &&
+	on_node "$TRASH/mnt/node-l4" node down >/dev/null &&
+	umount "$TRASH/mnt"
 '
 
 # A script full of quotes, substitutions that must not run, newlines and non-UTF-8 bytes.
