@@ -510,11 +510,21 @@ int cl_queue(struct cnode *nd, const int64_t *ids, size_t nids, const char *key,
 	return r;
 }
 
+/* Sends the cancel request req (released here): cl_call()'s result. */
+static int send_cancel(struct cnode *nd, struct msg *req)
+{
+	struct msg rep;
+	int r = cl_call(nd, req, &rep, CL_NODE_CALL_MS);
+
+	msg_release(req);
+	msg_release(&rep);
+	return r;
+}
+
 int cl_cancel_jobs(struct cnode *nd, const int64_t *ids, size_t nids, int all)
 {
-	struct msg req, rep;
+	struct msg req;
 	size_t k;
-	int r;
 
 	msg_init(&req);
 	msg_add(&req, "op", "cancel");
@@ -522,10 +532,7 @@ int cl_cancel_jobs(struct cnode *nd, const int64_t *ids, size_t nids, int all)
 		msg_add(&req, "all", "1");
 	for (k = 0; k < nids; k++)
 		msg_add_int(&req, "id", ids[k]);
-	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
-	msg_release(&req);
-	msg_release(&rep);
-	return r;
+	return send_cancel(nd, &req);
 }
 
 /* The first job record's id, for cl_find_key(). */
@@ -555,29 +562,21 @@ int cl_find_key(struct cnode *nd, const char *key, int rank, int64_t *job_id)
 
 int cl_cancel_rank(struct cnode *nd, int64_t id, const char *key, int rank)
 {
-	struct msg req, rep;
-	int r;
+	struct msg req;
 
 	msg_init(&req);
 	msg_add(&req, "op", "cancel");
 	msg_add_int(&req, "id", id);
 	msg_addf(&req, "of_key", "%s/%d", key, rank);
-	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
-	msg_release(&req);
-	msg_release(&rep);
-	return r;
+	return send_cancel(nd, &req);
 }
 
 int cl_cancel_key(struct cnode *nd, const char *key, int rank)
 {
-	struct msg req, rep;
-	int r;
+	struct msg req;
 
 	msg_init(&req);
 	msg_add(&req, "op", "cancel");
 	msg_addf(&req, "key", "%s/%d", key, rank);
-	r = cl_call(nd, &req, &rep, CL_NODE_CALL_MS);
-	msg_release(&req);
-	msg_release(&rep);
-	return r;
+	return send_cancel(nd, &req);
 }

@@ -101,8 +101,8 @@ int boot_self_image(const char **data, size_t *len, const char **sha)
 /*
  * Nodes that are directories of this machine (runner_ops.home_here: the local runner) get
  * the image as hard links of one file, $SKIFF_HOME/cache/self-SHA: one copy on the disk
- * however many nodes, and nothing to decompress. That file is checked (size and sha256)
- * before this process first links it, and written anew when it is missing or wrong; when
+ * however many nodes, and nothing to decompress. That file is checked (its bytes against
+ * our image) before this process first links it, and written anew when it is missing or wrong; when
  * it is written, the images of other binaries that no node links any more (a link count
  * of 1) and their packed caches go.
  *
@@ -161,8 +161,9 @@ static void seed_gc(const char *dir, const char *sha)
 static const char *seed_ready(const char *data, size_t len, const char *sha)
 {
 	const char *home = skiff_home(), *path = NULL;
-	char hex[SHA256_HEX_LEN + 1], *dir;
+	struct buf have = BUF_INIT(SELF_MAX);
 	struct stat st;
+	char *dir;
 
 	pthread_mutex_lock(&seed.mu);
 	if (seed.state || !home)
@@ -170,8 +171,9 @@ static const char *seed_ready(const char *data, size_t len, const char *sha)
 	seed.state = -1;
 	dir = xasprintf("%s/cache", home);
 	seed.path = xasprintf("%s/self-%s", dir, sha);
+	/* Our image is in memory already: the file is right when it holds exactly that. */
 	if (!lstat(seed.path, &st) && S_ISREG(st.st_mode) && (size_t)st.st_size == len &&
-	    !sha256_file(seed.path, hex) && !strcmp(hex, sha)) {
+	    !buf_read_file(&have, seed.path) && have.len == len && !memcmp(have.p, data, len)) {
 		seed.state = 1;
 	} else if (!mkdir_p(dir, 0700) && !write_file_atomic(seed.path, data, len, SEED_MODE)) {
 		seed.state = 1;
@@ -182,6 +184,7 @@ out:
 	if (seed.state == 1)
 		path = seed.path;
 	pthread_mutex_unlock(&seed.mu);
+	buf_release(&have);
 	return path;
 }
 
