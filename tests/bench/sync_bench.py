@@ -63,6 +63,35 @@ def cpu_ms():
     return busy * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
+def tree_bytes(root):
+    return sum(os.lstat(os.path.join(d, f)).st_size for d, _, fs in os.walk(root) for f in fs)
+
+
+def page_fill(nbytes, writers, where):
+    """The machine's own cost of putting nbytes into the page cache of a new file, as each
+    node's receiver must, by `writers` dd in parallel into where (the nodes' filesystem):
+    (wall ms, CPU ms) for new files, then the same for rewriting those files in place,
+    whose pages are already held. On a VM that hands freed memory back to its host, the
+    first is mostly the host faulting the pages in again; no tool can avoid it."""
+    mib = max(1, nbytes >> 20)
+    paths = [os.path.join(where, f"bench-fill.{os.getpid()}.{k}") for k in range(writers)]
+    out = []
+    try:
+        for conv in ("", "notrunc"):
+            c, t = cpu_ms(), time.perf_counter()
+            ps = [subprocess.Popen(["dd", "if=/dev/zero", f"of={f}", "bs=1M", f"count={mib}",
+                                    *([f"conv={conv}"] if conv else []), "status=none"])
+                  for f in paths]
+            if any(p.wait() for p in ps):
+                raise Fail("dd into the nodes' filesystem failed")
+            out += [(time.perf_counter() - t) * 1000, cpu_ms() - c]
+    finally:
+        for f in paths:
+            if os.path.exists(f):
+                os.unlink(f)
+    return out
+
+
 def ssh(i, cmd, check=True):
     p = subprocess.run(["ssh", "-F", CFG, f"tn{i}", cmd], stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -245,7 +274,7 @@ class Bench:
                    self.task)
         nodes = self.node_of("sb3")
         print(f"[{self.a.link}] three nodes (tn{', tn'.join(map(str, nodes))}), {n} runs each")
-        xs, fs, cs = [], [], []
+        xs, fs, cs, fill = [], [], [], []
         for _ in range(n):
             for i in nodes:
                 aside(i, "~/rsync_dst")
@@ -260,17 +289,22 @@ class Bench:
             out = self.skiff_out("__sync-cluster", "sb3", self.tree, "~/sky_workdir")
             cs.append(cpu_ms() - c)
             xs.append(float(out.split("ms=")[1]))
+            fill.append(page_fill(tree_bytes(self.tree), len(nodes),
+                                  os.environ.get("TMPDIR", "/tmp")))
         one = getattr(self, "one_node_first", None)
         if one:
             # When the machine's cores are all the nodes have, three syncs cannot take less
             # than their CPU time spread over every core: that bound, against one node.
             ncpu = os.cpu_count() or 1
             bound = med(cs) / ncpu
+            new_cpu, held_cpu = med([f[1] for f in fill]), med([f[3] for f in fill])
             self.row("first sync to 3 nodes vs to 1 (cl_sync_many)", xs, one,
                      {"3 rsyncs in parallel": med(fs),
                       "CPU, 1 node": med(self.one_node_cpu), "CPU, 3 nodes": med(cs),
                       f"CPU-bound floor on {ncpu} cores":
-                          f"{bound:.0f} ms ({bound / med(one):.2f}x of one)"},
+                          f"{bound:.0f} ms ({bound / med(one):.2f}x of one)",
+                      "page fill of the 3 trees' bytes by dd, CPU: new files":
+                          f"{new_cpu:.0f} ms, rewritten in place {held_cpu:.0f} ms"},
                      floor="skiff, 1 node")
         self.row("first sync to 3 nodes (cl_sync_many)", xs, fs,
                  floor="3 rsync -a in parallel")

@@ -15,7 +15,9 @@
 #   noop      nothing changed: all of `skiff exec C task` vs a no-op `rsync -a`
 #   delta     4 KiB changed inside one 25 MB file: `skiff exec` vs `rsync -a`
 #   many      100 small files edited and 4 KiB changed in each 25 MB file: the same
-#   nodes     a first sync to 3 nodes at once (cl_sync_many) vs to 1, and vs 3 rsyncs
+#   nodes     a first sync to 3 nodes at once (cl_sync_many) vs to 1, and vs 3 rsyncs;
+#             with the CPU-bound floor and the machine's CPU cost of filling fresh pages
+#             with the three trees' bytes (dd into new files, then rewriting them)
 #   selfcopy  a fresh node: `skiff launch -d` until the job is RUNNING vs cat-copying the
 #             binary there (over a warm master and over a new connection)
 # then prints one table of every row: case, skiff, rsync (or the floor), ratio.
@@ -39,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--delay) delay=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
 	--nodes-fs) nodes_fs=$2; shift 2 ;;
-	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) echo "sync_bench: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
