@@ -25,6 +25,17 @@
 
 #define TASK_MAX_ALTERNATIVES 64 /* resource alternatives after any_of/ordered expansion */
 #define TASK_MAX_NODES 100000    /* num_nodes */
+/*
+ * Accelerators of one kind on a node. The count is a double (SkyPilot allows fractions,
+ * "A100:0.5") that the launcher and the scheduler round up to an int; past this it could
+ * not be one.
+ */
+#define TASK_ACCEL_COUNT_MAX 65536
+/*
+ * cpus, and memory in GiB (per CPU for "4x"): no machine has more, and every product of
+ * the two still fits what callers convert them to (MiB in a long, for salloc --mem).
+ */
+#define TASK_AMOUNT_MAX 1e6
 #define TASK_ENV_FILE_MAX ((size_t)1 << 20) /* bytes in an --env-file */
 /*
  * One environment entry, NAME=VALUE and its NUL: the kernel's MAX_ARG_STRLEN (32 pages of
@@ -56,7 +67,7 @@ enum task_amount_mode { TASK_EXACT, TASK_AT_LEAST, TASK_PER_CPU };
 
 struct task_amount {
 	char *text;   /* canonical text ("4", "0.5+", "4x"); NULL: not set */
-	double value; /* > 0; memory in GiB */
+	double value; /* > 0, at most TASK_AMOUNT_MAX; memory in GiB */
 	enum task_amount_mode mode;
 };
 

@@ -74,6 +74,8 @@ void task_resources_release(struct task_resources *r);
 int task_amount_parse(const char *text, int memory, struct task_amount *out, char *why,
                       size_t whysize);
 int task_accel_parse(const char *text, struct task_accel *out, char *why, size_t whysize);
+/* Whether count is an accelerator count: more than 0, at most TASK_ACCEL_COUNT_MAX. */
+int task_accel_count_ok(double count);
 /*
  * An accelerator chosen by its memory, SkyPilot's forms: "80GB+" (at least), "24GB"
  * (exactly), "24GB:2" (a count), "nvidia:80GB+" or "NVIDIA:80GB:8" (a manufacturer). The

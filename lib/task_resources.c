@@ -295,8 +295,14 @@ static int accel_entry(struct tparse *p, const struct ynode *k, const struct yno
 
 	if (k->kind != Y_SCALAR || ynode_is_null(k))
 		return tp_type_err(p, k, path, "a list, a set or a mapping of accelerator names");
-	if (v && !ynode_is_null(v) &&
-	    (strchr(k->value, ':') || ynode_number(v, &count) || !(count > 0)))
+	if (v && !ynode_is_null(v) && !strchr(k->value, ':') && v->kind == Y_SCALAR &&
+	    (yscalar_type(v) == YS_INT || yscalar_type(v) == YS_FLOAT) &&
+	    (ynode_number(v, &count) || !task_accel_count_ok(count)))
+		return tp_err(
+		        p, v,
+		        "%s: the count of '%s' must be a number more than 0, at most %d, not %s",
+		        path, k->value, TASK_ACCEL_COUNT_MAX, v->value);
+	if (v && !ynode_is_null(v) && (strchr(k->value, ':') || ynode_number(v, &count)))
 		return tp_type_err(p, v, path, "an accelerator count (a number more than 0)");
 	/* SkyPilot reads {KEY: COUNT} as "KEY:COUNT", so the memory forms hold there too. */
 	text = v && !ynode_is_null(v) ? xasprintf("%s:%s", k->value, v->value) : xstrdup(k->value);

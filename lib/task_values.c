@@ -89,8 +89,9 @@ int task_amount_parse(const char *text, int memory, struct task_amount *out, cha
 	if (parse_double(num, &v))
 		goto bad;
 	v *= factor;
-	if (!(v > 0) || !isfinite(v)) {
-		snprintf(why, whysize, "must be more than 0");
+	if (!(v > 0) || !(v <= TASK_AMOUNT_MAX)) {
+		snprintf(why, whysize, "must be more than 0, at most %.0f%s", TASK_AMOUNT_MAX,
+		         memory ? " GiB" : "");
 		return -1;
 	}
 	if (factor != 1.0)
@@ -111,6 +112,11 @@ bad:
 	return -1;
 }
 
+int task_accel_count_ok(double count)
+{
+	return count > 0 && count <= TASK_ACCEL_COUNT_MAX; /* false for NaN */
+}
+
 int task_accel_parse(const char *text, struct task_accel *out, char *why, size_t whysize)
 {
 	const char *colon = strchr(text, ':');
@@ -126,8 +132,9 @@ int task_accel_parse(const char *text, struct task_accel *out, char *why, size_t
 		      c == '-' || c == '_' || c == '.'))
 			goto bad;
 	}
-	if (colon && (parse_double(colon + 1, &count) || !(count > 0))) {
-		snprintf(why, whysize, "count in '%.40s' must be a number more than 0", text);
+	if (colon && (parse_double(colon + 1, &count) || !task_accel_count_ok(count))) {
+		snprintf(why, whysize, "count in '%.40s' must be a number more than 0, at most %d",
+		         text, TASK_ACCEL_COUNT_MAX);
 		return -1;
 	}
 	free(out->name);
@@ -199,7 +206,7 @@ static int whole(const char *s, size_t len, long *out)
 			return -1;
 	memcpy(num, s, len);
 	num[len] = '\0';
-	return parse_long(num, 1, 1000000, out);
+	return parse_long(num, 1, TASK_ACCEL_COUNT_MAX, out);
 }
 
 int task_accel_memory_parse(const char *text, struct task_accel **out, size_t *n, char *why,
@@ -301,7 +308,8 @@ int task_accel_memory_parse(const char *text, struct task_accel **out, size_t *n
 	}
 	return 1;
 bad_count:
-	snprintf(why, whysize, "count in '%.40s' must be a whole number more than 0", text);
+	snprintf(why, whysize, "count in '%.40s' must be a whole number more than 0, at most %d",
+	         text, TASK_ACCEL_COUNT_MAX);
 	return -1;
 }
 

@@ -208,19 +208,50 @@ static void test_resources_values(void)
 
 	fails("resources:\n  cpus: lots\n",
 	      "2:9: resources.cpus must be a number like 4 or 4+, not 'lots'");
-	fails("resources:\n  cpus: 0\n", "2:9: resources.cpus must be more than 0, not '0'");
+	fails("resources:\n  cpus: 0\n",
+	      "2:9: resources.cpus must be more than 0, at most 1000000, not '0'");
+	/* Past TASK_AMOUNT_MAX a product with the other (MiB for salloc) would not fit. */
+	fails("resources:\n  cpus: 1e300\n",
+	      "2:9: resources.cpus must be more than 0, at most 1000000, not '1e300'");
+	fails("resources:\n  memory: 2000000+\n",
+	      "2:11: resources.memory must be more than 0, at most 1000000 GiB, not '2000000+'");
+	fails("resources:\n  memory: 9000000TB\n",
+	      "2:11: resources.memory must be more than 0, at most 1000000 GiB, not '9000000TB'");
+	fails("resources:\n  memory: .nan\n",
+	      "2:11: resources.memory must be a number like 4 or 4+ (GiB; also 16GB, 512MB+ or "
+	      "4x for 4 GiB per CPU), not '.nan'");
 	fails("resources:\n  cpus: [4]\n",
 	      "2:9: resources.cpus must be a number or a string like \"4+\", not a list");
 	fails("resources:\n  memory: 4x+\n",
 	      "2:11: resources.memory must be a number like 4 or 4+ (GiB; also 16GB, 512MB+ or "
 	      "4x for 4 GiB per CPU), not '4x+'");
 	fails("resources:\n  accelerators: H100:x\n",
-	      "2:17: resources.accelerators: count in 'H100:x' must be a number more than 0");
+	      "2:17: resources.accelerators: count in 'H100:x' must be a number more than 0, at "
+	      "most 65536");
+	/* (int)ceil() of the count is how nodes reserve it: past an int it would be UB. */
+	fails("resources:\n  accelerators: H100:1e300\n",
+	      "2:17: resources.accelerators: count in 'H100:1e300' must be a number more than 0, "
+	      "at most 65536");
+	fails("resources:\n  accelerators: H100:nan\n",
+	      "2:17: resources.accelerators: count in 'H100:nan' must be a number more than 0, at "
+	      "most 65536");
 	fails("resources:\n  accelerators: 'H 100'\n",
 	      "2:17: resources.accelerators: 'H 100' must be NAME or NAME:COUNT (like H100:8)");
 	fails("resources:\n  accelerators: {H100: 0}\n",
+	      "2:24: resources.accelerators: the count of 'H100' must be a number more than 0, at "
+	      "most 65536, not 0");
+	fails("resources:\n  accelerators: {H100: -2.5}\n",
+	      "2:24: resources.accelerators: the count of 'H100' must be a number more than 0, at "
+	      "most 65536, not -2.5");
+	fails("resources:\n  accelerators: {H100: .inf}\n",
+	      "2:24: resources.accelerators: the count of 'H100' must be a number more than 0, at "
+	      "most 65536, not .inf");
+	fails("resources:\n  accelerators: {H100: 65537}\n",
+	      "2:24: resources.accelerators: the count of 'H100' must be a number more than 0, at "
+	      "most 65536, not 65537");
+	fails("resources:\n  accelerators: {H100: [1]}\n",
 	      "2:24: resources.accelerators must be an accelerator count (a number more than 0), "
-	      "not an integer");
+	      "not a list");
 	fails("resources:\n  accelerators: 8\n",
 	      "2:17: resources.accelerators must be a string like \"H100:8\", not an integer");
 	fails("resources:\n  gpus: T4\n  accelerators: T4\n",
@@ -801,10 +832,14 @@ static void test_accel_by_memory(void)
 	       "  in order, L4 once");
 	ok(T()->res_ordered, "  a list keeps its order");
 	fails("resources:\n  accelerators: 80GB:0.5\n",
-	      "2:17: resources.accelerators: count in '80GB:0.5' must be a whole number more than 0");
+	      "2:17: resources.accelerators: count in '80GB:0.5' must be a whole number more than "
+	      "0, at most 65536");
+	fails("resources:\n  accelerators: 80GB:65537\n",
+	      "2:17: resources.accelerators: count in '80GB:65537' must be a whole number more "
+	      "than 0, at most 65536");
 	fails("resources:\n  accelerators: {40GB: 0.5}\n",
 	      "2:24: resources.accelerators: count in '40GB:0.5' must be a whole number more than "
-	      "0");
+	      "0, at most 65536");
 	fails("resources:\n  accelerators: nvidia:x:8\n",
 	      "2:17: resources.accelerators: 'nvidia:x:8': with a manufacturer, give the memory "
 	      "and a count (NVIDIA:80GB:8)");
