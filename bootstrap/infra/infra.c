@@ -20,6 +20,11 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
+/* The forms of all_ops' specs, for messages (docs/task-yaml.md has them all). */
+#define INFRA_KINDS                                                                                \
+	"local, ssh/POOL, podman[/POOL], docker[/POOL], k8s[/CONTEXT[/NAMESPACE]], "               \
+	"slurm[/PARTITION]"
+
 static const struct infra_ops *const all_ops[] = {
         &infra_local_ops,  &infra_ssh_ops, &infra_podman_ops,
         &infra_docker_ops, &infra_k8s_ops, &infra_slurm_ops,
@@ -91,8 +96,8 @@ int infra_parse(const char *spec, struct infra *out)
 	if (!spec || !*spec || !strcmp(spec, "*"))
 		spec = "local";
 	if (strlen(spec) > 256 || !printable(spec))
-		return error("infra '%.64s' is not an infra spec (local, ssh/POOL)",
-		             printable(spec) ? spec : "?");
+		return error("infra '%.64s' is not an infra spec (%s)",
+		             printable(spec) ? spec : "?", INFRA_KINDS);
 	slash = strchr(spec, '/');
 	len = slash ? (size_t)(slash - spec) : strlen(spec);
 	rest = slash ? slash + 1 : NULL;
@@ -127,7 +132,7 @@ int infra_parse(const char *spec, struct infra *out)
 	best = nearest_word(head, names, k);
 	if (best)
 		return error("unknown infra '%s'; did you mean '%s'?", spec, best);
-	return error("unknown infra '%s': expected local or ssh/POOL", spec);
+	return error("unknown infra '%s': expected one of %s", spec, INFRA_KINDS);
 }
 
 int infra_resolve(struct infra *inf)

@@ -155,7 +155,8 @@ static void test_parse_spec(void)
 	is_int(infra_parse("gcp/us-central1/us-central1-a", &inf), -ENOTSUP, "gcp/region/zone");
 	ok(infra_parse("sssh/p", &inf) == -1, "unknown infra");
 	ok(log_has("did you mean 'ssh'?"), "... with a did-you-mean");
-	ok(infra_parse("wat", &inf) == -1 && log_has("expected local or ssh/POOL"),
+	ok(infra_parse("wat", &inf) == -1 &&
+	           log_has("expected one of local, ssh/POOL, podman[/POOL]"),
 	   "unknown infra, nothing close");
 }
 
