@@ -25,7 +25,9 @@
 #include "lib/proto.h"
 #include "lib/task.h"
 #include "lib/util.h"
+#include "state/jobs.h"
 #include "supervisor/jobs/jobs.h"
+#include "supervisor/jobs/policy.h"
 #include "lib/banned.h"
 
 /* How soon the keeper starts a controller that died (kill -9) again. */
@@ -45,7 +47,7 @@ int jobs_host_enter(void)
 		return error("the jobs controller's host has no home directory");
 	dot = xasprintf("%s/.skiff", home);
 	dir = xasprintf("%s/" JOBS_CONTROLLER_HOME, home);
-	files = xasprintf("%s/files", dir);
+	files = xasprintf("%s/" JOBS_FILES_DIR, dir);
 	/* files/: the jobs' workdirs and mounts, as private as the rest. */
 	if (ensure_private_dir(dot) || ensure_private_dir(dir) || ensure_private_dir(files))
 		r = error_errno("cannot create '%s'", dir);
@@ -77,6 +79,135 @@ void jobs_host_env(const struct msg *m)
 }
 
 /* ---- the files a launcher sends ------------------------------------------------------- */
+
+/* One upload under files/, by its token, as the collector counts its jobs. */
+struct upload {
+	char token[JOBS_FILES_TOKEN_HEX + 1];
+	struct jobs_files f;
+	int64_t last_job; /* the job counted last: once per job, however many paths */
+};
+
+struct uploads {
+	struct upload *v;
+	size_t n;
+	int unknown; /* a live job's paths could not be read */
+};
+
+static int by_token(const void *a, const void *b)
+{
+	return strcmp(((const struct upload *)a)->token, ((const struct upload *)b)->token);
+}
+
+/* Whether name is a token ship_files() (remote.c) makes: JOBS_FILES_TOKEN_HEX hex digits. */
+static int is_token(const char *name, size_t len)
+{
+	return len == JOBS_FILES_TOKEN_HEX && strspn(name, "0123456789abcdef") >= len;
+}
+
+/* Counts j toward every upload a path of its overrides points into. */
+static int count_job(const struct mjob *j, void *arg)
+{
+	static const char mark[] = "/" JOBS_CONTROLLER_HOME "/" JOBS_FILES_DIR "/";
+	struct uploads *u = arg;
+	struct task_overrides o = TASK_OVERRIDES_INIT;
+	size_t i;
+
+	if (!j->overrides_len)
+		return 0;
+	if (task_overrides_decode(&o, j->overrides, j->overrides_len)) {
+		task_overrides_release(&o);
+		if (mj_status_terminal(j->status))
+			return 0;
+		/* What a live job needs is not known: nothing is removed this round. */
+		u->unknown = 1;
+		return 1;
+	}
+	for (i = 0; i < o.npaths; i++) {
+		const char *p = strstr(o.path_to[i], mark), *end;
+		struct upload key, *hit;
+
+		if (!p)
+			continue;
+		p += sizeof(mark) - 1;
+		end = strchr(p, '/');
+		if (!end || !is_token(p, (size_t)(end - p)))
+			continue;
+		memcpy(key.token, p, JOBS_FILES_TOKEN_HEX);
+		key.token[JOBS_FILES_TOKEN_HEX] = '\0';
+		hit = bsearch(&key, u->v, u->n, sizeof(*u->v), by_token);
+		if (!hit)
+			continue;
+		if (hit->last_job == j->id)
+			continue;
+		hit->last_job = j->id;
+		hit->f.jobs++;
+		hit->f.live += !mj_status_terminal(j->status);
+	}
+	task_overrides_release(&o);
+	return 0;
+}
+
+int jobs_files_gc(struct st_db *db)
+{
+	const char *home = skiff_home();
+	struct uploads u = {NULL, 0, 0};
+	size_t cap = 0, i;
+	struct dirent *de;
+	char *dir;
+	DIR *d;
+	int r = 0, failed = 0;
+
+	if (!home)
+		return -ENOENT;
+	dir = xasprintf("%s/" JOBS_FILES_DIR, home);
+	d = opendir(dir);
+	if (!d) {
+		r = errno == ENOENT ? 0 : error_errno("cannot read '%s'", dir);
+		free(dir);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		struct upload *up;
+		struct stat st;
+		char *path;
+
+		if (!is_token(de->d_name, strlen(de->d_name)))
+			continue; /* not an upload: left alone */
+		path = xasprintf("%s/%s", dir, de->d_name);
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
+			u.v = xgrow(u.v, u.n, &cap, sizeof(*u.v));
+			up = &u.v[u.n++];
+			memset(up, 0, sizeof(*up));
+			memcpy(up->token, de->d_name, sizeof(up->token));
+			up->f.mtime = (double)st.st_mtime;
+		}
+		free(path);
+	}
+	closedir(d);
+	if (u.n) {
+		qsort(u.v, u.n, sizeof(*u.v), by_token);
+		r = mj_each(db, 0, MJ_ANY, count_job, &u);
+		if (!r && u.unknown)
+			r = error(
+			        "a live managed job's paths cannot be read: no upload is removed");
+	}
+	for (i = 0; !r && i < u.n; i++) {
+		char *path;
+
+		if (!jobs_files_gc_decide(&u.v[i].f, now_wall(), JOBS_FILES_GRACE_S))
+			continue;
+		path = xasprintf("%s/%s", dir, u.v[i].token);
+		fprintf(stderr, "[keep] removing %s: %s\n", path,
+		        u.v[i].f.jobs ? "every job that used these files has ended"
+		                      : "no job named these files within the grace period");
+		if (renv_rm_rf(path))
+			failed = -EIO;
+		free(path);
+	}
+	free(u.v);
+	free(dir);
+	return r ? r : failed;
+}
 
 /*
  * config.yaml, keys/NAME or pools.d/NAME.yaml, NAME of [A-Za-z0-9._-] not starting with

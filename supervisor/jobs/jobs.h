@@ -179,6 +179,12 @@ int gang_main(int argc, char **argv);
 #define JOBS_CONTROLLER_CLUSTER_PREFIX "skiff-jobs-controller-"
 /* The controller's $SKIFF_HOME on its host, under the host's $HOME. */
 #define JOBS_CONTROLLER_HOME ".skiff/jobs-controller"
+/*
+ * Under it, files/TOKEN/K: the workdirs and mounts one `jobs launch` sent (TOKEN, hex
+ * digits, one per launch; K, one per local path). jobs_files_gc() removes them.
+ */
+#define JOBS_FILES_DIR "files"
+#define JOBS_FILES_TOKEN_HEX 32
 /* Set in every process of the controller's host side: `skiff jobs` runs here, not there. */
 #define JOBS_ON_CONTROLLER_ENV "SKIFF_JOBS_ON_CONTROLLER"
 
@@ -237,6 +243,14 @@ void jobs_host_env(const struct msg *m);
 int jobs_host_put(const char *rel, const char *data, int *changed);
 /* ssh_node_pools.yaml anew from pools.d/ (every pool a launcher sent). 0 or -errno. */
 int jobs_host_pools_rebuild(void);
+/*
+ * Removes the uploads under $SKIFF_HOME/files that no job needs any more
+ * (jobs_files_gc_decide(), supervisor/jobs/policy.h): the keep worker's, after a job ends
+ * and on the collector's round. Nothing to do where there is no files/ (not a controller
+ * host). 0 or -errno.
+ */
+struct st_db;
+int jobs_files_gc(struct st_db *db);
 /*
  * Makes sure the host's keeper runs our binary, with the controller: a keeper or a
  * controller of another binary (an older launcher's) is stopped and ours started; the

@@ -200,3 +200,8 @@ size_t jobs_kept_gc_decide(struct jobs_kept *v, size_t n, double now, double ret
 	free(order);
 	return gone;
 }
+
+int jobs_files_gc_decide(const struct jobs_files *f, double now, double grace_s)
+{
+	return !f->live && (f->jobs || now - f->mtime >= grace_s);
+}

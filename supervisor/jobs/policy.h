@@ -134,4 +134,26 @@ struct jobs_kept {
 size_t jobs_kept_gc_decide(struct jobs_kept *v, size_t n, double now, double retention_s,
                            uint64_t max_bytes);
 
+/* ---- the files launchers sent a controller host (supervisor/jobs/host.c) -------------- */
+
+/*
+ * How long an upload under files/TOKEN that no job names yet is kept: a `jobs launch`
+ * between its upload and its submit, or one that failed between them.
+ */
+#define JOBS_FILES_GRACE_S 3600
+
+/* One upload, files/TOKEN: the workdirs and mounts of one `jobs launch` (its copies). */
+struct jobs_files {
+	double mtime; /* the upload's directory's, epoch seconds */
+	int jobs;     /* managed jobs whose paths point into it */
+	int live;     /* of them, those that have not ended */
+};
+
+/*
+ * Whether an upload goes: when no live job needs it, once a job named it (all such jobs
+ * ended: the copies of one launch are submitted together) or once grace_s has passed
+ * since the upload without any job naming it.
+ */
+int jobs_files_gc_decide(const struct jobs_files *f, double now, double grace_s);
+
 #endif

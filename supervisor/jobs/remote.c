@@ -467,11 +467,11 @@ int jobs_remote_stop(struct st_db *db, const char *cluster)
  */
 static int ship_files(struct ctl *x, const struct task_list *tl, struct task_overrides *ov)
 {
-	char token[33];
+	char token[JOBS_FILES_TOKEN_HEX + 1];
 	size_t i, k;
 	int n = 0, r = 0;
 
-	random_hex(token, 16);
+	random_hex(token, JOBS_FILES_TOKEN_HEX / 2);
 	for (i = 0; i < tl->n && !r; i++) {
 		const struct task *t = tl->tasks[i];
 
@@ -511,8 +511,9 @@ static int ship_files(struct ctl *x, const struct task_list *tl, struct task_ove
 				        "%s: cannot read '%s' to send it to the jobs controller",
 				        tl->file ? tl->file : "the task", src);
 			} else {
-				dst = xasprintf("~/" JOBS_CONTROLLER_HOME "/files/%s/%d", token,
-				                n++);
+				dst = xasprintf("~/" JOBS_CONTROLLER_HOME "/" JOBS_FILES_DIR
+				                "/%s/%d",
+				                token, n++);
 				r = cl_sync(&x->cl.nodes[0], src, dst, !S_ISDIR(st.st_mode));
 				if (!r)
 					task_overrides_map_path(ov, key, dst);

@@ -9,7 +9,9 @@
  *               request per node)
  *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups, keeping
  *               a cluster's logs before it goes
- *   keep        keeps the logs of the pool's ended jobs (keep-gc: then runs the retention)
+ *   keep        keeps the logs of the pool's ended jobs (keep-gc: then runs the retention),
+ *               and removes the uploads on a controller host that no job needs
+ *               (jobs_files_gc())
  *
  * A worker first waits for the controller's byte on GOFD: the controller writes it after
  * recording the worker's pid and start time, and a worker whose pipe closes without it
@@ -565,6 +567,8 @@ static int worker_keep(struct st_db *db, int gc)
 	int rc = jobs_keep_pool_runs(db) ? EXIT_FAIL : EXIT_OK;
 
 	if (gc && jobs_kept_gc(db))
+		rc = EXIT_FAIL;
+	if (jobs_files_gc(db))
 		rc = EXIT_FAIL;
 	return rc;
 }

@@ -122,6 +122,46 @@ test_expect_success 'the controller host holds the pool and key it was sent, 060
 	grep -q "jobs.controller.resources.infra .shh/ctl." err4
 '
 
+# The uploads under files/ on the controller host, one name per line, sorted.
+ctl_files() { nodes_ssh 1 "ls $CTL_HOME/files" | sort; }
+# Waits (up to $2 s) until ctl_files prints what file $1 holds.
+wait_files() {
+	_end=$(($(date +%s) + $2))
+	until ctl_files >files.now && cmp -s files.now "$1"; do
+		[ "$(date +%s)" -lt "$_end" ] || { diff "$1" files.now; return 1; }
+		sleep 0.3
+	done
+}
+
+test_expect_success 'the files of ended jobs leave the controller host; a live job keeps its own; an orphan goes after the grace' '
+	: >none && wait_files none 60 &&
+	old=0123456789abcdef0123456789abcdef new=fedcba9876543210fedcba9876543210 &&
+	nodes_ssh 1 "cd $CTL_HOME/files && mkdir $old $new not-an-upload &&
+		echo x >$old/f && echo y >$new/f && echo z >not-an-upload/f &&
+		touch -d \"2 hours ago\" $old not-an-upload" &&
+	cat >live.yaml <<-EOF &&
+	name: live
+	workdir: wd
+	resources: {infra: ssh/work}
+	run: cat hello.txt; sleep 1000
+	EOF
+	skiff jobs launch -d live.yaml >id_live 2>err &&
+	L=$(tail -n 1 id_live) &&
+	wait_for "test \"\$(ctl_field $L status)\" = RUNNING" 60 &&
+	ctl_files | grep -v -x -e $old -e $new -e not-an-upload >live.token &&
+	test "$(wc -l <live.token)" = 1 &&
+	skiff jobs launch -d --infra ssh/work true >id_t &&
+	{ echo $new; echo not-an-upload; cat live.token; } | sort >want &&
+	wait_files want 60 &&
+	skiff jobs cancel "$L" &&
+	{ echo $new; echo not-an-upload; } | sort >want2 &&
+	wait_files want2 60 &&
+	nodes_ssh 1 "cat $CTL_HOME/jobs/controller.log" >ctl.log &&
+	grep -q "removing .*/$old: no job named these files within the grace period" ctl.log &&
+	grep -q "removing .*/$(cat live.token): every job that used these files has ended" ctl.log &&
+	nodes_ssh 1 "rm -rf $CTL_HOME/files/$new $CTL_HOME/files/not-an-upload"
+'
+
 test_expect_success 'jobs run on with every launcher process killed and its home deleted' '
 	skiff jobs launch -d -n b --infra ssh/work "echo b-start; sleep 6; echo b-done" >id_b &&
 	skiff jobs launch -d -n c --job-recovery FAILOVER --infra ssh/work \

@@ -392,6 +392,35 @@ static void test_kept_gc(void)
 	is_int(bad, 0, "2000 random sets: the running kept, age exact, oldest first, cap met");
 }
 
+/* The upload decision, exhaustively over the cases that matter (grace 100 s, now 1000). */
+static void test_files_gc(void)
+{
+	static const double ages[] = {0, 99, 100, 5000};
+	int jobs, live;
+	size_t a;
+
+	for (jobs = 0; jobs <= 3; jobs++)
+		for (live = 0; live <= jobs; live++)
+			for (a = 0; a < ARRAY_SIZE(ages); a++) {
+				struct jobs_files f = {1000 - ages[a], jobs, live};
+				int want = !live && (jobs || ages[a] >= 100);
+
+				ok(jobs_files_gc_decide(&f, 1000, 100) == want,
+				   "%d job(s), %d live, uploaded %gs ago: %s", jobs, live, ages[a],
+				   want ? "removed" : "kept");
+			}
+	/* The cases by name. */
+	ok(!jobs_files_gc_decide(&(struct jobs_files){1000, 0, 0}, 1000, JOBS_FILES_GRACE_S),
+	   "an upload no job names yet (its launch between upload and submit) stays");
+	ok(jobs_files_gc_decide(&(struct jobs_files){0, 0, 0}, JOBS_FILES_GRACE_S,
+	                        JOBS_FILES_GRACE_S),
+	   "one no job named within the grace (a failed launch) goes");
+	ok(!jobs_files_gc_decide(&(struct jobs_files){0, 3, 1}, 1e9, JOBS_FILES_GRACE_S),
+	   "one a live job needs stays, however old (a job PENDING for days)");
+	ok(jobs_files_gc_decide(&(struct jobs_files){1000, 3, 0}, 1000, JOBS_FILES_GRACE_S),
+	   "one whose jobs have all ended goes at once");
+}
+
 int main(void)
 {
 	plan_run(test_cut_off);
@@ -402,5 +431,6 @@ int main(void)
 	plan_run(test_probe_decide);
 	plan_run(test_run_ended);
 	plan_run(test_kept_gc);
+	plan_run(test_files_gc);
 	return done_testing();
 }
