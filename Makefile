@@ -192,7 +192,7 @@ format:
 	clang-format -i $(SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:
-	rm -rf $(B)/obj $(B)/asan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff
+	rm -rf $(B)/obj $(B)/asan $(B)/tsan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff
 
 .PHONY: all asan tsan fuzz fuzz-long unit test test-asan dist format clean FORCE
 .SECONDARY:

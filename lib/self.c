@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/sha256.h"
 #include "lib/util.h"
 #include "version.h"
 #include "lib/banned.h"
@@ -98,16 +99,6 @@ static const char *hash_self(const char *argv0)
 	return NULL;
 }
 
-static int is_hex64(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[SHA256_HEX_LEN] == '\0';
-}
-
 static const char *hash_cached(void)
 {
 	static char hex[SHA256_HEX_LEN + 1];
@@ -133,7 +124,7 @@ static const char *hash_cached(void)
 	/* An installed copy is named by its verified content. */
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	if (starts_with(base, "skiff-") && is_hex64(base + 6)) {
+	if (starts_with(base, "skiff-") && sha256_hex_valid(base + 6)) {
 		memcpy(hex, base + 6, SHA256_HEX_LEN + 1);
 		return hex;
 	}
@@ -148,7 +139,7 @@ static const char *hash_cached(void)
 		    b.len >= strlen(key) + SHA256_HEX_LEN) {
 			memcpy(hex, b.p + strlen(key), SHA256_HEX_LEN);
 			hex[SHA256_HEX_LEN] = '\0';
-			if (is_hex64(hex))
+			if (sha256_hex_valid(hex))
 				goto out;
 		}
 	}

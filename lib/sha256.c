@@ -127,3 +127,15 @@ int sha256_file(const char *path, char hex[SHA256_HEX_LEN + 1])
 	close(fd);
 	return r;
 }
+
+int sha256_hex_valid(const char *s)
+{
+	size_t i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < SHA256_HEX_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[SHA256_HEX_LEN] == '\0';
+}

@@ -18,6 +18,8 @@ void sha256_final_hex(struct sha256_ctx *c, char hex[SHA256_HEX_LEN + 1]);
 void sha256_final(struct sha256_ctx *c, unsigned char out[32]);
 
 void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1]);
+/* 1 when s is a hex digest as these print it: SHA256_HEX_LEN of [0-9a-f], then the end. */
+int sha256_hex_valid(const char *s);
 /* Hashes a file by reading it; 0 or -errno. */
 int sha256_file(const char *path, char hex[SHA256_HEX_LEN + 1]);
 int sha256_fd(int fd, char hex[SHA256_HEX_LEN + 1]);

@@ -81,16 +81,6 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int is_hex_name(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[i] == '\0';
-}
-
 /*
  * A complete file for this URL: the pinned digest's, or (unpinned) the newest one.
  * 1 and *path on a hit, 0 on a miss.
@@ -117,7 +107,7 @@ static int cache_lookup(const char *dir, const char *want, char **path)
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		if (!is_hex_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, 0) ||
+		if (!sha256_hex_valid(de->d_name) || fstatat(dirfd(d), de->d_name, &st, 0) ||
 		    !S_ISREG(st.st_mode))
 			continue;
 		if (!*best || st.st_mtim.tv_sec > best_t.tv_sec ||

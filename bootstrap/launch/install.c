@@ -116,18 +116,6 @@ static struct {
 	char *path;
 } seed = {PTHREAD_MUTEX_INITIALIZER, 0, NULL};
 
-static int valid_sha(const char *sha)
-{
-	size_t i;
-
-	if (!sha || strlen(sha) != SHA256_HEX_LEN)
-		return 0;
-	for (i = 0; i < SHA256_HEX_LEN; i++)
-		if (!((sha[i] >= '0' && sha[i] <= '9') || (sha[i] >= 'a' && sha[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* Removes from dir the images and packed caches of binaries other than sha, unlinked. */
 static void seed_gc(const char *dir, const char *sha)
 {
@@ -143,7 +131,7 @@ static void seed_gc(const char *dir, const char *sha)
 			continue;
 		memcpy(other, name + 5, SHA256_HEX_LEN);
 		other[SHA256_HEX_LEN] = '\0';
-		if (!valid_sha(other) || !strcmp(other, sha))
+		if (!sha256_hex_valid(other) || !strcmp(other, sha))
 			continue;
 		if (*rest && !ends_with(rest, ".zst"))
 			continue; /* a lock, a temp file: another process's */
@@ -539,7 +527,7 @@ static int session_script(struct buf *out, const char *sha, size_t size, size_t 
 
 int boot_install_script(struct buf *out, int kind, const char *sha, size_t size, unsigned flags)
 {
-	if (!valid_sha(sha))
+	if (!sha256_hex_valid(sha))
 		return -EINVAL;
 	if (kind == BOOT_SCRIPT_PROBE)
 		return buf_addf(out, probe_fmt, sha);

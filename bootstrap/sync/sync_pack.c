@@ -372,8 +372,8 @@ static int same_file(const struct stat *a, const struct stat *b)
 
 static int settle(int fd, struct stat *st)
 {
-	static int64_t coarse =
-	        -1; /* the groups' threads may race here: same value, stored whole */
+	/* The groups' threads may race here: each stores the same value, whole. */
+	static int64_t coarse = -1;
 	struct timespec now, res;
 	int64_t last, left, t, tick = __atomic_load_n(&coarse, __ATOMIC_RELAXED);
 	int i;

@@ -91,9 +91,32 @@ static void test_same_as_portable(void)
 	is_int(bad, 0, "%zu inputs hash the same as mbedTLS's portable code", runs);
 }
 
+static void test_hex_valid(void)
+{
+	char hex[SHA256_HEX_LEN + 2];
+
+	sha256_hex("abc", 3, hex);
+	ok(sha256_hex_valid(hex), "a digest sha256_hex() printed");
+	ok(!sha256_hex_valid(NULL), "not NULL");
+	ok(!sha256_hex_valid(""), "not empty");
+	hex[SHA256_HEX_LEN - 1] = '\0';
+	ok(!sha256_hex_valid(hex), "not 63 digits");
+	hex[SHA256_HEX_LEN - 1] = 'a';
+	hex[SHA256_HEX_LEN] = '0';
+	hex[SHA256_HEX_LEN + 1] = '\0';
+	ok(!sha256_hex_valid(hex), "not 65");
+	hex[SHA256_HEX_LEN] = '\0';
+	ok(sha256_hex_valid(hex), "64 again");
+	hex[7] = 'A';
+	ok(!sha256_hex_valid(hex), "not upper case");
+	hex[7] = 'g';
+	ok(!sha256_hex_valid(hex), "not a letter past f");
+}
+
 int main(void)
 {
 	plan_run(test_vectors);
 	plan_run(test_same_as_portable);
+	plan_run(test_hex_valid);
 	return done_testing();
 }
