@@ -742,8 +742,11 @@ static int life_arg(const char *cmd, int argc, char **argv, int *a, struct life_
 		return 0;
 	if (!strcmp(arg, "-i") || !strcmp(arg, "--idle-minutes") ||
 	    !strcmp(arg, "--idle-minutes-to-autostop")) {
-		if (*a + 1 >= argc || parse_long(argv[*a + 1], 0, 525600, &minutes))
-			return usage_error(cmd, "%s needs minutes (0..525600)", arg), -1;
+		if (*a + 1 >= argc ||
+		    parse_long(argv[*a + 1], 0, TASK_AUTOSTOP_MINUTES_MAX, &minutes))
+			return usage_error(cmd, "%s needs minutes (0..%d)", arg,
+			                   TASK_AUTOSTOP_MINUTES_MAX),
+			       -1;
 		o->idle_minutes = (int)minutes;
 		++*a;
 		return 1;

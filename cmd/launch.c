@@ -122,8 +122,9 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 			continue;
 		} else if (!lo->exec &&
 		           (!strcmp(a, "-i") || !strcmp(a, "--idle-minutes-to-autostop"))) {
-			if (++i >= argc || parse_long(argv[i], 0, 525600, &v))
-				return usage_error("launch", "%s needs minutes (0..525600)", a);
+			if (++i >= argc || parse_long(argv[i], 0, TASK_AUTOSTOP_MINUTES_MAX, &v))
+				return usage_error("launch", "%s needs minutes (0..%d)", a,
+				                   TASK_AUTOSTOP_MINUTES_MAX);
 			lo->idle_minutes = v ? (int)v : 1; /* as SkyPilot: 0 means 1 */
 		} else if (!lo->exec && !strcmp(a, "--down")) {
 			lo->down = 1;

@@ -15,6 +15,7 @@
 #include "cmd/node.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "supervisor/node.h"
 #include "supervisor/supervisor.h"
@@ -54,9 +55,10 @@ static const char node_autostop_usage[] =
         "usage: skiff node autostop IDLE_MINUTES [--down] [--wait-for jobs|jobs_and_ssh|none]\n"
         "       skiff node autostop --cancel\n"
         "\n"
-        "After IDLE_MINUTES (fractions allowed) without activity, the supervisor runs the\n"
-        "infra's hook: $SKIFF_HOME/hooks/stop, or hooks/down with --down. Activity is a\n"
-        "job that has not ended and, with jobs_and_ssh (the default), a login session.\n"
+        "After IDLE_MINUTES (fractions allowed; at most 5256000, ten years) without\n"
+        "activity, the supervisor runs the infra's hook: $SKIFF_HOME/hooks/stop, or\n"
+        "hooks/down with --down. Activity is a job that has not ended and, with\n"
+        "jobs_and_ssh (the default), a login session.\n"
         "With none, the timer runs regardless of activity. The setting lasts until the\n"
         "node reboots.\n";
 
@@ -311,7 +313,7 @@ static int node_status(int argc, char **argv)
 		       msg_get(&rep, "running"), msg_get(&rep, "setting_up"),
 		       msg_get(&rep, "pending"));
 		if (idle >= 0)
-			printf("autostop:    %g min%s (wait for %s)\n", idle,
+			printf("autostop:    %.15g min%s (wait for %s)\n", idle,
 			       !strcmp(msg_get(&rep, "autostop_down"), "1") ? " (down)" : "",
 			       msg_get(&rep, "autostop_wait_for"));
 		else
@@ -349,9 +351,11 @@ static int node_autostop(int argc, char **argv)
 		return usage_error("node autostop", "--cancel takes no IDLE_MINUTES");
 	if (!cancel && optind != argc - 1)
 		return usage_error("node autostop", "expected IDLE_MINUTES");
-	if (!cancel && (parse_double(argv[optind], &idle) || idle < 0))
-		return usage_error("node autostop", "bad IDLE_MINUTES '%s': expected a number >= 0",
-		                   argv[optind]);
+	if (!cancel && (parse_double(argv[optind], &idle) || !task_autostop_minutes_valid(idle)))
+		return usage_error("node autostop",
+		                   "bad IDLE_MINUTES '%s': expected a number of minutes, 0..%d "
+		                   "(ten years)",
+		                   argv[optind], TASK_AUTOSTOP_MINUTES_MAX);
 	if (wait_for && strcmp(wait_for, "jobs") && strcmp(wait_for, "jobs_and_ssh") &&
 	    strcmp(wait_for, "none"))
 		return usage_error("node autostop",
@@ -375,7 +379,7 @@ static int node_autostop(int argc, char **argv)
 	if (cancel)
 		printf("autostop cancelled\n");
 	else
-		printf("autostop set: %s after %g idle minute(s) (wait for %s)\n",
+		printf("autostop set: %s after %.15g idle minute(s) (wait for %s)\n",
 		       down ? "down" : "stop", idle, wait_for ? wait_for : "jobs_and_ssh");
 	return EXIT_OK;
 }

@@ -89,6 +89,15 @@ struct task_job_recovery {
 };
 
 #define TASK_AUTOSTOP_DEFAULT_MINUTES 5
+/*
+ * The longest autostop idle time, wherever it is set (launch -i, autostop -i, node
+ * autostop, resources.autostop, the node's autostop request): ten years of minutes. An
+ * int holds it, and so does an int64 of milliseconds after now (the node's deadline).
+ */
+#define TASK_AUTOSTOP_MINUTES_MAX 5256000
+
+/* Whether m is an autostop idle time: finite, 0..TASK_AUTOSTOP_MINUTES_MAX (not NaN). */
+int task_autostop_minutes_valid(double m);
 
 /* Whether s is one of autostop's wait_for modes: jobs_and_ssh, jobs, none. */
 int task_wait_for_valid(const char *s);

@@ -89,7 +89,10 @@ int task_accel_memory_parse(const char *text, struct task_accel **out, size_t *n
                             size_t whysize);
 /* A size: a number of GiB, or with a unit ("512MB", "1TB"), into GiB. */
 int task_size_parse(const char *text, double *gib);
-/* Minutes: "10", or a time with a unit: "30s" (rounded up), "10m", "1h", "2d", "1w". */
+/*
+ * Autostop minutes: "10", or a time with a unit: "30s" (rounded up), "10m", "1h", "2d",
+ * "1w"; at most TASK_AUTOSTOP_MINUTES_MAX.
+ */
 int task_minutes_parse(const char *s, long *out);
 
 /* lib/task_runtime_env.c */

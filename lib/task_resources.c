@@ -505,13 +505,13 @@ static int parse_autostop(struct tparse *p, const struct ynode *n, const char *p
 		return 0;
 	}
 	if (yscalar_type(n) == YS_INT)
-		return tp_long(p, n, path, 0, 100000000, &as->idle_minutes);
+		return tp_long(p, n, path, 0, TASK_AUTOSTOP_MINUTES_MAX, &as->idle_minutes);
 	if (n->kind == Y_SCALAR && yscalar_type(n) == YS_STR) {
 		if (task_minutes_parse(n->value, &as->idle_minutes))
 			return tp_err(p, n,
-			              "%s must be minutes or a time like \"10m\" or \"1h\", "
-			              "not '%.40s'",
-			              path, n->value);
+			              "%s must be minutes or a time like \"10m\" or \"1h\", at "
+			              "most %d minutes (ten years), not '%.40s'",
+			              path, TASK_AUTOSTOP_MINUTES_MAX, n->value);
 		return 0;
 	}
 	if (n->kind != Y_MAP)
@@ -520,8 +520,8 @@ static int parse_autostop(struct tparse *p, const struct ynode *n, const char *p
 		                   "mapping");
 	r = tp_check_keys(p, n, path, keys, ARRAY_SIZE(keys));
 	if ((v = ymap_get(n, "idle_minutes")) && !ynode_is_null(v))
-		r |= tp_long(p, v, tp_path(sub, path, "idle_minutes"), 0, 100000000,
-		             &as->idle_minutes);
+		r |= tp_long(p, v, tp_path(sub, path, "idle_minutes"), 0,
+		             TASK_AUTOSTOP_MINUTES_MAX, &as->idle_minutes);
 	if ((v = ymap_get(n, "down")) && !ynode_is_null(v))
 		r |= tp_bool(p, v, tp_path(sub, path, "down"), &as->down);
 	if ((v = ymap_get(n, "wait_for")) && !ynode_is_null(v))

@@ -342,8 +342,18 @@ int task_minutes_parse(const char *s, long *out)
 	}
 	if (parse_long(num, 0, 100000000, &v))
 		return -1;
-	*out = mult < 0 ? (v + 59) / 60 : v * mult;
+	/* At most 1e8 * 10080: a long holds it, and the bound below is checked on it. */
+	v = mult < 0 ? (v + 59) / 60 : v * mult;
+	if (v > TASK_AUTOSTOP_MINUTES_MAX)
+		return -1;
+	*out = v;
 	return 0;
+}
+
+int task_autostop_minutes_valid(double m)
+{
+	/* NaN fails both comparisons; infinities fail one. */
+	return m >= 0 && m <= TASK_AUTOSTOP_MINUTES_MAX;
 }
 
 /* ---- what only a cloud honours ------------------------------------------------------ */

@@ -29,6 +29,7 @@
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/daemon.h"
@@ -45,10 +46,12 @@ static const char default_action[] =
 
 static void set_deadline(void)
 {
-	if (S.idle_minutes < 0) {
+	/* Every setting is checked where it enters; an out of range one here is off. */
+	if (S.idle_minutes < 0 || !task_autostop_minutes_valid(S.idle_minutes)) {
 		S.autostop_deadline = 0;
 		return;
 	}
+	/* At most TASK_AUTOSTOP_MINUTES_MAX * 60000 (3.2e11) ms after now: no overflow. */
 	S.autostop_deadline = S.last_active + (int64_t)(S.idle_minutes * 60000.0);
 	if (S.autostop_deadline <= 0)
 		S.autostop_deadline = 1;
@@ -76,6 +79,12 @@ void sup_autostop_load(void)
 	if (S.idle_minutes >= 0 && (!boot || strcmp(boot, S.boot))) {
 		info("autostop: the setting was made before the last reboot; it is off until set "
 		     "again");
+		S.idle_minutes = -1;
+		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+	} else if (S.idle_minutes >= 0 && !task_autostop_minutes_valid(S.idle_minutes)) {
+		warning("autostop: the stored idle time (%g minutes) is over %d; it is off until "
+		        "set again",
+		        S.idle_minutes, TASK_AUTOSTOP_MINUTES_MAX);
 		S.idle_minutes = -1;
 		st_kv_set(S.db, "autostop_idle_minutes", NULL);
 	}
@@ -251,10 +260,12 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 	char num[32];
 
 	if (!msg_get(req, "cancel")) {
-		if (msg_get_double(req, "idle_minutes", &idle) || idle < 0)
+		if (msg_get_double(req, "idle_minutes", &idle) ||
+		    !task_autostop_minutes_valid(idle))
 			return sup_reply_error(
-			        c, "bad idle minutes '%s': expected a number >= 0",
-			        msg_get(req, "idle_minutes") ? msg_get(req, "idle_minutes") : "");
+			        c, "bad idle minutes '%.40s': expected a number of minutes, 0..%d",
+			        msg_get(req, "idle_minutes") ? msg_get(req, "idle_minutes") : "",
+			        TASK_AUTOSTOP_MINUTES_MAX);
 		v = msg_get(req, "wait_for");
 		if (v && (wait_for = parse_wait_for(v)) < 0)
 			return sup_reply_error(c,
@@ -283,7 +294,7 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 	if (idle < 0) {
 		st_kv_set(S.db, "autostop_idle_minutes", NULL);
 	} else {
-		xsnprintf(num, sizeof(num), "%g", idle);
+		xsnprintf(num, sizeof(num), "%.15g", idle);
 		st_kv_set(S.db, "autostop_idle_minutes", num);
 		st_kv_set(S.db, "autostop_down", down ? "1" : "0");
 		st_kv_set(S.db, "autostop_wait_for",

@@ -345,7 +345,7 @@ static void op_status(struct conn *c, const struct msg *req)
 	msg_add_int(&m, "setting_up", count_status(JOB_SETTING_UP));
 	msg_add_int(&m, "pending", count_status(JOB_PENDING));
 	msg_add_int(&m, "shims", (int64_t)S.nrun);
-	msg_addf(&m, "autostop_idle_minutes", "%g", S.idle_minutes);
+	msg_addf(&m, "autostop_idle_minutes", "%.15g", S.idle_minutes);
 	msg_add_int(&m, "autostop_down", S.autostop_down);
 	msg_add(&m, "autostop_wait_for",
 	        S.wait_for == WAIT_JOBS   ? "jobs"

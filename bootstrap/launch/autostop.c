@@ -54,7 +54,8 @@ static double minute_scale(void)
 	const char *v = getenv(AUTOSTOP_MINUTE_ENV);
 	long ms;
 
-	if (!v || parse_long(v, 1, 3600000, &ms))
+	/* Never longer than a real minute: the nodes refuse over TASK_AUTOSTOP_MINUTES_MAX. */
+	if (!v || parse_long(v, 1, (long)MINUTE_MS, &ms))
 		return 1.0;
 	return (double)ms / MINUTE_MS;
 }

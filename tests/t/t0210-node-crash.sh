@@ -109,6 +109,45 @@ test_expect_success 'autostop --cancel turns it off' '
 	skiff node status --json | grep -q "\"autostop\": null"
 '
 
+# A value past ten years (TASK_AUTOSTOP_MINUTES_MAX), NaN, infinite or negative once made
+# a deadline of 1 ms: the busy node cancelled its job and stopped at once.
+test_expect_success 'the autostop request refuses minutes past ten years, NaN, inf, < 0' '
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate4 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
+	pid=$(sup_pid) &&
+	for v in 1e300 5256000.5 -1 nan inf 1e309 ""; do
+		sock_req "$SKIFF_HOME/supervisor.sock" \
+			"op|autostop|idle_minutes|$v|wait_for|none|hooks|1|hook_stop||" >r &&
+		grep -q "bad idle minutes .$v.: expected a number of minutes, 0..5256000" r ||
+			{ cat r; exit 1; }
+	done &&
+	test "$(sup_pid)" = "$pid" &&
+	skiff node status --json | grep -q "\"autostop\": null" &&
+	test "$(skiff node logs --status $id)" = RUNNING &&
+	touch "$HOME/gate4" &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = SUCCEEDED"
+'
+
+test_expect_success 'node autostop refuses them too, and takes ten years' '
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate5 ]; do sleep 0.1; done") &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
+	pid=$(sup_pid) &&
+	for v in 1e300 5256001 -1 nan inf -inf; do
+		expect_fail 2 skiff node autostop --wait-for none -- "$v" 2>err &&
+		grep -q "bad IDLE_MINUTES .$v.: expected a number of minutes, 0..5256000" err ||
+			{ cat err; exit 1; }
+	done &&
+	skiff node status --json | grep -q "\"autostop\": null" &&
+	skiff node autostop 5256000 --wait-for none >out &&
+	grep -q "after 5256000 idle minute(s)" out &&
+	skiff node status --json | grep -q "\"idle_minutes\": 5256000" &&
+	test "$(skiff node logs --status $id)" = RUNNING &&
+	test "$(sup_pid)" = "$pid" &&
+	skiff node autostop --cancel >/dev/null &&
+	touch "$HOME/gate5" &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = SUCCEEDED"
+'
+
 test_expect_success ROOT 'skiff init as PID 1 reaps orphaned zombies and returns CMD status' '
 	skiff node down >/dev/null &&
 	# The grandchild is orphaned at once and exits after 0.3 s: only PID 1 can reap it.

@@ -1,6 +1,7 @@
 /* Unit tests for lib/task*.c: fields, resources, runtime_env, pipelines, overrides, JSON. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,10 +391,30 @@ static void test_recovery_autostop(void)
 	   "mapping fields");
 	is_str(R(0)->autostop.wait_for, "jobs", "wait_for canonical");
 	fails("resources:\n  autostop: soon\n",
-	      "2:13: resources.autostop must be minutes or a time like \"10m\" or \"1h\", not "
-	      "'soon'");
+	      "2:13: resources.autostop must be minutes or a time like \"10m\" or \"1h\", at "
+	      "most 5256000 minutes (ten years), not 'soon'");
 	fails("resources:\n  autostop: -1\n",
-	      "2:13: resources.autostop must be between 0 and 100000000, not -1");
+	      "2:13: resources.autostop must be between 0 and 5256000, not -1");
+	ok(!parse("resources:\n  autostop: 5256000\n"), "autostop: ten years");
+	fails("resources:\n  autostop: 5256001\n",
+	      "2:13: resources.autostop must be between 0 and 5256000, not 5256001");
+	ok(!parse("resources:\n  autostop: 521w\n"), "autostop: 521 weeks");
+	is_int(R(0)->autostop.idle_minutes, 521 * 10080, "in minutes");
+	/* 1e8 weeks was 1.008e12 minutes, past the int the launcher keeps. */
+	fails("resources:\n  autostop: 100000000w\n",
+	      "2:13: resources.autostop must be minutes or a time like \"10m\" or \"1h\", at "
+	      "most 5256000 minutes (ten years), not '100000000w'");
+	fails("resources:\n  autostop: {idle_minutes: 99999999}\n",
+	      "2:28: resources.autostop.idle_minutes must be between 0 and 5256000, not "
+	      "99999999");
+	ok(task_autostop_minutes_valid(0) && task_autostop_minutes_valid(0.02) &&
+	           task_autostop_minutes_valid(5256000),
+	   "autostop minutes: 0, a fraction, ten years");
+	ok(!task_autostop_minutes_valid(5256000.5) && !task_autostop_minutes_valid(1e300) &&
+	           !task_autostop_minutes_valid(-0.5) && !task_autostop_minutes_valid(NAN) &&
+	           !task_autostop_minutes_valid(INFINITY) &&
+	           !task_autostop_minutes_valid(-INFINITY),
+	   "not past ten years, negative, NaN or infinite");
 	fails("resources:\n  autostop: {hook_timeout: 0}\n",
 	      "2:28: resources.autostop.hook_timeout must be between 1 and 100000000, not 0");
 }
