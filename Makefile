@@ -189,6 +189,7 @@ dist: $(B)/skiff
 	@cat dist/skiff-$(VERSION)-linux-x86_64.sha256
 
 format:
+	@command -v clang-format >/dev/null || sh tests/lib/packages.sh pkg clang-format
 	clang-format -i $(SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:

@@ -30,6 +30,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+SRC_DIR=$root
 # shellcheck source=tests/lib/nodes.sh
 . "$root/tests/lib/nodes.sh"
 nodes_require_root || exit 1

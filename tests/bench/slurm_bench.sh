@@ -30,6 +30,7 @@ done
 case $skiff in /*) ;; *) skiff=$(pwd)/$skiff ;; esac
 [ "$(id -u)" = 0 ] || { echo "slurm_bench: needs root (it starts slurmd)" >&2; exit 1; }
 [ -x "$skiff" ] || { echo "slurm_bench: $skiff is not built" >&2; exit 1; }
+SRC_DIR=$root
 # shellcheck source=tests/lib/slurm.sh
 . "$root/tests/lib/slurm.sh"
 slurm_install_deps || exit 1

@@ -1,22 +1,11 @@
 #!/bin/sh
 # Makes sure the host can build the libFuzzer harnesses (`make fuzz`): clang with its
 # fuzzer runtime, and the -dev libraries the sanitizer build links (build.sh installs
-# those). Installs what is missing with apt, like build.sh. Debian 12, root or sudo.
+# those). Installs what is missing with apt (tests/lib/packages.sh). Debian 12, root.
 set -eu
-pkgs="clang libclang-rt-dev libyaml-dev libsqlite3-dev libmbedtls-dev libarchive-dev zlib1g-dev"
-missing=""
-for p in $pkgs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	echo "tests/fuzz/setup.sh: installing$missing" >&2
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get update -qq || $sudo apt-get update
-	# shellcheck disable=SC2086
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		$missing >/dev/null
-fi
+# clang and its fuzzer runtime: the group fuzz of tests/packages.list; the -dev libraries:
+# build.sh.
+sh "$(dirname "$0")/../lib/packages.sh" install fuzz
 # The fuzzer runtime must link, whatever clang's version.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -20,38 +20,11 @@ CTR_CACHE=/var/cache/skiff-test
 # How long a test waits for another's apt-get or debootstrap to finish.
 CTR_LOCK_WAIT_S=900
 
-_ctr_missing() {
-	# shellcheck disable=SC2086
-	_have=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "$@" 2>/dev/null)
-	for _p; do
-		printf '%s\n' "$_have" | grep -q "^ii  *$_p\$" || printf '%s ' "$_p"
-	done
-}
+. "$SRC_DIR/tests/lib/packages.sh"
+
 
 ctr_install() {
-	[ -n "$(_ctr_missing "$@")" ] || return 0
-	_lock=/tmp/skiff-testnodes.lock.apt
-	[ ! -d /run/lock ] || _lock=/run/lock/skiff-testnodes.lock.apt
-	(
-		flock -w "$CTR_LOCK_WAIT_S" 8 || exit 1
-		_m=$(_ctr_missing "$@")
-		[ -n "$_m" ] || exit 0
-		_pol=
-		if [ ! -e /usr/sbin/policy-rc.d ]; then
-			printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d &&
-				chmod 755 /usr/sbin/policy-rc.d && _pol=1
-		fi
-		# shellcheck disable=SC2086
-		_apt() {
-			DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600 \
-				-o Dpkg::Use-Pty=0 install --no-install-recommends $_m
-		}
-		_apt || { apt-get -q -o DPkg::Lock::Timeout=600 update && _apt; }
-		_rc=$?
-		[ -z "$_pol" ] || rm -f /usr/sbin/policy-rc.d
-		exit $_rc
-	) 8>>"$_lock" >"$TRASH/apt.log" 2>&1 || { tail -n 15 "$TRASH/apt.log"; return 1; }
-	[ -z "$(_ctr_missing "$@")" ]
+	pkg_install "$@"
 }
 
 busybox_rootfs() {

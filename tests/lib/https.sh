@@ -12,24 +12,13 @@
 # stalled, slow, flaky, redirects, status codes); its request log is PKI/NAME.log.
 
 HTTPS_LIB_DIR=$SRC_DIR/tests/lib
+. "$SRC_DIR/tests/lib/packages.sh"
 HTTPS_PIDS=""
 HTTPS_PORT=""
 
 # Installs openssl and python3 with apt when missing (root only). 0 when both are there.
 https_need_tools() {
-	_hn_missing=
-	command -v openssl >/dev/null 2>&1 || _hn_missing="$_hn_missing openssl"
-	command -v python3 >/dev/null 2>&1 || _hn_missing="$_hn_missing python3"
-	[ -n "$_hn_missing" ] || return 0
-	[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
-	# shellcheck disable=SC2086 # a list of names
-	DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600 install \
-		--no-install-recommends $_hn_missing >/dev/null 2>&1 ||
-		{
-			apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 &&
-				DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600 \
-					install --no-install-recommends $_hn_missing >/dev/null 2>&1
-		}
+	pkg_install openssl python3 || return 1
 	command -v openssl >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1
 }
 

@@ -1,6 +1,6 @@
 # Shared by the runtime env tests (t0810, t0811); source after tests/t/lib.sh.
 # Sets PATH to the image's own dirs and PY to its python3 (installing python3-venv and
-# python3-pip with apt when missing), and defines mkwheel, jfield and done_ok.
+# python3-pip, tests/lib/packages.sh, when missing), and defines mkwheel, jfield and done_ok.
 
 # The image's own Python: no pyenv shims, whatever the caller's PATH holds.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -8,13 +8,8 @@ PY=/usr/bin/python3
 
 # Debian splits venv and pip out of python3.
 if ! $PY -m venv --help >/dev/null 2>&1 || ! $PY -m pip --version >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600 install \
-			--no-install-recommends python3-venv python3-pip >/dev/null 2>&1 ||
-			{ apt-get -q update >/dev/null 2>&1 &&
-				DEBIAN_FRONTEND=noninteractive apt-get -q -y install \
-					--no-install-recommends python3-venv python3-pip >/dev/null 2>&1; }
-	fi
+	. "$SRC_DIR/tests/lib/packages.sh"
+	pkg_install python3-venv python3-pip
 	$PY -m venv --help >/dev/null 2>&1 || test_skip_all "python3 -m venv is not available"
 fi
 

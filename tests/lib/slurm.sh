@@ -16,45 +16,13 @@
 # are SLURM_PORT (default 16817) and SLURM_PORT + 1.
 
 _slurm_pkgs="slurm-wlm munge"
+. "$SRC_DIR/tests/lib/packages.sh"
 
-_slurm_missing() {
-	for _sm_p in $_slurm_pkgs; do
-		dpkg-query -W -f='${db:Status-Abbrev}\n' "$_sm_p" 2>/dev/null | grep -q '^ii' ||
-			printf '%s ' "$_sm_p"
-	done
-}
 
 # Installs slurm-wlm and munge (serialised with nodes.sh's installs; no service started).
 slurm_install_deps() {
-	[ -n "$(_slurm_missing)" ] || return 0
-	[ "$(id -u)" = 0 ] || { echo "slurm: missing $(_slurm_missing)and not root" >&2; return 1; }
-	_sid_log=${TMPDIR:-/tmp}/skiff-slurm-apt.$$.log
-	(
-		flock -w 900 8 || exit 1
-		_sid_m=$(_slurm_missing)
-		[ -n "$_sid_m" ] || exit 0
-		_sid_pol=
-		if [ ! -e /usr/sbin/policy-rc.d ]; then
-			printf '#!/bin/sh\n# skiff tests: start no services while installing\nexit 101\n' \
-				>/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && _sid_pol=1
-		fi
-		# shellcheck disable=SC2086 # a list of names
-		_sid_apt() {
-			DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=600 \
-				-o Dpkg::Use-Pty=0 install --no-install-recommends $_sid_m
-		}
-		_sid_apt || { apt-get -q -o DPkg::Lock::Timeout=600 update && _sid_apt; }
-		_sid_rc=$?
-		[ -z "$_sid_pol" ] || rm -f /usr/sbin/policy-rc.d
-		exit $_sid_rc
-	) 8>>"${NODES_LOCK:-/tmp/skiff-testnodes.lock}.apt" >"$_sid_log" 2>&1
-	_sid_rc=$?
-	if [ "$_sid_rc" != 0 ] || [ -n "$(_slurm_missing)" ]; then
-		echo "slurm: apt-get install $(_slurm_missing)failed; last lines of $_sid_log:" >&2
-		tail -n 15 "$_sid_log" | sed 's/^/slurm:   /' >&2
-		return 1
-	fi
-	rm -f "$_sid_log"
+	# shellcheck disable=SC2086 # a list of names
+	pkg_install $_slurm_pkgs
 }
 
 # _slurm_wait COND TIMEOUT_S: poll every 0.1 s.
