@@ -31,7 +31,7 @@ SKIFF_BIN=${SKIFF_TEST_BIN:-$SRC_DIR/${B:-build}/skiff}
 SHARED_DIR=$(cd "$SRC_DIR/.." && pwd)/shared
 test_name=$(basename "$0" .sh)
 TRASH=${TMPDIR:-/tmp}/skiff-test.$test_name.$$
-rm -rf "$TRASH"
+rm -rf "$TRASH" "$TRASH.reports"
 mkdir -p "$TRASH"
 export SKIFF_HOME="$TRASH/home"
 export HOME="$TRASH/userhome"
@@ -286,26 +286,51 @@ test_cmp() {
 	diff -u "$1" "$2"
 }
 
-# Daemons log to files, where a sanitizer's report would go unseen: fail on any.
-test_check_sanitizer_logs() {
+# A daemon (supervisor, shim, controller, worker, keeper, gang watcher) logs to a file, where
+# its death would go unseen: a "BUG:" line (die() on a broken invariant, xsnprintf's
+# truncation) or a sanitizer's report in a log (*.log) or a test's output is a failure of
+# the script. Scanned: $TRASH (SKIFF_HOME, HOME, the tests' outputs) at test_done, and each
+# directory handed to test_scan_daemon_logs before it is removed (tests/lib/nodes.sh hands
+# the test nodes' homes over in nodes_down). Binary files are not read.
+TEST_DAEMON_DEATH='(^|[^A-Za-z_])BUG: |ERROR: (Address|Leak|Thread)Sanitizer|runtime error:'
+
+# test_scan_daemon_logs DIR...: note the files under DIR that hold a report, with the
+# lines around it, for test_done.
+test_scan_daemon_logs() {
+	for _tsd_d; do
+		[ -d "$_tsd_d" ] || continue
+		grep -rIlE "$TEST_DAEMON_DEATH" "$_tsd_d" --include='*.log' --include='.out.*' \
+			2>/dev/null | head -5 |
+			while IFS= read -r _tsd_f; do
+				echo "== $_tsd_f"
+				grep -E -B2 -A12 "$TEST_DAEMON_DEATH" "$_tsd_f" | head -40
+			done >>"$TRASH/.daemon-reports.tmp"
+	done
+	# Kept outside the scanned names: the collected report must not report itself.
+	[ ! -s "$TRASH/.daemon-reports.tmp" ] ||
+		cat "$TRASH/.daemon-reports.tmp" >>"${TRASH}.reports"
+	rm -f "$TRASH/.daemon-reports.tmp"
+}
+
+test_check_daemon_logs() {
 	test_count=$((test_count + 1))
-	found=$(grep -rlE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$TRASH" \
-		--include='*.log' 2>/dev/null | head -5)
-	if [ -z "$found" ]; then
-		echo "ok $test_count - no sanitizer reports in the daemons' logs"
+	test_scan_daemon_logs "$TRASH"
+	if [ ! -s "${TRASH}.reports" ]; then
+		echo "ok $test_count - no daemon left a BUG line or a sanitizer report"
 	else
 		test_failed=$((test_failed + 1))
-		echo "not ok $test_count - sanitizer reports in the daemons' logs"
-		for f in $found; do
-			grep -E -A12 "ERROR: (Address|Leak)Sanitizer|runtime error:" "$f" |
-				head -40 | sed 's/^/#   /'
-		done
+		echo "not ok $test_count - a daemon left a BUG line or a sanitizer report"
+		sed 's/^/#   /' "${TRASH}.reports"
+		if [ -z "${SKIFF_TEST_KEEP:-}" ]; then
+			mv "${TRASH}.reports" "$TRASH/daemon-reports.txt"
+		fi
 	fi
+	rm -f "${TRASH}.reports"
 }
 
 test_done() {
 	test_cleanup_hook 2>/dev/null || true
-	test_check_sanitizer_logs
+	test_check_daemon_logs
 	echo "1..$test_count"
 	if [ "$test_failed" = 0 ] && [ -z "${SKIFF_TEST_KEEP:-}" ]; then
 		rm -rf "$TRASH"

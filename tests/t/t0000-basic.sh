@@ -146,6 +146,40 @@ test_expect_success \
 	grep -qx "ok 3 - or at the top" nolint.out
 '
 
+# The sub-scripts write "BUG:" at run time only (BU""G in their text), and their kept
+# scratch dirs and outputs are removed: this script's own scan must not see them.
+test_expect_success 'a BUG: line or a sanitizer report that a daemon logged fails the script' '
+	mkdir -p selftest &&
+	cat >selftest/bug.sh <<-EOF &&
+	. "$TEST_DIR/lib.sh"
+	test_expect_success "a daemon dies" "mkdir -p \\\$SKIFF_HOME/jobs &&
+		echo \\"skiff: error: BU\"\"G: xsnprintf: result does not fit\\" \\
+			>\\\$SKIFF_HOME/jobs/controller.log"
+	test_done
+	EOF
+	expect_fail 1 run_selftest selftest/bug.sh >selftest/bug.out &&
+	grep -qx "ok 1 - a daemon dies" selftest/bug.out &&
+	grep -qx "not ok 2 - a daemon left a BUG line or a sanitizer report" selftest/bug.out &&
+	grep -q "^#   == .*/home/jobs/controller.log" selftest/bug.out &&
+	cat >selftest/gone.sh <<-EOF &&
+	. "$TEST_DIR/lib.sh"
+	test_expect_success "a node logs a report, then its dir is removed" "mkdir -p node &&
+		echo \\"==1==ERROR: Address\"\"Sanitizer: heap-use-after-free\\" >node/supervisor.log &&
+		test_scan_daemon_logs node && rm -rf node"
+	test_done
+	EOF
+	expect_fail 1 run_selftest selftest/gone.sh >selftest/gone.out &&
+	grep -q "^#   == node/supervisor.log" selftest/gone.out &&
+	cat >selftest/clean.sh <<-EOF &&
+	. "$TEST_DIR/lib.sh"
+	test_expect_success "a job prints BUG without the colon" "echo BUGS >x.log"
+	test_done
+	EOF
+	run_selftest selftest/clean.sh >selftest/clean.out &&
+	grep -qx "ok 2 - no daemon left a BUG line or a sanitizer report" selftest/clean.out &&
+	rm -rf selftest
+'
+
 test_expect_success 'a missing prerequisite or test_skip is a TAP skip; under CI=true, a failure' '
 	mkdir -p selftest &&
 	cat >selftest/skip.sh <<-EOF &&
