@@ -113,6 +113,30 @@ test_expect_success 'file_mounts put a local file and a directory on the node' '
 	grep -q "^m1\$" out
 '
 
+# They were found by the sync, after the cluster was made (and a loop said so three times).
+test_expect_success 'a missing workdir or mount, a workdir loop: one error, exit 3, no cluster' '
+	printf "workdir: ./nowd\nrun: echo hi\n" >nowd.yaml &&
+	expect_fail 3 skiff launch -c nw1 nowd.yaml 2>err &&
+	test "$(wc -l <err)" = 1 &&
+	grep -qx "nowd.yaml:1:10: workdir .\./nowd.: No such file or directory" err &&
+	ln -s loopwd loopwd &&
+	printf "workdir: loopwd\nrun: echo hi\n" >loop.yaml &&
+	expect_fail 3 skiff launch -c nw2 loop.yaml 2>err &&
+	test "$(wc -l <err)" = 1 && grep -q "^loop.yaml:1:10: workdir .loopwd.: " err &&
+	expect_fail 3 skiff exec c1 loop.yaml 2>err &&
+	test "$(wc -l <err)" = 1 && grep -q "^loop.yaml:1:10: workdir .loopwd.: " err &&
+	printf "file_mounts:\n  ~/m: %s/nomount\nrun: echo hi\n" "$TRASH" >nom.yaml &&
+	expect_fail 3 skiff launch -c nw3 nom.yaml 2>err &&
+	test "$(wc -l <err)" = 1 &&
+	grep -qxF "nom.yaml:2:3: file_mounts source '"'"'$TRASH/nomount'"'"' (for ~/m): No such file or directory" err &&
+	expect_fail 3 skiff launch -c nw4 --workdir "$TRASH/nowd" echo hi 2>err &&
+	test "$(wc -l <err)" = 1 &&
+	grep -qxF -- "--workdir:1:1: workdir '"'"'$TRASH/nowd'"'"': No such file or directory" err &&
+	expect_fail 3 skiff jobs launch -d nowd.yaml 2>err &&
+	test "$(wc -l <err)" = 1 && grep -q "^nowd.yaml:1:10: workdir " err &&
+	skiff status >st.out && ! grep -q "^nw[0-9] " st.out
+'
+
 test_expect_success 'detach, then cancel: CANCELLED and logs exits 103' '
 	skiff exec c1 -d "sleep 9$$" >/dev/null 2>&1 &&
 	wait_for "pgrep -f \"^sleep 9$$\" >/dev/null" &&
@@ -212,7 +236,7 @@ test_expect_success 'stop and start keep the cluster; down removes it and its no
 	skiff start c1 >/dev/null && skiff status | grep -q "^c1 .*UP" &&
 	skiff exec c1 "echo back" | grep -q "^back\$" &&
 	skiff down c1 g3 >out && grep -q "cluster c1 terminated" out &&
-	! skiff status | grep -q "^c1 " &&
+	skiff status >st.out && ! grep -q "^c1 " st.out &&
 	test ! -e "$SKIFF_HOME/local/c1" &&
 	expect_fail 1 skiff queue c1 2>err && grep -q "does not exist" err
 '
@@ -267,7 +291,7 @@ test_expect_success 'a job that runs keeps the cluster up; wait-for none stops i
 test_expect_success 'autodown: --down alone tears the cluster down after its job' '
 	fast launch -c ad1 --down --wait-for jobs "echo bye" >out 2>/dev/null &&
 	grep -q "^bye" out &&
-	wait_for "! skiff status 2>err | grep -q \"^ad1 \"" 20 &&
+	wait_for "skiff status 2>err >st.out && ! grep -q \"^ad1 \" st.out" 20 &&
 	grep -q "cluster ad1 was torn down by autodown" err &&
 	test ! -e "$SKIFF_HOME/local/ad1"
 '
@@ -305,7 +329,7 @@ test_expect_success 'resource failover: none fits: one error lists each; no clus
 	grep -q "error: none of the task.s 2 resource alternatives can run:" err &&
 	grep -q "^  1. 1x\[cpus=4096\] on local: it asks each node for 4096 CPUs" err &&
 	grep -q "^  2. 1x\[cpus=0.5, H100:8\] on local: it asks each node for 0.5 CPUs, 0 GiB and 8 GPUs" err &&
-	! skiff status | grep -q "^fo2 " &&
+	skiff status >st.out && ! grep -q "^fo2 " st.out &&
 	test ! -e "$SKIFF_HOME/local/fo2"
 '
 
@@ -387,7 +411,7 @@ test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	printf "resources:\n  cpu: 2\nrun: x\n" >bad.yaml &&
 	expect_fail 3 skiff launch -c ok1 bad.yaml 2>err &&
 	grep -q "bad.yaml:2:3:" err &&
-	! skiff status | grep -q "^ok1 "
+	skiff status >st.out && ! grep -q "^ok1 " st.out
 '
 
 test_expect_success 'down -a: every cluster but those of managed jobs' '

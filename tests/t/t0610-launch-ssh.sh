@@ -468,7 +468,7 @@ test_expect_success 'start brings the ssh cluster back; autodown then releases i
 	skiff start sa >out && grep -qx "cluster sa started" out &&
 	test -n "$(node_procs 1 __supervisor)" &&
 	SKIFF_TEST_MINUTE_MS=1000 skiff autostop sa -i 1 --down --wait-for jobs >/dev/null &&
-	wait_for "! skiff status 2>err | grep -q \"^sa \"" 30 &&
+	wait_for "skiff status 2>err >st.out && ! grep -q \"^sa \" st.out" 30 &&
 	grep -q "cluster sa was torn down by autodown" err &&
 	for i in 1 2; do
 		test -z "$(node_procs $i __supervisor)" || { echo "tn$i: supervisor left"; exit 1; }

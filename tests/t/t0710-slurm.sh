@@ -45,7 +45,7 @@ test_expect_success 'a partition Slurm does not have: salloc says so, nothing is
 	! skiff launch -c nope --infra slurm/nosuch true 2>err &&
 	grep -q "salloc for cluster nope on slurm/nosuch failed" err &&
 	grep -qi "invalid partition" err &&
-	! skiff status | grep -q "^nope " &&
+	skiff status >st.out && ! grep -q "^nope " st.out &&
 	test -z "$(squeue -h -t all -n skiff-nope -o %i)"
 '
 
@@ -121,7 +121,7 @@ test_expect_success 'a newer skiff leaves a busy cluster on its build; upgrades 
 	! grep -q "copied to" err &&
 	skiff queue solo >q && grep -q RUNNING q &&
 	skiff cancel solo -a >/dev/null &&
-	wait_for "! skiff queue solo | grep -q RUNNING" 20 &&
+	wait_for "skiff queue solo >st.out && ! grep -q RUNNING st.out" 20 &&
 	"$TRASH/newskiff" exec solo "echo upgraded" >out 2>err &&
 	grep -qx upgraded out && grep -q "copied to 1" err &&
 	skiff exec solo "echo back" >out 2>err && grep -qx back out
@@ -140,7 +140,7 @@ test_expect_success 'down releases the allocation and the node homes' '
 	grep -q "cluster solo terminated" out &&
 	test ! -e "$TRASH/nodes/$J/tn0" &&
 	wait_for "test -z \"\$(squeue -h -n skiff-solo -o %i)\"" 20 &&
-	! skiff status | grep -q "^solo "
+	skiff status >st.out && ! grep -q "^solo " st.out
 '
 
 test_expect_success 'the config'"'"'s slurm.sbatch_options reach salloc; --config wins over the file' '
@@ -190,7 +190,7 @@ test_expect_success 'down after the allocation ended, and nothing is left in Slu
 	skiff down gang >out 2>err &&
 	grep -q "cluster gang terminated" out &&
 	grep -q "had already ended" err &&
-	! skiff status | grep -q "^gang " &&
+	skiff status >st.out && ! grep -q "^gang " st.out &&
 	wait_for "test -z \"\$(squeue -h -o %i)\"" 20
 '
 

@@ -43,7 +43,7 @@ sys.exit(0 if all(j['schedule_state'] == 'DONE' and j['status'] != 'CANCELLING'
 
 # no_job_clusters: no skiff-job-* cluster is left in the launcher db.
 no_job_clusters() {
-	! skiff status | grep -q '^skiff-job-'
+	skiff status >st.out && ! grep -q '^skiff-job-' st.out
 }
 
 test_expect_success 'a pipeline runs its tasks in order with stable task ids' '

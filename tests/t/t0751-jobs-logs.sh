@@ -48,7 +48,7 @@ import json,sys
 for j in json.load(sys.stdin):
     if j['id'] == $1: print(j['$2'])"
 }
-no_job_clusters() { ! skiff status | grep -q '^skiff-job-'; }
+no_job_clusters() { skiff status >st.out && ! grep -q '^skiff-job-' st.out; }
 # bytes DIR: what the kept logs under DIR take, as the collector counts (file blocks).
 bytes() { find "$1" -type f ! -name REMOVED -printf "%b\n" | awk "{ s += \$1 } END { print s * 512 }"; }
 # mode PATH: its permission bits, in octal.
@@ -102,7 +102,7 @@ test_expect_success 'a job on the shared pool: its logs are kept when it ends' '
 test_expect_success 'after the pool is taken down, jobs logs still prints them' '
 	id=$(cat pool.id) &&
 	skiff down skiff-jobs >/dev/null &&
-	! skiff status | grep -q "^skiff-jobs " &&
+	skiff status >st.out && ! grep -q "^skiff-jobs " st.out &&
 	skiff jobs logs --no-follow $id >log &&
 	grep -q "^pool-output-sky-managed-" log
 '

@@ -42,4 +42,11 @@ test_expect_success ROOT 'the commands of the group test are all installed' '
 	done <cmds
 '
 
+test_expect_success 'no two scripts share a number' '
+	ls "$SRC_DIR"/tests/t/ | sed -n "s/^\(t[0-9][0-9][0-9][0-9]\)-.*\.sh\$/\1/p" >nums &&
+	test "$(wc -l <nums)" -gt 30 &&
+	sort nums | uniq -d >dups &&
+	cat dups && test ! -s dups
+'
+
 test_done
