@@ -106,6 +106,56 @@ static void *boot_thread(void *arg)
 	return NULL;
 }
 
+struct ping_job {
+	struct cnode *nd;
+	int timeout_ms;
+	int r;
+	pthread_t th;
+	int started;
+};
+
+static void *ping_thread(void *arg)
+{
+	struct ping_job *j = arg;
+	struct msg req, rep;
+
+	msg_init(&req);
+	msg_add(&req, "op", "ping");
+	j->r = cl_call(j->nd, &req, &rep, j->timeout_ms);
+	msg_release(&rep);
+	msg_release(&req);
+	return NULL;
+}
+
+size_t cl_ping_all(struct clive *cl, int timeout_ms, int *answered)
+{
+	struct ping_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
+	size_t i, silent = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		jobs[i].nd = &cl->nodes[i];
+		jobs[i].timeout_ms = timeout_ms;
+		jobs[i].r = -EAGAIN;
+		jobs[i].started = !pthread_create(&jobs[i].th, NULL, ping_thread, &jobs[i]);
+		/* Out of threads: this one is asked here, the others go on. */
+		if (!jobs[i].started)
+			ping_thread(&jobs[i]);
+	}
+	for (i = 0; i < cl->n; i++) {
+		if (jobs[i].started)
+			pthread_join(jobs[i].th, NULL);
+		answered[i] = !jobs[i].r;
+		if (jobs[i].r) {
+			silent++;
+			warning("cluster %s: node %s (rank %d) does not answer: %s", cl->name,
+			        cl->nodes[i].name, cl->nodes[i].rank,
+			        jobs[i].r == -ENOEXEC ? "its skiff is gone" : strerror(-jobs[i].r));
+		}
+	}
+	free(jobs);
+	return silent;
+}
+
 /*
  * One thread per node, so that N nodes bootstrap in the time of the slowest. Each
  * thread drives only its own node's runner; processes are started through lib/spawn,

@@ -70,6 +70,13 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 int cl_call(struct cnode *nd, const struct msg *req, struct msg *reply, int timeout_ms);
 void cl_replies_free(struct msg *v, int n);
 
+/*
+ * Asks every node at once whether its supervisor answers (op=ping, one thread a node):
+ * answered[i] says it for node i. Returns how many did not answer; each of those is
+ * printed as a warning that names the node, its rank and the cluster.
+ */
+size_t cl_ping_all(struct clive *cl, int timeout_ms, int *answered);
+
 /* Submits one rank's job (an op=submit message); the node's job id in *job_id. */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
 

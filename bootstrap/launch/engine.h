@@ -169,7 +169,7 @@ struct eng_cluster {
 };
 
 /* eng_status() flags. */
-#define ENG_STATUS_REFRESH 1u /* ask each UP cluster's head; one that does not answer: INIT */
+#define ENG_STATUS_REFRESH 1u /* ask every node of each UP cluster; one silent node: INIT */
 #define ENG_REFRESH_CALL_MS 10000
 
 /*

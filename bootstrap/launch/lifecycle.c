@@ -161,26 +161,34 @@ static int named(const char *name, char *const *names, size_t n)
 	return !n;
 }
 
-/* -r: an UP cluster whose head does not answer is shown INIT, as SkyPilot shows one. */
+/*
+ * -r: every node of an UP cluster is asked; one that does not answer makes the cluster
+ * INIT, SkyPilot's abnormal cluster (a dead worker host is as much a broken cluster as a
+ * dead head). Each such node is named in a warning.
+ */
 static const char *refreshed(struct st_db *ldb, struct eng_cluster *ec)
 {
 	struct clive cl;
-	struct msg req, rep;
-	int r;
+	size_t silent;
+	int *answered;
 
 	if (ec->c.status != CLUSTER_UP || strcmp(ec->shown, "UP") || !ec->c.num_nodes)
 		return ec->shown;
 	if (eng_open_cluster(ldb, &ec->c, &cl))
 		return "INIT";
-	msg_init(&req);
-	msg_add(&req, "op", "ping");
-	r = cl.n ? cl_call(&cl.nodes[0], &req, &rep, ENG_REFRESH_CALL_MS) : -EIO;
-	msg_release(&rep);
-	msg_release(&req);
+	if (!cl.n) {
+		cl_close(&cl);
+		warning("cluster %s: no node is recorded: shown INIT", ec->c.name);
+		return "INIT";
+	}
+	answered = xcalloc(cl.n, sizeof(*answered));
+	silent = cl_ping_all(&cl, ENG_REFRESH_CALL_MS, answered);
+	free(answered);
 	cl_close(&cl);
-	if (r)
-		warning("cluster %s: its head does not answer: shown INIT", ec->c.name);
-	return r ? "INIT" : ec->shown;
+	if (silent)
+		warning("cluster %s: %zu of its %d nodes do not answer: shown INIT", ec->c.name,
+		        silent, ec->c.num_nodes);
+	return silent ? "INIT" : ec->shown;
 }
 
 int eng_status(struct st_db *ldb, char *const *names, size_t n_names, unsigned flags,

@@ -126,6 +126,17 @@ test_expect_success 'status -r: a head that does not answer is INIT' '
 	skiff down --purge gone >/dev/null 2>&1
 '
 
+test_expect_success 'status -r: a worker that does not answer makes the cluster INIT, named' '
+	skiff launch -c gw --num-nodes 3 -d "true" 2>/dev/null &&
+	skiff status -r gw >st 2>err && grep -q "^gw .* UP " st &&
+	rm -f "$SKIFF_HOME"/local/gw/2/.skiff/bin/skiff-* &&
+	skiff status -r gw >st 2>err && grep -q "^gw .* INIT " st &&
+	grep -q "cluster gw: node .* (rank 2) does not answer" err &&
+	! grep -q "(rank [01])" err &&
+	grep -q "1 of its 3 nodes do not answer" err &&
+	skiff down --purge gw >/dev/null 2>&1
+'
+
 test_expect_success 'queue: every UP cluster, or several; SkyPilot columns; --json has cluster' '
 	skiff queue >q &&
 	grep -q "^Job queue of cluster dev-1$" q && grep -q "^Job queue of cluster fl$" q &&
