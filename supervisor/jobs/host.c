@@ -22,6 +22,7 @@
 #include "lib/daemon.h"
 #include "lib/exit.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "lib/proto.h"
 #include "lib/task.h"
 #include "lib/util.h"
@@ -34,6 +35,12 @@
 #define KEEPER_CHECK_MS 1000
 /* How long an older keeper or controller gets to leave after SIGTERM (an upgrade). */
 #define KEEPER_STOP_WAIT_MS 10000
+/*
+ * How long stopping the host waits for its launch and cleanup workers to end: with the
+ * keeper's and the controller's KEEPER_STOP_WAIT_MS, within the launcher's call
+ * (REMOTE_CALL_MS, 120 s, supervisor/jobs/remote.c).
+ */
+#define JOBS_HOST_STOP_WORKERS_MS 90000
 /* --num-jobs as `jobs launch` bounds it. */
 #define HOST_MAX_COPIES 100000
 
@@ -324,16 +331,18 @@ static int runs_us(int pid)
 }
 
 /* Waits (KEEPER_STOP_WAIT_MS at most) for pid to let go of lock. */
-static void wait_unlocked(const char *lock, int pid, const char *what)
+static int wait_unlocked(const char *lock, int pid, const char *what)
 {
 	int64_t until = now_ms() + KEEPER_STOP_WAIT_MS;
 
 	if (!pid)
-		return;
+		return 0;
 	while (jobs_lock_holder(lock) == pid && now_ms() < until)
 		poll_ms(50);
-	if (jobs_lock_holder(lock) == pid)
-		warning("the jobs %s (pid %d) did not stop", what, pid);
+	if (jobs_lock_holder(lock) != pid)
+		return 0;
+	warning("the jobs %s (pid %d) did not stop", what, pid);
+	return -EBUSY;
 }
 
 /* SIGTERM to the holder of lock (when it is not us), then waits for it to let go. */
@@ -349,26 +358,89 @@ static void stop_other(const char *lock, const char *what)
 	wait_unlocked(lock, pid, what);
 }
 
+/*
+ * The workers the stopped controller left (holders whose process still runs): the
+ * watcher and the keeper are told to stop; launch and cleanup workers are waited for
+ * (jobs_host_stop_action()), JOBS_HOST_STOP_WORKERS_MS at most. How many still run then,
+ * each named; -1 when the db cannot be read.
+ */
+static int workers_wait(void)
+{
+	int64_t until = now_ms() + JOBS_HOST_STOP_WORKERS_MS;
+	struct mj_holder *h = NULL;
+	struct st_db *db = NULL;
+	size_t n = 0, i;
+	int left = 0, signalled = 0;
+
+	if (st_launcher_open(0, &db))
+		return -1;
+	for (;;) {
+		free(h);
+		h = NULL;
+		if (mj_holders(db, &h, &n)) {
+			left = -1;
+			break;
+		}
+		left = 0;
+		for (i = 0; i < n; i++) {
+			/* "Cannot tell" is alive: a worker is never taken for gone. */
+			if (!proc_alive(h[i].pid, h[i].pid_start))
+				continue;
+			left++;
+			if (!signalled && jobs_host_stop_action(h[i].job_id) == JOBS_STOP_SIGNAL)
+				kill(h[i].pid, SIGTERM);
+		}
+		signalled = 1;
+		if (!left || now_ms() >= until)
+			break;
+		poll_ms(100);
+	}
+	for (i = 0; left > 0 && i < n; i++)
+		if (proc_alive(h[i].pid, h[i].pid_start))
+			error("the jobs %s worker (pid %d) still runs", h[i].kind, h[i].pid);
+	free(h);
+	st_close(db);
+	return left;
+}
+
 int jobs_host_stop(void)
 {
 	const struct jobs_paths *p = jobs_paths();
 	const char *home = skiff_home();
-	int pid;
+	int pid, left;
 
 	if (!p || !home)
 		return EXIT_FAIL;
 	/* The keeper first: else it would start the controller again. */
 	if ((pid = jobs_lock_holder(p->keeper)))
 		kill(pid, SIGTERM);
-	wait_unlocked(p->keeper, pid, "keeper");
+	if (wait_unlocked(p->keeper, pid, "keeper"))
+		return error("the jobs controller's keeper did not stop: nothing removed"),
+		       EXIT_FAIL;
 	if ((pid = jobs_lock_holder(p->lock)))
 		kill(pid, SIGTERM);
-	wait_unlocked(p->lock, pid, "controller");
+	if (wait_unlocked(p->lock, pid, "controller"))
+		goto busy;
+	/*
+	 * Only what has stopped goes: a launch or cleanup worker still books or releases a
+	 * cluster and records it in launcher.db; removed under it, that cluster would be
+	 * recorded nowhere.
+	 */
+	left = workers_wait();
+	if (left)
+		goto busy;
 	/* Its state goes with it, as with a controller VM: the keys and pools first. */
 	if (renv_rm_rf(home))
 		return error("cannot remove '%s'", home), EXIT_FAIL;
 	printf("the jobs controller stopped; %s removed\n", home);
 	return EXIT_OK;
+busy:
+	/* Not stopped: the keeper takes the controller up again, and nothing is removed. */
+	if (jobs_host_keep())
+		warning("the jobs controller's keeper could not be started again");
+	error("the jobs controller host is still busy: nothing removed; try again once its "
+	      "workers have ended");
+	return EXIT_FAIL;
 }
 
 int jobs_host_keep(void)

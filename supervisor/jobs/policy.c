@@ -205,3 +205,9 @@ int jobs_files_gc_decide(const struct jobs_files *f, double now, double grace_s)
 {
 	return !f->live && (f->jobs || now - f->mtime >= grace_s);
 }
+
+enum jobs_stop_action jobs_host_stop_action(int64_t holder)
+{
+	return holder == MJ_HOLDER_WATCH || holder == MJ_HOLDER_KEEP ? JOBS_STOP_SIGNAL
+	                                                             : JOBS_STOP_WAIT;
+}

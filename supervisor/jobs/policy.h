@@ -156,4 +156,17 @@ struct jobs_files {
  */
 int jobs_files_gc_decide(const struct jobs_files *f, double now, double grace_s);
 
+/*
+ * Stopping the controller host (jobs_host_stop()): what to do with a worker the stopped
+ * controller left running, by its holder id (state/jobs.h MJ_HOLDER_*, or a job id).
+ * A launch or a cleanup worker books or releases clusters and records them in the
+ * launcher db: it is waited for, never killed, and the host's home stays until it ended.
+ * The gang watcher and the log keeper only watch and copy: they are told to stop.
+ */
+enum jobs_stop_action {
+	JOBS_STOP_WAIT,   /* let it end on its own */
+	JOBS_STOP_SIGNAL, /* SIGTERM it, then wait for it */
+};
+enum jobs_stop_action jobs_host_stop_action(int64_t holder);
+
 #endif

@@ -421,6 +421,21 @@ static void test_files_gc(void)
 	   "one whose jobs have all ended goes at once");
 }
 
+/* Stopping the host: only the watcher and the keeper are signalled; a launch or cleanup
+ * worker, which books and releases clusters, is left to end. */
+static void test_host_stop_action(void)
+{
+	ok(jobs_host_stop_action(MJ_HOLDER_WATCH) == JOBS_STOP_SIGNAL,
+	   "the gang watcher is told to stop");
+	ok(jobs_host_stop_action(MJ_HOLDER_KEEP) == JOBS_STOP_SIGNAL,
+	   "the log keeper is told to stop");
+	ok(jobs_host_stop_action(MJ_HOLDER_CLEANUP) == JOBS_STOP_WAIT,
+	   "a cleanup worker (it releases clusters) is waited for");
+	ok(jobs_host_stop_action(1) == JOBS_STOP_WAIT, "job 1's launch worker is waited for");
+	ok(jobs_host_stop_action(INT64_MAX) == JOBS_STOP_WAIT,
+	   "any job's launch worker is waited for");
+}
+
 int main(void)
 {
 	plan_run(test_cut_off);
@@ -432,5 +447,6 @@ int main(void)
 	plan_run(test_run_ended);
 	plan_run(test_kept_gc);
 	plan_run(test_files_gc);
+	plan_run(test_host_stop_action);
 	return done_testing();
 }
