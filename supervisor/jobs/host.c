@@ -366,7 +366,10 @@ static void stop_other(const char *lock, const char *what)
  */
 static int workers_wait(void)
 {
-	int64_t until = now_ms() + JOBS_HOST_STOP_WORKERS_MS;
+	/* SKIFF_JOBS_HOST_STOP_WAIT_S shortens it (the tests). */
+	int64_t until = now_ms() + 1000 * jobs_env_long("SKIFF_JOBS_HOST_STOP_WAIT_S",
+	                                                JOBS_HOST_STOP_WORKERS_MS / 1000, 0,
+	                                                JOBS_HOST_STOP_WORKERS_MS / 1000);
 	struct mj_holder *h = NULL;
 	struct st_db *db = NULL;
 	size_t n = 0, i;

@@ -249,6 +249,26 @@ import json,sys; print(json.load(sys.stdin)[0][\"name\"])") &&
 	SKIFF_HOME=$HOME2 ./skiff-newer jobs cancel "$C" &&
 	wait_for "test \"\$(ctl_field $C status)\" = CANCELLED" 60 &&
 	wait_for "test \"\$(ctl jobs queue --json | grep -c CANCELLING)\" = 0" 60 &&
+	# A cleanup worker still running (a real process, recorded as the controller records
+	# one): the host stops nothing it would remove under it, and down is refused.
+	nodes_ssh 1 "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo \$!" >wpid &&
+	w=$(cat wpid) && test -n "$w" &&
+	cat >holder.py <<-\EOF &&
+	import sqlite3, sys, time
+	db, pid = sys.argv[1], int(sys.argv[2])
+	start = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19])
+	d = sqlite3.connect(db)
+	d.execute("INSERT OR REPLACE INTO job_holders (job_id, kind, pid, pid_start, since) "
+	          "VALUES (-2, ?, ?, ?, ?)", ("cleanup", pid, start, time.time()))
+	d.commit()
+	EOF
+	nodes_ssh 1 "python3 - $CTL_HOME/launcher.db $w" <holder.py &&
+	expect_fail 1 env SKIFF_HOME=$HOME2 SKIFF_JOBS_HOST_STOP_WAIT_S=2 \
+		./skiff-newer down "$ctl_cluster" >dout 2>derr &&
+	grep -q "cleanup worker (pid $w) still runs" derr dout &&
+	nodes_ssh 1 "test -e $CTL_HOME/launcher.db" &&
+	wait_for "test -n \"\$(keeper_pid)\"" 30 &&
+	nodes_ssh 1 "kill $w" &&
 	SKIFF_HOME=$HOME2 ./skiff-newer down "$ctl_cluster" &&
 	! nodes_ssh 1 "pgrep -f __jobs-keepe[r]" &&
 	! nodes_ssh 1 "test -e $CTL_HOME"
