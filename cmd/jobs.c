@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "bootstrap/infra/infra.h"
 #include "supervisor/jobs/jobs.h"
 #include "lib/config.h"
 #include "lib/json.h"
@@ -143,6 +144,14 @@ static int jobs_launch(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage_error("jobs launch", "expected a task YAML or a command");
+	if (infra) {
+		struct infra inf;
+
+		/* Said here, once, not after launch attempts that could never succeed. */
+		if (infra_parse(infra, &inf))
+			return EXIT_USAGE;
+		infra_release(&inf);
+	}
 	if (!getcwd(cwd, sizeof(cwd)))
 		return error_errno("cannot get the working directory"), EXIT_FAIL;
 	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
@@ -226,6 +235,7 @@ struct queue_ctx {
 	int counts[MJS_N];
 	int max_launching, max_running;
 	double now;
+	struct buf details; /* the row's, reused */
 };
 
 static int queue_running(const struct queue_ctx *q)
@@ -336,14 +346,17 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 static int queue_row(const struct mjob *j, void *arg)
 {
 	struct queue_ctx *q = arg;
-	char details[512], sub[32], dur[32];
+	const char *details;
+	char sub[32], dur[32];
 
 	if (q->skip_rows > 0) {
 		q->skip_rows--;
 		return 0;
 	}
+	buf_reset(&q->details);
 	mj_details(j, q->counts[MJS_LAUNCHING], q->max_launching, queue_running(q), q->max_running,
-	           q->now, details, sizeof(details));
+	           q->now, &q->details);
+	details = q->details.p;
 	if (q->as_json) {
 		if (q->rows++)
 			buf_addch(q->out, ',');
@@ -416,6 +429,7 @@ static int jobs_queue(int argc, char **argv)
 		return EXIT_OK;
 	}
 	q.out = &out;
+	buf_init(&q.details, 0);
 	q.now = now_wall();
 	mj_sched_counts(db, q.counts);
 	mj_meta_get(db, "max_launching", v, sizeof(v));
@@ -451,6 +465,7 @@ static int jobs_queue(int argc, char **argv)
 	st_close(db);
 	if (!r && print_out(out.p, out.len))
 		r = -1;
+	buf_release(&q.details);
 	buf_release(&out);
 	return r ? EXIT_FAIL : EXIT_OK;
 }

@@ -192,10 +192,24 @@ static int check_config(struct tparse *p, const struct ynode *v)
 	return r ? -1 : 0;
 }
 
+/* A task's or a pipeline's name: a string of at most TASK_NAME_MAX characters. */
+static int parse_name(struct tparse *p, const struct ynode *v, char **out)
+{
+	size_t n;
+
+	if (tp_str(p, v, "name", out))
+		return -1;
+	n = strlen(*out);
+	if (n > TASK_NAME_MAX)
+		return tp_err(p, v, "name '%.40s...' is %zu characters long, more than %d", *out, n,
+		              TASK_NAME_MAX);
+	return 0;
+}
+
 static int parse_field(struct tparse *p, const char *key, const struct ynode *v, struct task *t)
 {
 	if (!strcmp(key, "name"))
-		return tp_str(p, v, "name", &t->name);
+		return parse_name(p, v, &t->name);
 	if (!strcmp(key, "workdir"))
 		return parse_workdir(p, v, &t->workdir);
 	if (!strcmp(key, "num_nodes"))
@@ -545,7 +559,7 @@ int task_parse_buf(struct task_list *out, const char *name, const char *data, si
 		goto fail;
 	/* SkyPilot's pipeline form: a first document holding only the pipeline's name. */
 	if (nroots > 1 && only_name(roots[0])) {
-		if (tp_str(&p, ymap_val(roots[0], 0), "name", &out->name))
+		if (parse_name(&p, ymap_val(roots[0], 0), &out->name))
 			goto fail;
 		first = 1;
 	}

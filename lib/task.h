@@ -26,6 +26,13 @@
 #define TASK_MAX_ALTERNATIVES 64 /* resource alternatives after any_of/ordered expansion */
 #define TASK_MAX_NODES 100000    /* num_nodes */
 /*
+ * Characters in a task's or a pipeline's name (name:, -n/--name): SkyPilot sets no limit;
+ * this one keeps a name within one file name's length, should it ever become one.
+ */
+#define TASK_NAME_MAX 255
+/* Characters in an infra spec (resources.infra, --infra): k8s/CONTEXT/NAMESPACE and all. */
+#define TASK_INFRA_MAX 256
+/*
  * Accelerators of one kind on a node. The count is a double (SkyPilot allows fractions,
  * "A100:0.5") that the launcher and the scheduler round up to an int; past this it could
  * not be one.

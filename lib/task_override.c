@@ -441,8 +441,12 @@ int task_overrides_arg(struct task_overrides *o, int argc, char **argv, int *i)
 		return r < 0 ? -1 : set_checked(&o->git_url, "--git-url", v, 0) ? -1 : 1;
 	if ((r = opt_value(argc, argv, i, "--git-ref", NULL, &v)))
 		return r < 0 ? -1 : set_checked(&o->git_ref, "--git-ref", v, 0) ? -1 : 1;
-	if ((r = opt_value(argc, argv, i, "--name", "-n", &v)))
+	if ((r = opt_value(argc, argv, i, "--name", "-n", &v))) {
+		if (r > 0 && strlen(v) > TASK_NAME_MAX)
+			return error("--name '%.40s...' is %zu characters long, more than %d", v,
+			             strlen(v), TASK_NAME_MAX);
 		return r < 0 ? -1 : set_checked(&o->name, "--name", v, 0) ? -1 : 1;
+	}
 	if ((r = opt_value(argc, argv, i, "--config", NULL, &v))) {
 		if (r < 0)
 			return -1;

@@ -217,6 +217,9 @@ static int parse_infra(struct tparse *p, const struct ynode *n, const char *path
 	if (tp_str(p, n, path, &r->infra))
 		return -1;
 	s = r->infra;
+	if (strlen(s) > TASK_INFRA_MAX)
+		return tp_err(p, n, "%s: '%.40s...' is %zu characters long, more than %d", path, s,
+		              strlen(s), TASK_INFRA_MAX);
 	for (i = 0; s[i]; i++)
 		if (s[i] == ' ' || s[i] == '\t')
 			return tp_err(p, n, "%s: '%.60s' has a space in it", path, s);

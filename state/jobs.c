@@ -649,7 +649,8 @@ int mj_holders(struct st_db *db, struct mj_holder **out, size_t *n)
 		*out = xgrow(*out, *n, &cap, sizeof(**out));
 		h = &(*out)[(*n)++];
 		h->job_id = sqlite3_column_int64(st, 0);
-		xsnprintf(h->kind, sizeof(h->kind), "%s", st_col_text(st, 1));
+		xsnprintf(h->kind, sizeof(h->kind), "%.*s", (int)sizeof(h->kind) - 1,
+		          st_col_text(st, 1));
 		h->pid = sqlite3_column_int(st, 2);
 		h->pid_start = (uint64_t)sqlite3_column_int64(st, 3);
 		h->since = sqlite3_column_double(st, 4);
@@ -768,76 +769,69 @@ int mj_meta_get(struct st_db *db, const char *key, char *out, size_t size)
 		return -EIO;
 	st_bind_text(st, 1, key);
 	r = st_step(db, st);
-	if (r > 0)
-		xsnprintf(out, size, "%s", st_col_text(st, 0));
+	if (r > 0) {
+		/* Ours are numbers; a longer value (another writer's) is cut, never fatal. */
+		const char *v = st_col_text(st, 0);
+		size_t n = strlen(v);
+
+		if (n >= size)
+			n = size - 1;
+		memcpy(out, v, n);
+		out[n] = '\0';
+	}
 	sqlite3_reset(st);
 	return r < 0 ? r : 0;
 }
 
 void mj_details(const struct mjob *j, int launching, int max_launching, int running,
-                int max_running, double now, char *out, size_t size)
+                int max_running, double now, struct buf *out)
 {
-	char task[48] = "";
-
 	if (j->ntasks > 1)
-		xsnprintf(task, sizeof(task), "task %d of %d: ", j->task_index + 1, j->ntasks);
+		buf_addf(out, "task %d of %d: ", j->task_index + 1, j->ntasks);
 	if (mj_status_terminal(j->status)) {
-		if (!*task) {
-			/* The common case in a long listing: no formatting. */
-			size_t n = strlen(j->reason);
-
-			if (n >= size)
-				n = size - 1;
-			memcpy(out, j->reason, n);
-			out[n] = 0;
-			return;
-		}
-		xsnprintf(out, size, "%s%s", task, j->reason);
+		buf_adds(out, j->reason);
 		return;
 	}
 	if (j->cancel_requested || j->status == MJ_CANCELLING) {
-		xsnprintf(out, size, "%scancelling: releasing %s", task,
-		          *j->cluster ? j->cluster : "its launch");
+		buf_addf(out, "cancelling: releasing %s", *j->cluster ? j->cluster : "its launch");
 		return;
 	}
 	switch (j->sched) {
 	case MJS_INACTIVE:
 	case MJS_WAITING:
 		if (max_running && running >= max_running)
-			xsnprintf(out, size, "%swaiting for a run slot (%d of %d in use)", task,
-			          running, max_running);
+			buf_addf(out, "waiting for a run slot (%d of %d in use)", running,
+			         max_running);
 		else if (max_launching)
-			xsnprintf(out, size, "%swaiting for a launch slot (%d of %d in use)", task,
-			          launching, max_launching);
+			buf_addf(out, "waiting for a launch slot (%d of %d in use)", launching,
+			         max_launching);
 		else
-			xsnprintf(out, size, "%swaiting for the controller", task);
+			buf_adds(out, "waiting for the controller");
 		return;
 	case MJS_ALIVE_WAITING:
-		xsnprintf(out, size,
-		          "%s%s: waiting for a launch slot (%d of %d in use), attempt %d", task,
-		          j->status == MJ_RECOVERING ? "recovering" : "next task", launching,
-		          max_launching, j->recoveries);
+		buf_addf(out, "%s: waiting for a launch slot (%d of %d in use), attempt %d",
+		         j->status == MJ_RECOVERING ? "recovering" : "next task", launching,
+		         max_launching, j->recoveries);
 		return;
 	case MJS_ALIVE_BACKOFF:
-		xsnprintf(out, size, "%s%s: retry in %.0f s after: %s", task,
-		          j->status == MJ_RECOVERING ? "recovering" : "launch failed",
-		          j->next_try_at > now ? j->next_try_at - now : 0, j->reason);
+		buf_addf(out, "%s: retry in %.0f s after: %s",
+		         j->status == MJ_RECOVERING ? "recovering" : "launch failed",
+		         j->next_try_at > now ? j->next_try_at - now : 0, j->reason);
 		return;
 	case MJS_LAUNCHING:
 		if (j->status == MJ_RECOVERING)
-			xsnprintf(out, size, "%srecovering: %s, attempt %d", task, j->reason,
-			          j->recoveries);
+			buf_addf(out, "recovering: %s, attempt %d", j->reason, j->recoveries);
 		else
-			xsnprintf(out, size, "%slaunching (attempt %d)", task, j->attempts + 1);
+			buf_addf(out, "launching (attempt %d)", j->attempts + 1);
 		return;
 	case MJS_ALIVE:
 		if (*j->probe_error)
-			xsnprintf(out, size, "%srunning on %s; last check failed (%d in a row): %s",
-			          task, j->cluster, j->probe_failures, j->probe_error);
+			buf_addf(out, "running on %s; last check failed (%d in a row): %s",
+			         j->cluster, j->probe_failures, j->probe_error);
 		else
-			xsnprintf(out, size, "%srunning on %s (cluster job %lld)", task, j->cluster,
-			          (long long)j->cluster_job);
+			buf_addf(out, "running on %s (cluster job %lld)", j->cluster,
+			         (long long)j->cluster_job);
 		return;
-	default: xsnprintf(out, size, "%s%s", task, j->reason);
+	default: buf_adds(out, j->reason);
 	}
 }

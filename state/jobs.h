@@ -203,14 +203,16 @@ int mj_events(struct st_db *db, int64_t id,
 
 /* jobs_meta: small key/value facts (limits, controller pid). */
 int mj_meta_set(struct st_db *db, const char *key, const char *value);
-/* Copies the value into out (size); "" when unset. */
+/* Copies the value into out (size; a longer one is cut); "" when unset. */
 int mj_meta_get(struct st_db *db, const char *key, char *out, size_t size);
 
 /*
- * The DETAILS column: what the job is doing or waiting for, in words. launching/running
- * are the current counts, max_* the limits (0: unknown).
+ * The DETAILS column: what the job is doing or waiting for, in words, appended to out
+ * (whole: a reason grows with names and ranks). launching/running are the current counts,
+ * max_* the limits (0: unknown).
  */
+struct buf;
 void mj_details(const struct mjob *j, int launching, int max_launching, int running,
-                int max_running, double now, char *out, size_t size);
+                int max_running, double now, struct buf *out);
 
 #endif

@@ -17,8 +17,11 @@
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/sha256.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "lib/banned.h"
+
+_Static_assert(INFRA_SPEC_MAX == TASK_INFRA_MAX, "a task's infra is one infra_parse() takes");
 
 /* The forms of all_ops' specs, for messages (docs/task-yaml.md has them all). */
 #define INFRA_KINDS                                                                                \
@@ -95,9 +98,11 @@ int infra_parse(const char *spec, struct infra *out)
 	memset(out, 0, sizeof(*out));
 	if (!spec || !*spec || !strcmp(spec, "*"))
 		spec = "local";
-	if (strlen(spec) > 256 || !printable(spec))
-		return error("infra '%.64s' is not an infra spec (%s)",
-		             printable(spec) ? spec : "?", INFRA_KINDS);
+	if (strlen(spec) > INFRA_SPEC_MAX)
+		return error("infra '%.40s...' is %zu characters long, more than %d", spec,
+		             strlen(spec), INFRA_SPEC_MAX);
+	if (!printable(spec))
+		return error("infra '?' is not an infra spec (%s)", INFRA_KINDS);
 	slash = strchr(spec, '/');
 	len = slash ? (size_t)(slash - spec) : strlen(spec);
 	rest = slash ? slash + 1 : NULL;

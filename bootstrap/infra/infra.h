@@ -44,6 +44,8 @@
  * name is a label value of the pods and containers skiff starts (docs/cli.md).
  */
 #define INFRA_CLUSTER_NAME_MAX 63
+/* The longest infra spec infra_parse() takes: TASK_INFRA_MAX, the task's (lib/task.h). */
+#define INFRA_SPEC_MAX 256
 /* A hostname or pod name made of a cluster name: a DNS label, [a-z0-9-], at most 63. */
 #define INFRA_DNS_LABEL_MAX 63
 #define INFRA_DNS_HASH_LEN 8

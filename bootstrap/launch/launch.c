@@ -296,7 +296,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	struct buf ids = BUF_INIT(0);
 	struct rank_submit *rs;
 	struct step st;
-	char task_id[160], stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
+	char *task_id = NULL, stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, nsub, i, r, e;
 	time_t now = time(NULL);
 	struct renv_launch rl;
@@ -334,9 +334,9 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	}
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%d-%H-%M-%S", &tm);
-	xsnprintf(task_id, sizeof(task_id), "sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
-	if (req->task_id)
-		xsnprintf(task_id, sizeof(task_id), "%s", req->task_id);
+	/* A managed job's id holds its name, of any length the task allows. */
+	task_id = req->task_id ? xstrdup(req->task_id)
+	                       : xasprintf("sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
 	step_begin(&st, "submit");
 	rs = xcalloc((size_t)nsub, sizeof(*rs));
 	for (i = 0; i < nsub; i++) {
@@ -418,6 +418,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 out:
 	renv_launch_release(&rl);
 	buf_release(&ids);
+	free(task_id);
 	return r;
 }
 
@@ -668,8 +669,38 @@ static int retry_wait_s(int attempt)
 	return s < RETRY_UP_MAX_S ? s : RETRY_UP_MAX_S;
 }
 
-/* Why one alternative was not taken, for the summary when none is. */
-#define WHY_MAX 400
+/*
+ * Why each alternative was not taken, for the summary when none is: one buf each (a node's
+ * name or an infra string is the user's, of any length).
+ */
+static struct buf *whys_new(size_t n)
+{
+	struct buf *why = xcalloc(n, sizeof(*why));
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		buf_init(&why[k], 0);
+	return why;
+}
+
+static void whys_free(struct buf *why, size_t n)
+{
+	size_t k;
+
+	for (k = 0; why && k < n; k++)
+		buf_release(&why[k]);
+	free(why);
+}
+
+/* The last error printed, as why. */
+static void why_last_error(struct buf *why)
+{
+	char m[512];
+
+	log_last_error(m, sizeof(m));
+	buf_reset(why);
+	buf_adds(why, m);
+}
 
 static const struct task_resources *alternative(const struct task *t, size_t k)
 {
@@ -716,7 +747,7 @@ static int node_capacities(struct clive *cl, size_t n, struct eng_res *caps)
 
 /* 0 when alternative res fits the ranks' nodes, else -ENOSPC with *why said. */
 static int check_fit(struct clive *cl, const struct eng_launch *req,
-                     const struct task_resources *res, char *why, size_t size)
+                     const struct task_resources *res, struct buf *why)
 {
 	const struct task *t = req->task;
 	size_t n = t->num_nodes > 0 ? (size_t)t->num_nodes : 1;
@@ -724,20 +755,19 @@ static int check_fit(struct clive *cl, const struct eng_launch *req,
 	int bad, r;
 
 	if (n > cl->n) {
-		xsnprintf(why, size, "the task wants %zu nodes, the cluster has %zu", n, cl->n);
+		buf_addf(why, "the task wants %zu nodes, the cluster has %zu", n, cl->n);
 		return -ENOSPC;
 	}
 	caps = xcalloc(n, sizeof(*caps));
 	r = node_capacities(cl, n, caps);
 	if (r) {
-		log_last_error(why, size);
+		why_last_error(why);
 	} else if ((bad = eng_res_misfit(&ask, caps, n)) >= 0) {
-		xsnprintf(
-		        why, size,
-		        "it asks each node for %g CPUs, %g GiB and %d GPUs, but node %s has %g CPUs, "
-		        "%.1f GiB and %d GPUs",
-		        ask.cpus, ask.memory, ask.gpus, cl->nodes[bad].name, caps[bad].cpus,
-		        caps[bad].memory, caps[bad].gpus);
+		buf_addf(why,
+		         "it asks each node for %g CPUs, %g GiB and %d GPUs, but node %s has %g "
+		         "CPUs, %.1f GiB and %d GPUs",
+		         ask.cpus, ask.memory, ask.gpus, cl->nodes[bad].name, caps[bad].cpus,
+		         caps[bad].memory, caps[bad].gpus);
 		r = -ENOSPC;
 	}
 	free(caps);
@@ -745,7 +775,7 @@ static int check_fit(struct clive *cl, const struct eng_launch *req,
 }
 
 /* The one error when no alternative could be taken: each, and why. */
-static int none_taken(const struct eng_launch *req, char (*why)[WHY_MAX])
+static int none_taken(const struct eng_launch *req, const struct buf *why)
 {
 	const struct task *t = req->task;
 	struct buf b = BUF_INIT(0);
@@ -756,7 +786,7 @@ static int none_taken(const struct eng_launch *req, char (*why)[WHY_MAX])
 		eng_resources_text(alternative(t, 0), t->num_nodes > 0 ? (int)t->num_nodes : 1,
 		                   text, sizeof(text));
 		return error("the task's resources (%s on %s) cannot run: %s", text,
-		             alternative_infra(req, alternative(t, 0)), why[0]),
+		             alternative_infra(req, alternative(t, 0)), why[0].p),
 		       -ENOSPC;
 	}
 	buf_addf(&b, "none of the task's %zu resource alternatives can run:", n_alternatives(t));
@@ -764,7 +794,8 @@ static int none_taken(const struct eng_launch *req, char (*why)[WHY_MAX])
 		eng_resources_text(alternative(t, k), t->num_nodes > 0 ? (int)t->num_nodes : 1,
 		                   text, sizeof(text));
 		buf_addf(&b, "\n  %zu. %s on %s: %s", k + 1, text,
-		         alternative_infra(req, alternative(t, k)), why[k][0] ? why[k] : "refused");
+		         alternative_infra(req, alternative(t, k)),
+		         why[k].len ? why[k].p : "refused");
 	}
 	error("%s", b.p);
 	buf_release(&b);
@@ -782,7 +813,7 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 {
 	const struct task *t = req->task;
 	size_t n = n_alternatives(t), k;
-	char(*why)[WHY_MAX] = xcalloc(n, sizeof(*why));
+	struct buf *why = whys_new(n);
 	char text[128];
 	int r = -EIO;
 
@@ -806,7 +837,7 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			if (!r && (cl.ops->flags & INFRA_SHARED_HOSTS))
 				cancel_leftovers(&cl);
 			if (!r && n > 1)
-				r = check_fit(&cl, req, res, why[k], sizeof(why[k]));
+				r = check_fit(&cl, req, res, &why[k]);
 			if (!r)
 				r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
 			cluster_free(&c);
@@ -818,15 +849,15 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			*out = cl;
 			break;
 		}
-		if (!why[k][0])
-			log_last_error(why[k], sizeof(why[k]));
+		if (!why[k].len)
+			why_last_error(&why[k]);
 		if (n > 1 && r == -ENOSPC && !req->quiet)
-			fprintf(stderr, "  %s\n", why[k]);
+			fprintf(stderr, "  %s\n", why[k].p);
 		undo_new_cluster(ldb, name);
 	}
 	if (r && r != -EEXIST && n > 1)
 		r = none_taken(req, why);
-	free(why);
+	whys_free(why, n);
 	return r;
 }
 
@@ -839,11 +870,11 @@ static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t 
 {
 	const struct task *t = req->task;
 	size_t n = n_alternatives(t), k;
-	char(*why)[WHY_MAX];
+	struct buf *why;
 	int r = 0;
 
 	*chosen = 0;
-	why = xcalloc(n, sizeof(*why));
+	why = whys_new(n);
 	for (k = 0; k < n; k++) {
 		const struct task_resources *res = alternative(t, k);
 		struct infra inf;
@@ -853,20 +884,20 @@ static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t 
 			int same;
 
 			if (infra_parse(res->infra, &inf)) {
-				log_last_error(why[k], sizeof(why[k]));
+				why_last_error(&why[k]);
 				continue;
 			}
 			same = inf.ops == cl->ops && !strcmp(inf.spec, cl->infra);
 			infra_release(&inf);
 			if (!same) {
-				xsnprintf(why[k], sizeof(why[k]),
-				          "cluster %s is on %s (a new cluster can be on another)",
-				          cl->name, cl->infra);
+				buf_addf(&why[k],
+				         "cluster %s is on %s (a new cluster can be on another)",
+				         cl->name, cl->infra);
 				continue;
 			}
 		}
 		/* One alternative alone: its nodes say whether it fits, at the submit. */
-		r = n > 1 ? check_fit(cl, req, res, why[k], sizeof(why[k])) : 0;
+		r = n > 1 ? check_fit(cl, req, res, &why[k]) : 0;
 		if (!r) {
 			*chosen = k;
 			break;
@@ -874,7 +905,7 @@ static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t 
 	}
 	if (k == n)
 		r = none_taken(req, why);
-	free(why);
+	whys_free(why, n);
 	return r;
 }
 

@@ -72,32 +72,35 @@ static void logf_job(int64_t id, const char *fmt, ...) __attribute__((format(pri
 /* One line in the controller's log and in the job's own log. */
 static void logf_job(int64_t id, const char *fmt, ...)
 {
-	char line[1024], when[32];
+	struct buf line = BUF_INIT(64 << 10);
+	char when[32];
 	time_t t = time(NULL);
 	struct tm tm;
 	va_list ap;
 	char *path;
-	int fd;
+	int fd = -1;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	/* Past 64 KiB it is said to be too long, never cut half way through. */
+	if (buf_vaddf(&line, fmt, ap))
+		buf_adds(&line, "(a message too long to log)");
 	va_end(ap);
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	printf("%s job %lld: %s\n", when, (long long)id, line);
+	printf("%s job %lld: %s\n", when, (long long)id, line.p);
 	fflush(stdout);
 	path = jobs_job_log(id);
-	if (!path)
-		return;
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (path)
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd >= 0) {
-		char *s = xasprintf("[controller %s] %s\n", when, line);
+		char *s = xasprintf("[controller %s] %s\n", when, line.p);
 
 		write_all(fd, s, strlen(s));
 		free(s);
 		close(fd);
 	}
 	free(path);
+	buf_release(&line);
 }
 
 static int take_lock(void)
@@ -267,7 +270,7 @@ static void recover(const struct mjob *j, const char *reason, int counts_restart
 static void launch_done(int64_t id, int code)
 {
 	struct mjob j;
-	char reason[512];
+	char reason[512]; /* fixed words and numbers only */
 	double wait;
 
 	if (mj_get(C.db, id, &j))
@@ -324,10 +327,11 @@ static void launch_done(int64_t id, int code)
 static int apply_probe(const struct mjob *j, void *arg)
 {
 	struct jobs_probe_decision d = jobs_probe_decide(j, C.probe_max);
-	const char *codes = *j->exit_codes ? j->exit_codes : "-";
-	char reason[512];
+	/* Grows with the ranks: the codes are summarised (jobs_codes_summary()), never cut. */
+	struct buf reason = BUF_INIT(0), codes = BUF_INIT(0);
 
 	(void)arg;
+	jobs_codes_summary(&codes, j->exit_codes, JOBS_REASON_CODES_MAX);
 	switch (d.act) {
 	case JP_NONE: break;
 	case JP_NEXT_TASK:
@@ -336,11 +340,11 @@ static int apply_probe(const struct mjob *j, void *arg)
 		mj_set_counters(C.db, j->id, j->task_index + 1, j->recoveries, j->restarts, 0, 0);
 		mj_set_task_id(C.db, j->id, "");
 		mj_set_cluster(C.db, j->id, "", 0, 0);
-		xsnprintf(reason, sizeof(reason), "task %d succeeded; next task %d",
-		          j->task_index + 1, j->task_index + 2);
+		buf_addf(&reason, "task %d succeeded; next task %d", j->task_index + 1,
+		         j->task_index + 2);
 		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
-		              MJS_ALIVE_WAITING, reason);
-		logf_job(j->id, "%s", reason);
+		              MJS_ALIVE_WAITING, reason.p);
+		logf_job(j->id, "%s", reason.p);
 		break;
 	case JP_SUCCEED:
 		finish(j, MJ_SUCCEEDED,
@@ -348,33 +352,32 @@ static int apply_probe(const struct mjob *j, void *arg)
 		break;
 	case JP_FAIL:
 		if (d.before_cancel)
-			xsnprintf(reason, sizeof(reason),
-			          "the task failed (before the cancel took effect)");
+			buf_adds(&reason, "the task failed (before the cancel took effect)");
 		else
-			xsnprintf(reason, sizeof(reason), "%s (exit codes %s)",
-			          d.status == MJ_FAILED ? "the task failed" : "setup failed",
-			          codes);
-		finish(j, d.status, reason);
+			buf_addf(&reason, "%s (exit codes %s)",
+			         d.status == MJ_FAILED ? "the task failed" : "setup failed",
+			         codes.p);
+		finish(j, d.status, reason.p);
 		break;
 	case JP_RESTART:
-		xsnprintf(reason, sizeof(reason),
-		          "failed (exit codes %s); restart %d of max_restarts_on_errors %d", codes,
-		          j->restarts + 1, j->max_restarts);
-		recover(j, reason, 1);
+		buf_addf(&reason, "failed (exit codes %s); restart %d of max_restarts_on_errors %d",
+		         codes.p, j->restarts + 1, j->max_restarts);
+		recover(j, reason.p, 1);
 		break;
 	case JP_RECOVER:
 		if (d.code >= 0)
-			xsnprintf(reason, sizeof(reason),
-			          "exit code %d is in recover_on_exit_codes, attempt %d", d.code,
-			          j->recoveries + 1);
+			buf_addf(&reason, "exit code %d is in recover_on_exit_codes, attempt %d",
+			         d.code, j->recoveries + 1);
 		else
-			xsnprintf(reason, sizeof(reason), "%s, attempt %d",
-			          *j->probe_error ? j->probe_error : "its node lost the job",
-			          j->recoveries + 1);
-		recover(j, reason, 0);
+			buf_addf(&reason, "%s, attempt %d",
+			         *j->probe_error ? j->probe_error : "its node lost the job",
+			         j->recoveries + 1);
+		recover(j, reason.p, 0);
 		break;
 	case JP_CANCELLED: finish(j, MJ_CANCELLED, "cancelled on its cluster"); break;
 	}
+	buf_release(&codes);
+	buf_release(&reason);
 	return 0;
 }
 

@@ -65,6 +65,81 @@ int jobs_code_listed(const char *codes, const char *list)
 	return -1;
 }
 
+struct code_count {
+	long code;
+	size_t n;
+};
+
+static int by_code(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The most common first, then the lowest code. */
+static int by_count(const void *a, const void *b)
+{
+	const struct code_count *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return x->code < y->code ? -1 : x->code > y->code;
+}
+
+/* Room kept for ", ... N more codes (M ranks)" with N and M of up to 20 digits each. */
+#define CODES_TAIL_MAX 72
+
+int jobs_codes_summary(struct buf *out, const char *codes, size_t max)
+{
+	struct code_count *cc = NULL;
+	long *v = NULL;
+	size_t n = 0, cap = 0, ncc = 0, i, start = out->len, ranks = 0;
+	const char *p = codes;
+	int r = 0;
+
+	if (!codes || !*codes)
+		return buf_addch(out, '-');
+	if (strlen(codes) <= max)
+		return buf_adds(out, codes);
+	while (*p) {
+		char *end;
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		v = xgrow(v, n, &cap, sizeof(*v));
+		v[n++] = c;
+		p = *end == ',' ? end + 1 : end;
+	}
+	qsort(v, n, sizeof(*v), by_code);
+	cc = xcalloc(n ? n : 1, sizeof(*cc));
+	for (i = 0; i < n; i++) {
+		if (!ncc || cc[ncc - 1].code != v[i])
+			cc[ncc++].code = v[i];
+		cc[ncc - 1].n++;
+	}
+	qsort(cc, ncc, sizeof(*cc), by_count);
+	if (!ncc)
+		r = buf_addch(out, '-');
+	for (i = 0; i < ncc && !r; i++) {
+		char item[64];
+
+		xsnprintf(item, sizeof(item), "%s%ld x %zu", i ? ", " : "", cc[i].code, cc[i].n);
+		/* The last one needs no room for the tail. */
+		if (out->len - start + strlen(item) + (i + 1 < ncc ? CODES_TAIL_MAX : 0) > max)
+			break;
+		r = buf_adds(out, item);
+		ranks += cc[i].n;
+	}
+	if (!r && i < ncc)
+		r = buf_addf(out, "%s... %zu more codes (%zu ranks)", i ? ", " : "", ncc - i,
+		             n - ranks);
+	free(cc);
+	free(v);
+	return r;
+}
+
 enum jobs_launch_act jobs_launch_decide(const struct mjob *j, int launching, int code,
                                         int attempts_max)
 {

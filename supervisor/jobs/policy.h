@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
 struct mjob;
 
 /* ---- the gang watcher (supervisor/jobs/gang.c) --------------------------------------- */
@@ -43,6 +44,18 @@ double jobs_backoff_s(int base_s, int attempts, double jitter);
 
 /* The first exit code of codes ("1,2,3") that list names, or -1. */
 int jobs_code_listed(const char *codes, const char *list);
+
+/* The most bytes of exit codes a job's reason holds (about 64 ranks' codes, listed). */
+#define JOBS_REASON_CODES_MAX 256
+
+/*
+ * The per-rank exit codes codes ("100,0,100", rank order) for a reason, appended to out in
+ * at most max bytes (max >= 80): the list as it is when it fits; else each code with how
+ * many ranks exited with it, the most common first ("100 x 120, 1 x 1"), and when even
+ * those do not fit, the ones left said as ", ... 40 more codes (68 ranks)". A number is
+ * never cut. "-" for no codes. 0, or the buf's error.
+ */
+int jobs_codes_summary(struct buf *out, const char *codes, size_t max);
 
 /* What the controller does when a launch worker is gone (jobs_launch_decide()). */
 enum jobs_launch_act {

@@ -77,6 +77,10 @@ static const char *link_state(const char *iface, void *arg)
 	(void)arg;
 	if (fd < 0)
 		return NULL;
+	if (strlen(iface) >= sizeof(ifr.ifr_name)) {
+		close(fd);
+		return NULL;
+	}
 	memset(&ifr, 0, sizeof(ifr));
 	xsnprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
 	r = ioctl(fd, SIOCGIFFLAGS, &ifr);
@@ -183,8 +187,10 @@ static int worker_launch(struct st_db *db, int64_t id)
 	struct cfg_node *config = NULL;
 	const struct task *t;
 	struct mjob j;
-	char cluster[128], infra[256], task_id[256], reason[512];
-	char *lockp = NULL;
+	/* The cluster's name is ours (jobs_cluster_name()); infra and task id are the user's. */
+	char cluster[128], reason[192];
+	const char *infra;
+	char *task_id = NULL, *lockp = NULL;
 	int nodes, syncs, pool, rc, r, lock_fd = -1;
 
 	if (mj_get(db, id, &j))
@@ -199,23 +205,29 @@ static int worker_launch(struct st_db *db, int64_t id)
 	if (rc)
 		goto out;
 	t = tl.tasks[j.task_index];
-	xsnprintf(infra, sizeof(infra), "%s",
-	          *j.infra                     ? j.infra
-	          : t->nres && t->res[0].infra ? t->res[0].infra
-	                                       : "local");
+	infra = *j.infra                     ? j.infra
+	        : t->nres && t->res[0].infra ? t->res[0].infra
+	                                     : "local";
+	{
+		struct infra inf;
+
+		/* No attempt makes a spec parse (a row from before `jobs launch` checked it). */
+		if (infra_parse(infra, &inf)) {
+			rc = EXIT_INVALID;
+			goto out;
+		}
+		infra_release(&inf);
+	}
 	nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1;
 	/* Files synced to the node would be shared with every other pool job. */
 	syncs = t->workdir.kind != TASK_WORKDIR_NONE || t->nmounts;
 	pool = nodes == 1 && !syncs && jobs_use_pool(infra);
 	jobs_cluster_name(&j, pool, cluster, sizeof(cluster));
 	if (!*j.task_id) {
-		char *tid = jobs_task_id(j.submitted_at, j.name, id, j.task_index);
-
-		xsnprintf(task_id, sizeof(task_id), "%s", tid);
-		free(tid);
+		task_id = jobs_task_id(j.submitted_at, j.name, id, j.task_index);
 		mj_set_task_id(db, id, task_id);
 	} else {
-		xsnprintf(task_id, sizeof(task_id), "%s", j.task_id);
+		task_id = xstrdup(j.task_id);
 	}
 	/* Every task sees the pipeline's ids, as SkyPilot's SKYPILOT_TASK_IDS. */
 	{
@@ -284,6 +296,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 			rc = EXIT_UNAVAILABLE;
 	}
 out:
+	free(task_id);
 	free(lockp);
 	cfg_free(config);
 	task_list_release(&tl);
@@ -297,9 +310,12 @@ struct probe {
 	int64_t id, cluster_job;
 	char *cluster;
 	int status; /* the gang's status (gang_status()), -1 unknown */
-	struct buf codes;
-	char err[256];
+	struct buf codes; /* every rank's, in rank order (PROBE_CODES_MAX) */
+	char err[256];    /* numbers and a cluster name (at most INFRA_CLUSTER_NAME_MAX) */
 };
+
+/* Room for every rank's exit code: TASK_MAX_NODES of ",-2147483648". */
+#define PROBE_CODES_MAX ((size_t)TASK_MAX_NODES * 12)
 
 struct probes {
 	struct probe *v;
@@ -320,7 +336,7 @@ static int collect(const struct mjob *j, void *arg)
 	p->cluster_job = j->cluster_job;
 	p->cluster = xstrdup(j->cluster);
 	p->status = -1;
-	buf_init(&p->codes, 4096);
+	buf_init(&p->codes, PROBE_CODES_MAX);
 	return 0;
 }
 
@@ -344,7 +360,8 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 	if (st_cluster_get(db, v[0].cluster, &c)) {
 		for (i = 0; i < n; i++) {
 			v[i].status = JOB_FAILED_DRIVER;
-			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %s is gone", v[i].cluster);
+			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %.100s is gone",
+			          v[i].cluster);
 		}
 		free(want);
 		return;
@@ -355,12 +372,12 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 	r = eng_queue(db, v[0].cluster, 0, want, n, &jobs, &got);
 	if (r < 0)
 		for (i = 0; i < n; i++)
-			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %s cannot be opened",
+			xsnprintf(v[i].err, sizeof(v[i].err), "cluster %.100s cannot be opened",
 			          v[i].cluster);
 	for (k = 0; k < got; k++) {
 		const struct eng_job *jb = &jobs[k];
 		struct probe *p = NULL;
-		int rank, lost = 0;
+		int rank, lost = 0, full = 0;
 
 		for (i = 0; i < n && !p; i++)
 			if (v[i].cluster_job == jb->id)
@@ -371,8 +388,15 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 		for (rank = 0; rank < jb->nranks; rank++) {
 			const struct eng_rank *rk = &jb->ranks[rank];
 
-			if (rk->exit_code >= 0)
-				buf_addf(&p->codes, "%s%d", p->codes.len ? "," : "", rk->exit_code);
+			/* Past PROBE_CODES_MAX (more ranks than a task has): left out. */
+			if (rk->exit_code >= 0 && !full &&
+			    buf_addf(&p->codes, "%s%d", p->codes.len ? "," : "",
+			             rk->exit_code)) {
+				fprintf(stderr,
+				        "[watch] job %lld: exit codes from rank %d on left out\n",
+				        (long long)p->id, rank);
+				full = 1;
+			}
 			lost |= rk->lost;
 			if (rk->status < 0 && !p->err[0])
 				xsnprintf(p->err, sizeof(p->err),

@@ -238,6 +238,88 @@ static void test_probe_decide(void)
 	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER, "the third: the node is lost");
 }
 
+/* n codes: code (or, with every > 0, rank % every) per rank, comma-separated. */
+static char *codes_list(int n, int code, int every)
+{
+	struct buf b = BUF_INIT(0);
+	int i;
+
+	for (i = 0; i < n; i++)
+		buf_addf(&b, "%s%d", i ? "," : "", every > 0 ? i % every : code);
+	return buf_detach(&b, NULL);
+}
+
+static void test_codes_summary(void)
+{
+	struct buf b = BUF_INIT(0);
+	char *s;
+
+	jobs_codes_summary(&b, "", 256);
+	is_str(b.p, "-", "no codes: -");
+	buf_reset(&b);
+	jobs_codes_summary(&b, "100,0,100", 256);
+	is_str(b.p, "100,0,100", "a list that fits is kept as it is");
+	buf_reset(&b);
+	s = codes_list(64, 100, 0);
+	jobs_codes_summary(&b, s, JOBS_REASON_CODES_MAX);
+	is_str(b.p, s, "64 ranks' 3-digit codes are listed");
+	free(s);
+	buf_reset(&b);
+	s = codes_list(121, 100, 0);
+	jobs_codes_summary(&b, s, JOBS_REASON_CODES_MAX);
+	is_str(b.p, "100 x 121", "121 ranks of one code: counted");
+	free(s);
+	buf_reset(&b);
+	s = codes_list(100000, 100, 0);
+	s[strlen(s) - 3] = '1';
+	s[strlen(s) - 2] = '\0'; /* the last rank: 1 */
+	jobs_codes_summary(&b, s, JOBS_REASON_CODES_MAX);
+	is_str(b.p, "100 x 99999, 1 x 1", "the most common first");
+	free(s);
+	buf_reset(&b);
+	s = codes_list(1000, 0, 250);
+	jobs_codes_summary(&b, s, JOBS_REASON_CODES_MAX);
+	ok(b.len <= JOBS_REASON_CODES_MAX, "250 codes: within the bound (%zu bytes)", b.len);
+	ok(starts_with(b.p, "0 x 4, 1 x 4, 2 x 4, "), "counted, lowest code first on a tie: %s",
+	   b.p);
+	ok(strstr(b.p, " more codes (") && ends_with(b.p, " ranks)"), "the rest said: %s", b.p);
+	{
+		/* Every code said is whole, and the counts add up to the ranks. */
+		const char *p = b.p;
+		long total = 0, more = 0, mranks = 0;
+		int whole = 1;
+
+		while (*p && strncmp(p, "... ", 4)) {
+			long code, n;
+			int used = 0;
+
+			if (sscanf(p, "%ld x %ld%n", &code, &n, &used) != 2 || code < 0 ||
+			    code >= 250 || n != 4) {
+				whole = 0;
+				break;
+			}
+			total += n;
+			p += used;
+			if (!strncmp(p, ", ", 2))
+				p += 2;
+		}
+		ok(whole, "each item is a whole code and its count");
+		whole = sscanf(p, "... %ld more codes (%ld ranks)", &more, &mranks) == 2;
+		ok(whole && total + mranks == 1000 && more * 4 == mranks,
+		   "the ranks add up: %ld listed, %ld in %ld more codes", total, mranks, more);
+	}
+	free(s);
+	buf_reset(&b);
+	s = codes_list(200, 7, 0);
+	buf_addf(&b, "%s,x,1", s);
+	free(s);
+	s = buf_detach(&b, NULL);
+	jobs_codes_summary(&b, s, JOBS_REASON_CODES_MAX);
+	is_str(b.p, "7 x 200", "what is not a number ends the list");
+	free(s);
+	buf_release(&b);
+}
+
 static void test_task_ids(void)
 {
 	char *t = jobs_task_id(86400.0 * 365 + 3661.5, "pipe", 7, 1), *l;
@@ -440,6 +522,7 @@ int main(void)
 {
 	plan_run(test_cut_off);
 	plan_run(test_task_ids);
+	plan_run(test_codes_summary);
 	plan_run(test_gang);
 	plan_run(test_backoff);
 	plan_run(test_launch_decide);

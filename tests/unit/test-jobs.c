@@ -215,33 +215,58 @@ static void test_holders_cleanups(void)
 	st_close(db);
 }
 
+/* mj_details() into a fresh out, for is_str(). */
+static const char *details(const struct mjob *j, int launching, int max_launching, int running,
+                           int max_running, struct buf *out)
+{
+	buf_reset(out);
+	mj_details(j, launching, max_launching, running, max_running, 0, out);
+	return out->p;
+}
+
 static void test_details(void)
 {
+	struct buf out = BUF_INIT(0), big = BUF_INIT(0);
 	struct mjob j = {0};
-	char out[256];
+	int i;
 
 	j.name = j.cluster = j.reason = j.probe_error = j.exit_codes = "";
 	j.ntasks = 1;
 	j.status = MJ_PENDING;
 	j.sched = MJS_WAITING;
-	mj_details(&j, 8, 8, 8, 100, 0, out, sizeof(out));
-	is_str(out, "waiting for a launch slot (8 of 8 in use)", "WAITING for a launch slot");
-	mj_details(&j, 1, 8, 100, 100, 0, out, sizeof(out));
-	is_str(out, "waiting for a run slot (100 of 100 in use)", "WAITING for a run slot");
+	is_str(details(&j, 8, 8, 8, 100, &out), "waiting for a launch slot (8 of 8 in use)",
+	       "WAITING for a launch slot");
+	is_str(details(&j, 1, 8, 100, 100, &out), "waiting for a run slot (100 of 100 in use)",
+	       "WAITING for a run slot");
 	j.status = MJ_RECOVERING;
 	j.sched = MJS_LAUNCHING;
 	j.reason = "node tn2 unreachable";
 	j.recoveries = 2;
-	mj_details(&j, 1, 8, 1, 100, 0, out, sizeof(out));
-	is_str(out, "recovering: node tn2 unreachable, attempt 2", "RECOVERING in words");
+	is_str(details(&j, 1, 8, 1, 100, &out), "recovering: node tn2 unreachable, attempt 2",
+	       "RECOVERING in words");
 	j.status = MJ_RUNNING;
 	j.sched = MJS_ALIVE;
 	j.cluster = "skiff-jobs";
 	j.cluster_job = 5;
 	j.ntasks = 3;
 	j.task_index = 1;
-	mj_details(&j, 0, 8, 1, 100, 0, out, sizeof(out));
-	is_str(out, "task 2 of 3: running on skiff-jobs (cluster job 5)", "RUNNING in words");
+	is_str(details(&j, 0, 8, 1, 100, &out),
+	       "task 2 of 3: running on skiff-jobs (cluster job 5)", "RUNNING in words");
+	/* A reason of any length comes out whole (it was cut at 512 bytes, mid-number). */
+	for (i = 0; i < 1000; i++)
+		buf_addf(&big, "%s100", i ? "," : "the task failed (exit codes ");
+	buf_addch(&big, ')');
+	j.status = MJ_FAILED;
+	j.sched = MJS_DONE;
+	j.reason = big.p;
+	is_str(details(&j, 0, 8, 1, 100, &out) + strlen("task 2 of 3: "), big.p,
+	       "a %zu-byte reason whole", big.len);
+	j.status = MJ_RECOVERING;
+	j.sched = MJS_ALIVE_BACKOFF;
+	j.ntasks = 1;
+	ok(ends_with(details(&j, 0, 8, 1, 100, &out), ",100)"), "and in a retry's details");
+	buf_release(&big);
+	buf_release(&out);
 }
 
 int main(void)

@@ -824,6 +824,38 @@ static const char *accels(void)
 	return out;
 }
 
+/* name: and -n/--name, at most TASK_NAME_MAX characters. */
+static void test_name_limit(void)
+{
+	struct task_overrides o = TASK_OVERRIDES_INIT;
+	char name[TASK_NAME_MAX + 2], text[2 * TASK_NAME_MAX + 64], want[160];
+	int i;
+
+	memset(name, 'n', TASK_NAME_MAX);
+	name[TASK_NAME_MAX] = '\0';
+	snprintf(text, sizeof(text), "name: %s\nrun: x\n", name);
+	ok(!parse(text) && !strcmp(T()->name, name), "a %d-character name", TASK_NAME_MAX);
+	snprintf(text, sizeof(text), "name: %s\n---\nrun: x\n", name);
+	ok(!parse(text) && !strcmp(L.name, name), "and as a pipeline's");
+	name[TASK_NAME_MAX] = 'n';
+	name[TASK_NAME_MAX + 1] = '\0';
+	snprintf(want, sizeof(want), "1:7: name '%.40s...' is %d characters long, more than %d",
+	         name, TASK_NAME_MAX + 1, TASK_NAME_MAX);
+	snprintf(text, sizeof(text), "name: %s\nrun: x\n", name);
+	fails(text, want);
+	snprintf(text, sizeof(text), "name: %s\n---\nrun: x\n---\nrun: y\n", name);
+	fails(text, want);
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("-n", name, NULL), &i), -1,
+	       "-n with %d characters is refused", TASK_NAME_MAX + 1);
+	name[TASK_NAME_MAX] = '\0';
+	i = 0;
+	is_int(task_overrides_arg(&o, 2, argv_of("--name", name, NULL), &i), 1,
+	       "--name with %d is taken", TASK_NAME_MAX);
+	is_str(o.name, name, "  whole");
+	task_overrides_release(&o);
+}
+
 static void test_accel_by_memory(void)
 {
 	ok(!parse("resources:\n  accelerators: 80GB+\n"), "80GB+");
@@ -1047,6 +1079,7 @@ int main(void)
 	plan_run(test_file_mounts);
 	plan_run(test_runtime_env);
 	plan_run(test_pipelines);
+	plan_run(test_name_limit);
 	plan_run(test_not_tasks);
 	plan_run(test_json);
 	plan_run(test_overrides);
