@@ -32,8 +32,34 @@ enum ctype {
 };
 
 enum {
-	CK_TASK = 1 << 0, /* a task's config: may set it (SkyPilot's overrideable keys) */
-	CK_OPEN = 1 << 1, /* a config file may have keys the sub table does not list */
+	CK_OPEN = 1 << 0, /* a config file may have keys the sub table does not list */
+};
+
+/*
+ * What a task's config: may set: SkyPilot's OVERRIDEABLE_CONFIG_KEYS_IN_TASK
+ * (sky/skylet/constants.py), as it is. Each is in the schema below, honoured or ignored
+ * with a reason like any other key; the sections above them (docker, kubernetes, ...) may
+ * be written to reach them.
+ */
+static const char *const task_keys[] = {
+        "docker.run_options",
+        "nvidia_gpus.disable_ecc",
+        "ssh.custom_metadata",
+        "ssh.pod_config",
+        "ssh.provision_timeout",
+        "kubernetes.custom_metadata",
+        "kubernetes.pod_config",
+        "kubernetes.provision_timeout",
+        "kubernetes.dws",
+        "kubernetes.kueue",
+        "kubernetes.remote_identity",
+        "gcp.managed_instance_group",
+        "gcp.enable_gvnic",
+        "gcp.enable_gpu_direct",
+        "gcp.placement_policy",
+        "vast.datacenter_only",
+        "vast.create_instance_kwargs",
+        "active_workspace",
 };
 
 struct ckey {
@@ -60,11 +86,11 @@ struct ckey {
 #define W_NOT_HERE "nothing in skiff uses it"
 
 static const struct ckey docker_keys[] = {
-        {"run_options", T_WORDS, CK_TASK, NULL, NULL, 0},
+        {"run_options", T_WORDS, 0, NULL, NULL, 0},
 };
 
 static const struct ckey gpu_keys[] = {
-        {"disable_ecc", T_ANY, CK_TASK, "skiff does not manage GPU drivers", NULL, 0},
+        {"disable_ecc", T_ANY, 0, "skiff does not manage GPU drivers", NULL, 0},
 };
 
 static const struct ckey k8s_keys[] = {
@@ -74,19 +100,19 @@ static const struct ckey k8s_keys[] = {
         {"auto_mounts", T_ANY, 0, "skiff mounts no volumes of its own", NULL, 0},
         {"autoscaler", T_ANY, 0, W_K8S_PLAIN, NULL, 0},
         {"context_configs", T_ANY, 0, "per-context settings are not read; " W_K8S_SPEC, NULL, 0},
-        {"custom_metadata", T_FREEMAP, CK_TASK, NULL, NULL, 0},
-        {"dws", T_ANY, CK_TASK, W_K8S_PLAIN, NULL, 0},
+        {"custom_metadata", T_FREEMAP, 0, NULL, NULL, 0},
+        {"dws", T_ANY, 0, W_K8S_PLAIN, NULL, 0},
         {"enable_docker", T_ANY, 0, W_NOT_HERE, NULL, 0},
         {"high_availability", T_ANY, 0, W_CONTROLLER, NULL, 0},
-        {"kueue", T_ANY, CK_TASK, W_K8S_PLAIN, NULL, 0},
+        {"kueue", T_ANY, 0, W_K8S_PLAIN, NULL, 0},
         {"max_inline_command_length", T_ANY, 0, "skiff sends commands on stdin", NULL, 0},
         {"namespace", T_ANY, 0, W_K8S_SPEC, NULL, 0},
         {"networking", T_ANY, 0, "skiff reaches pods with kubectl exec", NULL, 0},
-        {"pod_config", T_FREEMAP, CK_TASK, NULL, NULL, 0},
+        {"pod_config", T_FREEMAP, 0, NULL, NULL, 0},
         {"ports", T_ANY, 0, W_K8S_PLAIN, NULL, 0},
         {"post_provision_runcmd", T_ANY, 0, W_NOT_HERE, NULL, 0},
         {"pricing", T_ANY, 0, "skiff keeps no costs", NULL, 0},
-        {"provision_timeout", T_SECONDS, CK_TASK, NULL, NULL, 0},
+        {"provision_timeout", T_SECONDS, 0, NULL, NULL, 0},
         {"quota", T_ANY, 0, W_K8S_PLAIN, NULL, 0},
         {"rdma", T_ANY, 0, W_NOT_HERE, NULL, 0},
         {"remote_identity", T_ANY, 0, "pods run with the namespace's default service account", NULL,
@@ -99,7 +125,7 @@ static const struct ckey ssh_keys[] = {
         {"context_configs", T_ANY, 0, W_SSH, NULL, 0},
         {"custom_metadata", T_ANY, 0, W_SSH, NULL, 0},
         {"max_inline_command_length", T_ANY, 0, W_SSH, NULL, 0},
-        {"pod_config", T_ANY, CK_TASK, W_SSH, NULL, 0},
+        {"pod_config", T_ANY, 0, W_SSH, NULL, 0},
         {"provision_timeout", T_ANY, 0, W_SSH, NULL, 0},
         {"remote_identity", T_ANY, 0, W_SSH, NULL, 0},
 };
@@ -151,10 +177,15 @@ static const struct ckey jobs_keys[] = {
 };
 
 static const struct ckey gcp_keys[] = {
-        {"managed_instance_group", T_ANY, CK_TASK, W_CLOUD, NULL, 0},
-        {"enable_gvnic", T_ANY, CK_TASK, W_CLOUD, NULL, 0},
-        {"enable_gpu_direct", T_ANY, CK_TASK, W_CLOUD, NULL, 0},
-        {"placement_policy", T_ANY, CK_TASK, W_CLOUD, NULL, 0},
+        {"managed_instance_group", T_ANY, 0, W_CLOUD, NULL, 0},
+        {"enable_gvnic", T_ANY, 0, W_CLOUD, NULL, 0},
+        {"enable_gpu_direct", T_ANY, 0, W_CLOUD, NULL, 0},
+        {"placement_policy", T_ANY, 0, W_CLOUD, NULL, 0},
+};
+
+static const struct ckey vast_keys[] = {
+        {"datacenter_only", T_ANY, 0, W_CLOUD, NULL, 0},
+        {"create_instance_kwargs", T_ANY, 0, W_CLOUD, NULL, 0},
 };
 
 #define CLOUD(name)                                                                                \
@@ -176,18 +207,18 @@ static const struct ckey top_keys[] = {
         {"data", T_ANY, 0, "skiff mounts no buckets", NULL, 0},
         {"db", T_ANY, 0, "skiff keeps its state in SQLite under $SKIFF_HOME", NULL, 0},
         CLOUD("do"),
-        {"docker", T_MAP, CK_TASK, NULL, SUB(docker_keys)},
+        {"docker", T_MAP, 0, NULL, SUB(docker_keys)},
         CLOUD("fluidstack"),
-        {"gcp", T_MAP, CK_TASK | CK_OPEN, W_CLOUD, SUB(gcp_keys)},
+        {"gcp", T_MAP, CK_OPEN, W_CLOUD, SUB(gcp_keys)},
         CLOUD("hyperbolic"),
         CLOUD("ibm"),
         {"jobs", T_MAP, 0, NULL, SUB(jobs_keys)},
-        {"kubernetes", T_MAP, CK_TASK, NULL, SUB(k8s_keys)},
+        {"kubernetes", T_MAP, 0, NULL, SUB(k8s_keys)},
         CLOUD("lambda"),
         {"logs", T_ANY, 0, "logs stay on the nodes and in ~/sky_logs: no log store", NULL, 0},
         {"metrics", T_ANY, 0, "skiff has no dashboard", NULL, 0},
         CLOUD("nebius"),
-        {"nvidia_gpus", T_MAP, CK_TASK, NULL, SUB(gpu_keys)},
+        {"nvidia_gpus", T_MAP, 0, NULL, SUB(gpu_keys)},
         CLOUD("oci"),
         CLOUD("paperspace"),
         {"plugins", T_ANY, 0, "skiff has no plugins", NULL, 0},
@@ -201,15 +232,15 @@ static const struct ckey top_keys[] = {
         {"serve", T_ANY, 0, "skiff has no SkyServe", NULL, 0},
         CLOUD("shadeform"),
         {"slurm", T_MAP, 0, NULL, SUB(slurm_keys)},
-        {"ssh", T_MAP, CK_TASK, NULL, SUB(ssh_keys)},
-        CLOUD("vast"),
+        {"ssh", T_MAP, 0, NULL, SUB(ssh_keys)},
+        {"vast", T_MAP, CK_OPEN, W_CLOUD, SUB(vast_keys)},
         CLOUD("vsphere"),
         {"workspace", T_ANY, 0, W_WORKSPACE, NULL, 0},
         {"workspace_config", T_ANY, 0, W_WORKSPACE, NULL, 0},
         {"workspaces", T_ANY, 0, W_WORKSPACE, NULL, 0},
 };
 
-static const struct ckey root_key = {"", T_MAP, CK_TASK, NULL, SUB(top_keys)};
+static const struct ckey root_key = {"", T_MAP, 0, NULL, SUB(top_keys)};
 
 /* Resource fields of jobs.controller.resources (a task's resources). */
 static const char *const resource_keys[] = {
@@ -395,6 +426,22 @@ static int check_resources(struct cval *v, const struct cfg_node *n, const char 
 	return r;
 }
 
+/* Whether a task's config: may set path: one of task_keys, a section above one, or in one. */
+static int task_may_set(const char *path)
+{
+	size_t i, n = strlen(path);
+
+	for (i = 0; i < ARRAY_SIZE(task_keys); i++) {
+		const char *k = task_keys[i];
+		size_t kn = strlen(k);
+
+		if ((!strncmp(k, path, n) && (k[n] == '.' || !k[n])) ||
+		    (!strncmp(path, k, kn) && path[kn] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
 static int check_node(struct cval *v, const struct ckey *key, const struct cfg_node *n,
                       const char *path);
 
@@ -438,7 +485,7 @@ static int check_map(struct cval *v, const struct ckey *key, const struct cfg_no
 				r = cerr(v, k, "unknown config key '%s'", sub);
 			continue;
 		}
-		if (v->where == CONFIG_IN_TASK && !(key->sub[j].flags & CK_TASK)) {
+		if (v->where == CONFIG_IN_TASK && !task_may_set(sub)) {
 			r = cerr(
 			        v, k,
 			        "config key '%s' cannot be set in a task's config: (as in "

@@ -44,6 +44,52 @@ test_expect_success 'a typo in a task'"'"'s config: and a key a task may not set
 	grep -qF "bad.yaml:5:3: config key '"'"'jobs'"'"' cannot be set in a task'"'"'s config:" err
 '
 
+# SkyPilot's OVERRIDEABLE_CONFIG_KEYS_IN_TASK: ssh.custom_metadata, ssh.provision_timeout,
+# kubernetes.remote_identity, vast.* and active_workspace were refused.
+test_expect_success 'a task'"'"'s config: takes every key SkyPilot lets a task set' '
+	cat >every.yaml <<-\EOF &&
+	run: echo hi
+	config:
+	  docker:
+	    run_options: [--shm-size=1g]
+	  nvidia_gpus:
+	    disable_ecc: true
+	  ssh:
+	    custom_metadata: {labels: {a: b}}
+	    pod_config: {spec: {}}
+	    provision_timeout: 60
+	  kubernetes:
+	    custom_metadata: {labels: {a: b}}
+	    pod_config: {spec: {}}
+	    provision_timeout: 60
+	    dws: {enabled: true}
+	    kueue: {local_queue_name: q}
+	    remote_identity: SERVICE_ACCOUNT
+	  gcp:
+	    managed_instance_group: {run_duration: 60}
+	    enable_gvnic: true
+	    enable_gpu_direct: true
+	    placement_policy: compact
+	  vast:
+	    datacenter_only: true
+	    create_instance_kwargs: {image_login: x}
+	  active_workspace: team
+	EOF
+	skiff check every.yaml >out 2>err &&
+	test "$(cat out)" = "every.yaml: ok" &&
+	for k in nvidia_gpus.disable_ecc ssh.custom_metadata ssh.pod_config \
+		ssh.provision_timeout kubernetes.dws kubernetes.kueue kubernetes.remote_identity \
+		gcp vast active_workspace; do
+		grep -q "^every.yaml:[0-9]*:[0-9]*: warning: config key '"'"'$k'"'"' is ignored: " err ||
+			{ echo "no warning for $k"; cat err; exit 1; }
+	done &&
+	test "$(wc -l <err)" = 10 &&
+	printf "run: x\nconfig:\n  ssh:\n    allowed_node_pools: [a]\n" >nopool.yaml &&
+	expect_fail 3 skiff check nopool.yaml 2>err &&
+	test "$(wc -l <err)" = 1 &&
+	grep -qF "nopool.yaml:4:5: config key '"'"'ssh.allowed_node_pools'"'"' cannot be set in a task'"'"'s config:" err
+'
+
 test_expect_success '--config: a typo in a pair, a file, a value of the wrong type' '
 	expect_fail 3 skiff check --config kubernetes.provision_timout=60 plain.yaml 2>err &&
 	grep -qxF -- "--config:1:12: unknown config key '"'"'kubernetes.provision_timout'"'"'; did you mean '"'"'provision_timeout'"'"'?" err &&

@@ -282,6 +282,78 @@ static void test_cli(void)
 	free(m);
 }
 
+/*
+ * SkyPilot's OVERRIDEABLE_CONFIG_KEYS_IN_TASK, written out again (not read from the
+ * schema), each with a value: a task may set every one; skiff honours four, and says of
+ * each other one that it is ignored.
+ */
+static void test_task_keys(void)
+{
+	static const struct {
+		const char *yaml, *path;
+		int honoured;
+	} keys[] = {
+	        {"docker:\n  run_options: [-v]\n", "docker.run_options", 1},
+	        {"nvidia_gpus:\n  disable_ecc: true\n", "nvidia_gpus.disable_ecc", 0},
+	        {"ssh:\n  custom_metadata: {labels: {a: b}}\n", "ssh.custom_metadata", 0},
+	        {"ssh:\n  pod_config: {spec: {}}\n", "ssh.pod_config", 0},
+	        {"ssh:\n  provision_timeout: 60\n", "ssh.provision_timeout", 0},
+	        {"kubernetes:\n  custom_metadata: {labels: {a: b}}\n", "kubernetes.custom_metadata",
+	         1},
+	        {"kubernetes:\n  pod_config: {spec: {}}\n", "kubernetes.pod_config", 1},
+	        {"kubernetes:\n  provision_timeout: 60\n", "kubernetes.provision_timeout", 1},
+	        {"kubernetes:\n  dws: {enabled: true}\n", "kubernetes.dws", 0},
+	        {"kubernetes:\n  kueue: {local_queue_name: q}\n", "kubernetes.kueue", 0},
+	        {"kubernetes:\n  remote_identity: SERVICE_ACCOUNT\n", "kubernetes.remote_identity",
+	         0},
+	        {"gcp:\n  managed_instance_group: {run_duration: 60}\n", "gcp", 0},
+	        {"gcp:\n  enable_gvnic: true\n", "gcp", 0},
+	        {"gcp:\n  enable_gpu_direct: true\n", "gcp", 0},
+	        {"gcp:\n  placement_policy: compact\n", "gcp", 0},
+	        {"vast:\n  datacenter_only: true\n", "vast", 0},
+	        {"vast:\n  create_instance_kwargs: {image_login: x}\n", "vast", 0},
+	        {"active_workspace: team\n", "active_workspace", 0},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		struct yerrors errs = YERRORS_INIT;
+		char want[160], *m;
+		struct cfg_node *c = load(keys[i].yaml, CONFIG_IN_TASK, &m);
+
+		ok(c && !*m, "a task's config: may set %s", keys[i].yaml);
+		if (*m)
+			printf("#   got: %s", m);
+		config_warn_ignored(c, NULL, &errs);
+		snprintf(want, sizeof(want), "config key '%s' is ignored: ", keys[i].path);
+		if (keys[i].honoured)
+			is_int(errs.n, 0, "honoured: %s", keys[i].path);
+		else
+			ok(errs.n == 1 && errs.v[0].warning &&
+			           !strncmp(errs.v[0].msg, want, strlen(want)),
+			   "ignored, with why: %s", keys[i].path);
+		yerr_release(&errs);
+		cfg_free(c);
+		free(m);
+	}
+	ok(refused("ssh:\n  allowed_node_pools: [a]\n", CONFIG_IN_TASK,
+	           "2:3: config key 'ssh.allowed_node_pools' cannot be set in a task's config: (as "
+	           "in SkyPilot: only docker.run_options, kubernetes.pod_config, ... may be); set "
+	           "it in the config file or with --config\n"),
+	   "a key outside SkyPilot's list, in a section that has some: refused at its place");
+	ok(refused("active_workspac: team\n", CONFIG_IN_TASK,
+	           "1:1: unknown config key 'active_workspac'; did you mean 'active_workspace'?\n"),
+	   "a typo of one: did-you-mean");
+	ok(refused("vast:\n  secure_only: true\n", CONFIG_IN_TASK,
+	           "2:3: unknown config key 'vast.secure_only'\n"),
+	   "in a task, vast takes only its overridable keys");
+	ok(refused("workspace: team\n", CONFIG_IN_TASK,
+	           "1:1: config key 'workspace' cannot be set in a task's config: (as in SkyPilot: "
+	           "only docker.run_options, kubernetes.pod_config, ... may be); set it in the "
+	           "config file or with --config\n"),
+	   "workspace is not active_workspace");
+}
+
 static void test_ignored(void)
 {
 	struct yerrors errs = YERRORS_INIT;
@@ -516,6 +588,7 @@ int main(void)
 	plan_run(test_validate);
 	plan_run(test_merge);
 	plan_run(test_cli);
+	plan_run(test_task_keys);
 	plan_run(test_ignored);
 	plan_run(test_words);
 	plan_run(test_readers);
