@@ -38,9 +38,11 @@ const char cmd_check_usage[] =
         "An env or secret left null (`HF_TOKEN:` with no value) is reported as a warning: launch\n"
         "refuses it unless given with --env/--secret.\n"
         "\n"
+        "The workdir and the local file_mounts sources must exist here, as launch reads them.\n"
+        "\n"
         "Exit status: 0 every FILE is valid; 3 a FILE is not a valid task (bad YAML, bad field,\n"
-        "not a task at all, a directory, too large); 1 a FILE cannot be read (missing,\n"
-        "permission denied) and none is invalid; 2 bad command line.\n";
+        "not a task at all, a directory, too large, a missing workdir or file mount); 1 a FILE\n"
+        "cannot be read (missing, permission denied) and none is invalid; 2 bad command line.\n";
 
 static void errors_json(struct json *j, const struct yerrors *errs, int warnings)
 {
@@ -123,6 +125,9 @@ static int check_one(const char *file, const struct task_overrides *o, struct js
 		task_list_check_required(&l, &errs, 1);
 	/* The config is checked even when the task is not: its errors are as much news. */
 	if (check_config(o, r ? NULL : &l, &errs) && !r)
+		r = -EINVAL;
+	/* What launch will read from this machine: the workdir, local file_mounts sources. */
+	if (!r && task_list_check_paths(&l, &errs))
 		r = -EINVAL;
 	fflush(stdout);
 	yerr_print(&errs, stderr);

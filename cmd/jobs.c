@@ -168,7 +168,7 @@ static int jobs_launch(int argc, char **argv)
 		r = 0;
 	}
 	if (r || task_list_apply_overrides(&tl, &ov, &errs) ||
-	    task_list_check_required(&tl, &errs, 0)) {
+	    task_list_check_required(&tl, &errs, 0) || task_list_check_paths(&tl, &errs)) {
 		yerr_print(&errs, stderr);
 		rc = EXIT_INVALID;
 		goto out;

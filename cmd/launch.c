@@ -182,7 +182,9 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 		                   "'skiff jobs launch'",
 		                   entry->p, tl->n);
 	}
-	if (task_list_apply_overrides(tl, ov, &errs) || task_list_check_required(tl, &errs, 0)) {
+	/* The local paths too: a missing one is news before any node is made, not after. */
+	if (task_list_apply_overrides(tl, ov, &errs) || task_list_check_required(tl, &errs, 0) ||
+	    task_list_check_paths(tl, &errs)) {
 		yerr_print(&errs, stderr);
 		yerr_release(&errs);
 		return EXIT_INVALID;

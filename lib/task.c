@@ -72,6 +72,8 @@ static int parse_workdir(struct tparse *p, const struct ynode *n, struct task_wo
 		if (tp_str(p, n, "workdir", &w->path))
 			return -1;
 		w->kind = TASK_WORKDIR_PATH;
+		w->line = n->line;
+		w->col = n->col;
 		return 0;
 	}
 	if (n->kind != Y_MAP)

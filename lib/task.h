@@ -183,6 +183,7 @@ struct task_workdir {
 	enum task_workdir_kind kind;
 	char *path;      /* PATH: local directory as written (may start with ~ or hold $VARS) */
 	char *url, *ref; /* GIT: repository URL and optional ref */
+	int line, col;   /* where the YAML set it; 0: --workdir, or none */
 };
 
 /* file_mounts: one entry per remote path. */
@@ -389,6 +390,17 @@ char *task_subst_vars(const char *s, const struct task_kvs *envs, const struct t
  * when as_warnings is set. Returns the number found.
  */
 size_t task_list_check_required(const struct task_list *l, struct yerrors *errs, int as_warnings);
+/*
+ * The local sources of every task, as launch will read them (lib/task_paths.c): a workdir
+ * path must be a readable directory, a file_mounts source that is a local path a readable
+ * file or directory. A bucket URL, a storage mount and a git workdir are not looked at.
+ * One error per bad path, at the YAML position that set it (TASK_PATHS_FLAG_FILE:1:1 for
+ * --workdir), naming the path ('~' expanded) and why. Call it after
+ * task_list_apply_overrides(), where the task is accepted locally (check, launch, exec,
+ * jobs launch), never where paths are another machine's. Returns the number of errors.
+ */
+#define TASK_PATHS_FLAG_FILE "--workdir"
+size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs);
 
 /* ---- consumers ---------------------------------------------------------------------- */
 

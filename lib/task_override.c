@@ -520,6 +520,7 @@ int task_list_apply_overrides(struct task_list *l, const struct task_overrides *
 			t->workdir.url = t->workdir.ref = NULL;
 			t->workdir.kind = TASK_WORKDIR_PATH;
 			t->workdir.path = xstrdup(o->workdir);
+			t->workdir.line = t->workdir.col = 0;
 		}
 		if (o->git_url) {
 			/* As SkyPilot's --git-url: the workdir is that repository's tree. */

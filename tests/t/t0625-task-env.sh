@@ -131,7 +131,7 @@ test_expect_success '${VAR} and $VAR in file_mounts (both sides) and workdir, --
 	skiff launch -c ec --env SIZE=70b fm.yaml >out 2>err &&
 	grep -q "^70b weights\$" out && grep -q "^notes\$" out && grep -q "^code\$" out &&
 	test -f "$(node_home ec)/sky_workdir/rel/notes.txt" &&
-	skiff check --json fm.yaml >c.json &&
+	skiff check --json --env SIZE=70b fm.yaml >c.json &&
 	python3 -c "import json; t = json.load(open(\"c.json\"))[0][\"tasks\"][0]; assert \"~/sky_workdir/rel/notes.txt\" in t[\"file_mounts\"], t" &&
 	rm -rf /tmp/skiff-t0625-$$
 '

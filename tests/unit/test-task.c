@@ -1025,6 +1025,42 @@ static void test_files(void)
 	task_list_release(&l);
 }
 
+/* The local sources, as launch reads them: one error each, where the YAML set it. */
+static void test_local_paths(void)
+{
+	struct task_overrides o = TASK_OVERRIDES_INIT;
+	char dir[] = "/tmp/skiff-test-pathsXXXXXX", text[512], want[256];
+
+	ok(mkdtemp(dir) != NULL, "temp dir");
+	snprintf(text, sizeof(text),
+	         "workdir: %s\nfile_mounts:\n  /a: %s\n  /b: s3://bucket/x\n  /c: %s/nope\n"
+	         "  /d: {source: ./nope, store: s3}\nrun: x\n",
+	         dir, dir, dir);
+	ok(!parse(text) && !task_list_apply_overrides(&L, &o, &E), "a task");
+	is_int((long)task_list_check_paths(&L, &E), 1, "one missing source; a URL, a storage no");
+	snprintf(want, sizeof(want),
+	         "file_mounts source '%s/nope' (for /c): No such file or directory", dir);
+	ok(E.n == 1 && E.v[0].line == 5 && E.v[0].col == 3 && !strcmp(E.v[0].msg, want),
+	   "at the mount's line, naming the path and why");
+	snprintf(text, sizeof(text), "workdir: %s/nope\nrun: x\n", dir);
+	ok(!parse(text) && !task_list_apply_overrides(&L, &o, &E), "a missing workdir");
+	is_int((long)task_list_check_paths(&L, &E), 1, "found");
+	ok(E.n == 1 && E.v[0].line == 1 && E.v[0].col == 10 && !strcmp(E.v[0].file, "t.yaml"),
+	   "at t.yaml:1:10");
+	snprintf(text, sizeof(text), "workdir: %s/nope/$MISSING\nenvs: {MISSING: }\nrun: x\n",
+	         dir);
+	ok(!parse(text) && !task_list_apply_overrides(&L, &o, &E), "an env without a value");
+	is_int((long)task_list_check_paths(&L, &E), 0, "its path is not known yet: not looked at");
+	o.workdir = xstrdup("/nonexistent-skiff-dir");
+	ok(!parse("workdir: .\nrun: x\n") && !task_list_apply_overrides(&L, &o, &E),
+	   "--workdir over the YAML's");
+	is_int((long)task_list_check_paths(&L, &E), 1, "found");
+	ok(E.n == 1 && !strcmp(E.v[0].file, TASK_PATHS_FLAG_FILE) && E.v[0].line == 1,
+	   "said of the flag, not of the YAML's line");
+	task_overrides_release(&o);
+	rmdir(dir);
+}
+
 /* The two-hop of a remote controller: the launcher's paths replaced, through the data. */
 static void test_path_map(void)
 {
@@ -1087,6 +1123,7 @@ int main(void)
 	plan_run(test_env_subst);
 	plan_run(test_command);
 	plan_run(test_files);
+	plan_run(test_local_paths);
 	plan_run(test_path_map);
 	task_list_release(&L);
 	yerr_release(&E);
