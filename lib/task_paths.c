@@ -75,12 +75,13 @@ size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
 			char *path = user_path(w->path);
 
 			if ((why = why_not(path, 1))) {
+				/* Set by --workdir: said of the flag, as --config's are. */
 				if (w->line)
-					yerr_add(errs, file, w->line, w->col, "workdir '%s': %s", path,
-					         why);
-				else
-					yerr_add(errs, TASK_PATHS_FLAG_FILE, 1, 1, "workdir '%s': %s",
+					yerr_add(errs, file, w->line, w->col, "workdir '%s': %s",
 					         path, why);
+				else
+					yerr_add(errs, TASK_PATHS_FLAG_FILE, 1, 1,
+					         "workdir '%s': %s", path, why);
 				n++;
 			}
 			free(path);
@@ -93,8 +94,8 @@ size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
 				continue;
 			path = user_path(m->src);
 			if ((why = why_not(path, 0))) {
-				yerr_add(errs, file, m->line, m->col, "file_mounts source '%s' (for %s): %s",
-				         path, m->dst, why);
+				yerr_add(errs, file, m->line, m->col,
+				         "file_mounts source '%s' (for %s): %s", path, m->dst, why);
 				n++;
 			}
 			free(path);
