@@ -403,7 +403,7 @@ struct stream {
 	int fd;
 	int code; /* exit status of the remote `node logs`, -1 unknown */
 	struct buf line;
-	char prefix[96];
+	char *prefix; /* "(rank N, HOST) " with several ranks (a host's name of any length) */
 };
 
 static void flush_line(int out, struct stream *s, int final)
@@ -413,7 +413,8 @@ static void flush_line(int out, struct stream *s, int final)
 	while ((nl = memchr(s->line.p, '\n', s->line.len)) || (final && s->line.len)) {
 		size_t n = nl ? (size_t)(nl - s->line.p) + 1 : s->line.len;
 
-		write_all(out, s->prefix, strlen(s->prefix));
+		if (s->prefix)
+			write_all(out, s->prefix, strlen(s->prefix));
 		write_all(out, s->line.p, n);
 		if (!nl)
 			write_all(out, "\n", 1);
@@ -536,8 +537,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 		ss[i].code = -1;
 		buf_init(&ss[i].line, LOG_LINE_MAX);
 		if (n > 1)
-			xsnprintf(ss[i].prefix, sizeof(ss[i].prefix), "(rank %d, %s) ", i,
-			          cl->nodes[i].ip);
+			ss[i].prefix = xasprintf("(rank %d, %s) ", i, cl->nodes[i].ip);
 		if (pre && pre[i].pid > 0) {
 			/* The rank's follower is its submit itself (cl_submit_follow()). */
 			ss[i].fd = pre[i].fd;
@@ -636,8 +636,10 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	}
 	if (cj.final_status < 0 && job_status_terminal(status))
 		st_cluster_job_set_final(ldb, cl->name, job, NULL, status);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		buf_release(&ss[i].line);
+		free(ss[i].prefix);
+	}
 	free(ss);
 	free(pf);
 	free(map);
