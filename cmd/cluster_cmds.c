@@ -432,7 +432,8 @@ static void job_resources(const struct eng_job *jb, char *out, size_t size)
 	if (r0->gpus > 0)
 		buf_addf(&b, ", GPU:%d", r0->gpus);
 	buf_addch(&b, ']');
-	xsnprintf(out, size, "%s", b.p);
+	/* The numbers are the nodes' to say: a column's worth is shown, never fatal. */
+	xsnprintf(out, size, "%.*s", (int)(size - 1), b.p);
 	buf_release(&b);
 }
 

@@ -165,7 +165,7 @@ static int lock_file(const char *path, int nonblock, int *fd_out)
  */
 static int take_slot(const char *slots_dir, int n, int *fd_out)
 {
-	char path[PATH_MAX], evbuf[4096];
+	char evbuf[4096];
 	uint32_t start = random_u32();
 	int *fds, i, k, rc, ino, chosen = -1;
 	struct pollfd pfd;
@@ -182,12 +182,14 @@ static int take_slot(const char *slots_dir, int n, int *fd_out)
 		ino = -1;
 	}
 	for (i = 0; i < n; i++) {
-		xsnprintf(path, sizeof(path), "%s/slot-%d", slots_dir, i);
+		/* Under the user's cache dir: a path of any length (open says if too long). */
+		char *path = xasprintf("%s/slot-%d", slots_dir, i);
+
 		fds[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-		if (fds[i] < 0) {
-			rc = -errno;
+		rc = fds[i] < 0 ? -errno : 0;
+		free(path);
+		if (rc)
 			goto out;
-		}
 	}
 	for (;;) {
 		for (k = 0; k < n && chosen < 0; k++) {
@@ -415,6 +417,7 @@ static int attempt(struct fetch *f, char *buf, int *retryable)
 	int rc, redirects = 0;
 
 	*retryable = 0;
+	/* fetch_url() took it through http_url_parse(): shorter than HTTP_URL_MAX. */
 	xsnprintf(cur, sizeof(cur), "%s", f->url);
 	for (;;) {
 		rc = http_url_parse(cur, &u, f->err);

@@ -69,8 +69,9 @@ void renv_step_get(const char *log_dir, char *out, size_t size)
 	struct buf b = BUF_INIT(256);
 
 	out[0] = '\0';
+	/* Ours (step()'s names), but a file: one longer than out is cut, never fatal. */
 	if (!buf_read_file(&b, path))
-		xsnprintf(out, size, "%s", b.p);
+		xsnprintf(out, size, "%.*s", (int)(size - 1), b.p);
 	buf_release(&b);
 	free(path);
 }

@@ -158,6 +158,23 @@ static void test_parse_spec(void)
 	ok(infra_parse("wat", &inf) == -1 &&
 	           log_has("expected one of local, ssh/POOL, podman[/POOL]"),
 	   "unknown infra, nothing close");
+	free(take_log());
+	{
+		char spec[INFRA_SPEC_MAX + 2];
+
+		memset(spec, 'c', sizeof(spec) - 1);
+		memcpy(spec, "k8s/", 4);
+		spec[INFRA_SPEC_MAX] = '\0';
+		ok(!infra_parse(spec, &inf) && strlen(inf.context) == INFRA_SPEC_MAX - 4,
+		   "a %d-character spec, whole", INFRA_SPEC_MAX);
+		infra_release(&inf);
+		spec[INFRA_SPEC_MAX] = 'c';
+		spec[INFRA_SPEC_MAX + 1] = '\0';
+		ok(infra_parse(spec, &inf) == -1 &&
+		           log_has("is 257 characters long, more than 256"),
+		   "one more is refused, saying the limit");
+		free(take_log());
+	}
 }
 
 /* ---- the pool file ------------------------------------------------------------------- */

@@ -308,6 +308,21 @@ static void test_infra(void)
 	      "2:10: resources.infra: 'aws/a/b/c' has too many parts: expected CLOUD[/REGION[/ZONE]]");
 	fails("resources:\n  infra: aws//b\n", "2:10: resources.infra: 'aws//b' has an empty part");
 	fails("resources:\n  infra: k8s/\n", "2:10: resources.infra: 'k8s/' ends with '/'");
+	{
+		/* At most TASK_INFRA_MAX characters: "k8s/" and a long context. */
+		char text[TASK_INFRA_MAX + 64], want[160];
+		int n = TASK_INFRA_MAX - 4;
+
+		snprintf(text, sizeof(text), "resources:\n  infra: k8s/%0*d\n", n, 0);
+		ok(!parse(text) && strlen(R(0)->region) == (size_t)n, "a %d-character infra",
+		   TASK_INFRA_MAX);
+		snprintf(text, sizeof(text), "resources:\n  infra: k8s/%0*d\n", n + 1, 0);
+		snprintf(want, sizeof(want),
+		         "2:10: resources.infra: 'k8s/%.36s...' is %d characters long, more than %d",
+		         text + strlen("resources:\n  infra: k8s/"), TASK_INFRA_MAX + 1,
+		         TASK_INFRA_MAX);
+		fails(text, want);
+	}
 }
 
 static void test_alternatives(void)
