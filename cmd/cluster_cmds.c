@@ -862,7 +862,7 @@ static int many(int argc, char **argv, const char *cmd, unsigned how)
 
 int cmd_down(int argc, char **argv)
 {
-	return many(argc, argv, "down", 0);
+	return many(argc, argv, "down", ENG_DOWN_CONFIRM);
 }
 
 int cmd_stop(int argc, char **argv)

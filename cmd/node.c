@@ -40,10 +40,14 @@ static const char node_up_usage[] =
         "                       SKIP bytes of stdin and answer one 'node call' request there\n";
 
 static const char node_down_usage[] =
-        "usage: skiff node down\n"
+        "usage: skiff node down [--all]\n"
         "\n"
         "Stops the node supervisor. Running jobs keep running under their shims and are\n"
-        "re-adopted by the next 'skiff node up'.\n";
+        "re-adopted by the next 'skiff node up'.\n"
+        "  --all   cancel every job first, and return only once nothing of this node\n"
+        "          runs any more (supervisor, shims, their jobs, followers); what outlives\n"
+        "          the jobs' cancel grace gets SIGTERM, then SIGKILL. Exits 1 naming what\n"
+        "          is left (a process in D state survives SIGKILL). The launcher's down.\n";
 
 static const char node_status_usage[] =
         "usage: skiff node status [--json]\n"
@@ -179,6 +183,24 @@ static int node_up(int argc, char **argv)
 	return node_call_then((size_t)skip);
 }
 
+/* The answer is one line on stdout (the launcher's down shows it as it is). */
+static int node_down_all(void)
+{
+	struct buf what = BUF_INIT(1 << 16);
+	int r = sup_down_all(&what);
+
+	if (r == -EBUSY)
+		printf("left running after SIGKILL: %s\n", what.p);
+	else if (r)
+		printf("%s\n", what.len ? what.p : strerror(-r));
+	else
+		printf("stopped: nothing of this node runs any more\n");
+	if (r)
+		error("not everything of this node could be stopped");
+	buf_release(&what);
+	return r ? EXIT_FAIL : EXIT_OK;
+}
+
 static int node_down(int argc, char **argv)
 {
 	struct msg req, rep;
@@ -186,7 +208,8 @@ static int node_down(int argc, char **argv)
 	uint64_t start;
 	int fd, r;
 
-	(void)argv;
+	if (argc == 2 && !strcmp(argv[1], "--all"))
+		return node_down_all();
 	if (argc > 1)
 		return usage_error("node down", "unexpected argument '%s'", argv[1]);
 	fd = sup_connect(SUP_QUIET);

@@ -36,3 +36,26 @@ void fd_budget(uint64_t nofile, struct fd_budget *b)
 	b->pidfds = at_least_one((size_t)(avail / 4));
 	b->dispatch = at_least_one((size_t)(avail / 4));
 }
+
+int64_t down_grace_ms(double cancel_grace_s)
+{
+	double ms = cancel_grace_s > 0 ? cancel_grace_s * 1000 : 0;
+
+	/* NaN and anything past the cap alike: the cap. */
+	if (!(ms < DOWN_GRACE_MAX_MS - DOWN_SLACK_MS))
+		return DOWN_GRACE_MAX_MS;
+	return (int64_t)ms + DOWN_SLACK_MS;
+}
+
+enum down_step down_step(int64_t elapsed_ms, int64_t grace_ms, int left)
+{
+	if (left <= 0)
+		return DOWN_DONE;
+	if (elapsed_ms < grace_ms)
+		return DOWN_WAIT;
+	if (elapsed_ms < grace_ms + DOWN_TERM_MS)
+		return DOWN_TERM;
+	if (elapsed_ms < grace_ms + DOWN_TERM_MS + DOWN_KILL_MS)
+		return DOWN_KILL;
+	return DOWN_GIVE_UP;
+}

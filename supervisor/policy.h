@@ -65,4 +65,33 @@ struct fd_budget {
 
 void fd_budget(uint64_t nofile, struct fd_budget *b);
 
+/*
+ * `node down --all` (the cancel-then-stop of the launcher's `down`): once every job is
+ * cancelled and the supervisor asked to stop, it waits for everything of the node to be
+ * gone (the supervisor, its shims, their jobs' processes, followers and `node call`
+ * sessions). The shims get their jobs' cancel grace and DOWN_SLACK_MS more (at most
+ * DOWN_GRACE_MAX_MS in all) to end them; then what is left gets SIGTERM, after
+ * DOWN_TERM_MS SIGKILL, and after DOWN_KILL_MS more whatever is still there (a process
+ * in D state) is reported, never waited for longer.
+ */
+#define DOWN_SLACK_MS 3000
+#define DOWN_GRACE_MAX_MS 60000
+#define DOWN_TERM_MS 2000
+#define DOWN_KILL_MS 2000
+/* How often it looks again meanwhile. */
+#define DOWN_POLL_MS 50
+
+enum down_step {
+	DOWN_DONE = 0, /* nothing is left */
+	DOWN_WAIT,     /* the shims are still ending their jobs: look again */
+	DOWN_TERM,     /* SIGTERM to what is left */
+	DOWN_KILL,     /* SIGKILL to what is left */
+	DOWN_GIVE_UP,  /* it survived SIGKILL: report it */
+};
+
+/* The grace for the shims: the longest cancel grace of the jobs (seconds), plus the slack. */
+int64_t down_grace_ms(double cancel_grace_s);
+/* What to do elapsed_ms after the stop was asked for, with `left` processes left. */
+enum down_step down_step(int64_t elapsed_ms, int64_t grace_ms, int left);
+
 #endif

@@ -61,5 +61,14 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply);
  * running under their shims and are re-adopted.
  */
 int sup_start(pid_t *pid, int *already);
+/*
+ * `node down --all` (supervisor/down.c): cancels every job, stops the supervisor, and
+ * waits until no process of this node is left (its skiff processes, its jobs'), with
+ * SIGTERM and then SIGKILL to what outlives the jobs' cancel grace (supervisor/policy.h).
+ * 0 when nothing is left; -EBUSY with what is left described in *what (pids and command
+ * lines); -ENOTSUP when this /proc cannot tell (why in *what). May block about a minute.
+ */
+struct buf;
+int sup_down_all(struct buf *what);
 
 #endif

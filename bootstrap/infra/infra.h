@@ -72,6 +72,9 @@ enum infra_flags {
 	INFRA_IMAGE = 1 << 1,
 	/* Stop and start are refused: nothing can be paused there (slurm). */
 	INFRA_NO_STOP = 1 << 2,
+	/* Down does not take the machine away (local, ssh): a node's processes are not removed
+	 * with it, so down makes sure they are gone (containers, pods, allocations go whole). */
+	INFRA_PROCS_STAY = 1 << 3,
 };
 
 /*

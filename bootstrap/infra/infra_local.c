@@ -211,6 +211,7 @@ const struct infra_ops infra_local_ops = {
         .name = "local",
         .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_LOCAL,
+        .flags = INFRA_PROCS_STAY,
         .max_nodes = LOCAL_MAX_NODES,
         .parse = local_parse,
         .pick = local_pick,

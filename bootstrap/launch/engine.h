@@ -188,12 +188,24 @@ enum eng_down_result {
 /* eng_down()'s how. */
 #define ENG_DOWN_STOP 1u  /* stop: the nodes stay booked */
 #define ENG_DOWN_PURGE 2u /* down: forgotten even when its nodes cannot all be removed */
+/* down: fails, the cluster kept, when a node whose machine stays may still run some of it */
+#define ENG_DOWN_CONFIRM 4u
+/*
+ * How long one node's part of down and stop (`node down --all`) may take: more than it
+ * waits at most (supervisor/policy.h: a minute of cancel grace, 2 s after SIGTERM, 2 s
+ * after SIGKILL) and the connection.
+ */
+#define ENG_DOWN_NODE_MS 90000
 
 /*
  * Tears a cluster down (how 0: cancels its jobs, stops its supervisors, releases its
  * nodes, forgets it once they are gone) or stops it (ENG_DOWN_STOP: the nodes stay
- * booked). Returns ENG_DOWN_DONE, ENG_DOWN_BY_OTHER, or -errno (printed; the cluster is
- * kept, unless ENG_DOWN_PURGE).
+ * booked). Every node is asked to stop everything of the cluster and say whether it did
+ * (`node down --all`); the launcher's gang watchers and ssh masters for it are ended.
+ * Returns ENG_DOWN_DONE, ENG_DOWN_BY_OTHER, or -errno (printed; the cluster is kept,
+ * unless ENG_DOWN_PURGE). With ENG_DOWN_CONFIRM, a node whose machine stays (local, ssh:
+ * INFRA_PROCS_STAY) that does not answer, or still runs something of the cluster, keeps
+ * it too (-EBUSY), each such node said in one line.
  */
 int eng_down(struct st_db *ldb, const char *name, unsigned how);
 /* Starts a stopped cluster again: its containers, then its supervisors. 0 or -errno. */

@@ -38,6 +38,13 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
  * job submitted with key (its row's submit_key).
  */
 void eng_start_gang_watch(const char *cluster, int64_t job, const char *key);
+/*
+ * The environment entry every gang watcher of the cluster carries, and its children
+ * (ENG_GANG_ENV=SKIFF_HOME/CLUSTER), by which `down` and `stop` find and end them.
+ * Owned by the caller.
+ */
+#define ENG_GANG_ENV "SKIFF_GANG_CLUSTER"
+char *eng_gang_env(const char *cluster);
 
 /* eng_lock_cluster() that does not wait: -EBUSY while another holds it. */
 int eng_trylock_cluster(const char *name, const char *what);
@@ -46,6 +53,8 @@ enum eng_down_flags {
 	ENG_DL_KEEP = 1 << 0,         /* stop: the nodes stay booked */
 	ENG_DL_HEAD_STOPPED = 1 << 1, /* autostop stopped the head already: the others only */
 	ENG_DL_PURGE = 1 << 2,        /* down: forget it even if its nodes cannot be removed */
+	ENG_DL_CONFIRM = 1 << 3,      /* down: kept (an error) when a node whose machine stays
+	                                 (INFRA_PROCS_STAY) may still run something of it */
 };
 /* eng_down() of a cluster whose lock the caller holds. */
 int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags);

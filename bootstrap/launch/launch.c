@@ -29,6 +29,7 @@
 #include "bootstrap/launch/resources.h"
 #include "bootstrap/launch/ssh_config.h"
 #include "bootstrap/renv/renv.h"
+#include "lib/env.h"
 #include "lib/exit.h"
 #include "lib/json.h"
 #include "lib/lock.h"
@@ -619,11 +620,16 @@ void eng_start_gang_watch(const char *cluster, int64_t job, const char *key)
 	char *argv[] = {
 	        (char *)self_path(NULL), "__gang", (char *)cluster, idbuf, (char *)key, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
-	char *logp = xasprintf("%s/gang.log", skiff_home());
+	char *logp = xasprintf("%s/gang.log", skiff_home()), *mark = eng_gang_env(cluster);
 	int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	struct env env;
 	pid_t pid;
 
 	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)job);
+	/* What `down` finds it by (and what it starts): eng_gang_env(). */
+	env_init(&env, 1);
+	env_put(&env, mark);
+	o.envp = env.v;
 	o.argv = argv;
 	o.fd_out = fd >= 0 ? fd : -1;
 	o.err_to_out = 1;
@@ -634,6 +640,8 @@ void eng_start_gang_watch(const char *cluster, int64_t job, const char *key)
 		        cluster, (long long)job);
 	if (fd >= 0)
 		close(fd);
+	env_release(&env);
+	free(mark);
 	free(logp);
 	/* Not reaped: it outlives us by design (re-parented to init). */
 }

@@ -6,6 +6,8 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -14,6 +16,7 @@
 #include "bootstrap/launch/ssh_config.h"
 #include "lib/lock.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/jobs.h"
@@ -239,27 +242,135 @@ int eng_status(struct st_db *ldb, char *const *names, size_t n_names, unsigned f
 	return 0;
 }
 
-/* ---- down, stop, start ------------------------------------------------------------------- */
+/* ---- the launcher's own processes for a cluster ----------------------------------------- */
 
-/* Cancels the jobs and stops the supervisors of nodes from..cl->n. */
-static int stop_nodes(struct clive *cl, size_t from)
+char *eng_gang_env(const char *cluster)
+{
+	const char *home = skiff_home();
+
+	return xasprintf(ENG_GANG_ENV "=%s/%s", home ? home : "", cluster);
+}
+
+/*
+ * Ends the cluster's gang watchers on this machine, and what they started (their `node
+ * call` sessions): left alone, one would read its ranks' nodes going away as the job
+ * failing, and outlive the cluster.
+ */
+static void stop_gang_watchers(const char *cluster)
+{
+	char *entry = eng_gang_env(cluster);
+	struct proc_scope scope = {0};
+
+	scope.env = entry;
+	if (proc_scope_kill(&scope))
+		debug("cluster %s: its gang watchers are stopped", cluster);
+	free(entry);
+}
+
+/* The ssh masters of the cluster's nodes (ControlPersist would keep them for minutes). */
+static void close_masters(struct clive *cl)
 {
 	size_t i;
-	int status, r = 0;
 
+	for (i = 0; i < cl->n; i++)
+		runner_ssh_close_master(cl->nodes[i].r);
+}
+
+/* ---- down, stop, start ------------------------------------------------------------------- */
+
+static void log_at(enum log_level lvl, const char *fmt, ...) SKIFF_PRINTF(2, 3);
+static void log_at(enum log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog_msg(lvl, fmt, ap);
+	va_end(ap);
+}
+
+/* One node's part of down and stop: `node down --all` and its answer (a thread a node). */
+struct stop_job {
+	struct cnode *nd;
+	pthread_t th;
+	int started;
+	int r;      /* runner_capture()'s */
+	int status; /* the node's exit status */
+	struct buf out, err;
+};
+
+static void *stop_thread(void *arg)
+{
+	struct stop_job *j = arg;
+	char *script = xasprintf("exec %s node down --all", j->nd->exe);
+
+	/* The node's runner is this thread's alone (runner.h); errors are printed. */
+	j->r = runner_capture(j->nd->r, script, NULL, 0, &j->out, &j->err, ENG_DOWN_NODE_MS,
+	                      &j->status);
+	free(script);
+	return NULL;
+}
+
+/*
+ * Cancels the jobs and stops everything of the cluster on nodes from..cl->n, all at once.
+ * Returns how many nodes may still run something of it (did not answer, or said so), each
+ * said in one line: an error when fail, else a warning. *unreachable: how many of them
+ * could not be reached.
+ */
+static size_t stop_nodes(struct clive *cl, size_t from, int fail, size_t *unreachable)
+{
+	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
+	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
+	size_t i, bad = 0;
+
+	*unreachable = 0;
 	for (i = from; i < cl->n; i++) {
 		if (!cl->nodes[i].exe)
-			continue;
-		char *script = xasprintf("%s node cancel --all >/dev/null 2>&1; exec %s node down "
-		                         ">/dev/null",
-		                         cl->nodes[i].exe, cl->nodes[i].exe);
-
-		if (runner_run(cl->nodes[i].r, script, NULL, CL_NODE_CALL_MS, &status) ==
-		    -EHOSTUNREACH)
-			r = -EHOSTUNREACH;
-		free(script);
+			continue; /* never bootstrapped: nothing of skiff runs there */
+		jobs[i].nd = &cl->nodes[i];
+		buf_init(&jobs[i].out, 1 << 16);
+		buf_init(&jobs[i].err, 1 << 16);
+		jobs[i].started = !pthread_create(&jobs[i].th, NULL, stop_thread, &jobs[i]);
+		/* Out of threads: this one is stopped here, the others go on. */
+		if (!jobs[i].started)
+			stop_thread(&jobs[i]);
 	}
-	return r;
+	for (i = from; i < cl->n; i++) {
+		struct stop_job *j = &jobs[i];
+
+		if (!j->nd)
+			continue;
+		if (j->started)
+			pthread_join(j->th, NULL);
+		buf_rtrim(&j->out);
+		if (j->r == -EHOSTUNREACH) {
+			++*unreachable;
+			log_at(say,
+			       "cluster %s: node %s (rank %d) does not answer: cannot tell whether "
+			       "anything of the cluster still runs there",
+			       cl->name, j->nd->name, j->nd->rank);
+		} else if (j->r && j->r != -ENOBUFS) {
+			log_at(say,
+			       "cluster %s: node %s (rank %d) did not say that everything of the "
+			       "cluster stopped there: %s",
+			       cl->name, j->nd->name, j->nd->rank, strerror(-j->r));
+		} else if (status_to_code(j->status)) {
+			const char *line = strrchr(j->out.p, '\n');
+
+			line = line ? line + 1 : j->out.p;
+			log_at(say, "cluster %s: node %s (rank %d): %s", cl->name, j->nd->name,
+			       j->nd->rank,
+			       *line ? line : "its skiff could not stop everything of the cluster");
+		} else {
+			buf_release(&j->out);
+			buf_release(&j->err);
+			continue;
+		}
+		bad++;
+		buf_release(&j->out);
+		buf_release(&j->err);
+	}
+	free(jobs);
+	return bad;
 }
 
 /* An infra where nothing can be paused (slurm) refuses stop and start (printed). */
@@ -280,6 +391,9 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 	struct buf what = BUF_INIT(0), state = BUF_INIT(0);
 	struct infra inf;
 	int r, alive = 1, keep = (flags & ENG_DL_KEEP) != 0;
+	size_t left = 0, unreachable = 0;
+	/* Machines that stay after down (local, ssh): what runs there does not go with them. */
+	int confirm;
 
 	r = eng_open(ldb, name, &c, &cl);
 	if (r && (flags & ENG_DL_PURGE) && !keep) {
@@ -291,6 +405,8 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 		return r;
 	if (keep && (r = stop_refused(&cl, "stop")))
 		goto done;
+	confirm = !keep && (flags & ENG_DL_CONFIRM) && !(flags & ENG_DL_PURGE) &&
+	          (cl.ops->flags & INFRA_PROCS_STAY);
 	r = infra_parse(c.infra, &inf);
 	if (r)
 		goto done;
@@ -301,8 +417,25 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 			info("cluster %s: its %s %s had already ended (%s)", name, inf.ops->holder,
 			     what.p, state.p);
 	}
-	r = alive ? stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0) : 0;
-	if (r && !keep)
+	/* Before the nodes: a watcher would take their going for the job failing. */
+	stop_gang_watchers(name);
+	if (alive)
+		left = stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0, confirm,
+		                  &unreachable);
+	close_masters(&cl);
+	if (confirm && left) {
+		error("cluster %s is kept: %zu of its nodes may still run something of it "
+		      "(above); run 'skiff down %s' again once they answer, or with --purge to "
+		      "forget it anyway",
+		      name, left, name);
+		r = -EBUSY;
+		goto release;
+	}
+	if (left && !keep && (flags & ENG_DL_PURGE))
+		warning("cluster %s: forgotten anyway (--purge), though %zu of its nodes may still "
+		        "run something of it (above): that is yours to clean up",
+		        name, left);
+	else if (unreachable && !keep)
 		warning("cluster %s: some nodes could not be reached; their bookings are released "
 		        "anyway",
 		        name);
@@ -337,6 +470,7 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 		if (!r)
 			r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_STOPPED);
 	}
+release:
 	infra_release(&inf);
 done:
 	buf_release(&what);
@@ -368,7 +502,8 @@ int eng_down(struct st_db *ldb, const char *name, unsigned how)
 	}
 	cluster_free(&c);
 	r = eng_down_locked(ldb, name,
-	                    (keep ? ENG_DL_KEEP : 0) | (how & ENG_DOWN_PURGE ? ENG_DL_PURGE : 0));
+	                    (keep ? ENG_DL_KEEP : 0) | (how & ENG_DOWN_PURGE ? ENG_DL_PURGE : 0) |
+	                            (how & ENG_DOWN_CONFIRM ? ENG_DL_CONFIRM : 0));
 	lock_release(lock_fd);
 	return r ? r : ENG_DOWN_DONE;
 }

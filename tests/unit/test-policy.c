@@ -103,10 +103,33 @@ static void test_fd_budget(void)
 	}
 }
 
+static void test_down_steps(void)
+{
+	int64_t g = down_grace_ms(10);
+
+	is_int((int)g, 10000 + DOWN_SLACK_MS, "a 10 s cancel grace: 10 s and the slack");
+	is_int((int)down_grace_ms(0), DOWN_SLACK_MS, "no grace: the slack alone");
+	is_int((int)down_grace_ms(-1), DOWN_SLACK_MS, "a negative grace: the slack alone");
+	is_int((int)down_grace_ms(1e9), DOWN_GRACE_MAX_MS, "a huge grace: the cap");
+	is_int((int)down_grace_ms(0.0 / 0.0), DOWN_GRACE_MAX_MS, "NaN: the cap");
+	is_int(down_step(0, g, 0), DOWN_DONE, "nothing left at once: done");
+	is_int(down_step(999999, g, 0), DOWN_DONE, "nothing left late: done");
+	is_int(down_step(0, g, 3), DOWN_WAIT, "at first the shims end their jobs");
+	is_int(down_step(g - 1, g, 1), DOWN_WAIT, "up to the grace: wait");
+	is_int(down_step(g, g, 1), DOWN_TERM, "at the grace: SIGTERM");
+	is_int(down_step(g + DOWN_TERM_MS - 1, g, 1), DOWN_TERM, "then still SIGTERM");
+	is_int(down_step(g + DOWN_TERM_MS, g, 1), DOWN_KILL, "then SIGKILL");
+	is_int(down_step(g + DOWN_TERM_MS + DOWN_KILL_MS - 1, g, 1), DOWN_KILL, "still SIGKILL");
+	is_int(down_step(g + DOWN_TERM_MS + DOWN_KILL_MS, g, 1), DOWN_GIVE_UP,
+	       "what survives SIGKILL is reported");
+	is_int(down_step(INT64_MAX / 2, g, 1), DOWN_GIVE_UP, "never waited for longer");
+}
+
 int main(void)
 {
 	plan_run(test_every_combination);
 	plan_run(test_the_cases_that_matter);
 	plan_run(test_fd_budget);
+	plan_run(test_down_steps);
 	return done_testing();
 }
