@@ -8,8 +8,80 @@
  * local infra's teardown (a node's processes).
  */
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/*
+ * /proc and our pid namespace. getpid(), and every pid skiff records, is a number in the
+ * caller's own pid namespace; the numbers under /proc are those of the namespace whose
+ * process mounted it. A pid namespace made without a /proc of its own (`unshare --pid
+ * --fork` without --mount-proc, some sandboxes and hand-made containers) sees an
+ * ancestor's, where /proc/PID is another process or none. So every look at /proc/PID
+ * here goes through a mapping: our pid -> /proc's number through a pidfd (its fdinfo
+ * names the process as that /proc numbers it), /proc's number -> ours through
+ * /proc/N/status NSpid, checked back through a pidfd. A /proc that cannot be mapped
+ * (it belongs to no ancestor of ours, or the kernel has no pidfds) answers "cannot
+ * tell", never "gone", and nothing is signalled by a number read from it; the node
+ * supervisor refuses to start there (proc_ns_check()).
+ */
+enum proc_ns_kind {
+	PROC_NS_OURS,     /* /proc numbers processes as we do */
+	PROC_NS_ANCESTOR, /* an ancestor namespace's: numbers are mapped */
+	PROC_NS_UNUSABLE, /* we cannot map (not in it, no NSpid, no pidfd fdinfo, no /proc) */
+};
+
+struct proc_ns {
+	int kind;  /* enum proc_ns_kind */
+	int depth; /* PROC_NS_ANCESTOR: how many levels below /proc's our namespace is */
+	long here; /* our pid as /proc numbers it (readlink /proc/self); 0 unknown */
+	long pid;  /* our own getpid() */
+};
+
+/*
+ * The decision, pure: a process whose getpid() is pid, for which readlink("/proc/self")
+ * gave self_link (NULL: it failed), /proc/self/status holds status (NULL: unreadable),
+ * and a pidfd of itself has fdinfo "Pid:" fd_pid (0: none, -1: no pidfd). OURS when
+ * NSpid has one entry (or, without NSpid, an old kernel, /proc/self is pid); ANCESTOR
+ * when NSpid's first entry is /proc/self, its last is pid and the pidfd names us as
+ * /proc does; else UNUSABLE.
+ */
+void proc_ns_judge(pid_t pid, const char *self_link, const char *status, long fd_pid,
+                   struct proc_ns *out);
+/* proc_ns_judge() of this process, looked at once (its kind never changes; here may). */
+void proc_ns(struct proc_ns *out);
+/*
+ * 0 where this process can tell processes apart through /proc (PROC_NS_OURS or
+ * PROC_NS_ANCESTOR); else -ENOTSUP, and why (one line, for an error) in why[n].
+ */
+int proc_ns_check(char *why, size_t n);
+
+/*
+ * "/proc/NR/NAME" for our pid (NR: its number in /proc) into out[n]: 0; -ESRCH when it is
+ * gone; another -errno when it cannot be told. For reads of a file of one process.
+ */
+int proc_pid_path(pid_t pid, const char *name, char *out, size_t n);
+
+/* What /proc/PID/stat says of a process (pids in our own numbering; 0: not ours). */
+struct proc_info {
+	uint64_t start; /* start time in clock ticks since boot (field 22) */
+	pid_t ppid, pgrp, sid;
+	char state; /* 'R', 'S', 'Z', ... */
+};
+/*
+ * Reads /proc/PID/stat of our pid (mapped, above). 0; -ESRCH when no such process exists;
+ * another -errno when it cannot be told (no fd left: -EMFILE, no /proc, a /proc that
+ * cannot be mapped: -ENOTSUP): a caller must never read that as "the process is gone".
+ */
+int proc_read(pid_t pid, struct proc_info *out);
+/*
+ * Process start time in clock ticks since boot (field 22 of /proc/PID/stat), or 0 if the
+ * process does not exist or cannot be read (see proc_read() to tell those apart). Together
+ * with the pid it identifies a process across pid reuse.
+ */
+uint64_t proc_start_time(pid_t pid);
+/* proc_start_time(), and the process's state letter in *state ('R', 'S', 'Z'...; '\0'). */
+uint64_t proc_stat(pid_t pid, char *state);
 
 /*
  * 1 if pid is alive and still the process that started at `start` (pid-reuse guard); 0 if
@@ -19,8 +91,6 @@
 int proc_alive(pid_t pid, uint64_t start);
 /* proc_alive() == 1: for callers to whom "cannot tell" means "do not act". */
 int proc_is(pid_t pid, uint64_t start);
-/* Up to max pids whose parent is `parent`; returns how many (0 if none or on error). */
-int proc_children(pid_t parent, pid_t *out, int max);
 
 /*
  * Which processes belong to a scope: a process group and session, every process whose

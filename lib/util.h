@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include "lib/buf.h"
+/* proc_start_time() and the rest of what tells processes apart moved there. */
+#include "lib/proc.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -80,26 +82,6 @@ double now_wall(void);
 void poll_ms(int ms);
 /* Current boot id (/proc/sys/kernel/random/boot_id) into out[37]; "" if unknown. */
 void boot_id(char out[37]);
-/* What /proc/PID/stat says of a process. */
-struct proc_info {
-	uint64_t start; /* start time in clock ticks since boot (field 22) */
-	pid_t ppid, pgrp, sid;
-	char state; /* 'R', 'S', 'Z', ... */
-};
-/*
- * Reads /proc/PID/stat. 0; -ESRCH when no such process exists; another -errno when it
- * cannot be told (no fd left: -EMFILE, no /proc, ...): a caller must never read that as
- * "the process is gone".
- */
-int proc_read(pid_t pid, struct proc_info *out);
-/*
- * Process start time in clock ticks since boot (field 22 of /proc/PID/stat), or 0 if the
- * process does not exist or cannot be read (see proc_read() to tell those apart). Together
- * with the pid it identifies a process across pid reuse.
- */
-uint64_t proc_start_time(pid_t pid);
-/* proc_start_time(), and the process's state letter in *state ('R', 'S', 'Z'...; '\0'). */
-uint64_t proc_stat(pid_t pid, char *state);
 
 /* pidfd_open(2) (no libc wrapper in musl): a CLOEXEC fd, or -errno (-ENOSYS on old kernels). */
 int pidfd_open_pid(pid_t pid);

@@ -109,6 +109,7 @@ static int start(pid_t *pid, int *already, int may_replace)
 	const struct node_paths *p = node_paths();
 	char *argv[] = {NULL, "__supervisor", NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char why[256];
 	int64_t deadline;
 	pid_t child;
 	int fd, log_fd, r, exited, replace = 0, respawns = 0;
@@ -154,6 +155,9 @@ static int start(pid_t *pid, int *already, int may_replace)
 		if (replace && (r = stop_other(p, (pid_t)v)))
 			return r;
 	}
+	/* Where /proc cannot tell our processes apart, no supervisor may judge its jobs. */
+	if (proc_ns_check(why, sizeof(why)))
+		return error("cannot start the node supervisor: %s", why), -ENOTSUP;
 	if (node_ensure_dirs())
 		return -EIO;
 again:

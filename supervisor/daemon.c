@@ -698,6 +698,7 @@ int sup_main(void)
 {
 	const struct node_paths *p = node_paths();
 	struct epoll_event evs[64];
+	char why[256];
 	int r, i;
 
 	memset(&S, 0, sizeof(S));
@@ -709,6 +710,9 @@ int sup_main(void)
 		return error_errno("cannot open '%s'", p->log), 1;
 	log_set_fd(S.log_fd, 1);
 	log_set_prog("skiff-supervisor");
+	/* A /proc that cannot be mapped would make live shims look dead (lib/proc.h). */
+	if (proc_ns_check(why, sizeof(why)))
+		return error("cannot start: %s", why), 1;
 	r = take_lock();
 	if (r == -EEXIST)
 		return SUP_EXIT_ALREADY_RUNNING;

@@ -51,6 +51,8 @@
 
 /* After the main process ends, leftovers get this long between SIGTERM and SIGKILL. */
 #define LEFTOVER_GRACE_MS 2000
+/* After that SIGKILL, what still lives this long is left behind (sweep()). */
+#define SWEEP_GIVE_UP_MS 10000
 
 struct shim {
 	int64_t id;
@@ -384,26 +386,54 @@ static int wait_step(struct shim *sh)
 	}
 }
 
-/* Kills and reaps whatever of the job is left once its main process is gone. */
+/*
+ * 1 while the shim has a child, running or not yet reaped. A subreaper's whole job is
+ * below it (every orphan of it is re-parented here), so none left means none of the job
+ * left outside its group; this needs no /proc, whose numbers may be another namespace's.
+ */
+static int have_children(void)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/* 1 while a process of the step's group lives (its leader is main_pid). */
+static int group_lives(const struct shim *sh)
+{
+	return sh->main_pid > 0 && (kill(-sh->main_pid, 0) == 0 || errno == EPERM);
+}
+
+/*
+ * Kills and reaps whatever of the job is left once its main process is gone: SIGTERM,
+ * SIGKILL after LEFTOVER_GRACE_MS, and after SWEEP_GIVE_UP_MS more the shim lets go of
+ * what still will not die (a process in the D state, one of another user's): the job
+ * has ended, and its end is not held up for ever.
+ */
 static void sweep(struct shim *sh)
 {
-	pid_t kids[16];
-	int64_t deadline = now_ms() + LEFTOVER_GRACE_MS;
-	int sent_kill = 0;
+	int64_t deadline = now_ms() + LEFTOVER_GRACE_MS, give_up = 0;
+	int status;
 
-	if (!proc_children(getpid(), kids, 16) && (sh->main_pid <= 0 || kill(-sh->main_pid, 0)))
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		;
+	if (!have_children() && !group_lives(sh))
 		return;
 	signal_job(sh, SIGTERM);
 	for (;;) {
-		int status;
-
 		while (waitpid(-1, &status, WNOHANG) > 0)
 			;
-		if (!proc_children(getpid(), kids, 16) && kill(-sh->main_pid, 0))
+		if (!have_children() && !group_lives(sh))
 			return;
-		if (!sent_kill && now_ms() >= deadline) {
+		if (!give_up && now_ms() >= deadline) {
 			signal_job(sh, SIGKILL);
-			sent_kill = 1;
+			give_up = now_ms() + SWEEP_GIVE_UP_MS;
+		} else if (give_up && now_ms() >= give_up) {
+			error("job %lld: some of its processes would not die in %d s after "
+			      "SIGKILL; left behind",
+			      (long long)sh->id, SWEEP_GIVE_UP_MS / 1000);
+			return;
 		}
 		poll(NULL, 0, 10);
 	}

@@ -475,8 +475,9 @@ static void check_holders(int at_start)
 	for (i = 0; i < n; i++) {
 		if (find_kid(h[i].pid))
 			continue;
-		if (h[i].pid > 0 && h[i].pid_start && proc_start_time(h[i].pid) == h[i].pid_start)
-			continue; /* alive: it will finish on its own */
+		/* Alive, or it cannot be told: it will finish on its own, never launched twice. */
+		if (h[i].pid > 0 && h[i].pid_start && proc_alive(h[i].pid, h[i].pid_start) != 0)
+			continue;
 		if (h[i].job_id > 0) {
 			logf_job(h[i].job_id, "its launch worker (pid %d) is gone", h[i].pid);
 			launch_done(h[i].job_id, -1);
@@ -712,7 +713,7 @@ static void read_signals(void)
 
 int jobs_controller_main(int argc, char **argv)
 {
-	char v[32];
+	char v[32], why[256];
 	int r;
 
 	(void)argv;
@@ -720,6 +721,9 @@ int jobs_controller_main(int argc, char **argv)
 		return error("usage: skiff __jobs-controller (no arguments)"), EXIT_USAGE;
 	memset(&C, 0, sizeof(C));
 	C.lock_fd = C.sig_fd = -1;
+	/* Its workers are told alive from dead by pid and start time: /proc must say them. */
+	if (proc_ns_check(why, sizeof(why)))
+		return error("cannot start the jobs controller: %s", why), EXIT_UNAVAILABLE;
 	r = take_lock();
 	if (r == -EEXIST)
 		return EXIT_OK; /* one runs already: it does the work */

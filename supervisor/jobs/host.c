@@ -320,10 +320,11 @@ int jobs_host_pools_rebuild(void)
 /* 1 when pid runs this very binary. */
 static int runs_us(int pid)
 {
-	char a[PATH_MAX], b[PATH_MAX], *p = xasprintf("/proc/%d/exe", pid);
-	ssize_t n = readlink(p, a, sizeof(a) - 1), m = readlink("/proc/self/exe", b, sizeof(b) - 1);
+	char a[PATH_MAX], b[PATH_MAX], p[64];
+	ssize_t n, m = readlink("/proc/self/exe", b, sizeof(b) - 1);
 
-	free(p);
+	/* Its number in /proc, which may be another pid namespace's (lib/proc.h). */
+	n = proc_pid_path(pid, "exe", p, sizeof(p)) ? -1 : readlink(p, a, sizeof(a) - 1);
 	if (n < 0 || m < 0)
 		return 0;
 	a[n] = b[m] = '\0';
