@@ -86,6 +86,24 @@ none_left() {
 	done
 }
 
+# node_skiff_procs I: the processes on node I whose executable is one of the node's skiff
+# binaries (~/.skiff/bin: supervisor, shims, followers, node call sessions).
+node_skiff_procs() {
+	nodes_ssh "$1" 'for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = "$$" ] && continue
+		e=$(readlink "$p/exe" 2>/dev/null) || continue
+		case $e in "$HOME"/.skiff/bin/*) echo "${p#/proc/} $e" ;; esac
+	done'
+}
+
+# masters: the launcher's ssh ControlMasters (their sockets are in $SKIFF_HOME/ssh).
+masters() {
+	for _p in /proc/[0-9]*; do
+		_c=$( { tr '\0' ' ' <"$_p/cmdline"; } 2>/dev/null) || continue
+		case $_c in ssh*"$SKIFF_HOME/ssh/"*) echo "${_p#/proc/} $_c" ;; esac
+	done
+}
+
 # all_running MARK: a process of MARK on every node.
 all_running() {
 	for _i in 1 2 3; do
@@ -374,6 +392,25 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff down cx >/dev/null
 '
 
+test_expect_success 'down leaves nothing: a job ignoring SIGTERM, a follower, watcher, masters' '
+	down_all &&
+	skiff launch -c dn -d --infra "$INFRA" --num-nodes 3 \
+		"trap \"\" TERM; echo up; sleep 6100.$$; echo survived" 2>/dev/null &&
+	wait_for "all_running \"sleep 6100.$$\"" 20 &&
+	test -n "$(gang_watchers)" && test -n "$(masters)" &&
+	{ skiff logs dn --follow >follow.out 2>&1 & } &&
+	wait_for "all_running \"node logs --follow\"" 20 &&
+	skiff down dn >out 2>err &&
+	left=$(for i in 1 2 3; do node_procs $i "sleep 6100.$$"; node_skiff_procs $i; done) &&
+	cat out err && echo "$left" && gang_watchers && masters &&
+	grep -qx "cluster dn terminated" out &&
+	test -z "$left" &&
+	test -z "$(gang_watchers)" &&
+	test -z "$(masters)" &&
+	wait_for "! kill -0 $! 2>/dev/null" 20 &&
+	! grep -q survived follow.out
+'
+
 # ---- 7. the shared connection --------------------------------------------------------------
 
 # An ssh that logs its calls: over a warm master skiff runs none (it asks the master
@@ -409,7 +446,7 @@ test_expect_success 'over a warm master no ssh runs; a stale socket falls back t
 	skiff down mx >/dev/null
 '
 
-test_expect_success 'down while a node is away; the next cluster there cancels what is left' '
+test_expect_success 'down while a node is away: kept, exit 1; --purge forgets it; the next cluster cancels what is left' '
 	down_all &&
 	# tn1 and tn2 held, so that the one-node clusters land on tn3 (and no gang watcher).
 	skiff launch -c hold --infra "$INFRA" --num-nodes 2 true >/dev/null 2>&1 &&
@@ -417,9 +454,16 @@ test_expect_success 'down while a node is away; the next cluster there cancels w
 	wait_for "test -n \"\$(node_procs 3 \"sleep 5000.$$\")\"" 20 &&
 	nodes_partition 3 &&
 	{ timeout 120 "$SKIFF_BIN" down lf >out 2>err; rc=$?; } &&
+	cat out err &&
+	test $rc = 1 &&
+	grep -q "^skiff: error: cluster lf: node 10.200.0.13 (rank 0) does not answer: cannot tell whether anything of the cluster still runs there\$" err &&
+	grep -q "^skiff: error: cluster lf is kept: 1 of its nodes may still run something of it" err &&
+	skiff status >st && grep -q "^lf " st &&
+	{ timeout 120 "$SKIFF_BIN" down --purge lf >out 2>err; rc=$?; } &&
 	nodes_heal 3 &&
 	cat out err &&
-	test $rc != 124 && grep -q "could not be reached" err &&
+	test $rc = 0 && grep -qx "cluster lf terminated" out &&
+	grep -q "forgotten anyway (--purge)" err &&
 	test -n "$(node_procs 3 "sleep 5000.$$")" &&
 	skiff launch -c lf2 --infra "$INFRA" "echo fresh \$(hostname)" >out 2>err &&
 	grep -qx "fresh tn3" out &&
