@@ -33,6 +33,7 @@ done
 T=$(mktemp -d /tmp/skcb.XXXXXX)
 PM=$T/pm
 export SKIFF_HOME="$T/home"
+SRC_DIR=$root
 # shellcheck source=tests/lib/container.sh
 . "$root/tests/lib/container.sh"
 # shellcheck source=tests/lib/podman.sh

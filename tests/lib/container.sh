@@ -20,7 +20,7 @@ CTR_CACHE=/var/cache/skiff-test
 # How long a test waits for another's apt-get or debootstrap to finish.
 CTR_LOCK_WAIT_S=900
 
-. "$SRC_DIR/tests/lib/packages.sh"
+. "${SRC_DIR:?tests/lib/container.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
 
 
 ctr_install() {

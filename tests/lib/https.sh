@@ -12,7 +12,7 @@
 # stalled, slow, flaky, redirects, status codes); its request log is PKI/NAME.log.
 
 HTTPS_LIB_DIR=$SRC_DIR/tests/lib
-. "$SRC_DIR/tests/lib/packages.sh"
+. "${SRC_DIR:?tests/lib/https.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
 HTTPS_PIDS=""
 HTTPS_PORT=""
 

@@ -69,7 +69,7 @@ export NODES_NET NODES_SUBNET NODES_ID NODES_POOL NODES_USER NODES_BB_USER NODES
 # The GECOS field marks the users this library creates; only those are ever changed or deleted.
 _nodes_gecos="skiff test node user"
 _nodes_pkgs="openssh-server openssh-client busybox-static iproute2 util-linux procps iptables rsync"
-. "$SRC_DIR/tests/lib/packages.sh"
+. "${SRC_DIR:?tests/lib/nodes.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
 
 _nodes_say() { printf 'nodes: %s\n' "$*" >&2; }
 _nodes_err() { printf 'nodes: error: %s\n' "$*" >&2; return 1; }

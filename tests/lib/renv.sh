@@ -8,7 +8,7 @@ PY=/usr/bin/python3
 
 # Debian splits venv and pip out of python3.
 if ! $PY -m venv --help >/dev/null 2>&1 || ! $PY -m pip --version >/dev/null 2>&1; then
-	. "$SRC_DIR/tests/lib/packages.sh"
+	. "${SRC_DIR:?tests/lib/renv.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
 	pkg_install python3-venv python3-pip
 	$PY -m venv --help >/dev/null 2>&1 || test_skip_all "python3 -m venv is not available"
 fi

@@ -16,7 +16,7 @@
 # are SLURM_PORT (default 16817) and SLURM_PORT + 1.
 
 _slurm_pkgs="slurm-wlm munge"
-. "$SRC_DIR/tests/lib/packages.sh"
+. "${SRC_DIR:?tests/lib/slurm.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
 
 
 # Installs slurm-wlm and munge (serialised with nodes.sh's installs; no service started).

@@ -339,7 +339,7 @@ test_expect_success "corpus ($CORPUS_NAME): every task is accepted, every other 
 		"$others other files rejected, $bad wrong" &&
 	test $bad = 0 &&
 	test $others = $(wc -l <not-tasks.here) &&
-	test $tasks -ge 20
+	test $((tasks + paths)) -ge 20
 '
 
 test_expect_success "corpus ($CORPUS_NAME): --json over every task is valid JSON" '

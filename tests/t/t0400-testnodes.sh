@@ -180,6 +180,7 @@ test_expect_success 'a nodes_up that fails midway tears down what it started' '
 
 test_expect_success 'a script that dies with its nodes up is cleaned up by the watchdog' '
 	cat >child.sh <<-EOF &&
+	SRC_DIR="$SRC_DIR"
 	. "$SRC_DIR/tests/lib/nodes.sh"
 	echo \$\$ >child.pid
 	nodes_up 2 --busybox 2 || exit 1
