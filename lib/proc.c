@@ -269,6 +269,14 @@ static pid_t ours_of(const struct proc_ns *ns, long nr)
 
 /* ---- one process ------------------------------------------------------------------------ */
 
+pid_t proc_ours(long nr)
+{
+	struct proc_ns ns;
+
+	proc_ns(&ns);
+	return ours_of(&ns, nr);
+}
+
 int proc_pid_path(pid_t pid, const char *name, char *out, size_t n)
 {
 	struct proc_ns ns;

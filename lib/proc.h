@@ -57,6 +57,11 @@ void proc_ns(struct proc_ns *out);
 int proc_ns_check(char *why, size_t n);
 
 /*
+ * The other way, for a caller that walks /proc itself: our pid for the process /proc
+ * numbers nr, or 0 when it is not of our namespace (nor below it), or is gone.
+ */
+pid_t proc_ours(long nr);
+/*
  * "/proc/NR/NAME" for our pid (NR: its number in /proc) into out[n]: 0; -ESRCH when it is
  * gone; another -errno when it cannot be told. For reads of a file of one process.
  */

@@ -69,27 +69,14 @@ static int keep_job(struct job *j, void *arg)
 	return 0;
 }
 
-/* Whether /proc numbers processes as we do: only then is a number read there ours. */
-static int proc_is_ours(void)
-{
-	char link[32];
-	ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
-	long pid;
-
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	return !parse_long(link, 1, INT_MAX, &pid) && pid == (long)getpid();
-}
-
-/* "pid N (skiff node logs ..., state S)" of a process, for the answer. */
-static void describe(struct buf *out, long pid, char state)
+/* "pid N (skiff node logs ..., state S)" of a process (/proc's nr, our pid), for the answer. */
+static void describe(struct buf *out, long nr, pid_t pid, char state)
 {
 	char path[64], cmd[DOWN_CMDLINE_MAX];
 	ssize_t n = -1, i;
 	int fd;
 
-	xsnprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	xsnprintf(path, sizeof(path), "/proc/%ld/cmdline", nr);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		n = read(fd, cmd, sizeof(cmd) - 1);
@@ -101,8 +88,8 @@ static void describe(struct buf *out, long pid, char state)
 	while (n > 0 && cmd[n - 1] == ' ')
 		n--;
 	cmd[n > 0 ? n : 0] = '\0';
-	buf_addf(out, "%spid %ld (%s, state %c)", out->len ? ", " : "", pid, n > 0 ? cmd : "?",
-	         state ? state : '?');
+	buf_addf(out, "%spid %ld (%s, state %c)", out->len ? ", " : "", (long)pid,
+	         n > 0 ? cmd : "?", state ? state : '?');
 }
 
 /*
@@ -129,22 +116,28 @@ static int node_procs(const char *bin, int sig, struct buf *names, int *named)
 	while ((e = readdir(d))) {
 		char path[64], exe[PATH_MAX], state = 0;
 		ssize_t len;
+		pid_t pid;
 		long nr;
 
-		if (parse_long(e->d_name, 2, INT_MAX, &nr) || nr == self || nr == parent)
+		if (parse_long(e->d_name, 2, INT_MAX, &nr))
 			continue;
 		xsnprintf(path, sizeof(path), "/proc/%ld/exe", nr);
 		len = readlink(path, exe, sizeof(exe) - 1);
 		if (len <= 0)
 			continue;
 		exe[len] = '\0';
-		if (!starts_with(exe, bin) || !proc_stat((pid_t)nr, &state) || state == 'Z')
+		if (!starts_with(exe, bin))
 			continue;
-		if (sig && nr != spare)
-			kill((pid_t)nr, sig);
+		/* /proc may number processes as another pid namespace does (lib/proc.h). */
+		pid = proc_ours(nr);
+		if (pid <= 1 || pid == self || pid == parent || !proc_stat(pid, &state) ||
+		    state == 'Z')
+			continue;
+		if (sig && pid != spare)
+			kill(pid, sig);
 		n++;
 		if (names && *named > 0) {
-			describe(names, nr, state);
+			describe(names, nr, pid, state);
 			--*named;
 		}
 	}
@@ -216,7 +209,7 @@ int sup_down_all(struct buf *what)
 	const struct node_paths *p = node_paths();
 	struct down_jobs jobs = {0};
 	struct st_db *db = NULL;
-	char real[PATH_MAX], *bin;
+	char real[PATH_MAX], why[256], *bin;
 	int64_t start, grace;
 	int n, r, termed = 0;
 
@@ -229,9 +222,8 @@ int sup_down_all(struct buf *what)
 		st_job_each(db, JOB_MASK_ALL, keep_job, &jobs);
 		st_close(db);
 	}
-	if (!proc_is_ours()) {
-		buf_addf(what, "cannot tell which processes are left: /proc here is not of this "
-		               "process's pid namespace");
+	if (proc_ns_check(why, sizeof(why))) {
+		buf_addf(what, "cannot tell which processes are left: %s", why);
 		r = -ENOTSUP;
 		goto out;
 	}
