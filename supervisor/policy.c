@@ -1,5 +1,7 @@
 #include "supervisor/policy.h"
 
+#include <math.h>
+
 #include "state/node.h"
 #include "lib/banned.h"
 
@@ -39,9 +41,12 @@ void fd_budget(uint64_t nofile, struct fd_budget *b)
 
 int64_t down_grace_ms(double cancel_grace_s)
 {
-	double ms = cancel_grace_s > 0 ? cancel_grace_s * 1000 : 0;
+	double ms;
 
 	/* NaN and anything past the cap alike: the cap. */
+	if (isnan(cancel_grace_s))
+		return DOWN_GRACE_MAX_MS;
+	ms = cancel_grace_s > 0 ? cancel_grace_s * 1000 : 0;
 	if (!(ms < DOWN_GRACE_MAX_MS - DOWN_SLACK_MS))
 		return DOWN_GRACE_MAX_MS;
 	return (int64_t)ms + DOWN_SLACK_MS;

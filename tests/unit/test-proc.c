@@ -178,50 +178,94 @@ static void child_in_ns(int out)
 	_exit(0);
 }
 
-static void test_other_namespace(void)
-{
-	unsigned long long start;
+/* What the process that made the namespace saw of its first child there. */
+struct from_ns {
+	int made;        /* 1: a new pid namespace; 0: none can be made here (errno in err) */
+	int err;
+	long pid;        /* the child, by the number its parent knows it by */
+	unsigned long long start; /* /proc/PID/stat's start time, read before it is reaped */
+	int exited_ok;
+	int read_ok;
 	struct in_ns r;
+};
+
+/*
+ * The namespace is made by a child of the test, never by the test itself: a process that
+ * unshared its pid namespace cannot start another process once that namespace's init has
+ * gone, and LeakSanitizer's check at exit starts one.
+ */
+static void make_ns(int out)
+{
+	struct from_ns f;
 	int p[2], status;
 	pid_t pid;
 
+	memset(&f, 0, sizeof(f));
 	if (unshare(CLONE_NEWPID) < 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0) {
-		ok(1, "# skip no new pid namespace here (%s)", strerror(errno));
-		return;
+		f.err = errno;
+		write_all(out, &f, sizeof(f));
+		_exit(0);
 	}
-	if (!ok(pipe(p) == 0, "a pipe"))
-		return;
+	f.made = 1;
+	if (pipe(p) < 0)
+		_exit(2);
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
 		child_in_ns(p[1]);
 	}
 	close(p[1]);
-	memset(&r, 0, sizeof(r));
-	ok(read(p[0], &r, sizeof(r)) == (ssize_t)sizeof(r), "the child in a new pid namespace "
-	                                                     "reports");
+	f.read_ok = read(p[0], &f.r, sizeof(f.r)) == (ssize_t)sizeof(f.r);
 	close(p[0]);
-	start = raw_start(pid); /* before it is reaped */
-	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
-	   "and exits 0");
-	is_int(r.kind, PROC_NS_ANCESTOR, "there, /proc is an ancestor namespace's");
-	is_int(r.here, pid, "its number in /proc is the one its parent knows it by");
-	ok(r.self_start && r.self_start == start && r.self_start == r.self_raw,
-	   "its own start time is its own (%llu), not that of /proc/1", r.self_start);
-	ok(r.gc > 1 && r.gc_start && r.gc_start == r.gc_raw,
-	   "a child's start time (pid %ld there) is that child's (%llu = %llu)", (long)r.gc,
-	   r.gc_start, r.gc_raw);
-	is_int(r.gc_alive, 1, "proc_alive(): the live child is alive");
-	ok(r.scope_hit > 0 && r.scope_gone, "proc_scope_kill() finds it by its tag and kills it");
-	is_int(r.gc_dead_alive, 0, "once reaped, it is dead");
-	is_int(r.gc_dead_start, 0, "and has no start time");
+	f.pid = pid;
+	f.start = raw_start(pid); /* before it is reaped */
+	f.exited_ok = waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status);
+	write_all(out, &f, sizeof(f));
+	_exit(0);
+}
+
+static void test_other_namespace(void)
+{
+	struct from_ns f;
+	struct in_ns *r = &f.r;
+	int p[2], status;
+	pid_t pid;
+
+	if (!ok(pipe(p) == 0, "a pipe"))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		make_ns(p[1]);
+	}
+	close(p[1]);
+	memset(&f, 0, sizeof(f));
+	ok(read(p[0], &f, sizeof(f)) == (ssize_t)sizeof(f) && waitpid(pid, &status, 0) == pid,
+	   "the maker of the namespace reports");
+	close(p[0]);
+	if (!f.made) {
+		ok(1, "# skip no new pid namespace here (%s)", strerror(f.err));
+		return;
+	}
+	ok(f.read_ok, "the child in a new pid namespace reports");
+	ok(f.exited_ok, "and exits 0");
+	is_int(r->kind, PROC_NS_ANCESTOR, "there, /proc is an ancestor namespace's");
+	is_int(r->here, f.pid, "its number in /proc is the one its parent knows it by");
+	ok(r->self_start && r->self_start == f.start && r->self_start == r->self_raw,
+	   "its own start time is its own (%llu), not that of /proc/1", r->self_start);
+	ok(r->gc > 1 && r->gc_start && r->gc_start == r->gc_raw,
+	   "a child's start time (pid %ld there) is that child's (%llu = %llu)", (long)r->gc,
+	   r->gc_start, r->gc_raw);
+	is_int(r->gc_alive, 1, "proc_alive(): the live child is alive");
+	ok(r->scope_hit > 0 && r->scope_gone, "proc_scope_kill() finds it by its tag and kills it");
+	is_int(r->gc_dead_alive, 0, "once reaped, it is dead");
+	is_int(r->gc_dead_start, 0, "and has no start time");
 }
 
 int main(void)
 {
 	plan_run(test_judge);
 	plan_run(test_here);
-	/* Last: it leaves this process's children in a namespace of their own. */
 	plan_run(test_other_namespace);
 	return done_testing();
 }
