@@ -415,11 +415,15 @@ void proc_job_tag(pid_t shim_pid, uint64_t shim_start, char out[PROC_TAG_MAX])
 	          (unsigned long long)shim_start);
 }
 
-/* 1 if the environment of /proc's process nr holds exactly this entry ("NAME=VALUE"). */
-static int environ_has(long nr, const char *entry)
+/*
+ * 1 if the environment of /proc's process nr holds exactly the entry ("NAME=VALUE"), or
+ * one that starts with prefix (either may be NULL).
+ */
+static int environ_has(long nr, const char *entry, const char *prefix)
 {
 	char path[64];
 	struct buf b = BUF_INIT(PROC_ENVIRON_MAX);
+	size_t plen = prefix ? strlen(prefix) : 0;
 	const char *p, *end;
 	int found = 0;
 
@@ -427,7 +431,7 @@ static int environ_has(long nr, const char *entry)
 	/* Too large to read whole: then it is not ours (the tag comes early, from the shim). */
 	if (buf_read_file(&b, path) == 0)
 		for (p = b.p, end = b.p + b.len; p < end && !found; p += strlen(p) + 1)
-			found = !strcmp(p, entry);
+			found = (entry && !strcmp(p, entry)) || (plen && !strncmp(p, prefix, plen));
 	buf_release(&b);
 	return found;
 }
@@ -584,7 +588,8 @@ int proc_scope_signal(const struct proc_scope *s, int sig)
 		v[n].ppid = pi.ppid;
 		v[n].mark = (pgid > 1 && (pi.pgrp == pgid || pi.sid == pgid)) ||
 		            (reaper > 0 && pi.ppid == reaper) ||
-		            (s->env && *s->env && environ_has(nr, s->env));
+		            (((s->env && *s->env) || (s->env_prefix && *s->env_prefix)) &&
+		             environ_has(nr, s->env && *s->env ? s->env : NULL, s->env_prefix));
 		n++;
 	}
 	closedir(d);

@@ -109,7 +109,8 @@ int proc_is(pid_t pid, uint64_t start);
  * daemon a job made with setsid and a double fork, also once the shim is dead; it misses
  * only a process that scrubbed its environment and lost every ancestor of the job.
  *
- * A local node: every process whose environment says SKIFF_HOME=its state dir.
+ * A local cluster: every process whose HOME is one of its nodes' directories (env_prefix
+ * "HOME=DIR/"), also once the directories are gone.
  *
  * When the reaper is the caller itself (a live shim), nothing of the job can be outside
  * its subtree (a subreaper adopts every orphan under it), so the subtree is walked
@@ -127,6 +128,8 @@ struct proc_scope {
 	pid_t pgid;      /* a group and session (a step's leader); <= 1: none */
 	const char *env; /* an environment entry "NAME=VALUE"; NULL or "": none */
 	pid_t reaper;    /* whose children belong to the scope (the live shim); 0: none */
+	/* An entry that starts so ("HOME=/x/local/c1/": a local cluster's nodes); NULL: none */
+	const char *env_prefix;
 };
 
 /* The environment entry that marks the processes of the job under this shim. */

@@ -814,9 +814,15 @@ void mj_details(const struct mjob *j, int launching, int max_launching, int runn
 		         max_launching, j->recoveries);
 		return;
 	case MJS_ALIVE_BACKOFF:
-		buf_addf(out, "%s: retry in %.0f s after: %s",
-		         j->status == MJ_RECOVERING ? "recovering" : "launch failed",
-		         j->next_try_at > now ? j->next_try_at - now : 0, j->reason);
+		/* Its time is up: what holds it is a release (its reason says which). */
+		if (j->next_try_at <= now)
+			buf_addf(out, "%s: %s",
+			         j->status == MJ_RECOVERING ? "recovering" : "launch failed",
+			         j->reason);
+		else
+			buf_addf(out, "%s: retry in %.0f s after: %s",
+			         j->status == MJ_RECOVERING ? "recovering" : "launch failed",
+			         j->next_try_at - now, j->reason);
 		return;
 	case MJS_LAUNCHING:
 		if (j->status == MJ_RECOVERING)

@@ -75,6 +75,9 @@ enum infra_flags {
 	/* Down does not take the machine away (local, ssh): a node's processes are not removed
 	 * with it, so down makes sure they are gone (containers, pods, allocations go whole). */
 	INFRA_PROCS_STAY = 1 << 3,
+	/* Its teardown itself ends what still runs of its nodes, on this machine, and fails
+	 * when something survives (local: by their HOME), even once the nodes cannot answer. */
+	INFRA_TEARDOWN_ENDS_PROCS = 1 << 4,
 };
 
 /*

@@ -2,7 +2,6 @@
  * The local infra, the embedded default: a node is a private directory on this machine
  * ($SKIFF_HOME/local/CLUSTER/RANK), its HOME, with a supervisor of its own.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -133,57 +132,50 @@ static int rm_entry(const char *path, const struct stat *st, int type, struct FT
 
 /*
  * Kills whatever still runs as one of the cluster's local nodes: every process whose HOME
- * is a node's directory (the runner gives the node's supervisor that HOME, and its shims
- * and jobs inherit it), so that nothing writes into the directories while they go, and no
- * supervisor lives on without them. `down` has cancelled the jobs and stopped the
- * supervisors already; this is for what did not stop.
+ * is a node's directory (the runner gives the node's supervisor that HOME, its real path,
+ * and its shims and jobs inherit it), so that nothing writes into the directories while
+ * they go, and no supervisor lives on without them; also when the directories are gone
+ * already (a node that can no longer answer, whose jobs may still run). `down` has
+ * cancelled the jobs and stopped the supervisors already; this is for what did not stop.
+ * Returns how many are left after SIGKILL (a process in the D state), 0 when none.
  */
-static void kill_local_nodes(const char *base)
+static int kill_local_nodes(const char *local, const char *cluster)
 {
-	DIR *d = opendir(base);
-	struct dirent *e;
+	char real[PATH_MAX], *prefix;
+	struct proc_scope scope = {0};
+	int left;
 
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char *dir, real[PATH_MAX], *entry;
-		struct proc_scope scope = {0};
-		long rank;
-
-		if (parse_long(e->d_name, 0, INT32_MAX, &rank))
-			continue;
-		dir = xasprintf("%s/%s", base, e->d_name);
-		entry = xasprintf("HOME=%s", realpath(dir, real) ? real : dir);
-		scope.env = entry;
-		if (proc_scope_kill(&scope))
-			debug("killed what was left running as local node %s", dir);
-		free(entry);
-		free(dir);
-	}
-	closedir(d);
+	prefix = xasprintf("HOME=%s/%s/", realpath(local, real) ? real : local, cluster);
+	scope.env_prefix = prefix;
+	if (proc_scope_kill(&scope))
+		debug("killed what was left running as local cluster %s's nodes", cluster);
+	left = proc_scope_signal(&scope, 0);
+	free(prefix);
+	return left;
 }
 
 int infra_local_remove(const char *cluster)
 {
 	const char *home = skiff_home();
 	struct stat st;
-	char *base;
-	int r = 0, tries;
+	char *local, *base;
+	int r = 0, tries, left;
 
 	if (infra_validate_cluster_name(cluster))
 		return -EINVAL;
 	if (!home)
 		return -ENOENT;
-	base = xasprintf("%s/local/%s", home, cluster);
+	local = xasprintf("%s/local", home);
+	base = xasprintf("%s/%s", local, cluster);
 	if (lstat(base, &st) < 0) {
 		if (errno != ENOENT)
 			r = error_errno("cannot remove '%s'", base);
-		goto out;
+		goto check; /* its directory is gone, not necessarily what ran there */
 	}
 	/* Something that was not found at first (it started meanwhile) is found again. */
 	for (tries = 0; tries < LOCAL_REMOVE_TRIES; tries++) {
 		if (S_ISDIR(st.st_mode))
-			kill_local_nodes(base);
+			kill_local_nodes(local, cluster);
 		rm_err = 0;
 		/* FTW_PHYS: symlinks are removed, never followed; FTW_MOUNT: stay on this fs. */
 		if (S_ISDIR(st.st_mode))
@@ -202,7 +194,15 @@ int infra_local_remove(const char *cluster)
 		errno = -r;
 		r = error_errno("cannot remove '%s'", rm_path);
 	}
-out:
+check:
+	/* Gone means nothing of it runs any more (INFRA_TEARDOWN_ENDS_PROCS). */
+	left = kill_local_nodes(local, cluster);
+	if (!r && left) {
+		error("local cluster %s: %d process(es) of its nodes still run after SIGKILL",
+		      cluster, left);
+		r = -EBUSY;
+	}
+	free(local);
 	free(base);
 	return r;
 }
@@ -211,7 +211,7 @@ const struct infra_ops infra_local_ops = {
         .name = "local",
         .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_LOCAL,
-        .flags = INFRA_PROCS_STAY,
+        .flags = INFRA_PROCS_STAY | INFRA_TEARDOWN_ENDS_PROCS,
         .max_nodes = LOCAL_MAX_NODES,
         .parse = local_parse,
         .pick = local_pick,

@@ -254,16 +254,30 @@ static void finish(const struct mjob *j, int status, const char *reason)
 		logf_job(j->id, "%s: %s", mj_status_name(status), reason);
 }
 
+/*
+ * Relaunches j. When its node said the old copy ended, at once (EAGER_NEXT_REGION keeps the
+ * old cluster booked meanwhile). When a node could not be asked, the old copy may still
+ * run: its cluster is released first (the cleanup worker's down is confirmed, a pool job's
+ * cancel is seen to end it), and the job waits in backoff until that is done
+ * (jobs_backoff_over()): never two copies at once.
+ */
 static void recover(const struct mjob *j, const char *reason, int counts_restart)
 {
-	release_cluster(j, j->strategy == MJ_EAGER_NEXT_REGION);
+	int gone = jobs_old_copy_gone(j);
+	char *why = gone ? xstrdup(reason)
+	                 : xasprintf("%s; the new attempt waits until %s is released (a node "
+	                             "could not be asked: the old copy may still run)",
+	                             reason, *j->cluster ? j->cluster : "its cluster");
+
+	release_cluster(j, gone && j->strategy == MJ_EAGER_NEXT_REGION);
 	C.want_keep = 1;
 	mj_set_counters(C.db, j->id, j->task_index, j->recoveries + 1, j->restarts + counts_restart,
-	                0, 0);
+	                0, gone ? 0 : now_wall());
 	mj_set_cluster(C.db, j->id, "", 0, 0);
 	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_ANY,
-	                   MJ_RECOVERING, MJS_ALIVE_WAITING, reason))
-		logf_job(j->id, "RECOVERING (recovery %d): %s", j->recoveries + 1, reason);
+	                   MJ_RECOVERING, gone ? MJS_ALIVE_WAITING : MJS_ALIVE_BACKOFF, why))
+		logf_job(j->id, "RECOVERING (recovery %d): %s", j->recoveries + 1, why);
+	free(why);
 }
 
 /* A launch worker is gone (code: its exit code, -1 unknown) and the job may be LAUNCHING. */
@@ -436,17 +450,40 @@ static void settle_cancels(void)
 	mj_cleanups_free(cu, n);
 }
 
-/* Backoffs that have run out go back to waiting for a launch slot. */
+struct backoffs {
+	double next;           /* the earliest backoff still running; 0 none */
+	struct mj_cleanup *cu; /* the releases still to be done */
+	size_t n;
+};
+
+/*
+ * Backoffs that have run out go back to waiting for a launch slot, once no release of the
+ * job's clusters is left to do (a recovery whose old copy may still run waits for it).
+ */
 static int apply_backoff(const struct mjob *j, void *arg)
 {
-	double *next = arg, now = now_wall();
+	struct backoffs *b = arg;
+	double now = now_wall();
 
-	if (j->next_try_at <= now)
+	if (jobs_backoff_over(j, b->cu, b->n, now))
 		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE_BACKOFF), -1,
 		              MJS_ALIVE_WAITING, NULL);
-	else if (!*next || j->next_try_at < *next)
-		*next = j->next_try_at;
+	else if (j->next_try_at > now && (!b->next || j->next_try_at < b->next))
+		b->next = j->next_try_at;
 	return 0;
+}
+
+/* The backoffs' turn; returns when the earliest one still running ends (0: none). */
+static double backoffs(void)
+{
+	struct backoffs b = {0};
+
+	/* Without the list nothing may leave a backoff: a release might be pending. */
+	if (mj_cleanups(C.db, &b.cu, &b.n))
+		return now_wall() + (double)CLEANUP_RETRY_MS / 1000;
+	mj_each(C.db, 0, MJ_MASK(MJS_ALIVE_BACKOFF), apply_backoff, &b);
+	mj_cleanups_free(b.cu, b.n);
+	return b.next;
 }
 
 /* A LAUNCHING job nobody holds (the controller died before letting a worker go). */
@@ -606,7 +643,7 @@ static int tick(void)
 		C.want_settle = 0;
 		settle_cancels();
 	}
-	mj_each(C.db, 0, MJ_MASK(MJS_ALIVE_BACKOFF), apply_backoff, &next_backoff);
+	next_backoff = backoffs();
 	while (launch_kids() < C.lim.max_launching) {
 		if (mj_claim_next(C.db, C.lim.max_launching, C.lim.max_running, &id) || !id)
 			break;

@@ -224,6 +224,24 @@ struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max
 	}
 }
 
+int jobs_old_copy_gone(const struct mjob *j)
+{
+	return j->node_status >= 0 && job_status_terminal(j->node_status) &&
+	       !(j->probe_error && *j->probe_error);
+}
+
+int jobs_backoff_over(const struct mjob *j, const struct mj_cleanup *cu, size_t n, double now)
+{
+	size_t i;
+
+	if (j->next_try_at > now)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (cu[i].job_id == j->id && cu[i].cluster_job >= 0)
+			return 0;
+	return 1;
+}
+
 int jobs_run_ended(const struct mjob *j, int index, int nruns, int64_t run_job)
 {
 	if (index < nruns - 1 || mj_status_terminal(j->status))

@@ -106,6 +106,27 @@ int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface
 /* probe_max: consecutive failed looks after which the node counts as lost. */
 struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max);
 
+/*
+ * 1 when the last probe of j's cluster job saw it end on every node it ran on (a final
+ * status, and no node that could not be asked: probe_error is empty). Only then may a
+ * new attempt start while the old cluster is still being released. Otherwise (a node did
+ * not answer, the cluster could not be opened, a gang's rank failed while another one's
+ * node was away) the old copy may still run: the controller releases its cluster first,
+ * confirmed (every node said nothing of it runs there, or its machines are gone), and
+ * starts the new attempt only then (jobs_backoff_over()). A node that cannot be asked is
+ * not a node that lost the job.
+ */
+int jobs_old_copy_gone(const struct mjob *j);
+
+struct mj_cleanup;
+/*
+ * Whether j, in backoff, may go back to waiting for a launch: its backoff has run out
+ * (next_try_at <= now) and no release of one of its clusters is still to be done,
+ * cu[0..n) being the pending ones (job_cleanups). A release deferred until after the
+ * relaunch (EAGER_NEXT_REGION, cluster_job -1) does not hold it.
+ */
+int jobs_backoff_over(const struct mjob *j, const struct mj_cleanup *cu, size_t n, double now);
+
 /* ---- kept logs (supervisor/jobs/kept.c) ------------------------------------------------ */
 
 /* jobs.controller.task_logs_gc_retention_hours when the config does not set it (a week). */

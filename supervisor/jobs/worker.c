@@ -377,7 +377,7 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 	for (k = 0; k < got; k++) {
 		const struct eng_job *jb = &jobs[k];
 		struct probe *p = NULL;
-		int rank, lost = 0, full = 0;
+		int rank, full = 0;
 
 		for (i = 0; i < n && !p; i++)
 			if (v[i].cluster_job == jb->id)
@@ -397,13 +397,14 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 				        (long long)p->id, rank);
 				full = 1;
 			}
-			lost |= rk->lost;
+			/*
+			 * Only what could not be asked is an error (jobs_old_copy_gone()): a
+			 * node that answered without the job (rk->lost) said it is gone there.
+			 */
 			if (rk->status < 0 && !p->err[0])
 				xsnprintf(p->err, sizeof(p->err),
 				          "the node of rank %d is unreachable", rank);
 		}
-		if (!p->err[0] && lost && p->status == JOB_FAILED_DRIVER)
-			xsnprintf(p->err, sizeof(p->err), "its node lost the job");
 	}
 	eng_jobs_free(jobs, got);
 	free(want);
@@ -497,6 +498,62 @@ static void save_logs(struct st_db *db, int64_t id, const char *name)
 	cluster_jobs_free(v, n);
 }
 
+/*
+ * Which of the pool jobs ids[0..n) on cluster have ended, as their node says (or that the
+ * cluster no longer has): ended[i] 1. A cancel only asks; the row of a job whose old copy
+ * may still run stays until it is seen to end, so that no new attempt overlaps it.
+ */
+static void pool_ended(struct st_db *db, const char *cluster, const int64_t *ids, size_t n,
+                       int *ended)
+{
+	struct eng_job *jobs = NULL;
+	size_t got = 0, i, k;
+
+	memset(ended, 0, n * sizeof(*ended));
+	if (eng_queue(db, cluster, 0, ids, n, &jobs, &got) < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		int st = JOB_SUCCEEDED; /* one the cluster does not have: nothing to wait for */
+
+		for (k = 0; k < got; k++)
+			if (jobs[k].id == ids[i])
+				st = jobs[k].status;
+		ended[i] = st >= 0 && job_status_terminal(st);
+	}
+	eng_jobs_free(jobs, got);
+}
+
+/*
+ * A cluster whose down failed (down: its error): forgotten as by down --purge only where
+ * that leaves nothing of it running: the infra takes the machines with it (containers,
+ * pods, allocations), or its own teardown ends what still runs there and says so (local:
+ * also a node whose directory is gone). Elsewhere (ssh) a node that cannot be asked may
+ * still run the job: the cluster and its row stay, tried again, and no new attempt of the
+ * job starts meanwhile. EXIT_OK once it is forgotten.
+ */
+static int purge(struct st_db *db, const struct cluster *c, int down)
+{
+	struct infra inf;
+	int r;
+
+	if (infra_parse(c->infra, &inf))
+		return EXIT_FAIL;
+	if ((inf.ops->flags & INFRA_PROCS_STAY) && !(inf.ops->flags & INFRA_TEARDOWN_ENDS_PROCS)) {
+		fprintf(stderr,
+		        "[cleanup] %s is kept (%s): a node that cannot say so may still run some "
+		        "of it; tried again ('skiff down --purge %s' forgets it)\n",
+		        c->name, strerror(-down), c->name);
+		infra_release(&inf);
+		return EXIT_FAIL;
+	}
+	fprintf(stderr, "[cleanup] purging %s\n", c->name);
+	r = infra_teardown(&inf, db, NULL, c->name);
+	infra_release(&inf);
+	if (r)
+		return EXIT_FAIL;
+	return st_cluster_delete(db, c->name) ? EXIT_FAIL : EXIT_OK;
+}
+
 static int worker_cleanup(struct st_db *db)
 {
 	struct mj_cleanup *cu = NULL;
@@ -507,7 +564,7 @@ static int worker_cleanup(struct st_db *db)
 		return EXIT_FAIL;
 	for (i = 0; i < n; i++) {
 		struct cluster c;
-		int r = EXIT_OK;
+		int r = EXIT_OK, down;
 
 		if (!cu[i].cluster || deferred(db, &cu[i]))
 			continue;
@@ -516,8 +573,9 @@ static int worker_cleanup(struct st_db *db)
 		} else if (cu[i].cluster_job > 0) {
 			/* Up to CANCEL_BATCH pool jobs of this cluster in one cancel request. */
 			int64_t *ids = xcalloc(CANCEL_BATCH, sizeof(*ids));
+			int *ended = xcalloc(CANCEL_BATCH, sizeof(*ended));
 			struct eng_cancelled res;
-			size_t picked = 0;
+			size_t picked = 0, waiting = 0, x;
 
 			cluster_free(&c);
 			for (k = i; k < n && picked < CANCEL_BATCH; k++) {
@@ -533,43 +591,48 @@ static int worker_cleanup(struct st_db *db)
 			/* A job the cluster no longer has needs no cancel. */
 			r = r && !(r == -ENOENT && res.missing) ? EXIT_FAIL : EXIT_OK;
 			eng_cancelled_release(&res);
-			free(ids);
+			if (r == EXIT_OK)
+				pool_ended(db, cu[i].cluster, ids, picked, ended);
 			if (r != EXIT_OK)
 				rc = EXIT_FAIL; /* the rows stay: tried again */
 			for (k = n; k-- > i;) {
 				if (!cu[k].picked)
 					continue;
 				cu[k].picked = 0;
-				if (r == EXIT_OK) {
+				for (x = 0; x < picked && ids[x] != cu[k].cluster_job; x++)
+					;
+				if (r == EXIT_OK && x < picked && ended[x]) {
 					mj_cleanup_done(db, cu[k].id);
 					maybe_cancelled(db, cu[k].job_id);
+				} else if (r == EXIT_OK) {
+					waiting++; /* asked, not ended yet: looked at again */
 				}
 				if (k != i) {
 					free(cu[k].cluster);
 					cu[k].cluster = NULL;
 				}
 			}
+			if (waiting)
+				fprintf(stderr, "[cleanup] %zu job(s) on %s are stopping\n",
+				        waiting, cu[i].cluster);
+			free(ids);
+			free(ended);
 			continue;
 		} else {
 			cluster_free(&c);
 			save_logs(db, cu[i].job_id, cu[i].cluster);
 			fprintf(stderr, "[cleanup] tearing down %s (job %lld)\n", cu[i].cluster,
 			        (long long)cu[i].job_id);
-			r = eng_down(db, cu[i].cluster, 0) < 0 ? EXIT_FAIL : EXIT_OK;
+			/*
+			 * Confirmed: a node that does not answer, or still runs some of it,
+			 * keeps the cluster (-EBUSY) and the row, tried again; a recovery that
+			 * could not ask its node waits for this (jobs_old_copy_gone()).
+			 */
+			down = eng_down(db, cu[i].cluster, ENG_DOWN_CONFIRM);
+			r = down < 0 ? EXIT_FAIL : EXIT_OK;
 			if (r != EXIT_OK && !st_cluster_get(db, cu[i].cluster, &c)) {
-				/*
-				 * It could not even be opened (a local node whose directory is
-				 * gone): drop the record and what is left of it, as down --purge.
-				 */
-				struct infra inf;
-
-				fprintf(stderr, "[cleanup] purging %s\n", cu[i].cluster);
-				if (!infra_parse(c.infra, &inf)) {
-					infra_teardown(&inf, db, NULL, cu[i].cluster);
-					infra_release(&inf);
-				}
+				r = purge(db, &c, down);
 				cluster_free(&c);
-				r = st_cluster_delete(db, cu[i].cluster) ? EXIT_FAIL : EXIT_OK;
 			}
 		}
 		if (r != EXIT_OK && r != EXIT_JOB_NOT_FOUND)

@@ -518,6 +518,84 @@ static void test_host_stop_action(void)
 	   "any job's launch worker is waited for");
 }
 
+/* A recovery relaunches at once only when the node said the old copy ended. */
+static void test_old_copy_gone(void)
+{
+	/* Each node status, and whether it is the job's end there. */
+	static const struct {
+		int status, ended;
+	} statuses[] = {{-1, 0},
+	                {JOB_INIT, 0},
+	                {JOB_PENDING, 0},
+	                {JOB_SETTING_UP, 0},
+	                {JOB_RUNNING, 0},
+	                {JOB_FAILED_DRIVER, 1},
+	                {JOB_SUCCEEDED, 1},
+	                {JOB_FAILED, 1},
+	                {JOB_FAILED_SETUP, 1},
+	                {JOB_CANCELLED, 1}};
+	static const char *const errs[] = {"", NULL, "the node of rank 1 is unreachable",
+	                                   "cluster skiff-job-3 cannot be opened"};
+	struct mjob j;
+	size_t s, e;
+	int bad = 0, n = 0;
+
+	memset(&j, 0, sizeof(j));
+	for (s = 0; s < ARRAY_SIZE(statuses); s++)
+		for (e = 0; e < ARRAY_SIZE(errs); e++) {
+			int want;
+
+			j.node_status = statuses[s].status;
+			j.probe_error = (char *)errs[e];
+			/* Every node asked (no error) and the job ended there. */
+			want = statuses[s].ended && e < 2;
+			n++;
+			if (jobs_old_copy_gone(&j) != want) {
+				bad++;
+				ok(0, "node status %d, probe error '%s': got %d", j.node_status,
+				   errs[e] ? errs[e] : "(null)", !want);
+			}
+		}
+	ok(!bad, "%d combinations of a last probe told gone as the rule says", n);
+	j.node_status = JOB_FAILED_DRIVER;
+	j.probe_error = "";
+	ok(jobs_old_copy_gone(&j), "the node answered that it lost the job: gone");
+	j.node_status = JOB_FAILED;
+	j.probe_error = "the node of rank 1 is unreachable";
+	ok(!jobs_old_copy_gone(&j),
+	   "a gang's rank failed while another rank's node was away: may still run");
+	j.node_status = -1;
+	j.probe_error = "the node of rank 0 is unreachable";
+	ok(!jobs_old_copy_gone(&j), "a node that cannot be asked has not lost the job");
+	j.probe_error = "";
+	ok(!jobs_old_copy_gone(&j), "nor one not looked at yet");
+}
+
+static void test_backoff_over(void)
+{
+	struct mj_cleanup cu[3] = {{1, 7, "skiff-job-7", 0, 0},
+	                           {2, 8, "skiff-job-8-0-1", -1, 0},
+	                           {3, 9, "skiff-jobs", 42, 0}};
+	struct mjob j;
+
+	memset(&j, 0, sizeof(j));
+	j.id = 5;
+	j.next_try_at = 100;
+	ok(!jobs_backoff_over(&j, NULL, 0, 99), "a backoff still running holds the job");
+	ok(jobs_backoff_over(&j, NULL, 0, 100), "one that ran out lets it go");
+	ok(jobs_backoff_over(&j, cu, 3, 100), "others' releases do not hold it");
+	j.id = 7;
+	ok(!jobs_backoff_over(&j, cu, 3, 1000), "its cluster still to be torn down holds it");
+	j.id = 9;
+	ok(!jobs_backoff_over(&j, cu, 3, 1000), "so does its pool job still to be stopped");
+	j.id = 8;
+	ok(jobs_backoff_over(&j, cu, 3, 1000),
+	   "a release deferred until the relaunch is over (EAGER_NEXT_REGION) does not");
+	j.id = 7;
+	ok(!jobs_backoff_over(&j, cu, 1, 0) && jobs_backoff_over(&j, cu + 1, 2, 1000),
+	   "and once the release is done, it may go");
+}
+
 int main(void)
 {
 	plan_run(test_cut_off);
@@ -527,6 +605,8 @@ int main(void)
 	plan_run(test_backoff);
 	plan_run(test_launch_decide);
 	plan_run(test_probe_decide);
+	plan_run(test_old_copy_gone);
+	plan_run(test_backoff_over);
 	plan_run(test_run_ended);
 	plan_run(test_kept_gc);
 	plan_run(test_files_gc);

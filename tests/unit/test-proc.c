@@ -87,6 +87,37 @@ static void test_here(void)
 	is_int(proc_ns_check(why, sizeof(why)), 0, "proc_ns_check() lets it be (%s)", why);
 }
 
+/* A scope by an environment entry's start (a local cluster's nodes, by their HOME). */
+static void test_scope_prefix(void)
+{
+	char env_in[] = "SKIFF_TEST_PREFIX=/x/local/c1/0";
+	char env_out[] = "SKIFF_TEST_PREFIX=/x/local/c10";
+	char *envs[] = {env_in, env_out};
+	struct proc_scope s = {0};
+	pid_t pid[2];
+	int i, status;
+
+	for (i = 0; i < 2; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			char *argv[] = {"sleep", "60", NULL}, *envp[] = {envs[i], NULL};
+
+			execve("/bin/sleep", argv, envp);
+			_exit(127);
+		}
+	}
+	s.env_prefix = "SKIFF_TEST_PREFIX=/x/local/c1/";
+	for (i = 0; i < 500 && proc_scope_signal(&s, 0) < 1; i++)
+		poll(NULL, 0, 2); /* until the exec */
+	is_int(proc_scope_signal(&s, 0), 1, "the entry's start finds the one process under it");
+	ok(proc_scope_kill(&s) >= 1 && waitpid(pid[0], &status, 0) == pid[0] &&
+	           WIFSIGNALED(status),
+	   "and kills it");
+	ok(kill(pid[1], 0) == 0, "not the one whose entry only looks alike (c10)");
+	kill(pid[1], SIGKILL);
+	waitpid(pid[1], NULL, 0);
+}
+
 /* Field 22 of /proc/NR/stat as it is, without any mapping. */
 static unsigned long long raw_start(long nr)
 {
@@ -266,6 +297,7 @@ int main(void)
 {
 	plan_run(test_judge);
 	plan_run(test_here);
+	plan_run(test_scope_prefix);
 	plan_run(test_other_namespace);
 	return done_testing();
 }
