@@ -19,7 +19,8 @@ command -v python3 >/dev/null || test_skip_all "needs python3 to read the --json
 
 # left_of CLUSTER MARK: what of the cluster runs on this machine: a process whose
 # executable is under its nodes' dirs, whose environment has one of them as HOME, or
-# whose command line holds MARK (its jobs' sleeps); and its gang watchers. Not this probe.
+# whose command line starts with MARK, a glob (its jobs' sleeps); and its gang watchers.
+# Not this probe.
 left_of() {
 	_base=$SKIFF_HOME/local/$1
 	for _p in /proc/[0-9]*; do
@@ -31,7 +32,10 @@ left_of() {
 			continue
 			;;
 		esac
-		case $_c in *"$2"*)
+		# The mark (a glob) starts the command line: a probe that names it (the grep
+		# counting these lines) is not one of the cluster's processes.
+		# shellcheck disable=SC2254 # a glob on purpose
+		case $_c in $2*)
 			echo "${_p#/proc/} $_c"
 			continue
 			;;
