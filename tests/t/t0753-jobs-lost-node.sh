@@ -34,7 +34,7 @@ alive() {
 }
 
 no_job_clusters() {
-	! skiff status | grep -q '^skiff-job-'
+	skiff status >st.out && ! grep -q '^skiff-job-' st.out
 }
 
 # A job that says when two copies of it run at once: each copy takes a lock that the first
