@@ -227,6 +227,8 @@ int st_job_find_key(struct st_db *db, const char *key, struct job *out)
 
 int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *arg), void *arg)
 {
+	struct job *v = NULL;
+	size_t n = 0, cap = 0, i;
 	sqlite3_stmt *st;
 	int r;
 
@@ -240,16 +242,24 @@ int st_job_each(struct st_db *db, unsigned mask, int (*fn)(struct job *j, void *
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, mask);
+	/*
+	 * Every row is read before fn sees the first: a write by fn while the SELECT is open
+	 * would have to upgrade this connection's read snapshot, which SQLite refuses at once
+	 * (SQLITE_BUSY, no busy handler) when another connection (a shim) wrote meanwhile.
+	 * The reconcile of a node up lost its FAILED_DRIVER that way.
+	 */
 	while ((r = st_step(db, st)) == 1) {
-		struct job j;
-
-		load_row(st, &j);
-		r = fn(&j, arg);
-		job_free(&j);
-		if (r)
-			break;
+		v = xgrow(v, n, &cap, sizeof(*v));
+		load_row(st, &v[n++]);
 	}
 	sqlite3_reset(st);
+	/* r: st_step's 0 at the end, or its error; then fn's, whose nonzero stops the rest. */
+	for (i = 0; i < n; i++) {
+		if (!r)
+			r = fn(&v[i], arg);
+		job_free(&v[i]);
+	}
+	free(v);
 	return r < 0 ? r : 0;
 }
 

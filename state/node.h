@@ -81,8 +81,9 @@ int st_job_get(struct st_db *db, int64_t id, struct job *out);
 /* Loads the job submitted with this idempotency key; 0, -ENOENT, or an error. */
 int st_job_find_key(struct st_db *db, const char *key, struct job *out);
 /*
- * Calls fn for each job whose status is in the bitmask (1 << JOB_x), ordered by id.
- * since_id > 0 limits to ids >= since_id. fn may not use the db.
+ * Calls fn for each job whose status is in the bitmask (1 << JOB_x), ordered by id; a
+ * nonzero return stops it (a negative one is returned). The rows are all read first, so
+ * fn may read and write the db (the reconcile finishes jobs from it).
  */
 int st_job_each(struct st_db *db, unsigned status_mask, int (*fn)(struct job *j, void *arg),
                 void *arg);
