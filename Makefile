@@ -90,6 +90,12 @@ $(B)/asan/obj/bootstrap/launch/install_stub.o: ASAN_CFLAGS += $(STUB_DIR_DEF)
 $(B)/tsan/obj/bootstrap/launch/install_stub.o: TSAN_CFLAGS += $(STUB_DIR_DEF)
 $(B)/fuzz/obj/bootstrap/launch/install_stub.o: FUZZ_CFLAGS += $(STUB_DIR_DEF)
 
+# supervisor/templates.c embeds the scripts in supervisor/templates/ (.incbin, which -MMD
+# does not see): the nodes' ~/sky_templates.
+TEMPLATES := $(sort $(wildcard supervisor/templates/*/*))
+$(B)/obj/supervisor/templates.o $(B)/asan/obj/supervisor/templates.o \
+$(B)/tsan/obj/supervisor/templates.o $(B)/fuzz/obj/supervisor/templates.o: $(TEMPLATES)
+
 $(B)/libskiff.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^

@@ -1,12 +1,15 @@
 /*
  * skiff check: validate task YAML files, optionally with the launch overrides applied,
- * and print the normalized tasks as JSON.
+ * and print the normalized tasks as JSON; without a FILE, say which infras can be used
+ * from here (bootstrap/infra/infra_probe.c) and check the config.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bootstrap/infra/infra.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"
 #include "lib/config.h"
@@ -17,23 +20,36 @@
 #include "lib/banned.h"
 
 const char cmd_check_usage[] =
-        "usage: skiff check [--json] [OVERRIDES...] FILE...\n"
-        "       skiff check [--config FILE|KEY=VALUE]...\n"
+        "usage: skiff check [--json] [--infra INFRA]... [OVERRIDES...] FILE...\n"
+        "       skiff check [--json] [--infra INFRA]... [INFRA...] [--config FILE|KEY=VALUE]...\n"
         "\n"
         "Checks task YAML files (SkyPilot's format, see docs/task-yaml.md) without running\n"
-        "anything. A file of several YAML documents is a pipeline. FILE - reads standard input.\n"
+        "anything. A file of several YAML documents is a pipeline, or a job group when its\n"
+        "header says 'execution: parallel'. FILE - reads standard input.\n"
         "Each problem is one line on standard error: FILE:LINE:COL: message. A valid file\n"
-        "prints \"FILE: ok\", or nothing with --json.\n"
+        "prints \"FILE: ok\", or nothing with --json. What launch would warn about on the\n"
+        "task's infra (fields it cannot honour, an infra it refuses) is a warning here.\n"
         "\n"
         "  --json                 print one JSON array on standard output, one object per\n"
         "                         FILE: {file, valid, errors, warnings, name, tasks}, each\n"
         "                         task normalized (all fields; secrets shown as <redacted>)\n"
+        "  --infra INFRA          the infra to warn for, as launch's --infra (repeatable;\n"
+        "                         default: each resource alternative's, else local)\n"
+        "\n"
+        "Without FILE, as `sky check [INFRA...]`: each infra (every one, or those named by\n"
+        "--infra or as arguments: local, ssh[/POOL], podman[/POOL], docker[/POOL],\n"
+        "k8s[/CONTEXT[/NAMESPACE]], slurm[/PARTITION], a cloud) is \"INFRA: enabled: WHY\" or\n"
+        "\"INFRA: disabled: WHY\" on standard output: the ssh pool file parses (its errors\n"
+        "on standard error, FILE:LINE:COL) and ssh is there; podman, docker answer `info`;\n"
+        "kubectl reaches the context's API server, which allows pods/exec; sinfo answers.\n"
+        "Infras are probed at once, each within 5 s. --json: [{infra, enabled, reason}].\n"
+        "An argument is an infra when it names one and is no file here.\n"
         "\n"
         "Overrides, applied as `skiff launch` applies them:\n" TASK_OVERRIDES_HELP "\n"
         "The config each task would run with is checked too: the config file in effect\n"
         "(" CONFIG_ENV ", $SKIFF_HOME/" CONFIG_FILE ", else ~/.sky/" CONFIG_FILE "), the task's\n"
         "config: and each --config (docs/config.md); keys skiff ignores are warnings. Without\n"
-        "FILE, only the config is checked.\n"
+        "FILE, the config is checked after the infras, when there is one.\n"
         "\n"
         "An env or secret left null (`HF_TOKEN:` with no value) is reported as a warning: launch\n"
         "refuses it unless given with --env/--secret.\n"
@@ -42,7 +58,11 @@ const char cmd_check_usage[] =
         "\n"
         "Exit status: 0 every FILE is valid; 3 a FILE is not a valid task (bad YAML, bad field,\n"
         "not a task at all, a directory, too large, a missing workdir or file mount); 1 a FILE\n"
-        "cannot be read (missing, permission denied) and none is invalid; 2 bad command line.\n";
+        "cannot be read (missing, permission denied) and none is invalid; 2 bad command line.\n"
+        "Without FILE: 0 (a disabled infra is no error, as in SkyPilot), 3 an invalid config,\n"
+        "2 an INFRA that is not an infra spec.\n";
+
+_Static_assert(INFRA_PROBE_TIMEOUT_MS == 5000, "the usage text says each infra gets 5 s");
 
 static void errors_json(struct json *j, const struct yerrors *errs, int warnings)
 {
@@ -89,33 +109,119 @@ static int check_config(const struct task_overrides *o, const struct task_list *
 	return r;
 }
 
-/* Without a FILE: the config layers alone ("PATH: ok"). EXIT_* status. */
-static int check_config_only(const struct task_overrides *o)
+/*
+ * Without a FILE: the config layers alone ("PATH: ok", not with --json), when there is a
+ * config file or a --config. EXIT_* status.
+ */
+static int check_config_only(const struct task_overrides *o, int json)
 {
 	struct yerrors errs = YERRORS_INIT;
 	char *path = config_file_path();
 	int r;
 
-	if (!path && !o->nconfig) {
-		return usage_error("check",
-		                   "no FILE given (and no config file: %s, "
-		                   "$SKIFF_HOME/" CONFIG_FILE " or ~/.sky/" CONFIG_FILE ")",
-		                   CONFIG_ENV);
-	}
+	if (!path && !o->nconfig)
+		return EXIT_OK;
 	r = check_config(o, NULL, &errs);
+	fflush(stdout);
 	yerr_print(&errs, stderr);
 	yerr_release(&errs);
-	if (!r)
+	if (!r && !json)
 		printf("%s: ok\n", path ? path : CONFIG_CLI_NAME);
 	free(path);
 	return r ? EXIT_INVALID : EXIT_OK;
 }
 
-/* Checks one file; returns 0, -EINVAL (invalid) or another negative errno (unreadable). */
-static int check_one(const char *file, const struct task_overrides *o, struct json *j)
+/*
+ * Without a FILE: each infra of specs[0..n) (none: every one skiff has) enabled or
+ * disabled, with why, then the config. EXIT_* status.
+ */
+static int check_infras(const char **specs, size_t n, int json, const struct task_overrides *o)
+{
+	const char **all = NULL;
+	struct infra_probe *v;
+	struct buf reason = BUF_INIT(0), out = BUF_INIT(0);
+	struct json j;
+	size_t i;
+	int status = EXIT_OK;
+
+	if (!n) {
+		while (infra_ops_at(n))
+			n++;
+		all = xcalloc(n, sizeof(*all));
+		for (i = 0; i < n; i++)
+			all[i] = infra_ops_at(i)->name;
+		specs = all;
+	}
+	v = xcalloc(n, sizeof(*v));
+	if (infra_probe_specs(specs, n, v)) {
+		status = usage_error("check", "%s", v[0].said.p);
+		goto out;
+	}
+	json_init(&j, &out, 1);
+	if (json)
+		json_arr_begin(&j);
+	for (i = 0; i < n; i++) {
+		int on;
+
+		buf_reset(&reason);
+		on = infra_probe_judge(&v[i], &reason);
+		if (json) {
+			json_obj_begin(&j);
+			json_key(&j, "infra");
+			json_str(&j, v[i].spec);
+			json_key(&j, "enabled");
+			json_bool(&j, on);
+			json_key(&j, "reason");
+			json_str(&j, reason.p);
+			json_obj_end(&j);
+		} else {
+			printf("%s: %s: %s\n", v[i].spec, on ? "enabled" : "disabled", reason.p);
+		}
+		/* The pool file's problems, each at its FILE:LINE:COL. */
+		fflush(stdout);
+		yerr_print(&v[i].errs, stderr);
+	}
+	if (json) {
+		json_arr_end(&j);
+		json_finish(&j);
+		if (print_out(out.p, out.len)) {
+			status = EXIT_FAIL;
+			goto out;
+		}
+	}
+	fflush(stdout);
+	status = check_config_only(o, json);
+out:
+	for (i = 0; i < n; i++)
+		infra_probe_release(&v[i]);
+	free(v);
+	free(all);
+	buf_release(&reason);
+	buf_release(&out);
+	return status;
+}
+
+/* 1 if every argument names an infra (`skiff check k8s slurm`) and none is a file here. */
+static int all_infras(char **args, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(args[i], "-") || !access(args[i], F_OK) || !infra_is_named(args[i]))
+			return 0;
+	return n > 0;
+}
+
+/*
+ * Checks one file, and what launch would warn about on infras[0..ninfras) (none: each
+ * task's own); returns 0, -EINVAL (invalid) or another negative errno (unreadable).
+ */
+static int check_one(const char *file, const struct task_overrides *o, const char **infras,
+                     size_t ninfras, struct json *j)
 {
 	struct yerrors errs = YERRORS_INIT;
 	struct task_list l;
+	size_t k, i;
 	int r;
 
 	r = task_parse_file(&l, file, &errs);
@@ -129,6 +235,13 @@ static int check_one(const char *file, const struct task_overrides *o, struct js
 	/* What launch will read from this machine: the workdir, local file_mounts sources. */
 	if (!r && task_list_check_paths(&l, &errs))
 		r = -EINVAL;
+	/* What launch warns about when it runs the task: fields its infra cannot honour. */
+	for (k = 0; !r && k < l.n; k++) {
+		if (!ninfras)
+			infra_task_warnings(l.tasks[k], NULL, l.file, &errs);
+		for (i = 0; i < ninfras; i++)
+			infra_task_warnings(l.tasks[k], infras[i], l.file, &errs);
+	}
 	fflush(stdout);
 	yerr_print(&errs, stderr);
 	if (j) {
@@ -151,6 +264,9 @@ static int check_one(const char *file, const struct task_overrides *o, struct js
 			json_arr_end(j);
 		}
 		json_obj_end(j);
+	} else if (!r && l.parallel) {
+		printf("%s: ok (job group %s of %zu tasks, run at once by 'skiff jobs launch')\n",
+		       file, l.name, l.n);
 	} else if (!r && l.n > 1) {
 		printf("%s: ok (a pipeline of %zu tasks)\n", file, l.n);
 	} else if (!r) {
@@ -167,6 +283,10 @@ int cmd_check(int argc, char **argv)
 	struct buf out = BUF_INIT(0);
 	struct json j;
 	char **files = xcalloc((size_t)argc + 1, sizeof(*files));
+	const char **infras = xcalloc((size_t)argc + 1, sizeof(*infras));
+	struct buf why = BUF_INIT(0);
+	struct infra inf;
+	size_t ninfras = 0;
 	int i, r, nfiles = 0, dashdash = 0, json = 0, invalid = 0, unreadable = 0;
 	int status = EXIT_OK;
 
@@ -185,6 +305,26 @@ int cmd_check(int argc, char **argv)
 			json = 1;
 			continue;
 		}
+		if (!strcmp(a, "--infra") || starts_with(a, "--infra=")) {
+			const char *spec = a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (!spec) {
+				status = usage_error("check",
+				                     "--infra needs a value (local, ssh/POOL)");
+				goto out;
+			}
+			/* A cloud is said to be unusable where it matters; a typo is an error. */
+			buf_reset(&why);
+			r = infra_parse_quiet(spec, &inf, &why);
+			if (!r)
+				infra_release(&inf);
+			else if (r != -ENOTSUP) {
+				status = usage_error("check", "%s", why.p);
+				goto out;
+			}
+			infras[ninfras++] = spec;
+			continue;
+		}
 		r = task_overrides_arg(&o, argc, argv, &i);
 		if (r < 0) {
 			status = EXIT_USAGE;
@@ -196,15 +336,21 @@ int cmd_check(int argc, char **argv)
 		}
 		i--; /* task_overrides_arg() left i past the flag's value */
 	}
+	/* `skiff check k8s slurm`: infras named as `sky check` takes them. */
+	if (all_infras(files, nfiles)) {
+		for (i = 0; i < nfiles; i++)
+			infras[ninfras++] = files[i];
+		nfiles = 0;
+	}
 	if (!nfiles) {
-		status = check_config_only(&o);
+		status = check_infras(infras, ninfras, json, &o);
 		goto out;
 	}
 	json_init(&j, &out, 1);
 	if (json)
 		json_arr_begin(&j);
 	for (i = 0; i < nfiles; i++) {
-		r = check_one(files[i], &o, json ? &j : NULL);
+		r = check_one(files[i], &o, infras, ninfras, json ? &j : NULL);
 		if (r == -EINVAL)
 			invalid = 1;
 		else if (r)
@@ -231,6 +377,8 @@ int cmd_check(int argc, char **argv)
 		status = EXIT_FAIL;
 out:
 	free(files);
+	free(infras);
+	buf_release(&why);
 	buf_release(&out);
 	task_overrides_release(&o);
 	return status;

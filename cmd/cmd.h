@@ -2,9 +2,10 @@
 #define SKIFF_CMD_H
 
 /*
- * The command table and what every command shares. One file per command, each
- * defining `int cmd_NAME(int argc, char **argv)` and `const char cmd_NAME_usage[]`;
- * cmd/main.c holds the sorted table. argv[0] is the command's own name.
+ * The command table and what every command shares. A file per command (or per family:
+ * lifecycle.c is down, stop, start and autostop; launch.c launch and exec), each defining
+ * `int cmd_NAME(int argc, char **argv)` and `const char cmd_NAME_usage[]`; cmd/main.c
+ * holds the sorted table. argv[0] is the command's own name.
  *
  * Exit codes: lib/exit.h (docs/exit-codes.md is the same table).
  */
@@ -42,6 +43,18 @@ int print_out(const char *s, size_t len);
 void cmd_fmt_span(double from, double to, char *out, size_t size);
 /* How long ago `when` was ("5s ago", "3m ago", "2h ago", "4d ago"); "-" if unknown. */
 void cmd_fmt_ago(double when, double now, char *out, size_t size);
+
+/* The cluster commands' (cmd/clusters.c): the launcher db, opened; 0, or -1 (printed). */
+struct st_db;
+struct eng_cluster;
+int cmd_open_ldb(struct st_db **ldb);
+/*
+ * The clusters names[0..n) stand for (names or globs; n 0: all), as eng_status() gives
+ * them with flags, into *v and *nv; each name that matches none is said. 0; 1 when a
+ * name matched none (the others are in *v); -1 on an error (printed).
+ */
+int cmd_find_clusters(struct st_db *ldb, char **names, size_t n, unsigned flags,
+                      struct eng_cluster **v, size_t *nv);
 
 #define DECLARE_CMD(n)                                                                             \
 	int cmd_##n(int argc, char **argv);                                                        \

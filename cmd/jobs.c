@@ -38,13 +38,15 @@ const char cmd_jobs_usage[] =
         "                         [--priority P] [task flags] YAML|COMMAND...\n"
         "       skiff jobs cancel ID... | -n NAME | -a|--all\n"
         "       skiff jobs queue [--json] [-s] [-l|--limit N] [-r|--refresh]\n"
-        "       skiff jobs logs [ID | -n NAME] [--follow|--no-follow] [--controller]\n"
-        "                       [-s|--sync-down]\n"
+        "       skiff jobs logs [ID [TASK] | -n NAME] [-f|--follow|--no-follow]\n"
+        "                       [--controller] [-s|--sync-down]\n"
         "\n"
         "Managed jobs: a controller (started on demand, on this machine) launches each job\n"
         "on a cluster of its own (on local infra: the shared local cluster skiff-jobs),\n"
         "watches it, recovers it when its node fails, and releases the cluster when it\n"
-        "ends. A multi-document YAML is a pipeline: its tasks run one after the other.\n"
+        "ends. A multi-document YAML is a pipeline: its tasks run one after the other. One\n"
+        "whose header says 'execution: parallel' is a job group: its tasks run at once, each\n"
+        "a managed job of its own that recovers on its own, under one job id (the group's).\n"
         "\n"
         "  -n, --name NAME          the job's name\n"
         "  -d, --detach-run, --async\n"
@@ -57,14 +59,22 @@ const char cmd_jobs_usage[] =
         "  --config FILE|KEY=VALUE  a config layer (docs/config.md); the config in effect at\n"
         "                           submit travels with the job\n"
         "\n"
-        "queue lists ID, NAME, RESOURCES, SUBMITTED, DURATION, #RECOVERIES, STATUS and\n"
-        "DETAILS (what the job is doing or waiting for); -l N the newest N; --json gives\n"
-        "id, name, status, schedule_state, recoveries, cluster, submitted_at, started_at,\n"
-        "ended_at, exit_codes (a list), details, resources, ... per job. cancel is one request for any number\n"
-        "of jobs. logs (the newest job, or the newest named NAME, without ID) follows the\n"
-        "job's task logs across recoveries; --controller shows its launch log and\n"
-        "transitions; --sync-down copies every rank's logs to ~/sky_logs. A task that\n"
-        "asks for more than a node has fails its precheck (FAILED_PRECHECKS).\n"
+        "queue lists SkyPilot's ID, TASK, NAME, REQUESTED, SUBMITTED, TOT. DURATION, JOB\n"
+        "DURATION (the time it ran, not the waits), #RECOVERIES, STATUS and POOL, then\n"
+        "DETAILS (what the job is doing or waiting for, or why it failed); a pipeline is a\n"
+        "row, then a row per task. -l N the newest N; --json gives id, name, status,\n"
+        "schedule_state, recoveries, cluster, submitted_at, started_at, ended_at,\n"
+        "exit_codes (a list), details, resources, requested, job_duration, pool,\n"
+        "task_rows, ... per job. cancel is one request for any number of jobs. logs (the\n"
+        "newest job, or the newest named NAME, without ID) follows the job's task logs\n"
+        "across recoveries, with SkyPilot's 'Job started. Streaming logs...' and 'Job\n"
+        "finished (status: S).' lines; --controller shows its launch log and transitions;\n"
+        "--sync-down copies every rank's logs to ~/sky_logs. A job group is a row, then a\n"
+        "row per task (TASK its index); --json gives each task as a job with group_id,\n"
+        "group_name and primary. cancel of the group's id cancels every task, of another\n"
+        "task's id only that task; logs ID TASK shows one task's (TASK a name or an index),\n"
+        "logs ID every task's in turn. A task that asks for more\n"
+        "than a node has fails its precheck (FAILED_PRECHECKS).\n"
         "\n"
         "Exit status of logs (and of launch without -d): 0 succeeded, 100 failed,\n"
         "101 not finished, 102 not found, 103 cancelled.\n";
@@ -174,6 +184,13 @@ static int jobs_launch(int argc, char **argv)
 		goto out;
 	}
 	yerr_print(&errs, stderr);
+	if (tl.parallel && num_jobs > 1) {
+		rc = usage_error("jobs launch",
+		                 "--num-jobs: '%s' is job group '%s', which runs as one managed "
+		                 "job; launch it once",
+		                 entry.p, tl.name);
+		goto out;
+	}
 	/* The config in effect now travels with the job (frozen into its overrides). */
 	if (config_resolve(&ov, &tl, CONFIG_ALL_TASKS, 1, NULL)) {
 		rc = EXIT_INVALID;
@@ -214,7 +231,7 @@ static int jobs_launch(int argc, char **argv)
 	}
 	st_close(db);
 	db = NULL;
-	rc = jobs_follow_logs(id, 1);
+	rc = jobs_logs_task(id, NULL, 1);
 out:
 	st_close(db);
 	buf_release(&entry);
@@ -235,7 +252,11 @@ struct queue_ctx {
 	int counts[MJS_N];
 	int max_launching, max_running;
 	double now;
-	struct buf details; /* the row's, reused */
+	struct buf details;    /* the row's, reused */
+	struct mj_task *tasks; /* every job's task rows, by job then task */
+	size_t ntasks, next;   /* next: the first one of a job not listed yet */
+	struct st_db *db;      /* a job group's members are read when its first one is listed */
+	int64_t last_group;    /* the group listed last: its other members are not rows again */
 };
 
 static int queue_running(const struct queue_ctx *q)
@@ -295,8 +316,70 @@ static void codes_json(struct buf *b, const char *codes)
 	buf_addch(b, ']');
 }
 
+/* Seconds as a number with millisecond precision, or null (negative). */
+static void jsecs(struct buf *b, double v)
+{
+	if (v < 0)
+		buf_add(b, "null", 4);
+	else /* jtime()'s null is for "no time": 0 s is 0.000 */
+		jtime(b, v > 0 ? v : 0.0001);
+}
+
+/* A job's tasks, t[0..n), as `task_rows`. */
+static void tasks_json(struct buf *b, const struct mjob *j, const struct mj_task *t, size_t n,
+                       double now)
+{
+	size_t k;
+
+	buf_addch(b, '[');
+	for (k = 0; k < n; k++) {
+		buf_adds(b, k ? ",{\"task\":" : "{\"task\":");
+		json_put_int(b, t[k].task);
+		buf_adds(b, ",\"name\":");
+		jstr(b, t[k].name);
+		buf_adds(b, ",\"requested\":");
+		jstr(b, t[k].requested);
+		buf_adds(b, ",\"status\":\"");
+		buf_adds(b, mj_status_name(mj_task_status(j, t[k].task)));
+		buf_adds(b, "\",\"submitted_at\":");
+		jtime(b, t[k].submitted_at);
+		buf_adds(b, ",\"started_at\":");
+		jtime(b, t[k].started_at);
+		buf_adds(b, ",\"ended_at\":");
+		jtime(b, t[k].ended_at);
+		buf_adds(b, ",\"job_duration\":");
+		jsecs(b, mj_task_run_s(&t[k], now));
+		buf_adds(b, ",\"recoveries\":");
+		json_put_int(b, t[k].recoveries);
+		buf_addch(b, '}');
+	}
+	buf_addch(b, ']');
+}
+
+/* The seconds a job ran: its tasks' (-1: none ran, or its tasks were not kept). */
+static double job_run_s(const struct mj_task *t, size_t n, double now)
+{
+	double sum = -1;
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		double s = mj_task_run_s(&t[k], now);
+
+		if (s >= 0)
+			sum = (sum < 0 ? 0 : sum) + s;
+	}
+	return sum;
+}
+
+/* SkyPilot's POOL: here, the shared local cluster a job runs on; NULL none. */
+static const char *job_pool(const struct mjob *j)
+{
+	return j->pool && *j->cluster ? j->cluster : NULL;
+}
+
 /* One job as a JSON object (written directly: 10,000 rows must list in well under 200 ms). */
-static void job_json(struct buf *b, const struct mjob *j, const char *details)
+static void job_json(struct buf *b, const struct mjob *j, const char *details,
+                     const struct mj_task *t, size_t nt, double now)
 {
 	buf_adds(b, "{\"id\":");
 	json_put_int(b, j->id);
@@ -340,19 +423,178 @@ static void job_json(struct buf *b, const struct mjob *j, const char *details)
 	jstr(b, details);
 	buf_adds(b, ",\"resources\":");
 	jstr(b, j->resources);
+	buf_adds(b, ",\"requested\":");
+	jstr(b, nt && *t[0].requested ? t[0].requested : j->resources);
+	buf_adds(b, ",\"job_duration\":");
+	jsecs(b, job_run_s(t, nt, now));
+	buf_adds(b, ",\"pool\":");
+	if (job_pool(j))
+		jstr(b, job_pool(j));
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"task_rows\":");
+	tasks_json(b, j, t, nt, now);
+	/* A job group's member: the group (its first member's id), its name, its role. */
+	buf_adds(b, ",\"group_id\":");
+	if (j->group_id)
+		json_put_int(b, j->group_id);
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"group_name\":");
+	if (j->group_id)
+		jstr(b, j->group_name);
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"group_task\":");
+	if (j->group_id)
+		json_put_int(b, j->group_task);
+	else
+		buf_add(b, "null", 4);
+	buf_adds(b, ",\"primary\":");
+	if (j->group_id)
+		buf_adds(b, j->group_primary ? "true" : "false");
+	else
+		buf_add(b, "null", 4);
 	buf_addch(b, '}');
+}
+
+/* SkyPilot's columns, then DETAILS; `id` holds extra_bytes more bytes than it shows. */
+static void table_row(struct buf *b, const char *id, int extra_bytes, const char *task,
+                      const char *name, const char *requested, const char *submitted,
+                      const char *total, const char *ran, int recoveries, const char *status,
+                      const char *pool, const char *details)
+{
+	buf_addf(b, "%-*s %-4s %-20.20s %-16s %-10s %-13s %-12s %-11d %-18s %-10s %s\n",
+	         6 + extra_bytes, id, task, *name ? name : "-", *requested ? requested : "-",
+	         submitted, total, ran, recoveries, status, pool, details);
+}
+
+/* Seconds as a duration ("1m 5s"), "-" when negative. */
+static void fmt_secs(double s, char *out, size_t size)
+{
+	/* cmd_fmt_span() takes times: any start after 0 does. */
+	cmd_fmt_span(1, s < 0 ? 0 : 1 + s, out, size);
+}
+
+/*
+ * A pipeline's task rows, as SkyPilot's (sky/jobs/utils.py: format_job_table()): ID a
+ * space and U+21B3 (a down-right arrow), TASK its index, its own name, REQUESTED, times
+ * and STATUS.
+ */
+static void task_rows(struct queue_ctx *q, const struct mjob *j, const struct mj_task *t, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		char idx[16], sub[32], total[32], ran[32];
+		int current = t[k].task == j->task_index;
+
+		xsnprintf(idx, sizeof(idx), "%d", t[k].task);
+		cmd_fmt_ago(t[k].submitted_at, q->now, sub, sizeof(sub));
+		cmd_fmt_span(t[k].submitted_at, t[k].ended_at > 0 ? t[k].ended_at : q->now, total,
+		             sizeof(total));
+		fmt_secs(mj_task_run_s(&t[k], q->now), ran, sizeof(ran));
+		table_row(q->out, " \xe2\x86\xb3", 2, idx, t[k].name, t[k].requested, sub, total,
+		          ran, t[k].recoveries, mj_status_name(mj_task_status(j, t[k].task)),
+		          current && job_pool(j) ? job_pool(j) : "-", "-");
+	}
+}
+
+/* Job id's task row (its first), at or after q->next; NULL when it has none. */
+static const struct mj_task *task_row_of(const struct queue_ctx *q, int64_t id)
+{
+	size_t k;
+
+	for (k = q->next; k < q->ntasks && q->tasks[k].job_id <= id; k++)
+		if (q->tasks[k].job_id == id)
+			return &q->tasks[k];
+	return NULL;
+}
+
+/*
+ * A job group: its row (its first member's id, the group's name, the group's status, the
+ * longest run, the recoveries of all), then a row per member as a pipeline's task rows,
+ * TASK its index in the file, NAME its task's, DETAILS its own.
+ */
+static void group_rows(struct queue_ctx *q, int64_t gid)
+{
+	char id[32], sub[32], total[32], ran[32], idx[16];
+	struct mjob *m = NULL;
+	int *status = NULL, *primary = NULL, recoveries = 0, nprimary = 0;
+	double ended = 0, longest = -1;
+	size_t n = 0, k;
+
+	if (mj_group(q->db, gid, &m, &n) || !n)
+		goto out;
+	status = xcalloc(n, sizeof(*status));
+	primary = xcalloc(n, sizeof(*primary));
+	for (k = 0; k < n; k++) {
+		const struct mj_task *t = task_row_of(q, m[k].id);
+		double s = t ? mj_task_run_s(t, q->now) : -1;
+
+		status[k] = m[k].status;
+		primary[k] = m[k].group_primary;
+		nprimary += primary[k];
+		recoveries += m[k].recoveries;
+		if (s > longest)
+			longest = s;
+		if (!mj_status_terminal(m[k].status))
+			ended = -1;
+		else if (ended >= 0 && m[k].ended_at > ended)
+			ended = m[k].ended_at;
+	}
+	xsnprintf(id, sizeof(id), "%lld", (long long)gid);
+	cmd_fmt_ago(m[0].submitted_at, q->now, sub, sizeof(sub));
+	cmd_fmt_span(m[0].submitted_at, ended > 0 ? ended : q->now, total, sizeof(total));
+	fmt_secs(longest, ran, sizeof(ran));
+	buf_reset(&q->details);
+	buf_addf(&q->details, "job group: %zu tasks at once, %d primary", n, nprimary);
+	table_row(q->out, id, 0, "", m[0].group_name, "-", sub, total, ran, recoveries,
+	          mj_status_name(mj_group_status(status, primary, n)), "-", q->details.p);
+	for (k = 0; k < n; k++) {
+		const struct mj_task *t = task_row_of(q, m[k].id);
+
+		buf_reset(&q->details);
+		mj_details(&m[k], q->counts[MJS_LAUNCHING], q->max_launching, queue_running(q),
+		           q->max_running, q->now, &q->details);
+		buf_addf(&q->details, "%s(job %lld%s)", q->details.len ? " " : "",
+		         (long long)m[k].id, m[k].group_primary ? "" : ", auxiliary");
+		xsnprintf(idx, sizeof(idx), "%d", m[k].group_task);
+		cmd_fmt_ago(m[k].submitted_at, q->now, sub, sizeof(sub));
+		cmd_fmt_span(m[k].submitted_at, m[k].ended_at > 0 ? m[k].ended_at : q->now, total,
+		             sizeof(total));
+		fmt_secs(t ? mj_task_run_s(t, q->now) : -1, ran, sizeof(ran));
+		table_row(q->out, " \xe2\x86\xb3", 2, idx, m[k].task_name,
+		          t ? t->requested : m[k].resources, sub, total, ran, m[k].recoveries,
+		          mj_status_name(m[k].status), job_pool(&m[k]) ? job_pool(&m[k]) : "-",
+		          q->details.p);
+	}
+out:
+	for (k = 0; k < n; k++)
+		mjob_free(&m[k]);
+	free(m);
+	free(status);
+	free(primary);
 }
 
 static int queue_row(const struct mjob *j, void *arg)
 {
 	struct queue_ctx *q = arg;
+	const struct mj_task *t;
 	const char *details;
-	char sub[32], dur[32];
+	char id[32], sub[32], total[32], ran[32], status[48];
+	size_t nt = 0;
 
 	if (q->skip_rows > 0) {
 		q->skip_rows--;
 		return 0;
 	}
+	/* Its task rows: the listing and the tasks are both in id order. */
+	while (q->next < q->ntasks && q->tasks[q->next].job_id < j->id)
+		q->next++;
+	t = q->tasks + q->next;
+	while (q->next + nt < q->ntasks && t[nt].job_id == j->id)
+		nt++;
 	buf_reset(&q->details);
 	mj_details(j, q->counts[MJS_LAUNCHING], q->max_launching, queue_running(q), q->max_running,
 	           q->now, &q->details);
@@ -360,14 +602,35 @@ static int queue_row(const struct mjob *j, void *arg)
 	if (q->as_json) {
 		if (q->rows++)
 			buf_addch(q->out, ',');
-		job_json(q->out, j, details);
+		job_json(q->out, j, details, t, nt, q->now);
 		return 0;
 	}
+	if (j->group_id) {
+		/* Its members are consecutive: the first one listed shows them all. */
+		if (j->group_id != q->last_group)
+			group_rows(q, j->group_id);
+		q->last_group = j->group_id;
+		return 0;
+	}
+	xsnprintf(id, sizeof(id), "%lld", (long long)j->id);
 	cmd_fmt_ago(j->submitted_at, q->now, sub, sizeof(sub));
-	cmd_fmt_span(j->started_at, j->ended_at > 0 ? j->ended_at : q->now, dur, sizeof(dur));
-	buf_addf(q->out, "%-6lld %-20.20s %-20.20s %-10s %-10s %-5d %-18s %s\n", (long long)j->id,
-	         *j->name ? j->name : "-", *j->resources ? j->resources : "-", sub, dur,
-	         j->recoveries, mj_status_name(j->status), details);
+	cmd_fmt_span(j->submitted_at, j->ended_at > 0 ? j->ended_at : q->now, total, sizeof(total));
+	fmt_secs(job_run_s(t, nt, q->now), ran, sizeof(ran));
+	if (j->ntasks <= 1) {
+		table_row(q->out, id, 0, "-", j->name,
+		          nt && *t[0].requested ? t[0].requested : j->resources, sub, total, ran,
+		          j->recoveries, mj_status_name(j->status), job_pool(j) ? job_pool(j) : "-",
+		          details);
+		return 0;
+	}
+	/* A pipeline: its row (TASK empty, REQUESTED "-"), then one per task, as SkyPilot's. */
+	xsnprintf(status, sizeof(status), "%s", mj_status_name(j->status));
+	if (!mj_status_terminal(j->status))
+		xsnprintf(status, sizeof(status), "%s (task: %d)", mj_status_name(j->status),
+		          j->task_index);
+	table_row(q->out, id, 0, "", j->name, "-", sub, total, ran, j->recoveries, status,
+	          job_pool(j) ? job_pool(j) : "-", details);
+	task_rows(q, j, t, nt);
 	return 0;
 }
 
@@ -449,8 +712,10 @@ static int jobs_queue(int argc, char **argv)
 		q.as_json = 1;
 		buf_addch(&out, '[');
 	} else {
-		buf_addf(&out, "%-6s %-20s %-20s %-10s %-10s %-5s %-18s %s\n", "ID", "NAME",
-		         "RESOURCES", "SUBMITTED", "DURATION", "#REC", "STATUS", "DETAILS");
+		/* SkyPilot's `sky jobs queue` columns (sky/jobs/utils.py), then DETAILS. */
+		buf_addf(&out, "%-6s %-4s %-20s %-16s %-10s %-13s %-12s %-11s %-18s %-10s %s\n",
+		         "ID", "TASK", "NAME", "REQUESTED", "SUBMITTED", "TOT. DURATION",
+		         "JOB DURATION", "#RECOVERIES", "STATUS", "POOL", "DETAILS");
 	}
 	jobs_ensure_controller(db);
 	if (limit) {
@@ -459,12 +724,16 @@ static int jobs_queue(int argc, char **argv)
 		mj_each(db, skip, MJ_ANY, count_row, &total);
 		q.skip_rows = total > limit ? total - limit : 0;
 	}
-	r = mj_each(db, skip, MJ_ANY, queue_row, &q);
+	q.db = db;
+	r = mj_tasks(db, 0, &q.tasks, &q.ntasks);
+	if (!r)
+		r = mj_each(db, skip, MJ_ANY, queue_row, &q);
 	if (as_json)
 		buf_adds(&out, "]\n");
 	st_close(db);
 	if (!r && print_out(out.p, out.len))
 		r = -1;
+	mj_tasks_free(q.tasks, q.ntasks);
 	buf_release(&q.details);
 	buf_release(&out);
 	return r ? EXIT_FAIL : EXIT_OK;
@@ -530,12 +799,13 @@ static int logs_to_tar;
 static int jobs_logs(int argc, char **argv)
 {
 	int i, follow = 1, controller = 0, sync_down = 0;
-	const char *name = NULL;
+	const char *name = NULL, *task = NULL;
 	struct st_db *db;
+	struct mjob j;
 	long id = 0;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--follow"))
+		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
 			follow = 1;
 		else if (!strcmp(argv[i], "--no-follow"))
 			follow = 0;
@@ -545,16 +815,27 @@ static int jobs_logs(int argc, char **argv)
 			sync_down = 1;
 		else if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "--name")) && i + 1 < argc)
 			name = argv[++i];
+		else if (id && !task && argv[i][0] != '-')
+			task = argv[i]; /* a job group's task: its name or index */
 		else if (argv[i][0] == '-' || id || parse_long(argv[i], 1, LONG_MAX, &id))
 			return usage_error("jobs logs", "unexpected '%s'", argv[i]);
 	}
 	if (id && name)
 		return usage_error("jobs logs", "a job id or -n NAME, not both");
+	if (task && (controller || sync_down))
+		return usage_error("jobs logs", "a TASK is for a job group's task logs, not with "
+		                                "--controller or --sync-down");
 	if (!id) {
 		/* SkyPilot's default: the newest job (of that name, with -n). */
 		if (open_db(&db))
 			return EXIT_FAIL;
 		id = (long)jobs_latest(db, name);
+		/* The newest of a job group's members stands for its group. */
+		if (id && !mj_get(db, id, &j)) {
+			if (j.group_id)
+				id = (long)j.group_id;
+			mjob_free(&j);
+		}
 		st_close(db);
 		if (!id) {
 			if (name)
@@ -566,7 +847,7 @@ static int jobs_logs(int argc, char **argv)
 	}
 	if (sync_down)
 		return logs_to_tar ? jobs_host_sync_down(id) : jobs_sync_down(id);
-	return controller ? jobs_controller_logs(id) : jobs_follow_logs(id, follow);
+	return controller ? jobs_controller_logs(id) : jobs_logs_task(id, task, follow);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */

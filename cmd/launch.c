@@ -18,13 +18,14 @@
 
 const char cmd_launch_usage[] =
         "usage: skiff launch [-c NAME] [-d] [-y] [-i IDLE_MIN] [--down] [--wait-for MODE]\n"
-        "                    [--infra INFRA] [task flags] YAML|COMMAND...\n"
+        "                    [--infra INFRA] [task flags] [YAML|COMMAND...]\n"
         "\n"
         "Runs a task on a cluster: creates the cluster NAME (or a new one) on INFRA when it\n"
         "does not exist, copies skiff to its nodes, syncs the workdir and file mounts, runs\n"
         "setup on every node and run on num_nodes nodes, and follows the logs. On an\n"
         "existing cluster it re-syncs and runs setup and run again; a stopped one is started\n"
-        "first.\n"
+        "first. With no YAML or command (or a task with neither setup nor run) the cluster\n"
+        "is brought up and synced, and no job is made: 'skiff ssh NAME' to work on it.\n"
         "\n"
         "  -c, --cluster NAME   the cluster (default: a new name)\n"
         "  -d, --detach-run, --async\n"
@@ -151,15 +152,18 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 	return 0;
 }
 
-static int load_task(int argc, char **argv, int i, struct task_list *tl,
+static int load_task(int argc, char **argv, int i, int exec, struct task_list *tl,
                      const struct task_overrides *ov, struct buf *entry)
 {
 	struct yerrors errs = YERRORS_INIT;
 	int r;
 
-	if (i >= argc)
-		return usage_error("launch", "expected a task YAML or a command");
-	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
+	if (i >= argc && exec)
+		return usage_error("exec", "expected a task YAML or a command");
+	if (i >= argc) {
+		/* As sky launch: a cluster of the flags' resources, workdir synced, no job. */
+		task_empty(tl);
+	} else if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
 		buf_adds(entry, argv[i]);
 		r = task_parse_file(tl, argv[i], &errs);
 		if (r) {
@@ -174,6 +178,13 @@ static int load_task(int argc, char **argv, int i, struct task_list *tl,
 			buf_adds(entry, argv[i]);
 		}
 		task_from_command(tl, entry->p);
+	}
+	if (tl->parallel) {
+		yerr_release(&errs);
+		return usage_error(exec ? "exec" : "launch",
+		                   "'%s' is job group '%s' (execution: parallel): its tasks run "
+		                   "at once as managed jobs; run it with 'skiff jobs launch %s'",
+		                   entry->p, tl->name, entry->p);
 	}
 	if (tl->n != 1) {
 		yerr_release(&errs);
@@ -210,7 +221,7 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		return r;
 	if (lo->exec && !lo->cluster)
 		return usage_error("exec", "expected a cluster name");
-	r = load_task(argc, argv, i, &tl, &ov, &entry);
+	r = load_task(argc, argv, i, lo->exec, &tl, &ov, &entry);
 	if (!r && config_resolve(&ov, &tl, 0, 0, &config))
 		r = EXIT_INVALID;
 	if (r) {

@@ -16,23 +16,23 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-/* Sorted by name: `skiff help` lists them in this order. */
+/* Sorted by name (strcmp: tests/lint/cmdtables.py): `skiff help` lists them in this order. */
 static const struct cmd commands[] = {
         {"__fetch", cmd___fetch, CMD_HIDDEN, "download a URL into a cache (internal)",
          cmd___fetch_usage},
         {"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},
         {"__jobs-controller", cmd___jobs_controller, CMD_HIDDEN,
          "the managed-jobs controller (internal)", cmd___jobs_controller_usage},
+        {"__jobs-keeper", cmd___jobs_keeper, CMD_HIDDEN,
+         "keeps a jobs controller's host's controller (internal)", cmd___jobs_keeper_usage},
         {"__jobs-kept-tar", cmd___jobs_kept_tar, CMD_HIDDEN,
          "a managed job's kept logs as a tar stream (internal)", cmd___jobs_kept_tar_usage},
         {"__jobs-kept-untar", cmd___jobs_kept_untar, CMD_HIDDEN,
          "unpack a kept-logs tar stream (internal)", cmd___jobs_kept_untar_usage},
-        {"__jobs-worker", cmd___jobs_worker, CMD_HIDDEN, "a managed-jobs worker (internal)",
-         cmd___jobs_worker_usage},
         {"__jobs-remote", cmd___jobs_remote, CMD_HIDDEN,
          "a launcher's request to a jobs controller's host (internal)", cmd___jobs_remote_usage},
-        {"__jobs-keeper", cmd___jobs_keeper, CMD_HIDDEN,
-         "keeps a jobs controller's host's controller (internal)", cmd___jobs_keeper_usage},
+        {"__jobs-worker", cmd___jobs_worker, CMD_HIDDEN, "a managed-jobs worker (internal)",
+         cmd___jobs_worker_usage},
         {"__pack-self", cmd___pack_self, CMD_HIDDEN, "pack this binary smaller (internal)",
          cmd___pack_self_usage},
         {"__renv-build", cmd___renv_build, CMD_HIDDEN, "build a job's runtime env (internal)",

@@ -19,6 +19,7 @@
 #include "lib/util.h"
 #include "supervisor/node.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/templates.h"
 #include "lib/banned.h"
 
 static const char node_up_usage[] =
@@ -36,8 +37,10 @@ static const char node_up_usage[] =
         "  --cancel-grace S     seconds between SIGTERM and SIGKILL on cancel (default 10)\n"
         "  --max-bypass N       how often a waiting job may be overtaken by smaller ones\n"
         "                       before nothing behind it starts (default 20; 0 = strict FIFO)\n"
-        "  --then-call SKIP     (the launcher's install session) once up, say SKIFF-UP, skip\n"
-        "                       SKIP bytes of stdin and answer one 'node call' request there\n";
+        "  --frame              (the launcher's install scripts) say SKIFF-UP on a line, then\n"
+        "                       the answer as one frame (pid, started, active, address)\n"
+        "  --then-call SKIP     (the launcher's install session) as --frame, then skip SKIP\n"
+        "                       bytes of stdin and answer one 'node call' request there\n";
 
 static const char node_down_usage[] =
         "usage: skiff node down [--all]\n"
@@ -69,39 +72,82 @@ static const char node_autostop_usage[] =
 /*
  * How many jobs the node has that have not ended: a launcher booking the node for a new
  * cluster then knows whether anything is left from an earlier one (none: no round trip).
+ * 0, or -1 when the supervisor does not say.
  */
-static void print_active(void)
+static int count_active(int64_t *n)
 {
 	static const char *const keys[] = {"running", "setting_up", "pending"};
 	struct msg req, rep;
-	int64_t n = 0, v;
+	int64_t v;
 	size_t i;
+	int r;
 
+	*n = 0;
 	msg_init(&req);
 	msg_add(&req, "op", "status");
-	if (!sup_call(SUP_QUIET, &req, &rep)) {
-		for (i = 0; i < ARRAY_SIZE(keys); i++)
-			if (!msg_get_int(&rep, keys[i], &v) && v > 0)
-				n += v;
-		printf("active %lld\n", (long long)n);
-	}
+	r = sup_call(SUP_QUIET, &req, &rep) ? -1 : 0;
+	for (i = 0; !r && i < ARRAY_SIZE(keys); i++)
+		if (!msg_get_int(&rep, keys[i], &v) && v > 0)
+			*n += v;
 	msg_release(&req);
 	msg_release(&rep);
+	return r;
 }
 
 /*
  * Over ssh, the address this node was reached at, as sshd saw it (the third word of
  * SSH_CONNECTION): behind NAT or a jump host, or for a host named by an alias, the
  * address other nodes reach it at, which the launcher gives jobs in SKYPILOT_NODE_IPS.
+ * 0 with it in a, or -1.
  */
-static void print_ssh_address(void)
+static int ssh_address(char a[4][64])
 {
 	const char *c = getenv("SSH_CONNECTION");
-	char a[4][64];
 
 	if (c && sscanf(c, "%63s %63s %63s %63s", a[0], a[1], a[2], a[3]) == 4 &&
 	    strspn(a[2], "0123456789abcdefABCDEF.:") == strlen(a[2]))
-		printf("address %s\n", a[2]);
+		return 0;
+	return -1;
+}
+
+/*
+ * What `node up` says. For people: lines ("supervisor started (pid N)", "active N",
+ * "address A"). For the launcher (--frame, --then-call): BOOT_UP_MARK on a line of its
+ * own, after whatever the install script said, then one frame {ok, started (1: by this
+ * call), pid, active (when known), address (over ssh)}: nothing of it is parsed as text.
+ */
+static int say_up(pid_t pid, int already, int have_cfg, int frame)
+{
+	char a[4][64];
+	int64_t n;
+	int have_n = !count_active(&n), have_a = !ssh_address(a);
+	struct msg m;
+	int r;
+
+	if (!frame) {
+		if (already)
+			printf("supervisor already running (pid %ld)%s\n", (long)pid,
+			       have_cfg ? "; settings updated" : "");
+		else
+			printf("supervisor started (pid %ld)\n", (long)pid);
+		if (have_n)
+			printf("active %lld\n", (long long)n);
+		if (have_a)
+			printf("address %s\n", a[2]);
+		return fflush(stdout) ? -1 : 0;
+	}
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add(&m, "started", already ? "0" : "1");
+	msg_add_int(&m, "pid", pid);
+	if (have_n)
+		msg_add_int(&m, "active", n);
+	if (have_a)
+		msg_add(&m, "address", a[2]);
+	printf(BOOT_UP_MARK "\n");
+	r = fflush(stdout) || proto_send(1, &m) ? -1 : 0;
+	msg_release(&m);
+	return r;
 }
 
 static int node_up(int argc, char **argv)
@@ -113,12 +159,13 @@ static int node_up(int argc, char **argv)
 	        {"cancel-grace", required_argument, NULL, 'k'},
 	        {"max-bypass", required_argument, NULL, 'b'},
 	        {"then-call", required_argument, NULL, 't'},
+	        {"frame", no_argument, NULL, 'f'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct msg cfg, rep;
 	long skip = -1;
 	pid_t pid;
-	int already, c, have_cfg = 0, r;
+	int already, c, have_cfg = 0, frame = 0, r;
 
 	msg_init(&cfg);
 	msg_add(&cfg, "op", "config");
@@ -132,6 +179,10 @@ static int node_up(int argc, char **argv)
 		                             : NULL;
 		double v;
 
+		if (c == 'f') {
+			frame = 1;
+			continue;
+		}
 		if (c == 't') {
 			if (parse_long(optarg, 0, 1L << 30, &skip)) {
 				msg_release(&cfg);
@@ -162,24 +213,19 @@ static int node_up(int argc, char **argv)
 		msg_release(&cfg);
 		return EXIT_UNAVAILABLE;
 	}
+	/* SkyPilot's ~/sky_templates, on every node a launch bootstraps (never fatal). */
+	if (node_paths())
+		node_templates_install(user_home(), node_paths()->home);
 	r = 0;
 	if (have_cfg)
 		r = sup_call(0, &cfg, &rep), msg_release(&rep);
 	msg_release(&cfg);
 	if (r)
 		return EXIT_FAIL;
-	if (already)
-		printf("supervisor already running (pid %ld)%s\n", (long)pid,
-		       have_cfg ? "; settings updated" : "");
-	else
-		printf("supervisor started (pid %ld)\n", (long)pid);
-	print_active();
-	print_ssh_address();
+	if (say_up(pid, already, have_cfg, frame || skip >= 0))
+		return EXIT_FAIL;
 	if (skip < 0)
 		return EXIT_OK;
-	printf(BOOT_UP_MARK "\n");
-	if (fflush(stdout))
-		return EXIT_FAIL;
 	return node_call_then((size_t)skip);
 }
 
@@ -407,6 +453,30 @@ static int node_autostop(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static const char node_release_usage[] =
+        "usage: skiff node release\n"
+        "\n"
+        "After 'skiff node down --all': removes what a cluster put on this node, for the\n"
+        "next cluster to start clean: ~/sky_workdir, the job queue, its logs and the\n"
+        "autostop hooks (skiff's binary and runtime-env caches stay). The launcher's down\n"
+        "on machines that stay (SSH hosts, pool containers). Refused while the supervisor\n"
+        "runs.\n";
+
+static int node_release(int argc, char **argv)
+{
+	struct buf what = BUF_INIT(0);
+	int r;
+
+	(void)argv;
+	if (argc > 1)
+		return usage_error("node release", "unexpected argument '%s'", argv[1]);
+	r = sup_release(&what);
+	if (r)
+		error("cannot release this node: %s", what.len ? what.p : strerror(-r));
+	buf_release(&what);
+	return r ? EXIT_FAIL : EXIT_OK;
+}
+
 static const struct cmd node_cmds[] = {
         {"autostop", node_autostop, 0, "stop or tear down the node when idle", node_autostop_usage},
         {"call", node_call, CMD_HIDDEN, "one framed request (the launcher's protocol)",
@@ -415,6 +485,8 @@ static const struct cmd node_cmds[] = {
         {"down", node_down, 0, "stop the supervisor (jobs keep running)", node_down_usage},
         {"logs", node_logs, 0, "show or follow a job's logs", node_logs_usage},
         {"queue", node_queue, 0, "list the node's jobs", node_queue_usage},
+        {"release", node_release, CMD_HIDDEN, "remove what a cluster left (launcher's down)",
+         node_release_usage},
         {"status", node_status, 0, "show the supervisor and the node's resources",
          node_status_usage},
         {"submit", node_submit, 0, "submit a job (task YAML or command)", node_submit_usage},

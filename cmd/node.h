@@ -31,17 +31,26 @@ struct st_db;
  * first (starting one if needed). NULL on error (printed).
  */
 struct st_db *node_open_db(void);
+/* A gang rank whose log lines get SkyPilot's prefix (supervisor/logprefix.h). */
+struct node_log_rank {
+	int rank;
+	const char *ip; /* said on ranks other than 0; may be NULL */
+};
 /*
  * The body of `node logs` for job id on an open node db: prints the logs (follow: until
  * the job ends; tail >= 0: only the last lines; only_status: the status, after the end
- * with wait) and returns the exit code `node logs` would.
+ * with wait; rank: each line prefixed, NULL: not) and returns the exit code `node logs`
+ * would.
  */
-int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait);
+int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait,
+                  const struct node_log_rank *rank);
 /*
  * Follows a job just submitted with "follow" on connection fd (closed here), whose logs
- * are in log_dir: the logs until the job ends, then the `node logs` exit status.
+ * are in log_dir: the logs (prefixed as rank's, when not NULL) until the job ends, then
+ * the `node logs` exit status.
  */
-int node_follow_submitted(int fd, int64_t id, const char *log_dir);
+int node_follow_submitted(int fd, int64_t id, const char *log_dir,
+                          const struct node_log_rank *rank);
 /* Parses a job id argument; -1 (with an error printed) if it is not one. */
 int64_t node_parse_job_id(const char *cmdname, const char *s);
 

@@ -3,8 +3,9 @@
  * request (lib/proto.h) on stdin, framed replies on stdout; the text outputs of the other
  * node commands are for people and scripts, and skiff never parses them.
  *
- *   submit   the supervisor's reply; with "follow", the job's logs follow it, raw, and
- *            the exit status is `node logs`'s
+ *   submit   the supervisor's reply; with "follow", the job's logs follow it, raw (with
+ *            "prefix_rank" and "prefix_ip": each line prefixed as a gang rank's, as by
+ *            `node logs --prefix-rank`), and the exit status is `node logs`'s
  *   queue    answered here from the node db: one frame per job ("job" = its id, then
  *            status, submitted_at, started_at, ended_at, exit_codes, cpus, memory, gpus,
  *            log_dir, name, reason, submit_key), then {"ok", "end", "count"}; the jobs are
@@ -32,6 +33,7 @@
 #include "cmd/node.h"
 #include "lib/log.h"
 #include "lib/proto.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/node.h"
@@ -148,8 +150,8 @@ static int call_autostop_state(void)
 		return EXIT_UNAVAILABLE;
 	}
 	if (db) {
-		fired = st_kv_get(db, "autostop_fired");
-		at = st_kv_get(db, "autostop_fired_at");
+		fired = st_kv_get(db, NODE_KV_AUTOSTOP_FIRED);
+		at = st_kv_get(db, NODE_KV_AUTOSTOP_FIRED_AT);
 		st_close(db);
 	}
 	fd = unix_connect(p->sock);
@@ -213,8 +215,9 @@ static int call_queue(const struct msg *req)
 /* submit (with follow) and watch: the supervisor answers on the connection again later. */
 static int call_open(const struct msg *req)
 {
+	struct node_log_rank lr, *plr = NULL;
 	struct msg rep;
-	int64_t id;
+	int64_t id, rank;
 	int fd, rc;
 
 	fd = sup_call_open(SUP_AUTOSTART | SUP_QUIET, req, &rep);
@@ -252,14 +255,22 @@ static int call_open(const struct msg *req)
 		msg_release(&rep);
 		return rc;
 	}
-	/* submit with follow: the logs, raw, until the job ends; `node logs`'s exit code. */
+	/*
+	 * submit with follow: the logs, raw (a gang rank's prefixed, with "prefix_rank" and
+	 * "prefix_ip"), until the job ends; `node logs`'s exit code.
+	 */
 	fflush(stdout);
 	if (msg_get_int(&rep, "id", &id)) {
 		close(fd);
 		msg_release(&rep);
 		return EXIT_FAIL;
 	}
-	rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"));
+	if (!msg_get_int(req, "prefix_rank", &rank) && rank >= 0 && rank < TASK_MAX_NODES) {
+		lr.rank = (int)rank;
+		lr.ip = msg_get(req, "prefix_ip");
+		plr = &lr;
+	}
+	rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), plr);
 	msg_release(&rep);
 	return rc;
 }
@@ -314,6 +325,14 @@ int node_call_then(size_t skip)
 	char blk[16384];
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
+	/*
+	 * Nothing more goes to stderr, but the channel's stderr stays open until we exit: on
+	 * `kubectl exec` (containerd's CRI), where this process is the exec'd one, its stderr
+	 * pipe reaching EOF ends the whole exec session, stdin too, and the request that was
+	 * still to come never arrived (the launcher saw no answer, exit status 0).
+	 */
+	if (fd >= 0 && fcntl(2, F_DUPFD_CLOEXEC, 3) < 0)
+		debug("cannot keep stderr open: %s", strerror(errno));
 	if (fd >= 0) {
 		dup2(fd, 2);
 		if (fd != 2)

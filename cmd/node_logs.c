@@ -15,8 +15,10 @@
 #include "cmd/cmd.h"
 #include "cmd/node.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
+#include "supervisor/logprefix.h"
 #include "supervisor/node.h"
 #include "lib/proto.h"
 #include "supervisor/supervisor.h"
@@ -31,9 +33,18 @@
 #define FOLLOW_SPIN_MAX_MS 4
 /* --tail reads at most this much from the end of each log. */
 #define TAIL_WINDOW ((off_t)8 << 20)
+/*
+ * With --prefix-rank: how long a log's first output waits for its step's pid in the node
+ * db (the shim records it a moment after the spawn), and how often it looks.
+ */
+#define PREFIX_PID_WAIT_MS 500
+#define PREFIX_PID_POLL_MS 5
+/* ... and how much prefixed output it gathers before a write. */
+#define PREFIX_FLUSH 65536
 
 const char node_logs_usage[] =
         "usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status [--wait]]\n"
+        "                      [--prefix-rank N [--prefix-ip IP]]\n"
         "\n"
         "Prints the job's setup log then its run log. By default it follows them until\n"
         "the job ends (Ctrl-C stops following; the job keeps running).\n"
@@ -42,6 +53,9 @@ const char node_logs_usage[] =
         "  --tail N      start with only the last N lines\n"
         "  --status      print the job's status only\n"
         "  --wait        with --status: first wait until the job has ended\n"
+        "  --prefix-rank N, --prefix-ip IP\n"
+        "                each line prefixed as SkyPilot does for gang rank N:\n"
+        "                (head, rank=0, pid=P) or (workerN, rank=N, pid=P, ip=IP)\n"
         "\n"
         "Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
         "101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
@@ -53,6 +67,17 @@ struct logf {
 	off_t off;
 };
 
+/* --prefix-rank: each line's prefix, with the pid of the job's step on this node. */
+struct lprefix {
+	const struct node_log_rank *rank; /* NULL: no prefixes */
+	struct buf text;                  /* the prefix for the pid below */
+	long pid;                         /* 0 until known */
+	long setup_pid;                   /* the setup's pid, read while it was the step */
+	const struct logf *last;          /* the log the last output came from */
+	int bol;                          /* the next byte starts a line */
+	struct buf out;
+};
+
 static int open_logf(struct logf *l)
 {
 	if (l->fd >= 0)
@@ -61,8 +86,68 @@ static int open_logf(struct logf *l)
 	return l->fd >= 0 ? 0 : -errno;
 }
 
-/* Copies what is new in l to stdout; returns -1 on a write error. */
-static int drain(struct logf *l)
+struct jsrc;
+static long step_pid(struct jsrc *s, int64_t id, long other, int *status);
+
+/*
+ * The prefix for the output of l, which is about to be written: a new log (the setup's,
+ * then the run's) is a new step with a pid of its own; a pid not yet known is looked for
+ * again at each output until it is.
+ */
+static void prefix_for(struct lprefix *px, const struct logf *l, struct jsrc *s, int64_t id)
+{
+	int is_run = !strcmp(l->name, "run.log"), status = -1;
+
+	if (px->last != l) {
+		if (px->last && !px->bol)
+			buf_addch(&px->out, '\n'); /* the last step's unended line ends here */
+		px->bol = 1;
+		px->last = l;
+		px->pid = 0;
+	}
+	if (px->pid > 0)
+		return;
+	/*
+	 * The db holds the current step's pid: a run's lines wait for one other than the
+	 * setup's, when that was seen. Once the job has moved on (logs read afterwards) the
+	 * setup's lines get the run's pid: the db keeps no other.
+	 */
+	px->pid = step_pid(s, id, is_run ? px->setup_pid : 0, &status);
+	if (!is_run && status == JOB_SETTING_UP)
+		px->setup_pid = px->pid;
+	buf_reset(&px->text);
+	logprefix_format(&px->text, px->rank->rank, px->pid, px->rank->ip);
+}
+
+/*
+ * Writes blk (from l) with its lines prefixed; -1 on a write error. A line at a time
+ * into px->out, written each PREFIX_FLUSH bytes: a block of short lines and a long
+ * prefix (a host's name) never makes a buffer without bound.
+ */
+static int drain_prefixed(struct lprefix *px, const struct logf *l, struct jsrc *s, int64_t id,
+                          const char *blk, size_t n)
+{
+	buf_reset(&px->out);
+	prefix_for(px, l, s, id);
+	while (n) {
+		const char *nl = memchr(blk, '\n', n);
+		size_t len = nl ? (size_t)(nl - blk) + 1 : n;
+
+		if (logprefix_lines(&px->out, blk, len, px->text.p, px->text.len, &px->bol))
+			return -1;
+		if (px->out.len >= PREFIX_FLUSH) {
+			if (write_all(1, px->out.p, px->out.len))
+				return -1;
+			buf_reset(&px->out);
+		}
+		blk += len;
+		n -= len;
+	}
+	return px->out.len ? write_all(1, px->out.p, px->out.len) : 0;
+}
+
+/* Copies what is new in l to stdout, prefixed per px; returns -1 on a write error. */
+static int drain(struct logf *l, struct lprefix *px, struct jsrc *s, int64_t id)
 {
 	char blk[65536];
 
@@ -70,12 +155,17 @@ static int drain(struct logf *l)
 		return 0;
 	for (;;) {
 		ssize_t n = pread(l->fd, blk, sizeof(blk), l->off);
+		int r;
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return 0;
-		if (write_all(1, blk, (size_t)n))
+		if (!px->rank)
+			r = write_all(1, blk, (size_t)n);
+		else
+			r = drain_prefixed(px, l, s, id, blk, (size_t)n);
+		if (r)
 			return -1;
 		l->off += n;
 	}
@@ -134,7 +224,8 @@ static void watch_wal(int inf)
 int node_logs(int argc, char **argv)
 {
 	int i, follow = 1, only_status = 0, wait = 0, rc;
-	long tail = -1;
+	long tail = -1, rank = -1;
+	struct node_log_rank lr = {0, NULL};
 	int64_t id = 0;
 	struct st_db *db;
 
@@ -151,6 +242,16 @@ int node_logs(int argc, char **argv)
 			if (i + 1 >= argc || parse_long(argv[i + 1], 0, 1L << 40, &tail))
 				return usage_error("node logs", "--tail needs a number of lines");
 			i++;
+		} else if (!strcmp(argv[i], "--prefix-rank")) {
+			if (i + 1 >= argc || parse_long(argv[i + 1], 0, TASK_MAX_NODES - 1, &rank))
+				return usage_error("node logs",
+				                   "--prefix-rank needs a rank (0..%d)",
+				                   TASK_MAX_NODES - 1);
+			i++;
+		} else if (!strcmp(argv[i], "--prefix-ip")) {
+			if (i + 1 >= argc)
+				return usage_error("node logs", "--prefix-ip needs an address");
+			lr.ip = argv[++i];
 		} else if (argv[i][0] == '-') {
 			return usage_error("node logs", "unknown option '%s'", argv[i]);
 		} else if (!id) {
@@ -166,7 +267,8 @@ int node_logs(int argc, char **argv)
 	db = node_open_db();
 	if (!db)
 		return EXIT_UNAVAILABLE;
-	rc = node_logs_job(db, id, follow, tail, only_status, wait);
+	lr.rank = (int)rank;
+	rc = node_logs_job(db, id, follow, tail, only_status, wait, rank >= 0 ? &lr : NULL);
 	st_close(db);
 	return rc;
 }
@@ -243,6 +345,42 @@ static int watch_read(struct jsrc *s)
 	return 0;
 }
 
+/*
+ * The pid of job id's current step as the node db has it, once it is a pid other than
+ * `other` (the setup's, when the run's is wanted), and the job's status then; 0 when none
+ * comes in PREFIX_PID_WAIT_MS. The db is the follower's, or opened for this while the
+ * watch connection tells.
+ */
+static long step_pid(struct jsrc *s, int64_t id, long other, int *status)
+{
+	const struct node_paths *p = node_paths();
+	struct st_db *db = s->db ? s->db : s->spare;
+	int64_t end = now_ms() + PREFIX_PID_WAIT_MS;
+	long pid = 0;
+	int own = 0;
+
+	if (!db) {
+		if (!p || st_open(p->db, &st_node_schema, ST_READONLY, &db))
+			return 0;
+		own = 1;
+	}
+	for (;;) {
+		struct job j;
+
+		if (!st_job_get(db, id, &j)) {
+			pid = j.job_pid;
+			*status = j.status;
+			job_free(&j);
+		}
+		if ((pid > 0 && pid != other) || now_ms() >= end)
+			break;
+		poll(NULL, 0, PREFIX_PID_POLL_MS);
+	}
+	if (own)
+		st_close(db);
+	return pid > 0 && pid != other ? pid : 0;
+}
+
 static int jsrc_refresh(struct jsrc *s, int64_t id)
 {
 	if (!s->db)
@@ -257,12 +395,16 @@ static int jsrc_refresh(struct jsrc *s, int64_t id)
  * Prints a job's logs and follows them until it ends. s holds the job as far as it is
  * known (its log dir, its status), and how to learn its status.
  */
-static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int only_status)
+static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int only_status,
+                      const struct node_log_rank *rank)
 {
 	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
+	struct lprefix px = {.rank = rank, .bol = 1};
 	int i, inf = -1, watched = 0, wal_watched = 0, spin = 1, rc = EXIT_FAIL, woke = 0;
 	int64_t t0;
 
+	buf_init(&px.text, 0);
+	buf_init(&px.out, 0);
 	for (i = 0; i < 2 && !only_status; i++)
 		logs[i].path = xasprintf("%s/%s", s->jb.log_dir, logs[i].name);
 	if (tail >= 0 && !only_status) {
@@ -293,7 +435,7 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 		struct pollfd pfd[2];
 		int done = job_status_terminal(s->jb.status), nfd = 0, timeout;
 
-		if (!only_status && (drain(&logs[0]) || drain(&logs[1])))
+		if (!only_status && (drain(&logs[0], &px, s, id) || drain(&logs[1], &px, s, id)))
 			goto out;
 		if (done || !follow)
 			break;
@@ -338,6 +480,8 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 		if (jsrc_refresh(s, id))
 			goto out;
 	}
+	if (px.rank && !px.bol && write_all(1, "\n", 1))
+		goto out; /* the last line, ended: the launcher's lines come next */
 	if (only_status)
 		printf("%s\n", job_status_name(s->jb.status));
 	else if (follow && log_get_level() >= LOG_INFO)
@@ -355,6 +499,8 @@ out:
 	}
 	if (inf >= 0)
 		close(inf);
+	buf_release(&px.text);
+	buf_release(&px.out);
 	return rc;
 }
 
@@ -367,7 +513,8 @@ static void jsrc_release(struct jsrc *s)
 	job_free(&s->jb);
 }
 
-int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait)
+int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait,
+                  const struct node_log_rank *rank)
 {
 	struct jsrc s = {.db = db, .fd = -1};
 	int rc;
@@ -391,19 +538,19 @@ int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_
 			s.db = NULL; /* the supervisor tells; the db again only if it goes away */
 		}
 	}
-	rc = follow_job(&s, id, follow, tail, only_status);
+	rc = follow_job(&s, id, follow, tail, only_status, rank);
 	jsrc_release(&s);
 	return rc;
 }
 
-int node_follow_submitted(int fd, int64_t id, const char *log_dir)
+int node_follow_submitted(int fd, int64_t id, const char *log_dir, const struct node_log_rank *rank)
 {
 	struct jsrc s = {.fd = fd};
 	int rc;
 
 	s.jb.status = JOB_PENDING;
 	s.jb.log_dir = xstrdup(log_dir);
-	rc = follow_job(&s, id, 1, -1, 0);
+	rc = follow_job(&s, id, 1, -1, 0, rank);
 	jsrc_release(&s);
 	return rc;
 }

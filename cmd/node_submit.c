@@ -301,7 +301,7 @@ send:
 			goto out;
 		}
 		if (msg_get(&rep, "follow")) {
-			rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"));
+			rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), NULL);
 			fd = -1;
 		} else {
 			/* An older supervisor: follow through the db. */
@@ -311,7 +311,7 @@ send:
 				rc = EXIT_UNAVAILABLE;
 				goto out;
 			}
-			rc = node_logs_job(db, id, 1, -1, 0, 0);
+			rc = node_logs_job(db, id, 1, -1, 0, 0, NULL);
 			st_close(db);
 		}
 	}

@@ -225,3 +225,14 @@ const char *buf_read_strerror(int r)
 	default: return strerror(r < 0 ? -r : r);
 	}
 }
+
+const char *buf_last_line(struct buf *b)
+{
+	char *p;
+
+	buf_rtrim(b);
+	if (!b->len)
+		return "no message";
+	p = strrchr(b->p, '\n');
+	return p ? p + 1 : b->p;
+}

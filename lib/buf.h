@@ -59,5 +59,7 @@ int buf_read_file(struct buf *b, const char *path);
 /* What a buf_read_file() error means, in words. */
 const char *buf_read_strerror(int r);
 void buf_rtrim(struct buf *b);
+/* The last non-empty line of b, for a message: b is trimmed; "no message" when empty. */
+const char *buf_last_line(struct buf *b);
 
 #endif

@@ -778,6 +778,15 @@ const char *config_controller_infra(const struct cfg_node *root)
 	return n->value;
 }
 
+const char *config_controller_image(const struct cfg_node *root)
+{
+	const struct cfg_node *n = cfg_get(root, "jobs.controller.resources.image_id");
+
+	if (!n || n->kind != CFG_SCALAR || cfg_is_null(n) || !*n->value)
+		return NULL;
+	return n->value;
+}
+
 double config_task_logs_retention_hours(const struct cfg_node *root, double def)
 {
 	const struct cfg_node *n = cfg_get(root, "jobs.controller.task_logs_gc_retention_hours");

@@ -146,6 +146,11 @@ void config_controller_resources(const struct cfg_node *root, double *cpus, doub
  */
 const char *config_controller_infra(const struct cfg_node *root);
 /*
+ * jobs.controller.resources.image_id ("docker:IMAGE": the controller's cluster is a
+ * container or a pod of that image), or NULL. Points into root.
+ */
+const char *config_controller_image(const struct cfg_node *root);
+/*
  * jobs.controller.task_logs_gc_retention_hours: how long the controller keeps an ended
  * managed job's task logs (fractions allowed; negative: for ever), or def when not set.
  */

@@ -42,24 +42,12 @@ enum {
  * be written to reach them.
  */
 static const char *const task_keys[] = {
-        "docker.run_options",
-        "nvidia_gpus.disable_ecc",
-        "ssh.custom_metadata",
-        "ssh.pod_config",
-        "ssh.provision_timeout",
-        "kubernetes.custom_metadata",
-        "kubernetes.pod_config",
-        "kubernetes.provision_timeout",
-        "kubernetes.dws",
-        "kubernetes.kueue",
-        "kubernetes.remote_identity",
-        "gcp.managed_instance_group",
-        "gcp.enable_gvnic",
-        "gcp.enable_gpu_direct",
-        "gcp.placement_policy",
-        "vast.datacenter_only",
-        "vast.create_instance_kwargs",
-        "active_workspace",
+        "docker.run_options",    "nvidia_gpus.disable_ecc",      "ssh.custom_metadata",
+        "ssh.pod_config",        "ssh.provision_timeout",        "kubernetes.custom_metadata",
+        "kubernetes.pod_config", "kubernetes.provision_timeout", "kubernetes.dws",
+        "kubernetes.kueue",      "kubernetes.remote_identity",   "gcp.managed_instance_group",
+        "gcp.enable_gvnic",      "gcp.enable_gpu_direct",        "gcp.placement_policy",
+        "vast.datacenter_only",  "vast.create_instance_kwargs",  "active_workspace",
 };
 
 struct ckey {
@@ -596,10 +584,11 @@ static void warn_node(const struct ckey *key, const struct cfg_node *n, const ch
 		join(sub, path, k->value);
 		if (key->type == T_RESOURCES) {
 			if (strcmp(k->value, "cpus") && strcmp(k->value, "memory") &&
-			    strcmp(k->value, "infra"))
+			    strcmp(k->value, "infra") && strcmp(k->value, "image_id"))
 				warn_at(k, sub,
-				        "the managed-jobs controller is placed by infra alone; cpus "
-				        "and memory size its limits",
+				        "the managed-jobs controller is placed by infra alone (and "
+				        "image_id, for a container or a pod); cpus and memory size "
+				        "its limits",
 				        seen, errs);
 			continue;
 		}

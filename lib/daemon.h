@@ -4,8 +4,11 @@
 /*
  * The skeleton every skiff daemon stands on (the node supervisor, the managed-jobs
  * controller, the gang watcher): a detached self-spawn, a lock that says one daemon per
- * state dir, signals as an fd, and one wait with a deadline. No daemon sleeps in a loop:
- * each waits in daemon_wait() for an fd or its next deadline.
+ * state dir, signals as an fd, and one wait with a deadline. No daemon sleeps in a loop
+ * while it waits for work: each waits in daemon_wait() for an fd or its next deadline.
+ * The one loop that looks by time is a job shim's sweep of the job's leftovers once it
+ * has ended (supervisor/shim.c, SWEEP_POLL_MS, bounded by its grace and give-up times):
+ * a process of the job's group that is not the shim's child gives no event when it dies.
  */
 
 #include <signal.h>

@@ -71,7 +71,8 @@ static void emit(enum log_level lvl, const char *fmt, va_list ap, const char *su
 
 	if (lvl == LOG_ERROR)
 		errors++;
-	if (lvl > level)
+	/* An error is still the last one (log_last_error()) when it is not printed. */
+	if (lvl > level && lvl != LOG_ERROR)
 		return;
 	if (log_stamps) {
 		struct timespec ts;
@@ -111,6 +112,8 @@ static void emit(enum log_level lvl, const char *fmt, va_list ap, const char *su
 		snprintf(last_error, sizeof(last_error), "%.*s", (int)(line + n - text), text);
 		pthread_mutex_unlock(&last_lock);
 	}
+	if (lvl > level)
+		return;
 	line[n++] = '\n';
 	while (n) {
 		ssize_t w = write(log_fd, line, n);

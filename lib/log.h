@@ -24,8 +24,8 @@ enum log_level log_get_level(void);
 unsigned long log_error_count(void);
 /*
  * The text of the last error message (without "skiff: error: "), from any thread, into
- * out (size bytes, always terminated; "" when there was none): for a summary of several
- * attempts that each printed their own error as it came.
+ * out (size bytes, always terminated; "" when there was none), printed or not (LOG_QUIET):
+ * for a summary of several attempts that each printed their own error as it came.
  */
 void log_last_error(char *out, size_t size);
 /* Counts an error printed in a form of its own ("FILE:LINE:COL: message"). */

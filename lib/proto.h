@@ -2,7 +2,12 @@
 #define SKIFF_SUP_PROTO_H
 
 /*
- * The control-socket protocol between the CLI and the supervisor.
+ * skiff's frames: how its processes talk, never by text a parser reads back. They carry
+ * the control-socket protocol between the CLI and the supervisor (supervisor/client.c,
+ * supervisor/requests.c); the launcher's protocol with a node over the runner's channel
+ * (`node call`, cmd/node_call.c; `node up --frame`'s answer, install.c); the gang watcher's
+ * watch; a jobs controller host's requests (`__jobs-remote`, whose argv they carry); and
+ * data stored as fields (task_overrides_encode(), renv specs).
  *
  * A message is a 4-byte big-endian length followed by that many bytes of fields, each
  * field being KEY NUL VALUE NUL. Keys are non-empty lowercase words ([a-z0-9_]); values

@@ -487,23 +487,186 @@ static int check_document(struct tparse *p, const struct ynode *root)
 			what = "a YAML list";
 	} else if (root->kind == Y_SCALAR) {
 		what = "plain text (one YAML scalar)";
-	} else if (root->kind == Y_MAP && ymap_get(root, "execution")) {
-		/* SkyPilot's JobGroup header: name, execution: parallel, then the tasks. */
-		const struct ynode *e = ymap_get(root, "execution");
-
-		return tp_err(
-		        p, e,
-		        "a JobGroup (a header with 'execution: %.20s', then its tasks) is not "
-		        "supported yet: its tasks would start together as managed jobs; "
-		        "launch each with 'skiff jobs launch', or drop the header's "
-		        "'execution' to run them one after the other as a pipeline",
-		        e->kind == Y_SCALAR ? e->value : "...");
 	} else {
 		what = foreign_kind(root, buf, sizeof(buf));
 	}
 	if (!what)
 		return 0;
 	return tp_err(p, root, "this looks like %s, not a skiff task", what);
+}
+
+/* ---- job groups -------------------------------------------------------------------- */
+
+static const char *const group_keys[] = {"name", "execution", "primary_tasks", "termination_delay"};
+
+int task_delay_parse(const char *s, long *secs)
+{
+	char num[32];
+	size_t n = strlen(s);
+	long v, mult = 1;
+
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1] | 0x20) {
+	case 's': mult = 1; break;
+	case 'm': mult = 60; break;
+	case 'h': mult = 3600; break;
+	default:
+		if (num[n - 1] < '0' || num[n - 1] > '9')
+			return -1;
+		n++; /* no unit: seconds */
+	}
+	num[n - 1] = '\0';
+	if (parse_long(num, 0, TASK_GROUP_DELAY_MAX_S, &v) || v * mult > TASK_GROUP_DELAY_MAX_S)
+		return -1;
+	*secs = v * mult;
+	return 0;
+}
+
+static int parse_delay(struct tparse *p, const struct ynode *v, const char *path, long *out)
+{
+	if (v->kind != Y_SCALAR || ynode_is_null(v))
+		return tp_type_err(p, v, path, "a duration such as 30s, 5m or 1h");
+	if (task_delay_parse(v->value, out))
+		return tp_err(p, v,
+		              "%s must be a duration such as 30s, 5m or 1h (at most %ld s), "
+		              "not '%.40s'",
+		              path, TASK_GROUP_DELAY_MAX_S, v->value);
+	return 0;
+}
+
+/* The task of l named name, or NULL. */
+static struct task *task_named(const struct task_list *l, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->tasks[i]->name && !strcmp(l->tasks[i]->name, name))
+			return l->tasks[i];
+	return NULL;
+}
+
+/*
+ * The header's name and execution (before the tasks are parsed): 1 for a group, 0 for a
+ * serial pipeline (out->name set), -1 on an error.
+ */
+static int parse_group_header(struct tparse *p, const struct ynode *h, struct task_list *out)
+{
+	const struct ynode *name = ymap_get(h, "name"), *e = ymap_get(h, "execution");
+	int r = tp_check_keys(p, h, NULL, group_keys, ARRAY_SIZE(group_keys));
+
+	if (!name || ynode_is_null(name))
+		r = tp_err(p, h, "a job group's header needs its 'name'");
+	else if (parse_name(p, name, &out->name))
+		r = -1;
+	if (e->kind != Y_SCALAR || ynode_is_null(e) ||
+	    (strcmp(e->value, "parallel") && strcmp(e->value, "serial")))
+		return tp_type_err(p, e, "execution", "parallel (a job group) or serial");
+	if (r)
+		return -1;
+	if (!strcmp(e->value, "parallel"))
+		return 1;
+	/* serial: the pipeline, which has no primary or auxiliary tasks. */
+	if ((name = ymap_get(h, "primary_tasks")) || (name = ymap_get(h, "termination_delay")))
+		return tp_err(p, name,
+		              "a pipeline (execution: serial) runs its tasks one after "
+		              "the other: only a job group (execution: parallel) has this");
+	return 0;
+}
+
+/* The header's primary_tasks and termination_delay, and the tasks' names, once parsed. */
+static int parse_group_tasks(struct tparse *p, const struct ynode *h, const struct ynode **roots,
+                             struct task_list *out)
+{
+	const struct ynode *v;
+	size_t i, k;
+	long def = 0;
+	int r = 0;
+
+	for (i = 0; i < out->n; i++) {
+		const struct ynode *nm = ymap_get(roots[i], "name");
+
+		out->tasks[i]->primary = 1;
+		if (!out->tasks[i]->name)
+			r = tp_err(p, roots[i], "every task of a job group needs a 'name'");
+		for (k = 0; out->tasks[i]->name && k < i; k++)
+			if (out->tasks[k]->name &&
+			    !strcmp(out->tasks[k]->name, out->tasks[i]->name)) {
+				r = tp_err(p, nm,
+				           "task name '%s' is used twice in job group '%s' "
+				           "(first at line %d)",
+				           out->tasks[i]->name, out->name, out->tasks[k]->line);
+				break;
+			}
+	}
+	if (r)
+		return r;
+	if ((v = ymap_get(h, "primary_tasks")) && !ynode_is_null(v)) {
+		if (v->kind != Y_SEQ || !v->n)
+			return tp_type_err(p, v, "primary_tasks", "a non-empty list of task names");
+		for (i = 0; i < out->n; i++)
+			out->tasks[i]->primary = 0;
+		for (k = 0; k < v->n; k++) {
+			const struct ynode *it = v->items[k];
+			struct task *t;
+
+			if (it->kind != Y_SCALAR || ynode_is_null(it)) {
+				r = tp_type_err(p, it, "primary_tasks[]", "a task name");
+				continue;
+			}
+			if (!(t = task_named(out, it->value))) {
+				r = tp_err(p, it,
+				           "primary_tasks names '%.40s', which is no task of "
+				           "job group '%s'",
+				           it->value, out->name);
+				continue;
+			}
+			t->primary = 1;
+		}
+	}
+	if (!(v = ymap_get(h, "termination_delay")) || ynode_is_null(v))
+		return r;
+	if (v->kind == Y_SCALAR) {
+		if (parse_delay(p, v, "termination_delay", &def))
+			return -1;
+		for (i = 0; i < out->n; i++)
+			out->tasks[i]->termination_delay_s = def;
+		return r;
+	}
+	if (v->kind != Y_MAP)
+		return tp_type_err(p, v, "termination_delay",
+		                   "a duration, or a mapping of task names (and 'default') to "
+		                   "durations");
+	/* default first: a task's own delay wins whatever the order. */
+	if (ymap_get(v, "default") &&
+	    parse_delay(p, ymap_get(v, "default"), "termination_delay.default", &def))
+		r = -1;
+	for (i = 0; i < out->n; i++)
+		out->tasks[i]->termination_delay_s = def;
+	for (k = 0; k < ymap_pairs(v); k++) {
+		const struct ynode *key = ymap_key(v, k);
+		char sub[TASK_PATH_MAX];
+		struct task *t;
+
+		if (key->kind != Y_SCALAR || ynode_is_null(key)) {
+			r = tp_err(p, key, "termination_delay's keys must be task names");
+			continue;
+		}
+		if (!strcmp(key->value, "default"))
+			continue;
+		if (!(t = task_named(out, key->value))) {
+			r = tp_err(p, key,
+			           "termination_delay names '%.40s', which is no task of "
+			           "job group '%s'",
+			           key->value, out->name);
+			continue;
+		}
+		if (parse_delay(p, ymap_val(v, k), tp_path(sub, "termination_delay", key->value),
+		                &t->termination_delay_s))
+			r = -1;
+	}
+	return r;
 }
 
 /* ---- pipelines --------------------------------------------------------------------- */
@@ -529,6 +692,20 @@ void task_list_release(struct task_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+int task_list_keep(struct task_list *l, size_t i)
+{
+	size_t k;
+
+	if (i >= l->n)
+		return -EINVAL;
+	for (k = 0; k < l->n; k++)
+		if (k != i)
+			task_free(l->tasks[k]);
+	l->tasks[0] = l->tasks[i];
+	l->n = 1;
+	return 0;
+}
+
 static int only_name(const struct ynode *root)
 {
 	return root->kind == Y_MAP && ymap_pairs(root) == 1 &&
@@ -541,6 +718,7 @@ int task_parse_buf(struct task_list *out, const char *name, const char *data, si
 	struct tparse p = {name, errs, 0, 0};
 	const struct ynode *roots[YAML_MAX_DOCS];
 	size_t nroots = 0, i, first = 0;
+	int group = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!name)
@@ -555,12 +733,19 @@ int task_parse_buf(struct task_list *out, const char *name, const char *data, si
 		tp_err(&p, NULL, "empty file: expected a task (a YAML mapping)");
 		goto fail;
 	}
-	for (i = 0; i < nroots; i++)
+	/* SkyPilot's JobGroup header: name, execution (parallel or serial), then the tasks. */
+	if (roots[0]->kind == Y_MAP && ymap_get(roots[0], "execution")) {
+		group = parse_group_header(&p, roots[0], out);
+		if (group < 0)
+			goto fail;
+		first = 1;
+	}
+	for (i = first; i < nroots; i++)
 		check_document(&p, roots[i]);
 	if (p.failed)
 		goto fail;
 	/* SkyPilot's pipeline form: a first document holding only the pipeline's name. */
-	if (nroots > 1 && only_name(roots[0])) {
+	if (!first && nroots > 1 && only_name(roots[0])) {
 		if (parse_name(&p, ymap_val(roots[0], 0), &out->name))
 			goto fail;
 		first = 1;
@@ -573,6 +758,18 @@ int task_parse_buf(struct task_list *out, const char *name, const char *data, si
 	}
 	if (p.failed)
 		goto fail;
+	if (first && !out->n) {
+		tp_err(&p, roots[0],
+		       "%s '%s' has no tasks: its header is followed by one YAML "
+		       "document per task",
+		       group > 0 ? "job group" : "pipeline", out->name);
+		goto fail;
+	}
+	if (group > 0) {
+		out->parallel = 1;
+		if (parse_group_tasks(&p, roots[0], roots + first, out) || p.failed)
+			goto fail;
+	}
 	if (!out->name && out->n == 1 && out->tasks[0]->name)
 		out->name = xstrdup(out->tasks[0]->name);
 	return 0;
@@ -643,16 +840,26 @@ out:
 	return r;
 }
 
-void task_from_command(struct task_list *out, const char *cmd)
+static struct task *task_bare(struct task_list *out, const char *file)
 {
 	struct task *t = task_new(0, 0);
 
 	memset(out, 0, sizeof(*out));
-	out->file = xstrdup("<command>");
-	t->run = xstrdup(cmd);
+	out->file = xstrdup(file);
 	t->res = xcalloc(1, sizeof(*t->res));
 	t->nres = 1;
 	list_add(out, t);
+	return t;
+}
+
+void task_from_command(struct task_list *out, const char *cmd)
+{
+	task_bare(out, "<command>")->run = xstrdup(cmd);
+}
+
+void task_empty(struct task_list *out)
+{
+	task_bare(out, "<none>");
 }
 
 int task_entrypoint_is_yaml(const char *entrypoint)

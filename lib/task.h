@@ -242,21 +242,48 @@ struct task {
 	const struct ynode *inputs, *outputs, *file_mounts_mapping, *metadata;
 	const struct ynode *managed_secrets;
 	int api_server_access; /* -1 unset */
+	/* In a job group (struct task_list.parallel): */
+	int primary;              /* 1: a primary task (the default); 0: auxiliary */
+	long termination_delay_s; /* after the primaries end, before this one is cancelled */
 };
 
-/* A pipeline: the tasks of one file, run in order. */
+/*
+ * A pipeline: the tasks of one file, run in order. Or a job group (SkyPilot's JobGroup):
+ * a first document `name: G`, `execution: parallel`, optional `primary_tasks: [names]` and
+ * `termination_delay` (a duration, or a mapping of task names and `default` to durations),
+ * then tasks, each named, names unique; they run at once, as managed jobs of their own
+ * (`execution: serial` is the pipeline). Then parallel is set, name is the group's, and
+ * each task's primary and termination_delay_s say what the header did.
+ */
 struct task_list {
 	char *file; /* the name given to the parser */
 	char *name; /* pipeline name (first document holding only `name:`), else task's */
 	struct task **tasks;
 	size_t n;
 	struct ystream yaml; /* owns the nodes tasks point into */
+	int parallel;        /* a job group */
 };
 
 #define TASK_LIST_INIT                                                                             \
 	{                                                                                          \
-		NULL, NULL, NULL, 0, YSTREAM_INIT                                                  \
+		NULL, NULL, NULL, 0, YSTREAM_INIT, 0                                               \
 	}
+
+/*
+ * The longest termination_delay of a job group: a day. A delay is for a service to
+ * finish its work after the primaries end, not a way to keep it running on its own.
+ */
+#define TASK_GROUP_DELAY_MAX_S 86400L
+/*
+ * A job group's termination_delay text: whole seconds ("30", "30s"), minutes ("5m") or
+ * hours ("1h"), at most TASK_GROUP_DELAY_MAX_S. 0 with *secs, or -1.
+ */
+int task_delay_parse(const char *s, long *secs);
+/*
+ * Keeps only task i of l (the others freed): the one-task job a job group's member runs
+ * as. l->parallel and l->name stay. 0, or -EINVAL when i is out of range (l unchanged).
+ */
+int task_list_keep(struct task_list *l, size_t i);
 
 /*
  * Parses a task file held in memory. `name` is used in errors. Returns 0, or -EINVAL
@@ -272,6 +299,8 @@ int task_parse_buf(struct task_list *out, const char *name, const char *data, si
 int task_parse_file(struct task_list *out, const char *path, struct yerrors *errs);
 /* The entry point given as a shell command instead of a YAML file: one task, run = cmd. */
 void task_from_command(struct task_list *out, const char *cmd);
+/* No entry point: one task with no setup and no run (a cluster of the flags' resources). */
+void task_empty(struct task_list *out);
 /* 1 if a launch entry point names a YAML file (ends in .yaml/.yml or is an existing file). */
 int task_entrypoint_is_yaml(const char *entrypoint);
 void task_list_release(struct task_list *l);

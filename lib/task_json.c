@@ -337,6 +337,24 @@ void task_list_json(const struct task_list *l, struct json *j)
 	size_t i;
 
 	key_str(j, "name", l->name);
+	if (l->parallel) {
+		/* A job group's header: its primary tasks, and each auxiliary one's delay. */
+		json_key(j, "execution");
+		json_str(j, "parallel");
+		json_key(j, "primary_tasks");
+		json_arr_begin(j);
+		for (i = 0; i < l->n; i++)
+			if (l->tasks[i]->primary)
+				json_str(j, l->tasks[i]->name);
+		json_arr_end(j);
+		json_key(j, "termination_delay_s");
+		json_obj_begin(j);
+		for (i = 0; i < l->n; i++) {
+			json_key(j, l->tasks[i]->name);
+			json_int(j, l->tasks[i]->termination_delay_s);
+		}
+		json_obj_end(j);
+	}
 	json_key(j, "tasks");
 	json_arr_begin(j);
 	for (i = 0; i < l->n; i++)

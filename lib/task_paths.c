@@ -49,8 +49,8 @@ static int names_unset(const struct task *t, const char *path)
 
 	for (s = strchr(path, '$'); s; s = strchr(s + 1, '$'))
 		for (k = 0; k < t->envs.n + t->secrets.n; k++) {
-			const struct task_kv *kv = k < t->envs.n ? &t->envs.v[k]
-			                                         : &t->secrets.v[k - t->envs.n];
+			const struct task_kv *kv =
+			        k < t->envs.n ? &t->envs.v[k] : &t->secrets.v[k - t->envs.n];
 			const char *name = s[1] == '{' ? s + 2 : s + 1;
 			size_t n = strlen(kv->key);
 

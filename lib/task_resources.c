@@ -523,8 +523,8 @@ static int parse_autostop(struct tparse *p, const struct ynode *n, const char *p
 		                   "mapping");
 	r = tp_check_keys(p, n, path, keys, ARRAY_SIZE(keys));
 	if ((v = ymap_get(n, "idle_minutes")) && !ynode_is_null(v))
-		r |= tp_long(p, v, tp_path(sub, path, "idle_minutes"), 0,
-		             TASK_AUTOSTOP_MINUTES_MAX, &as->idle_minutes);
+		r |= tp_long(p, v, tp_path(sub, path, "idle_minutes"), 0, TASK_AUTOSTOP_MINUTES_MAX,
+		             &as->idle_minutes);
 	if ((v = ymap_get(n, "down")) && !ynode_is_null(v))
 		r |= tp_bool(p, v, tp_path(sub, path, "down"), &as->down);
 	if ((v = ymap_get(n, "wait_for")) && !ynode_is_null(v))

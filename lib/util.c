@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -334,6 +335,29 @@ int write_file_quick(const char *path, const void *data, size_t len, mode_t mode
 		unlink(tmp);
 	free(tmp);
 	return r;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (type == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+int rm_rf(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) ? -errno : 0;
+	nftw(path, rm_entry, 32, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+	return access(path, F_OK) ? 0 : -ENOTEMPTY;
 }
 
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)

@@ -65,6 +65,8 @@ int ensure_private_dir(const char *path);
  * Returns 0 or -errno.
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* rm -rf PATH (no symlink followed, no mount crossed); 0 (also when absent) or -errno. */
+int rm_rf(const char *path);
 /*
  * The same without the fsyncs, for what may be lost in a crash (a cache, a manifest that
  * reads as none when torn): a temp file beside path, then a rename, so a reader sees the

@@ -74,6 +74,8 @@ void mjob_free(struct mjob *j)
 	free(j->exit_codes);
 	free(j->probe_error);
 	free(j->resources);
+	free(j->group_name);
+	free(j->task_name);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -83,10 +85,11 @@ static const char *nz(const char *s)
 }
 
 static int add_event(struct st_db *db, int64_t id, double at, int status, int sched,
-                     const char *reason)
+                     const char *reason, int node_status, const char *exit_codes)
 {
 	sqlite3_stmt *st = st_prepare(db, "INSERT INTO job_events (job_id, at, status, sched, "
-	                                  "reason) VALUES (?, ?, ?, ?, ?)");
+	                                  "reason, node_status, exit_codes) "
+	                                  "VALUES (?, ?, ?, ?, ?, ?, ?)");
 
 	if (!st)
 		return -EIO;
@@ -95,26 +98,121 @@ static int add_event(struct st_db *db, int64_t id, double at, int status, int sc
 	st_bind_int(st, 3, status);
 	st_bind_int(st, 4, sched);
 	st_bind_text(st, 5, nz(reason));
+	st_bind_int(st, 6, node_status);
+	st_bind_text(st, 7, nz(exit_codes));
 	return st_step_done(db, st);
 }
 
-int mj_submit(struct st_db *db, struct mjob *j)
+void mj_tasks_free(struct mj_task *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++) {
+		free(v[i].name);
+		free(v[i].requested);
+	}
+	free(v);
+}
+
+double mj_task_run_s(const struct mj_task *t, double now)
+{
+	double s = t->run_s;
+
+	if (t->started_at <= 0)
+		return -1;
+	if (t->run_since > 0 && now > t->run_since)
+		s += now - t->run_since;
+	return s;
+}
+
+int mj_task_status(const struct mjob *j, int task)
+{
+	if (task < j->task_index)
+		return MJ_SUCCEEDED;
+	if (task == j->task_index)
+		return j->status;
+	return mj_status_terminal(j->status) ? MJ_CANCELLED : MJ_PENDING;
+}
+
+/* The job's task rows, the first one begun at `now`. */
+static int add_tasks(struct st_db *db, const struct mjob *j, const struct mj_task *tasks,
+                     double now)
+{
+	sqlite3_stmt *st = st_prepare(db, "INSERT INTO job_tasks (job_id, task, name, requested, "
+	                                  "submitted_at) VALUES (?, ?, ?, ?, ?)");
+	int k, r = 0;
+
+	if (!st)
+		return -EIO;
+	for (k = 0; !r && k < (j->ntasks > 0 ? j->ntasks : 1); k++) {
+		st_bind_int(st, 1, j->id);
+		st_bind_int(st, 2, k);
+		st_bind_text(st, 3, tasks ? nz(tasks[k].name) : "");
+		st_bind_text(st, 4, tasks ? nz(tasks[k].requested) : "");
+		if (k)
+			st_bind_text(st, 5, NULL);
+		else
+			st_bind_double(st, 5, now);
+		r = st_step_done(db, st);
+	}
+	return r;
+}
+
+/*
+ * A transition's effect on the task rows (status is new, cur the one it leaves, task the
+ * job's current task): tasks before it ended when it began; its clock runs while RUNNING.
+ */
+static int update_tasks(struct st_db *db, int64_t id, int task, int cur, int status, double now)
 {
 	sqlite3_stmt *st;
-	double now = now_wall();
 	int r;
 
-	r = st_begin(db);
+	st = st_prepare(db, "UPDATE job_tasks SET ended_at = ?1, run_s = run_s + "
+	                    "  CASE WHEN run_since IS NULL THEN 0 ELSE MAX(?1 - run_since, 0) END, "
+	                    "  run_since = NULL "
+	                    "WHERE job_id = ?2 AND task < ?3 AND ended_at IS NULL");
+	if (!st)
+		return -EIO;
+	st_bind_double(st, 1, now);
+	st_bind_int(st, 2, id);
+	st_bind_int(st, 3, task);
+	r = st_step_done(db, st);
 	if (r)
 		return r;
+	st = st_prepare(db,
+	                "UPDATE job_tasks SET submitted_at = COALESCE(submitted_at, ?1), "
+	                "started_at = CASE WHEN ?2 = 2 THEN COALESCE(started_at, ?1) "
+	                "  ELSE started_at END, "
+	                "run_s = CASE WHEN ?2 != 2 AND run_since IS NOT NULL "
+	                "  THEN run_s + MAX(?1 - run_since, 0) ELSE run_s END, "
+	                "run_since = CASE WHEN ?2 = 2 THEN COALESCE(run_since, ?1) ELSE NULL END, "
+	                "recoveries = recoveries + (?2 = 3 AND ?3 != 3), "
+	                "ended_at = CASE WHEN ?2 >= 5 THEN COALESCE(ended_at, ?1) ELSE NULL END "
+	                "WHERE job_id = ?4 AND task = ?5");
+	if (!st)
+		return -EIO;
+	st_bind_double(st, 1, now);
+	st_bind_int(st, 2, status);
+	st_bind_int(st, 3, cur);
+	st_bind_int(st, 4, id);
+	st_bind_int(st, 5, task);
+	return st_step_done(db, st);
+}
+
+/* One job's row, its events and task rows, inside the caller's transaction. */
+static int insert_job(struct st_db *db, struct mjob *j, const struct mj_task *tasks, double now)
+{
+	sqlite3_stmt *st;
+	int r;
+
 	st = st_prepare(db, "INSERT INTO managed_jobs (name, entry, spec, cwd, ovargs, infra, "
 	                    "strategy, max_restarts, recover_codes, priority, status, sched, "
-	                    "ntasks, submitted_at, reason, overrides, resources) "
-	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted', ?, ?)");
-	if (!st) {
-		r = -EIO;
-		goto fail;
-	}
+	                    "ntasks, submitted_at, reason, overrides, resources, group_task, "
+	                    "group_primary, group_delay_s, group_name) "
+	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted', ?, ?, "
+	                    "?, ?, ?, ?)");
+	if (!st)
+		return -EIO;
 	st_bind_text(st, 1, nz(j->name));
 	st_bind_text(st, 2, nz(j->entry));
 	st_bind_text(st, 3, nz(j->spec));
@@ -129,18 +227,69 @@ int mj_submit(struct st_db *db, struct mjob *j)
 	st_bind_double(st, 12, now);
 	st_bind_blob(st, 13, j->overrides ? j->overrides : "", j->overrides ? j->overrides_len : 0);
 	st_bind_text(st, 14, nz(j->resources));
+	st_bind_int(st, 15, j->group_task);
+	st_bind_int(st, 16, j->group_name ? j->group_primary : 1);
+	st_bind_int(st, 17, j->group_delay_s);
+	st_bind_text(st, 18, nz(j->group_name));
 	r = st_step_done(db, st);
 	if (r)
-		goto fail;
+		return r;
 	j->id = st_last_rowid(db);
 	j->submitted_at = now;
 	j->status = MJ_PENDING;
 	j->sched = MJS_WAITING;
-	r = add_event(db, j->id, now, MJ_PENDING, MJS_INACTIVE, "created");
+	r = add_event(db, j->id, now, MJ_PENDING, MJS_INACTIVE, "created", -1, NULL);
 	if (!r)
-		r = add_event(db, j->id, now, MJ_PENDING, MJS_WAITING, "submitted");
+		r = add_event(db, j->id, now, MJ_PENDING, MJS_WAITING, "submitted", -1, NULL);
+	if (!r)
+		r = add_tasks(db, j, tasks, now);
+	return r;
+}
+
+int mj_submit(struct st_db *db, struct mjob *j, const struct mj_task *tasks)
+{
+	int r = st_begin(db);
+
+	if (r)
+		return r;
+	r = insert_job(db, j, tasks, now_wall());
+	if (r) {
+		st_rollback(db);
+		return r;
+	}
+	return st_commit(db);
+}
+
+int mj_submit_group(struct st_db *db, struct mjob *v, size_t n, const struct mj_task *tasks)
+{
+	sqlite3_stmt *st;
+	double now = now_wall();
+	size_t k;
+	int r;
+
+	if (!n)
+		return -EINVAL;
+	r = st_begin(db);
+	if (r)
+		return r;
+	for (k = 0; !r && k < n; k++)
+		r = insert_job(db, &v[k], &tasks[k], now);
 	if (r)
 		goto fail;
+	/* One writer holds the transaction: the ids are consecutive. */
+	st = st_prepare(db, "UPDATE managed_jobs SET group_id = ? WHERE id BETWEEN ? AND ?");
+	if (!st) {
+		r = -EIO;
+		goto fail;
+	}
+	st_bind_int(st, 1, v[0].id);
+	st_bind_int(st, 2, v[0].id);
+	st_bind_int(st, 3, v[n - 1].id);
+	r = st_step_done(db, st);
+	if (r)
+		goto fail;
+	for (k = 0; k < n; k++)
+		v[k].group_id = v[0].id;
 	return st_commit(db);
 fail:
 	st_rollback(db);
@@ -152,7 +301,7 @@ fail:
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
-	"resources"
+	"resources, group_id, group_task, group_primary, group_delay_s, group_name"
 
 /* Columns without the spec text: what the queue and the controller need. */
 #define MJ_COLS_LIGHT                                                                              \
@@ -160,7 +309,7 @@ fail:
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
-	"resources"
+	"resources, group_id, group_task, group_primary, group_delay_s, group_name"
 
 static double col_real(sqlite3_stmt *st, int i)
 {
@@ -206,6 +355,80 @@ static void read_row(sqlite3_stmt *st, struct mjob *j)
 	if (j->overrides_len)
 		memcpy(j->overrides, sqlite3_column_blob(st, 32), j->overrides_len);
 	j->resources = xstrdup(st_col_text(st, 33));
+	j->group_id = sqlite3_column_int64(st, 34);
+	j->group_task = sqlite3_column_int(st, 35);
+	j->group_primary = sqlite3_column_int(st, 36);
+	j->group_delay_s = sqlite3_column_int(st, 37);
+	j->group_name = xstrdup(st_col_text(st, 38));
+	j->task_name = xstrdup("");
+}
+
+int mj_group(struct st_db *db, int64_t gid, struct mjob **out, size_t *n)
+{
+	/* The task's name is its one job_tasks row's (the inner `name` is job_tasks'). */
+	sqlite3_stmt *st = st_prepare(db, "SELECT " MJ_COLS_LIGHT ", (SELECT name FROM job_tasks "
+	                                  "WHERE job_id = managed_jobs.id AND task = 0) "
+	                                  "FROM managed_jobs WHERE group_id = ? ORDER BY id");
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, gid);
+	while ((r = st_step(db, st)) > 0) {
+		struct mjob *j;
+
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
+		j = &(*out)[(*n)++];
+		read_row(st, j);
+		free(j->task_name);
+		j->task_name = xstrdup(st_col_text(st, 39));
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+int mj_groups_with_aux(struct st_db *db, int64_t **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT DISTINCT group_id FROM managed_jobs "
+	                                  "WHERE group_id != 0 AND group_primary = 0 "
+	                                  "AND status < 5 AND cancel_requested = 0 "
+	                                  "ORDER BY group_id");
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) > 0) {
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
+		(*out)[(*n)++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+int mj_group_status(const int *status, const int *primary, size_t n)
+{
+	size_t k;
+	int all_ok = 1;
+
+	for (k = 0; k < n; k++)
+		if (status[k] == MJ_RUNNING)
+			return MJ_RUNNING;
+	for (k = 0; k < n; k++)
+		if (!mj_status_terminal(status[k]))
+			return status[k];
+	for (k = 0; k < n; k++) {
+		if (status[k] >= MJ_FAILED)
+			return status[k];
+		if (primary[k] && status[k] != MJ_SUCCEEDED)
+			all_ok = 0;
+	}
+	return n && all_ok ? MJ_SUCCEEDED : MJ_CANCELLED;
 }
 
 int mj_get(struct st_db *db, int64_t id, struct mjob *out)
@@ -237,7 +460,7 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
 
 	if (sched_mask == MJ_CANCEL_REQUESTED) {
 		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs "
-		                    "WHERE sched != 6 AND cancel_requested = 1 AND status < 5 "
+		                    "WHERE sched != 6 AND cancel_requested != 0 AND status < 5 "
 		                    "ORDER BY id");
 	} else if (sched_mask != MJ_ANY) {
 		/* Through the schedule-state index: DONE rows are never read. */
@@ -271,15 +494,18 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
 	return r < 0 ? r : 0;
 }
 
-/* reason NULL keeps the row's reason; the event then says ev_reason. */
+/*
+ * reason NULL keeps the row's reason; the event then says ev_reason. node_status and
+ * exit_codes: what the last probe saw of the run it ends (-1, NULL: none).
+ */
 static int transition_ev(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
                          int status, int sched, const char *reason, const char *ev_reason,
-                         double now)
+                         double now, int node_status, const char *exit_codes)
 {
 	sqlite3_stmt *st;
-	int cur_status, cur_sched, r;
+	int cur_status, cur_sched, task, r;
 
-	st = st_prepare(db, "SELECT status, sched FROM managed_jobs WHERE id = ?");
+	st = st_prepare(db, "SELECT status, sched, task_index FROM managed_jobs WHERE id = ?");
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, id);
@@ -290,6 +516,7 @@ static int transition_ev(struct st_db *db, int64_t id, unsigned status_mask, uns
 		return -ENOENT;
 	cur_status = sqlite3_column_int(st, 0);
 	cur_sched = sqlite3_column_int(st, 1);
+	task = sqlite3_column_int(st, 2);
 	sqlite3_reset(st);
 	if (!(status_mask & MJ_MASK(cur_status)) || !(sched_mask & MJ_MASK(cur_sched)))
 		return -ESTALE;
@@ -312,33 +539,45 @@ static int transition_ev(struct st_db *db, int64_t id, unsigned status_mask, uns
 	st_bind_double(st, 4, now);
 	st_bind_int(st, 5, id);
 	r = st_step_done(db, st);
+	if (!r)
+		r = update_tasks(db, id, task, cur_status, status, now);
 	if (r)
 		return r;
 	if (status == cur_status && sched == cur_sched && !reason)
 		return 0;
-	return add_event(db, id, now, status, sched, reason ? reason : ev_reason);
+	return add_event(db, id, now, status, sched, reason ? reason : ev_reason, node_status,
+	                 exit_codes);
 }
 
 static int transition_locked(struct st_db *db, int64_t id, unsigned status_mask,
                              unsigned sched_mask, int status, int sched, const char *reason,
                              double now)
 {
-	return transition_ev(db, id, status_mask, sched_mask, status, sched, reason, NULL, now);
+	return transition_ev(db, id, status_mask, sched_mask, status, sched, reason, NULL, now, -1,
+	                     NULL);
 }
 
-int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
-                  int status, int sched, const char *reason)
+int mj_transition_run(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                      int status, int sched, const char *reason, int node_status,
+                      const char *exit_codes)
 {
 	int r = st_begin(db);
 
 	if (r)
 		return r;
-	r = transition_locked(db, id, status_mask, sched_mask, status, sched, reason, now_wall());
+	r = transition_ev(db, id, status_mask, sched_mask, status, sched, reason, NULL, now_wall(),
+	                  node_status, exit_codes);
 	if (r) {
 		st_rollback(db);
 		return r;
 	}
 	return st_commit(db);
+}
+
+int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                  int status, int sched, const char *reason)
+{
+	return mj_transition_run(db, id, status_mask, sched_mask, status, sched, reason, -1, NULL);
 }
 
 static int update_one(struct st_db *db, sqlite3_stmt *st)
@@ -512,7 +751,7 @@ int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t 
 	r = transition_ev(db, pick, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_MASK(from),
 	                  from == MJS_WAITING ? MJ_STARTING : -1, MJS_LAUNCHING,
 	                  from == MJS_WAITING ? "launch slot taken" : NULL, "launch slot taken",
-	                  now_wall());
+	                  now_wall(), -1, NULL);
 	if (r)
 		goto fail;
 	*id = pick;
@@ -523,10 +762,22 @@ fail:
 	return r;
 }
 
-static int cancel_one(struct st_db *db, int64_t id, int *found, int *done, double now)
+const char *mj_cancel_reason(const struct mjob *j, char *out, size_t size)
 {
-	sqlite3_stmt *st = st_prepare(db, "SELECT status, sched, cluster FROM managed_jobs "
-	                                  "WHERE id = ?");
+	if (j->cancel_requested != MJ_CANCEL_BY_GROUP)
+		return "cancelled by the user";
+	snprintf(out, size, "auxiliary task of job group %s: its primary tasks ended",
+	         j->group_name);
+	return out;
+}
+
+/* by: MJ_CANCEL_BY_USER or MJ_CANCEL_BY_GROUP. */
+static int cancel_one(struct st_db *db, int64_t id, int by, int *found, int *done, double now)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT status, sched, cluster, group_name "
+	                                  "FROM managed_jobs WHERE id = ?");
+	char why[MJ_CANCEL_REASON_MAX];
+	struct mjob g = {0};
 	int status, sched, holds, r;
 
 	if (!st)
@@ -538,23 +789,57 @@ static int cancel_one(struct st_db *db, int64_t id, int *found, int *done, doubl
 	status = sqlite3_column_int(st, 0);
 	sched = sqlite3_column_int(st, 1);
 	holds = *st_col_text(st, 2) != 0;
+	g.group_name = xstrdup(st_col_text(st, 3));
 	sqlite3_reset(st);
+	g.cancel_requested = by;
 	(*found)++;
 	if (mj_status_terminal(status))
-		return 0;
+		goto out;
 	if (sched == MJS_WAITING || sched == MJS_INACTIVE ||
 	    (sched == MJS_ALIVE_BACKOFF && !holds)) {
 		r = transition_locked(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_CANCELLED, MJS_DONE,
-		                      "cancelled by the user", now);
+		                      mj_cancel_reason(&g, why, sizeof(why)), now);
 		if (!r)
 			(*done)++;
-		return r == -ESTALE ? 0 : r;
+		r = r == -ESTALE ? 0 : r;
+		goto out;
 	}
-	st = st_prepare(db, "UPDATE managed_jobs SET cancel_requested = 1 WHERE id = ?");
+	st = st_prepare(db, "UPDATE managed_jobs SET cancel_requested = ? WHERE id = ?");
+	if (!st) {
+		r = -EIO;
+		goto out;
+	}
+	st_bind_int(st, 1, by);
+	st_bind_int(st, 2, id);
+	r = st_step_done(db, st);
+out:
+	free(g.group_name);
+	return r;
+}
+
+/* ids, and every member of a group that one of them is (its first member's id), into v. */
+static int expand_groups(struct st_db *db, const int64_t *ids, size_t n, int64_t **v, size_t *nv)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id FROM managed_jobs WHERE group_id = ?1 "
+	                                  "AND id != ?1 ORDER BY id");
+	size_t cap = 0, i;
+	int r = 0;
+
 	if (!st)
 		return -EIO;
-	st_bind_int(st, 1, id);
-	return st_step_done(db, st);
+	for (i = 0; i < n; i++) {
+		*v = xgrow(*v, *nv, &cap, sizeof(**v));
+		(*v)[(*nv)++] = ids[i];
+		st_bind_int(st, 1, ids[i]);
+		while ((r = st_step(db, st)) > 0) {
+			*v = xgrow(*v, *nv, &cap, sizeof(**v));
+			(*v)[(*nv)++] = sqlite3_column_int64(st, 0);
+		}
+		sqlite3_reset(st);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
@@ -588,11 +873,15 @@ int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, 
 		sqlite3_reset(st);
 		if (r < 0)
 			goto fail;
-		ids = v;
-		n = nv;
+	} else {
+		r = expand_groups(db, ids, n, &v, &nv);
+		if (r < 0)
+			goto fail;
 	}
+	ids = v;
+	n = nv;
 	for (i = 0; i < n; i++) {
-		r = cancel_one(db, ids[i], found, done, now);
+		r = cancel_one(db, ids[i], MJ_CANCEL_BY_USER, found, done, now);
 		if (r < 0)
 			goto fail;
 	}
@@ -602,6 +891,20 @@ fail:
 	free(v);
 	st_rollback(db);
 	return r;
+}
+
+int mj_cancel_aux(struct st_db *db, int64_t id)
+{
+	int found = 0, done = 0, r = st_begin(db);
+
+	if (r)
+		return r;
+	r = cancel_one(db, id, MJ_CANCEL_BY_GROUP, &found, &done, now_wall());
+	if (r < 0) {
+		st_rollback(db);
+		return r;
+	}
+	return st_commit(db);
 }
 
 int mj_holder_set(struct st_db *db, int64_t job_id, const char *kind, int pid, uint64_t start)
@@ -729,20 +1032,62 @@ void mj_cleanups_free(struct mj_cleanup *v, size_t n)
 	free(v);
 }
 
-int mj_events(struct st_db *db, int64_t id,
-              int (*fn)(double at, int status, int sched, const char *reason, void *arg), void *arg)
+int mj_events(struct st_db *db, int64_t id, int (*fn)(const struct mj_event *e, void *arg),
+              void *arg)
 {
-	sqlite3_stmt *st = st_prepare(db, "SELECT at, status, sched, reason FROM job_events "
+	sqlite3_stmt *st = st_prepare(db, "SELECT at, status, sched, reason, node_status, "
+	                                  "exit_codes FROM job_events "
 	                                  "WHERE job_id = ? ORDER BY at, rowid");
 	int r;
 
 	if (!st)
 		return -EIO;
 	st_bind_int(st, 1, id);
-	while ((r = st_step(db, st)) > 0)
-		if (fn(sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
-		       sqlite3_column_int(st, 2), st_col_text(st, 3), arg))
+	while ((r = st_step(db, st)) > 0) {
+		struct mj_event e;
+
+		e.at = sqlite3_column_double(st, 0);
+		e.status = sqlite3_column_int(st, 1);
+		e.sched = sqlite3_column_int(st, 2);
+		e.reason = st_col_text(st, 3);
+		e.node_status = sqlite3_column_int(st, 4);
+		e.exit_codes = st_col_text(st, 5);
+		if (fn(&e, arg))
 			break;
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+int mj_tasks(struct st_db *db, int64_t min_id, struct mj_task **out, size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT job_id, task, name, requested, submitted_at, "
+	                                  "started_at, ended_at, run_s, run_since, recoveries "
+	                                  "FROM job_tasks WHERE job_id >= ? ORDER BY job_id, task");
+	size_t cap = 0;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, min_id);
+	while ((r = st_step(db, st)) > 0) {
+		struct mj_task *t;
+
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
+		t = &(*out)[(*n)++];
+		t->job_id = sqlite3_column_int64(st, 0);
+		t->task = sqlite3_column_int(st, 1);
+		t->name = xstrdup(st_col_text(st, 2));
+		t->requested = xstrdup(st_col_text(st, 3));
+		t->submitted_at = col_real(st, 4);
+		t->started_at = col_real(st, 5);
+		t->ended_at = col_real(st, 6);
+		t->run_s = col_real(st, 7);
+		t->run_since = col_real(st, 8);
+		t->recoveries = sqlite3_column_int(st, 9);
+	}
 	sqlite3_reset(st);
 	return r < 0 ? r : 0;
 }

@@ -3,12 +3,16 @@
 
 /*
  * Managed jobs (`skiff jobs ...`): tables in the launcher's database ($SKIFF_HOME/launcher.db,
- * st_launcher_schema, migration 1 -> 2). docs/managed-jobs.md describes the model.
+ * st_launcher_schema, migrations 1 -> 2, 8 -> 9 and 10 -> 11). docs/managed-jobs.md describes
+ * the model; a job group is a job per task, linked by group_id.
  *
  *   managed_jobs   one row per managed job: its task (the entry file's text, or a command),
  *                  status and schedule state (SkyPilot's names), priority, recoveries,
  *                  the cluster and cluster job it runs as, what the last probe saw
- *   job_events     every transition: time, status, schedule state, reason
+ *   job_events     every transition: time, status, schedule state, reason; for one that ends
+ *                  a run, what the last probe saw of it (the node's status, exit codes)
+ *   job_tasks      one row per task (a pipeline has several): name, what it asks for, when
+ *                  it began, first ran and ended, how long it ran, its recoveries
  *   job_holders    who does work for a job outside the controller: a launch or cleanup
  *                  worker, by pid and process start time, so that a restarted controller
  *                  tells a live worker from a dead one (pid reuse included)
@@ -101,18 +105,81 @@ struct mjob {
 	char *probe_error;
 	int probe_failures; /* consecutive */
 	char *resources;    /* what it asks for, as `jobs queue` shows it; "" unknown */
+	/* A member of a job group (migration 10 -> 11); group_id 0: in none. */
+	int64_t group_id;   /* the group's first member's id */
+	int group_task;     /* its task's index in the group's file */
+	int group_primary;  /* 1: a primary task; 0: auxiliary */
+	long group_delay_s; /* an auxiliary one: its cancel waits this long after the primaries */
+	char *group_name;
+	char *task_name; /* its task's name: read by mj_group() only, else "" */
 };
 
 void mjob_free(struct mjob *j);
+
+/*
+ * A task of a job (job_tasks): what `jobs queue` shows in a row of its own for a pipeline's
+ * tasks. Times are epoch seconds, 0 when not yet. Strings malloc'd, never NULL (read rows).
+ */
+struct mj_task {
+	int64_t job_id;
+	int task;        /* 0-based, in the pipeline's order */
+	char *name;      /* the task's name; "" none */
+	char *requested; /* what it asks for, as SkyPilot's REQUESTED: "1x[CPU:1+]" */
+	double submitted_at, started_at, ended_at;
+	double run_s;     /* seconds it ran before its current run */
+	double run_since; /* when its current run began; 0 when it does not run */
+	int recoveries;
+};
+void mj_tasks_free(struct mj_task *v, size_t n);
+/* Seconds task t ran (its runs, not the waits between them) until now; -1 if it never ran. */
+double mj_task_run_s(const struct mj_task *t, double now);
+/*
+ * A task's status, from its job's: tasks before the current one SUCCEEDED (a pipeline
+ * moves on only then), the current one has the job's, later ones are PENDING, or CANCELLED
+ * once the job ended without them (as SkyPilot marks them).
+ */
+int mj_task_status(const struct mjob *j, int task);
 
 extern const char *const st_jobs_migration; /* launcher db 1 -> 2 */
 
 /*
  * Inserts a job (PENDING, WAITING, submitted_at now) from j's name, entry, spec, cwd, ovargs,
  * overrides, infra, strategy, max_restarts, recover_codes, priority, ntasks; sets j->id. Events
- * INACTIVE -> WAITING are recorded. 0 or an error.
+ * INACTIVE -> WAITING are recorded, and a job_tasks row per task with the name and requested
+ * of tasks[0..ntasks) (NULL: none; the first task's begins now). 0 or an error.
  */
-int mj_submit(struct st_db *db, struct mjob *j);
+int mj_submit(struct st_db *db, struct mjob *j, const struct mj_task *tasks);
+/*
+ * Inserts the n members of a job group, as mj_submit() each, in one transaction: ids are
+ * consecutive, and every member's group_id is the first one's (each v[k]'s group_task,
+ * group_primary, group_delay_s and group_name are written as given). tasks[k] is member
+ * k's task row (one each). 0 or an error (nothing written).
+ */
+int mj_submit_group(struct st_db *db, struct mjob *v, size_t n, const struct mj_task *tasks);
+/*
+ * The members of group gid by id, each with its task_name (*out: caller frees each with
+ * mjob_free(), then the array). *n 0 when there is no such group. 0 or an error.
+ */
+int mj_group(struct st_db *db, int64_t gid, struct mjob **out, size_t *n);
+/*
+ * The groups with a member that has not ended, is auxiliary and has no cancel asked for:
+ * those whose auxiliaries the controller may have to cancel (*out: caller frees). 0 or
+ * an error.
+ */
+int mj_groups_with_aux(struct st_db *db, int64_t **out, size_t *n);
+/*
+ * A group's status for `jobs queue`, from its members' (n of them, primary[k] whether
+ * member k is primary): while one has not ended, RUNNING if one runs, else the first
+ * active one's; once all ended, the first failed member's failure, else SUCCEEDED when
+ * every primary succeeded (auxiliaries cancelled as their primaries ended), else CANCELLED.
+ */
+int mj_group_status(const int *status, const int *primary, size_t n);
+
+/*
+ * Every task row of the jobs with id >= min_id, by job then task (*out: caller frees with
+ * mj_tasks_free()). Jobs submitted before skiff kept them have none. 0 or an error.
+ */
+int mj_tasks(struct st_db *db, int64_t min_id, struct mj_task **out, size_t *n);
 /* 0, -ENOENT (not printed), or an error. */
 int mj_get(struct st_db *db, int64_t id, struct mjob *out);
 
@@ -134,6 +201,14 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
  */
 int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
                   int status, int sched, const char *reason);
+/*
+ * The same for a transition that ends the job's current run (its task ended, failed, is
+ * recovered or cancelled): the event also keeps what the last probe saw of the run,
+ * node_status (enum job_status, -1 unknown) and exit_codes ("0,1"; NULL none).
+ */
+int mj_transition_run(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
+                      int status, int sched, const char *reason, int node_status,
+                      const char *exit_codes);
 
 /* Field setters (no transition, no event). */
 int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
@@ -167,6 +242,22 @@ int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t 
  */
 int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
               int *done);
+/*
+ * An id in ids that is a job group's (its first member's) cancels every member. And the
+ * controller's cancel of auxiliary member id once its group's primaries ended: as
+ * mj_cancel() of that one id, with cancel_requested MJ_CANCEL_BY_GROUP, so that its reason
+ * names the group, not the user.
+ */
+#define MJ_CANCEL_BY_USER 1
+#define MJ_CANCEL_BY_GROUP 2
+int mj_cancel_aux(struct st_db *db, int64_t id);
+/*
+ * The bytes of a cancel's reason: its words and a group's name (at most TASK_NAME_MAX,
+ * lib/task.h, characters).
+ */
+#define MJ_CANCEL_REASON_MAX 384
+/* The reason of a cancelled job: the user's, or its group's (into out, size bytes). */
+const char *mj_cancel_reason(const struct mjob *j, char *out, size_t size);
 
 /* Holders: pid and start time of the worker doing job_id's launch or a cleanup. */
 struct mj_holder {
@@ -196,9 +287,16 @@ int mj_cleanup_done(struct st_db *db, int64_t id);
 int mj_cleanup_count(struct st_db *db);
 void mj_cleanups_free(struct mj_cleanup *v, size_t n);
 
-/* Events of a job, oldest first: fn(at, status, sched, reason). */
-int mj_events(struct st_db *db, int64_t id,
-              int (*fn)(double at, int status, int sched, const char *reason, void *arg),
+/* One transition of a job (job_events); strings valid during the callback only. */
+struct mj_event {
+	double at;
+	int status, sched;
+	const char *reason;
+	int node_status;        /* of the run it ended (mj_transition_run()); -1 unknown */
+	const char *exit_codes; /* that run's ranks' exit codes then; "" unknown */
+};
+/* Events of a job, oldest first; fn returning non-zero stops. */
+int mj_events(struct st_db *db, int64_t id, int (*fn)(const struct mj_event *e, void *arg),
               void *arg);
 
 /* jobs_meta: small key/value facts (limits, controller pid). */

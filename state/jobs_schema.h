@@ -1,7 +1,10 @@
 #ifndef SKIFF_STATE_JOBS_SCHEMA_H
 #define SKIFF_STATE_JOBS_SCHEMA_H
 
-/* The managed-jobs tables: the launcher database's migration 1 -> 2 (state/launcher.c). */
+/*
+ * The managed-jobs tables: the launcher database's migrations 1 -> 2, 8 -> 9 and 10 -> 11
+ * (state/launcher.c).
+ */
 
 /*
  * The schedule state has its own index: the controller's every query ("what is WAITING",
@@ -68,5 +71,46 @@
 	"  cluster_job INTEGER NOT NULL DEFAULT 0"                                                 \
 	");"                                                                                       \
 	"CREATE TABLE jobs_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+
+/*
+ * Migration 8 -> 9: a row per task of each job (a pipeline's tasks are rows of `jobs queue`,
+ * as in SkyPilot): its name and what it asks for, written at submit; when it began (the
+ * job's submit for the first task, the previous task's end after), first ran and ended; the
+ * seconds it ran (run_s, plus now - run_since while it runs: recovery and launch waits do
+ * not count); its recoveries. Its status is the job's (state/jobs.c: mj_task_status()).
+ * And an event that ends a run keeps what the last probe saw of that run (the node's
+ * status, the ranks' exit codes): `jobs logs` says how each run ended.
+ */
+#define ST_JOB_TASKS_MIGRATION                                                                     \
+	"CREATE TABLE job_tasks ("                                                                 \
+	"  job_id INTEGER NOT NULL,"                                                               \
+	"  task INTEGER NOT NULL,"                                                                 \
+	"  name TEXT NOT NULL DEFAULT '',"                                                         \
+	"  requested TEXT NOT NULL DEFAULT '',"                                                    \
+	"  submitted_at REAL,"                                                                     \
+	"  started_at REAL,"                                                                       \
+	"  ended_at REAL,"                                                                         \
+	"  run_s REAL NOT NULL DEFAULT 0,"                                                         \
+	"  run_since REAL,"                                                                        \
+	"  recoveries INTEGER NOT NULL DEFAULT 0,"                                                 \
+	"  PRIMARY KEY (job_id, task)"                                                             \
+	") WITHOUT ROWID;"                                                                         \
+	"ALTER TABLE job_events ADD COLUMN node_status INTEGER NOT NULL DEFAULT -1;"               \
+	"ALTER TABLE job_events ADD COLUMN exit_codes TEXT NOT NULL DEFAULT '';"
+
+/*
+ * Migration 10 -> 11: job groups (SkyPilot's JobGroup, docs/managed-jobs.md). A group is
+ * one managed job per task, submitted together with consecutive ids; each row says its
+ * group (group_id, the first member's id; 0: in none), its task's index in the file, whether
+ * it is a primary task, the seconds its cancel waits after the primaries ended (an
+ * auxiliary task's), and the group's name. The index finds a group's members.
+ */
+#define ST_JOB_GROUPS_MIGRATION                                                                    \
+	"ALTER TABLE managed_jobs ADD COLUMN group_id INTEGER NOT NULL DEFAULT 0;"                 \
+	"ALTER TABLE managed_jobs ADD COLUMN group_task INTEGER NOT NULL DEFAULT 0;"               \
+	"ALTER TABLE managed_jobs ADD COLUMN group_primary INTEGER NOT NULL DEFAULT 1;"            \
+	"ALTER TABLE managed_jobs ADD COLUMN group_delay_s INTEGER NOT NULL DEFAULT 0;"            \
+	"ALTER TABLE managed_jobs ADD COLUMN group_name TEXT NOT NULL DEFAULT '';"                 \
+	"CREATE INDEX managed_jobs_group ON managed_jobs(group_id) WHERE group_id != 0;"
 
 #endif

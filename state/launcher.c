@@ -92,6 +92,12 @@ static const char *const migrations[] = {
         "ALTER TABLE clusters ADD COLUMN ports TEXT NOT NULL DEFAULT '';",
         /* 7 -> 8: a managed job's resources as `jobs queue` shows them ("1x[cpus=4]") */
         "ALTER TABLE managed_jobs ADD COLUMN resources TEXT NOT NULL DEFAULT '';",
+        /* 8 -> 9: a managed job's tasks; how each run ended (state/jobs_schema.h) */
+        ST_JOB_TASKS_MIGRATION,
+        /* 9 -> 10: the workdir's git commit when the job was submitted (queue's GIT COMMIT) */
+        "ALTER TABLE cluster_jobs ADD COLUMN git_commit TEXT NOT NULL DEFAULT '';",
+        /* 10 -> 11: job groups, a managed job per task (state/jobs_schema.h) */
+        ST_JOB_GROUPS_MIGRATION,
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -183,6 +189,7 @@ void cluster_job_free(struct cluster_job *j)
 	free(j->entrypoint);
 	free(j->submit_key);
 	free(j->reason);
+	free(j->git_commit);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -627,7 +634,7 @@ int st_cluster_delete(struct st_db *db, const char *name)
 
 #define JOB_COLS                                                                                        \
 	"cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint, final_status, " \
-	"submit_key, owner_pid, owner_start, reason"
+	"submit_key, owner_pid, owner_start, reason, git_commit"
 
 static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 {
@@ -645,6 +652,7 @@ static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 	j->owner_pid = (pid_t)sqlite3_column_int64(st, 10);
 	j->owner_start = (uint64_t)sqlite3_column_int64(st, 11);
 	j->reason = col_dup(st, 12);
+	j->git_commit = col_dup(st, 13);
 }
 
 int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j)
@@ -685,8 +693,8 @@ int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job
 		goto fail;
 	st = st_prepare(db,
 	                "INSERT INTO cluster_jobs (cluster, id, name, num_nodes, submitted_at, "
-	                "node_job_ids, log_dir, entrypoint, submit_key, owner_pid, owner_start) "
-	                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	                "node_job_ids, log_dir, entrypoint, submit_key, owner_pid, owner_start, "
+	                "git_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	if (!st) {
 		r = -EIO;
 		goto fail;
@@ -702,6 +710,7 @@ int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job
 	st_bind_text(st, 9, or_empty(j->submit_key));
 	st_bind_int(st, 10, j->owner_pid);
 	st_bind_int(st, 11, (int64_t)j->owner_start);
+	st_bind_text(st, 12, or_empty(j->git_commit));
 	r = st_step_done(db, st);
 	if (r)
 		goto fail;

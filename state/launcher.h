@@ -101,7 +101,8 @@ struct cluster_job {
 	char *submit_key;
 	pid_t owner_pid;
 	uint64_t owner_start;
-	char *reason; /* why final_status was decided here ("" when the nodes said) */
+	char *reason;     /* why final_status was decided here ("" when the nodes said) */
+	char *git_commit; /* the workdir's commit at submit ("" none: queue's GIT COMMIT) */
 };
 
 void cluster_job_free(struct cluster_job *j);

@@ -82,15 +82,18 @@ static const char *const migrations[] = {
         "ALTER TABLE jobs ADD COLUMN submit_key TEXT;"
         "CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) WHERE submit_key IS NOT NULL;"
         "ALTER TABLE jobs ADD COLUMN failed_starts INTEGER NOT NULL DEFAULT 0;",
+        /* 3 -> 4: the job starts in the home when its cwd does not exist (SkyPilot's
+         * `cd ~/sky_workdir` of a task without a workdir) */
+        "ALTER TABLE jobs ADD COLUMN cwd_optional INTEGER NOT NULL DEFAULT 0;",
 };
 
-const struct st_schema st_node_schema = {"node", migrations, 3};
+const struct st_schema st_node_schema = {"node", migrations, 4};
 
 #define JOB_COLS                                                                                   \
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
 	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
 	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv, "            \
-	"submit_key, failed_starts"
+	"submit_key, failed_starts, cwd_optional"
 
 void job_free(struct job *j)
 {
@@ -158,6 +161,7 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 		memcpy(j->renv, blob, j->renv_len);
 	j->submit_key = dup_col(st, 27);
 	j->failed_starts = sqlite3_column_int(st, 28);
+	j->cwd_optional = sqlite3_column_int(st, 29);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)
@@ -165,8 +169,8 @@ int st_job_insert(struct st_db *db, struct job *j)
 	sqlite3_stmt *st = st_prepare(
 	        db,
 	        "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
-	        "log_dir, envs, submitted_at, cancel_grace, renv, submit_key) "
-	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        "log_dir, envs, submitted_at, cancel_grace, renv, submit_key, cwd_optional) "
+	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	int r;
 
 	if (!st)
@@ -187,6 +191,7 @@ int st_job_insert(struct st_db *db, struct job *j)
 	st_bind_double(st, 13, j->cancel_grace);
 	st_bind_blob(st, 14, j->renv ? j->renv : "", j->renv ? j->renv_len : 0);
 	st_bind_text(st, 15, j->submit_key && *j->submit_key ? j->submit_key : NULL);
+	st_bind_int(st, 16, j->cwd_optional);
 	r = st_step_done(db, st);
 	if (r)
 		return r;

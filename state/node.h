@@ -40,12 +40,13 @@ struct job {
 	char *name;
 	int status;
 	int priority;
-	double cpus;   /* reserved CPUs (0.5 when the job declares none) */
-	double memory; /* reserved memory in GiB */
-	int gpus;      /* reserved accelerator count */
-	char *setup;   /* shell script or NULL */
-	char *run;     /* shell script or NULL */
-	char *cwd;     /* working directory or NULL (the state dir's home) */
+	double cpus;      /* reserved CPUs (0.5 when the job declares none) */
+	double memory;    /* reserved memory in GiB */
+	int gpus;         /* reserved accelerator count */
+	char *setup;      /* shell script or NULL */
+	char *run;        /* shell script or NULL */
+	char *cwd;        /* working directory or NULL (the state dir's home) */
+	int cwd_optional; /* cwd missing: the job starts in the home instead of failing */
 	char *log_dir;
 	char *envs; /* "K=V\0K=V\0..." */
 	size_t envs_len;
@@ -134,5 +135,16 @@ double st_kv_get_double(struct st_db *db, const char *key, double def);
 	(JOB_MASK(JOB_INIT) | JOB_MASK(JOB_PENDING) | JOB_MASK(JOB_SETTING_UP) |                   \
 	 JOB_MASK(JOB_RUNNING))
 #define JOB_MASK_ALL ((1u << JOB_N_STATUS) - 1)
+
+/*
+ * The node db's kv keys that hold autostop (supervisor/autostop.c writes them; `node
+ * call`'s autostop_state reads the fired ones without a supervisor).
+ */
+#define NODE_KV_AUTOSTOP_IDLE "autostop_idle_minutes" /* the setting; NULL: none */
+#define NODE_KV_AUTOSTOP_DOWN "autostop_down"
+#define NODE_KV_AUTOSTOP_WAIT_FOR "autostop_wait_for"
+#define NODE_KV_AUTOSTOP_BOOT "autostop_boot"   /* the boot it was set in */
+#define NODE_KV_AUTOSTOP_FIRED "autostop_fired" /* stop or down, once it fired */
+#define NODE_KV_AUTOSTOP_FIRED_AT "autostop_fired_at"
 
 #endif

@@ -8,7 +8,9 @@
  * Without a hook the node stops by itself: its jobs are cancelled and the supervisor
  * exits (what `skiff stop` does to a node). Either way the node db keeps which one fired
  * (kv autostop_fired: stop or down; autostop_fired_at), for the launcher's next look
- * (`node call` op autostop_state); a new setting clears it.
+ * (`node call` op autostop_state); a new setting clears it. Where no hook ran, the
+ * setting itself stays until a new one or `node down --all` (sup_autostop_forget()): a
+ * supervisor started again after it fired is armed again.
  *
  * The launcher may send the hooks with the setting ("hooks", then "hook_stop" and
  * "hook_down": a script each, "" for none): a container's kills its PID 1.
@@ -31,8 +33,10 @@
 #include "lib/spawn.h"
 #include "lib/task.h"
 #include "lib/util.h"
+#include "state/db.h"
 #include "state/node.h"
 #include "supervisor/daemon.h"
+#include "supervisor/supervisor.h"
 #include "lib/proto.h"
 #include "lib/banned.h"
 
@@ -70,23 +74,23 @@ static int parse_wait_for(const char *s)
 
 void sup_autostop_load(void)
 {
-	char *boot = st_kv_get(S.db, "autostop_boot");
-	char *wf = st_kv_get(S.db, "autostop_wait_for");
+	char *boot = st_kv_get(S.db, NODE_KV_AUTOSTOP_BOOT);
+	char *wf = st_kv_get(S.db, NODE_KV_AUTOSTOP_WAIT_FOR);
 
-	S.idle_minutes = st_kv_get_double(S.db, "autostop_idle_minutes", -1);
-	S.autostop_down = (int)st_kv_get_double(S.db, "autostop_down", 0);
+	S.idle_minutes = st_kv_get_double(S.db, NODE_KV_AUTOSTOP_IDLE, -1);
+	S.autostop_down = (int)st_kv_get_double(S.db, NODE_KV_AUTOSTOP_DOWN, 0);
 	S.wait_for = wf && parse_wait_for(wf) >= 0 ? parse_wait_for(wf) : WAIT_JOBS_AND_SSH;
 	if (S.idle_minutes >= 0 && (!boot || strcmp(boot, S.boot))) {
 		info("autostop: the setting was made before the last reboot; it is off until set "
 		     "again");
 		S.idle_minutes = -1;
-		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
 	} else if (S.idle_minutes >= 0 && !task_autostop_minutes_valid(S.idle_minutes)) {
 		warning("autostop: the stored idle time (%g minutes) is over %d; it is off until "
 		        "set again",
 		        S.idle_minutes, TASK_AUTOSTOP_MINUTES_MAX);
 		S.idle_minutes = -1;
-		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
 	}
 	free(boot);
 	free(wf);
@@ -139,20 +143,28 @@ static void fire(void)
 	char stamp[32];
 	double idle = S.idle_minutes;
 	pid_t pid;
-	int r;
+	int r, has_hook;
 
 	xsnprintf(stamp, sizeof(stamp), "%.3f", now_wall());
-	/* It fires once; the launcher sets it again when it starts the node. */
+	/*
+	 * This supervisor fires once: it is on its way out. A hook ends the node itself (a
+	 * container's PID 1, an allocation): the launcher sets autostop again when it starts
+	 * the node. Without one only the supervisor stops and the node stays, so the setting
+	 * stays in the node db: a supervisor that a node command starts again afterwards (a
+	 * submit that came just after it stopped) is armed again, never left running without.
+	 */
+	has_hook = !access(hook, X_OK);
 	S.idle_minutes = -1;
 	S.autostop_deadline = 0;
 	if (st_begin(S.db) == 0) {
-		st_kv_set(S.db, "autostop_fired_at", stamp);
-		st_kv_set(S.db, "autostop_fired", which);
-		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED_AT, stamp);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED, which);
+		if (has_hook)
+			st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
 		if (st_commit(S.db))
 			st_rollback(S.db);
 	}
-	if (!access(hook, X_OK)) {
+	if (has_hook) {
 		info("autostop: idle for %g minute(s); running the %s hook", idle, which);
 		o.argv = argv;
 	} else {
@@ -290,18 +302,18 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 	}
 	if (st_begin(S.db))
 		return sup_reply_error(c, "node database error");
-	st_kv_set(S.db, "autostop_fired", NULL);
+	st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED, NULL);
 	if (idle < 0) {
-		st_kv_set(S.db, "autostop_idle_minutes", NULL);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
 	} else {
 		xsnprintf(num, sizeof(num), "%.15g", idle);
-		st_kv_set(S.db, "autostop_idle_minutes", num);
-		st_kv_set(S.db, "autostop_down", down ? "1" : "0");
-		st_kv_set(S.db, "autostop_wait_for",
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, num);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_DOWN, down ? "1" : "0");
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_WAIT_FOR,
 		          wait_for == WAIT_JOBS   ? "jobs"
 		          : wait_for == WAIT_NONE ? "none"
 		                                  : "jobs_and_ssh");
-		st_kv_set(S.db, "autostop_boot", S.boot);
+		st_kv_set(S.db, NODE_KV_AUTOSTOP_BOOT, S.boot);
 	}
 	if (st_commit(S.db))
 		return sup_reply_error(c, "node database error");
@@ -313,4 +325,27 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 	msg_add(&m, "ok", "1");
 	sup_reply(c, &m);
 	msg_release(&m);
+}
+
+int sup_autostop_forget(const char *db_path)
+{
+	struct st_db *db;
+	int r;
+
+	if (access(db_path, F_OK))
+		return 0; /* never started: nothing was set */
+	r = st_open(db_path, &st_node_schema, 0, &db);
+	if (r)
+		return r;
+	r = st_begin(db);
+	if (!r) {
+		st_kv_set(db, NODE_KV_AUTOSTOP_IDLE, NULL);
+		st_kv_set(db, NODE_KV_AUTOSTOP_FIRED, NULL);
+		st_kv_set(db, NODE_KV_AUTOSTOP_FIRED_AT, NULL);
+		r = st_commit(db);
+		if (r)
+			st_rollback(db);
+	}
+	st_close(db);
+	return r;
 }

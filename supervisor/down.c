@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/daemon.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "lib/util.h"
@@ -222,6 +223,9 @@ int sup_down_all(struct buf *what)
 		st_job_each(db, JOB_MASK_ALL, keep_job, &jobs);
 		st_close(db);
 	}
+	/* The cluster lets the node go: the next one there starts without its autostop. */
+	if (sup_autostop_forget(p->db))
+		warning("cannot clear this node's autostop setting in %s", p->db);
 	if (proc_ns_check(why, sizeof(why))) {
 		buf_addf(what, "cannot tell which processes are left: %s", why);
 		r = -ENOTSUP;
@@ -251,5 +255,44 @@ int sup_down_all(struct buf *what)
 out:
 	free(jobs.v);
 	free(bin);
+	return r;
+}
+
+/* What a cluster leaves on a node that outlives it, under $HOME and $SKIFF_HOME. */
+static const char *const release_home[] = {"sky_workdir"};
+static const char *const release_state[] = {"node.db", "node.db-wal", "node.db-shm", "logs",
+                                            "hooks"};
+
+int sup_release(struct buf *what)
+{
+	const struct node_paths *p = node_paths();
+	const char *home = user_home();
+	char *path;
+	size_t i;
+	int fd, r = 0, e;
+
+	if (!p)
+		return -ENOENT;
+	/* Held while removing: no supervisor starts on a half-removed state dir. */
+	fd = daemon_lock(p->lock);
+	if (fd == -EEXIST) {
+		buf_adds(what, "the supervisor runs: 'skiff node down --all' first");
+		return -EBUSY;
+	}
+	if (fd < 0)
+		return fd;
+	for (i = 0; home && i < ARRAY_SIZE(release_home) && !r; i++) {
+		path = xasprintf("%s/%s", home, release_home[i]);
+		if ((e = rm_rf(path)))
+			buf_addf(what, "cannot remove %s: %s", path, strerror(-e)), r = e;
+		free(path);
+	}
+	for (i = 0; i < ARRAY_SIZE(release_state) && !r; i++) {
+		path = xasprintf("%s/%s", p->home, release_state[i]);
+		if ((e = rm_rf(path)))
+			buf_addf(what, "cannot remove %s: %s", path, strerror(-e)), r = e;
+		free(path);
+	}
+	close(fd);
 	return r;
 }

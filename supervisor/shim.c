@@ -53,6 +53,11 @@
 #define LEFTOVER_GRACE_MS 2000
 /* After that SIGKILL, what still lives this long is left behind (sweep()). */
 #define SWEEP_GIVE_UP_MS 10000
+/*
+ * How often the sweep looks: a job's leftovers in its process group that are not our
+ * children (in another session, or reparented elsewhere) give no event when they die.
+ */
+#define SWEEP_POLL_MS 10
 
 struct shim {
 	int64_t id;
@@ -283,6 +288,9 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
 		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
 	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
+	/* SkyPilot's `cd ~/sky_workdir` of a task without a workdir: there when it exists. */
+	if (sh->job.cwd_optional && access(o.cwd, X_OK))
+		o.cwd = home ? home : "/";
 	if (sh->has_renv && sh->renv.working_dir) /* Ray's rule: the job runs in working_dir */
 		o.cwd = sh->renv.working_dir;
 	if (!cmd) {
@@ -435,7 +443,7 @@ static void sweep(struct shim *sh)
 			      (long long)sh->id, SWEEP_GIVE_UP_MS / 1000);
 			return;
 		}
-		poll(NULL, 0, 10);
+		poll(NULL, 0, SWEEP_POLL_MS);
 	}
 }
 

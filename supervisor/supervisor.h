@@ -70,5 +70,20 @@ int sup_start(pid_t *pid, int *already);
  */
 struct buf;
 int sup_down_all(struct buf *what);
+/*
+ * The node's autostop setting and what it last did are forgotten (supervisor/autostop.c),
+ * with no supervisor running: `node down --all` ends the cluster's hold on the node, and
+ * the next cluster there starts with none. 0, or a negative errno.
+ */
+int sup_autostop_forget(const char *db_path);
+/*
+ * `node release` (supervisor/down.c), after `node down --all`, when a cluster lets go of
+ * a node that stays (an SSH host, a container of a pool): what the cluster put there goes,
+ * so that the next cluster starts clean. $HOME/sky_workdir (the workdir, and the
+ * file_mounts under it) and the node's job queue, logs and hooks; not skiff's binary
+ * and runtime-env caches, nor anything else of the user's home. -EBUSY (said in *what)
+ * while a supervisor runs; 0 or -errno.
+ */
+int sup_release(struct buf *what);
 
 #endif

@@ -55,6 +55,11 @@ const struct infra_ops *infra_ops_find(const char *name)
 	return NULL;
 }
 
+const struct infra_ops *infra_ops_at(size_t i)
+{
+	return i < ARRAY_SIZE(all_ops) ? all_ops[i] : NULL;
+}
+
 void infra_release(struct infra *inf)
 {
 	if (!inf)
@@ -86,32 +91,64 @@ static int is_one_of(const char *s, const char *const *v, size_t n)
 	return 0;
 }
 
+/* What comes before the first '/' of spec, lower-cased (cut to fit), into head. */
+static void spec_head(const char *spec, char *head, size_t size)
+{
+	const char *slash = strchr(spec, '/');
+	size_t len = slash ? (size_t)(slash - spec) : strlen(spec), i;
+
+	if (len >= size)
+		len = size - 1;
+	for (i = 0; i < len; i++)
+		head[i] =
+		        (spec[i] >= 'A' && spec[i] <= 'Z') ? (char)(spec[i] - 'A' + 'a') : spec[i];
+	head[len] = '\0';
+}
+
+int infra_is_named(const char *s)
+{
+	char head[32];
+
+	spec_head(s, head, sizeof(head));
+	return infra_ops_find(head) || is_one_of(head, clouds, ARRAY_SIZE(clouds));
+}
+
+int infra_parse_quiet(const char *spec, struct infra *out, struct buf *why)
+{
+	enum log_level lvl = log_get_level();
+	char text[512];
+	int r;
+
+	log_set_level(LOG_QUIET);
+	r = infra_parse(spec, out);
+	log_set_level(lvl);
+	if (r && why) {
+		log_last_error(text, sizeof(text));
+		buf_adds(why, text);
+	}
+	return r;
+}
+
 int infra_parse(const char *spec, struct infra *out)
 {
 	const char *names[ARRAY_SIZE(all_ops) + ARRAY_SIZE(clouds) + 1];
 	const struct infra_ops *ops;
 	char head[32];
 	const char *slash, *rest, *best;
-	size_t len, i, k = 0;
+	size_t i, k = 0;
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	if (!spec || !*spec || !strcmp(spec, "*"))
-		spec = "local";
+		spec = INFRA_DEFAULT;
 	if (strlen(spec) > INFRA_SPEC_MAX)
 		return error("infra '%.40s...' is %zu characters long, more than %d", spec,
 		             strlen(spec), INFRA_SPEC_MAX);
 	if (!printable(spec))
 		return error("infra '?' is not an infra spec (%s)", INFRA_KINDS);
 	slash = strchr(spec, '/');
-	len = slash ? (size_t)(slash - spec) : strlen(spec);
 	rest = slash ? slash + 1 : NULL;
-	if (len >= sizeof(head))
-		len = sizeof(head) - 1;
-	for (i = 0; i < len; i++)
-		head[i] =
-		        (spec[i] >= 'A' && spec[i] <= 'Z') ? (char)(spec[i] - 'A' + 'a') : spec[i];
-	head[len] = '\0';
+	spec_head(spec, head, sizeof(head));
 	ops = infra_ops_find(head);
 	if (ops) {
 		r = ops->parse(rest, spec, out);
@@ -143,6 +180,90 @@ int infra_parse(const char *spec, struct infra *out)
 int infra_resolve(struct infra *inf)
 {
 	return inf->ops && inf->ops->resolve ? inf->ops->resolve(inf) : 0;
+}
+
+/* ---- what a task asks that an infra ignores ------------------------------------------ */
+
+/* "a<sep>b<sep>c" of names[0..n) (those that fit in names) into out. */
+static void join_names(struct buf *out, const char *const *names, size_t n, size_t max,
+                       const char *sep)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < max; i++)
+		buf_addf(out, "%s%s", i ? sep : "", names[i]);
+}
+
+int infra_ignored_fields(const struct task *t, const struct infra_ops *ops, const char *spec,
+                         struct buf msg[INFRA_IGNORED_N])
+{
+	const char *names[32];
+	size_t n;
+	int k = 0;
+
+	n = task_cloud_only_fields(t, ops->honours, names, ARRAY_SIZE(names));
+	if (n) {
+		buf_addf(&msg[INFRA_IGNORED_RES],
+		         "ignored on %s infra (only a cloud can honour them): ", spec);
+		join_names(&msg[INFRA_IGNORED_RES], names, n, ARRAY_SIZE(names), ", ");
+		k++;
+	}
+	n = task_unhonoured_fields(t, ops->honours, names, ARRAY_SIZE(names));
+	if (n) {
+		buf_addf(&msg[INFRA_IGNORED_TASK], "ignored on %s infra: ", spec);
+		join_names(&msg[INFRA_IGNORED_TASK], names, n, ARRAY_SIZE(names), "; ");
+		k++;
+	}
+	return k;
+}
+
+size_t infra_task_warnings(const struct task *t, const char *infra, const char *file,
+                           struct yerrors *errs)
+{
+	size_t nalt = infra || !t->nres ? 1 : t->nres, nseen = 0, added = 0, a, k;
+	char **seen = xcalloc(nalt, sizeof(*seen));
+	int tline = t->line > 0 ? t->line : 1, tcol = t->col > 0 ? t->col : 1;
+
+	for (a = 0; a < nalt; a++) {
+		const struct task_resources *res = t->nres ? &t->res[a] : NULL;
+		const char *spec = infra ? infra : res && res->infra ? res->infra : INFRA_DEFAULT;
+		struct buf why = BUF_INIT(0), msg[INFRA_IGNORED_N] = {BUF_INIT(0), BUF_INIT(0)};
+		int line = res && res->line > 0 ? res->line : tline;
+		int col = res && res->line > 0 ? res->col : tcol;
+		struct infra inf;
+		int r = infra_parse_quiet(spec, &inf, &why);
+		const char *key = r ? spec : inf.spec;
+
+		/* Alternatives on one infra: its warnings once. */
+		for (k = 0; k < nseen && strcmp(seen[k], key); k++)
+			;
+		if (k == nseen) {
+			seen[nseen++] = xstrdup(key);
+			if (r) {
+				/* Launch refuses it (a cloud): the alternative can never run. */
+				yerr_warn(errs, file, line, col, "%s", why.p);
+				added++;
+			} else if (infra_ignored_fields(t, inf.ops, inf.spec, msg)) {
+				if (msg[INFRA_IGNORED_RES].len)
+					yerr_warn(errs, file, line, col, "%s",
+					          msg[INFRA_IGNORED_RES].p);
+				if (msg[INFRA_IGNORED_TASK].len)
+					yerr_warn(errs, file, tline, tcol, "%s",
+					          msg[INFRA_IGNORED_TASK].p);
+				added += !!msg[INFRA_IGNORED_RES].len +
+				         !!msg[INFRA_IGNORED_TASK].len;
+			}
+		}
+		if (!r)
+			infra_release(&inf);
+		for (k = 0; k < INFRA_IGNORED_N; k++)
+			buf_release(&msg[k]);
+		buf_release(&why);
+	}
+	for (k = 0; k < nseen; k++)
+		free(seen[k]);
+	free(seen);
+	return added;
 }
 
 /* ---- node selection ------------------------------------------------------------------ */

@@ -34,8 +34,10 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bootstrap/infra/runner.h"
+#include "lib/buf.h"
 #include "lib/yaml.h"
 #include "state/launcher.h"
 
@@ -54,6 +56,9 @@
 #define INFRA_MAX_POOLS 1000
 #define INFRA_MAX_HOSTS 10000 /* per pool */
 
+/* The embedded default infra: where a task that names none runs (and managed jobs pool). */
+#define INFRA_DEFAULT "local"
+
 enum infra_kind { INFRA_LOCAL, INFRA_SSH, INFRA_PODMAN, INFRA_DOCKER, INFRA_K8S, INFRA_SLURM };
 
 struct task;
@@ -62,11 +67,14 @@ struct infra;
 struct clive;
 struct buf;
 struct cfg_node;
+struct infra_probe;
 
 /* What an infra is, as its ops table says (struct infra_ops). */
 enum infra_flags {
 	/* Its hosts outlive clusters: a new cluster cancels what one taken down while a host
-	 * was away left there (ssh). */
+	 * was away left there, and down removes what the cluster put on them (`node
+	 * release`: the workdir, the node's db and logs); elsewhere the node's home goes with
+	 * the node (ssh). */
 	INFRA_SHARED_HOSTS = 1 << 0,
 	/* New nodes start from the task's image, image_id: docker:IMAGE (podman, docker, k8s). */
 	INFRA_IMAGE = 1 << 1,
@@ -78,6 +86,9 @@ enum infra_flags {
 	/* Its teardown itself ends what still runs of its nodes, on this machine, and fails
 	 * when something survives (local: by their HOME), even once the nodes cannot answer. */
 	INFRA_TEARDOWN_ENDS_PROCS = 1 << 4,
+	/* Its nodes are ssh hosts: launch writes a Host entry per node, so that `ssh CLUSTER`
+	 * and scp and rsync reach them (bootstrap/launch/ssh_config_file.c; ssh). */
+	INFRA_SSH_CONFIG = 1 << 5,
 };
 
 /*
@@ -133,10 +144,19 @@ struct infra_ops {
 	/* 1 once the head's hook has stopped what holds it (its container exited, the
 	 * allocation released), 0 while it runs, < 0 unknown (then the head is asked). */
 	int (*hook_fired)(struct st_db *ldb, const struct clive *cl);
+	/*
+	 * `skiff check`: whether the infra can be used from here (its commands there and
+	 * answering, its file valid), as facts for infra_probe_judge(), by deadline (now_ms()
+	 * time) at the latest. Prints nothing; runs in a thread of its own. NULL: nothing to
+	 * look at (enabled).
+	 */
+	void (*probe)(const struct infra *inf, int64_t deadline, struct infra_probe *out);
 };
 
 /* The infra named name ("kubernetes" is k8s), or NULL. */
 const struct infra_ops *infra_ops_find(const char *name);
+/* The i-th infra skiff has, in the order `skiff check` lists them; NULL past the last. */
+const struct infra_ops *infra_ops_at(size_t i);
 
 /* One host of a pool, with the pool's defaults applied. */
 struct infra_host {
@@ -200,6 +220,13 @@ struct infra {
  * success only.
  */
 int infra_parse(const char *spec, struct infra *out);
+/* infra_parse() that prints nothing: its message goes to why (may be NULL). */
+int infra_parse_quiet(const char *spec, struct infra *out, struct buf *why);
+/*
+ * 1 if what comes before the first '/' of s names an infra skiff has or a cloud it knows
+ * (any case), whether or not the rest is right: an argument meant as an infra spec.
+ */
+int infra_is_named(const char *s);
 /*
  * ssh: loads the pool file and finds the pool (the only one for a bare "ssh", then making
  * spec "ssh/POOL"). local: nothing. Idempotent. Returns 0; -ENOENT no pool file or no such
@@ -281,6 +308,84 @@ char *infra_dns_label(const char *prefix, const char *cluster, int rank);
  */
 char *infra_cluster_name_new(struct st_db *ldb);
 
+/* ---- what a task asks that an infra ignores (bootstrap/infra/infra.c) ------------------ */
+
+/* The warnings infra_ignored_fields() gives, by what they are about. */
+enum infra_ignored {
+	INFRA_IGNORED_RES,  /* resource fields only a cloud honours (task_cloud_only_fields()) */
+	INFRA_IGNORED_TASK, /* task fields nothing here acts on (task_unhonoured_fields()) */
+	INFRA_IGNORED_N,
+};
+
+/*
+ * What a launch of t on an infra (ops; spec names it in the text) ignores, as one warning
+ * line per kind into msg[kind] (appended; left empty when there is nothing): "ignored on
+ * ssh/a infra (only a cloud can honour them): use_spot, disk_size". Launch prints them
+ * when it runs t on a cluster, `skiff check` adds them to the file's warnings: one
+ * decision for both. Reads nothing; returns how many msg[] got a line.
+ */
+int infra_ignored_fields(const struct task *t, const struct infra_ops *ops, const char *spec,
+                         struct buf msg[INFRA_IGNORED_N]);
+/*
+ * For `skiff check FILE`: what a launch of t would warn about on each infra it may run on
+ * (infra when given, as --infra; else each resource alternative's, local when it names
+ * none): infra_ignored_fields() as warnings at the alternative's position (the task's for
+ * task fields), and an infra that launch would refuse (a cloud) with why. file names the
+ * task's file. Returns the number of warnings added to errs.
+ */
+size_t infra_task_warnings(const struct task *t, const char *infra, const char *file,
+                           struct yerrors *errs);
+
+/* ---- `skiff check`: can an infra be used from here? (bootstrap/infra/infra_probe.c) -- */
+
+/*
+ * The most one infra's probe may take, all its commands together (kubectl's
+ * --request-timeout is what is left of it): an engine that hangs or an API server that is
+ * gone makes the infra disabled, never `skiff check` hang. Infras are probed at once, so
+ * this bounds the whole.
+ */
+#define INFRA_PROBE_TIMEOUT_MS 5000
+/* The longest line a probe keeps of what a command said (longer ones end in "..."). */
+#define INFRA_PROBE_LINE_MAX 300
+
+/* What a probe found (struct infra_probe), from the last thing it looked at. */
+enum infra_probe_outcome {
+	INFRA_PROBE_OK,         /* usable; said: what was found */
+	INFRA_PROBE_MISSING,    /* subject (a command; a file with is_file) is not there; said:
+	                           what to do, may be empty */
+	INFRA_PROBE_CANNOT_RUN, /* subject could not be run or read; code: the errno */
+	INFRA_PROBE_EXIT,       /* subject exited with code; said: its last line, may be empty */
+	INFRA_PROBE_TIMEOUT,    /* subject did not answer within timeout_ms */
+	INFRA_PROBE_INVALID,    /* file subject has errors, each in errs */
+	INFRA_PROBE_UNUSABLE,   /* it answered, and that makes the infra unusable; said: why */
+};
+
+struct infra_probe {
+	char *spec; /* the infra, canonical (as infra_parse() makes it); owned */
+	enum infra_probe_outcome outcome;
+	char *subject; /* the command ("kubectl version") or file it is about; owned, may be NULL */
+	int is_file;
+	int code;
+	int timeout_ms;
+	struct buf said;     /* one line, at most INFRA_PROBE_LINE_MAX, printable */
+	struct yerrors errs; /* INVALID: the file's problems at their FILE:LINE:COL */
+};
+
+void infra_probe_init(struct infra_probe *p);
+void infra_probe_release(struct infra_probe *p);
+/*
+ * What `skiff check` says of a probe: returns 1 enabled, 0 disabled, and appends the one
+ * line that says why to reason ("'kubectl version' did not answer within 5 s"). Pure.
+ */
+int infra_probe_judge(const struct infra_probe *p, struct buf *reason);
+/*
+ * Probes the infras specs[0..n) names (infra_parse() specs; a cloud is UNUSABLE with
+ * why) at once, a thread each, each within INFRA_PROBE_TIMEOUT_MS, into out[0..n)
+ * (infra_probe_release() each, also on error). Prints nothing. Returns 0, or -EINVAL
+ * when a spec is not one (out[0].said says why; nothing was probed).
+ */
+int infra_probe_specs(const char *const *specs, size_t n, struct infra_probe *out);
+
 /* ---- the SSH node pool file (bootstrap/infra/infra_ssh.c) ---------------------------------- */
 
 /*
@@ -317,6 +422,26 @@ int infra_local_remove(const char *cluster);
  * launcher id: skiff's pod from inf->image, with inf->config's kubernetes.pod_config and
  * custom_metadata merged in (config_k8s_pod()). Reads nothing. Caller frees.
  */
+/* What one event of a pod watch says (infra_k8s_pod_judge()). */
+enum k8s_pod_state {
+	K8S_POD_NOISE,        /* not a pod's line (kubectl's own words) */
+	K8S_POD_WAITING,      /* not Ready yet: why and detail say what holds it */
+	K8S_POD_READY,        /* Running, Ready, with an IP */
+	K8S_POD_ENDED,        /* Succeeded or Failed: it will never be Ready */
+	K8S_POD_CANNOT_START, /* a waiting reason that waiting does not end (ErrImagePull...) */
+};
+
+struct k8s_pod_event {
+	const char *name, *ip, *why, *detail; /* pointers into the line; "" when absent */
+};
+
+/*
+ * One line of the infra's pod watch (NAME PHASE READY IP SCHEDULED SCHEDULED_MESSAGE
+ * WAITING_REASON WAITING_MESSAGE, separated by 0x1f; split in place) judged: a pure
+ * function.
+ */
+enum k8s_pod_state infra_k8s_pod_judge(char *line, struct k8s_pod_event *ev);
+
 char *infra_k8s_pod_manifest(const struct infra *inf, const char *name, const char *cluster,
                              const char *id);
 

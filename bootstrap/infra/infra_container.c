@@ -625,6 +625,25 @@ static int container_teardown(const struct infra *inf, struct st_db *ldb, struct
 	return container_remove(inf, cluster);
 }
 
+/* Usable when the engine answers `info` (docker: its daemon; podman: its storage). */
+static void container_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
+{
+	const char *engine = engine_of(inf);
+	const char *format =
+	        inf->kind == INFRA_DOCKER ? "{{.ServerVersion}}" : "{{.Version.Version}}";
+	char *argv[] = {(char *)engine, "info", "--format", (char *)format, NULL};
+	struct buf version = BUF_INIT(64 << 10);
+	char *subject = xasprintf("%s info", engine);
+
+	if (!infra_probe_run(out, subject, argv, deadline, &version)) {
+		buf_rtrim(&version);
+		infra_probe_say(out, "%s %s answers", engine,
+		                version.len ? version.p : "(version unknown)");
+	}
+	buf_release(&version);
+	free(subject);
+}
+
 /* Containers: an engine runs as many as the machine holds; a cluster's ranks are bounded
  * by what one launcher follows sensibly. */
 #define CONTAINER_MAX_NODES 1024
@@ -644,6 +663,7 @@ const struct infra_ops infra_podman_ops = {
         .start = container_start,
         .idle_hook = container_idle_hook,
         .hook_fired = container_hook_fired,
+        .probe = container_probe,
 };
 
 const struct infra_ops infra_docker_ops = {
@@ -661,4 +681,5 @@ const struct infra_ops infra_docker_ops = {
         .start = container_start,
         .idle_hook = container_idle_hook,
         .hook_fired = container_hook_fired,
+        .probe = container_probe,
 };

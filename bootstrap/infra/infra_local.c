@@ -207,6 +207,21 @@ check:
 	return r;
 }
 
+/* Nodes are directories of this machine: what it needs is a place for them. */
+static void local_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
+{
+	const char *home = skiff_home();
+
+	(void)inf;
+	(void)deadline;
+	if (!home) {
+		infra_probe_set(out, INFRA_PROBE_UNUSABLE, NULL);
+		infra_probe_say(out, "no state directory: set SKIFF_HOME or HOME");
+		return;
+	}
+	infra_probe_say(out, "nodes run on this machine, under %s/local", home);
+}
+
 const struct infra_ops infra_local_ops = {
         .name = "local",
         .honours = TR_PORTS, /* endpoints are the head's address and the port */
@@ -217,4 +232,5 @@ const struct infra_ops infra_local_ops = {
         .pick = local_pick,
         .runner = local_runner,
         .teardown = local_teardown,
+        .probe = local_probe,
 };

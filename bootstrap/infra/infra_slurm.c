@@ -33,18 +33,6 @@
 
 /* ---- running Slurm's commands --------------------------------------------------------- */
 
-/* The last non-empty line of b, trimmed (b is changed), or "no message". */
-static const char *last_line(struct buf *b)
-{
-	char *p;
-
-	buf_rtrim(b);
-	if (!b->len)
-		return "no message";
-	p = strrchr(b->p, '\n');
-	return p ? p + 1 : b->p;
-}
-
 /* Runs argv; 0 with its exit code in *code, or -errno (printed, naming argv[0]). */
 static int slurm_cmd(char *const *argv, struct buf *out, struct buf *err, int *code)
 {
@@ -94,7 +82,7 @@ int infra_slurm_cancel(const char *job)
 	int code = 0, r = slurm_cmd(argv, NULL, &err, &code);
 
 	if (!r && code && !strstr(err.p, "Invalid job id") && !strstr(err.p, "already complet"))
-		r = error("scancel %s failed (exit %d): %s", job, code, last_line(&err));
+		r = error("scancel %s failed (exit %d): %s", job, code, buf_last_line(&err));
 	buf_release(&err);
 	return r;
 }
@@ -116,7 +104,7 @@ int infra_slurm_state(const char *job, struct buf *state)
 	}
 	if (code) {
 		r = error("cannot ask Slurm about allocation %s (squeue exit %d): %s", job, code,
-		          last_line(&err));
+		          buf_last_line(&err));
 		goto out;
 	}
 	if (state)
@@ -248,14 +236,14 @@ static int alloc_nodes(const char *job, int num_nodes, char ***names, char ***ad
 
 	r = slurm_cmd(sq, &list, &err, &code);
 	if (!r && code)
-		r = error("squeue -j %s failed (exit %d): %s", job, code, last_line(&err));
+		r = error("squeue -j %s failed (exit %d): %s", job, code, buf_last_line(&err));
 	if (r)
 		goto out;
 	buf_rtrim(&list);
 	hn[3] = list.p;
 	r = slurm_cmd(hn, &out, &err, &code);
 	if (!r && code)
-		r = error("scontrol show hostnames '%s' failed: %s", list.p, last_line(&err));
+		r = error("scontrol show hostnames '%s' failed: %s", list.p, buf_last_line(&err));
 	if (r)
 		goto out;
 	for (line = out.p; line && *line; line = next) {
@@ -280,7 +268,7 @@ static int alloc_nodes(const char *job, int num_nodes, char ***names, char ***ad
 	sn[4] = list.p;
 	r = slurm_cmd(sn, &out, &err, &code);
 	if (!r && code)
-		r = error("scontrol show node '%s' failed: %s", list.p, last_line(&err));
+		r = error("scontrol show node '%s' failed: %s", list.p, buf_last_line(&err));
 	if (r)
 		goto out;
 	for (line = out.p; line && *line; line = next) {
@@ -361,11 +349,11 @@ static int slurm_pick(struct infra *inf, struct st_db *ldb, const char *cluster,
 	granted_job(err.p, job, sizeof(job));
 	if (code || !strstr(err.p, "Granted job allocation")) {
 		r = error("salloc for cluster %s on %s failed (exit %d): %s", cluster, inf->spec,
-		          code, last_line(&err));
+		          code, buf_last_line(&err));
 		goto out;
 	}
 	if (!*job) {
-		r = error("salloc for cluster %s said no job id: %s", cluster, last_line(&err));
+		r = error("salloc for cluster %s said no job id: %s", cluster, buf_last_line(&err));
 		goto out;
 	}
 	r = alloc_nodes(job, num_nodes, &names, &addrs);
@@ -554,7 +542,7 @@ static int host_wait(struct cnode *nd, const char *pidfile, const char *logfile)
 
 			buf_read_file(&log, logfile);
 			r = error("node %s: the job step holding its supervisor ended: %s",
-			          nd->name, last_line(&log));
+			          nd->name, buf_last_line(&log));
 			buf_release(&log);
 			return r;
 		}
@@ -642,42 +630,31 @@ int infra_slurm_hosts_up(struct clive *cl)
 	return r;
 }
 
-/* The integer after "KEY": in our own `node status --json` text, or -1. */
-static long status_count(const char *json, const char *key)
-{
-	char *pat = xasprintf("\"%s\": ", key);
-	const char *p = strstr(json, pat);
-	long v = -1;
-
-	if (p)
-		v = strtol(p + strlen(pat), NULL, 10);
-	free(pat);
-	return v;
-}
-
 int infra_slurm_busy(struct clive *cl)
 {
 	static const char *const keys[] = {"running", "setting_up", "pending"};
 	size_t i, k;
 	int busy = 0;
 
+	/* The supervisor's status, as its frame says it: a count not said is not known 0. */
 	for (i = 0; i < cl->n; i++) {
-		struct buf out = BUF_INIT(1 << 16);
-		int status = 0, active = 0;
+		struct msg req, rep;
+		int active = 0;
 
-		if (cl_capture_skiff(&cl->nodes[i], "node status --json", &out, CL_NODE_CALL_MS,
-		                     &status) ||
-		    status || !out.len) {
+		msg_init(&req);
+		msg_add(&req, "op", "status");
+		if (cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS) || msg_get(&rep, "error")) {
 			active = 1;
 		} else {
 			for (k = 0; k < ARRAY_SIZE(keys); k++) {
-				long v = status_count(out.p, keys[k]);
+				int64_t v;
 
-				active |= v != 0; /* -1: not said, so not known to be idle */
+				active |= msg_get_int(&rep, keys[k], &v) || v != 0;
 			}
 		}
 		busy += active;
-		buf_release(&out);
+		msg_release(&req);
+		msg_release(&rep);
 	}
 	return busy;
 }
@@ -805,6 +782,60 @@ static int slurm_busy(struct clive *cl)
 	return infra_slurm_busy(cl);
 }
 
+/*
+ * Usable when sinfo answers with the partitions (the one named among them): salloc, srun
+ * and squeue speak to the same controller.
+ */
+static void slurm_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
+{
+	char *argv[] = {"sinfo", "--noheader", "--format=%P", NULL};
+	struct buf text = BUF_INIT(1 << 16), list = BUF_INIT(4096);
+	char *line, *next;
+	size_t n = 0;
+	int found = 0;
+
+	if (infra_probe_run(out, "sinfo", argv, deadline, &text))
+		goto out;
+	for (line = text.p; line && *line; line = next) {
+		size_t len;
+		int dflt;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		len = strcspn(line, " \t\r");
+		if (!len)
+			continue;
+		dflt = line[len - 1] == '*'; /* sinfo marks the default partition */
+		line[len - dflt] = '\0';
+		if (!line[0])
+			continue;
+		if (inf->pool && !strcmp(line, inf->pool))
+			found = 1;
+		if (n < 8)
+			buf_addf(&list, "%s%s%s", n ? ", " : "", line, dflt ? " (default)" : "");
+		n++;
+	}
+	if (n > 8)
+		buf_adds(&list, ", ...");
+	if (!n || (inf->pool && !found)) {
+		infra_probe_set(out, INFRA_PROBE_UNUSABLE, "sinfo");
+		if (!n)
+			infra_probe_say(out, "sinfo lists no partitions");
+		else
+			infra_probe_say(out, "no partition '%s'; sinfo lists %s", inf->pool,
+			                list.p);
+		goto out;
+	}
+	if (inf->pool)
+		infra_probe_say(out, "Slurm answers; partition %s is there", inf->pool);
+	else
+		infra_probe_say(out, "Slurm answers; partitions: %s", list.p);
+out:
+	buf_release(&text);
+	buf_release(&list);
+}
+
 /* salloc --nodes: what one allocation can give, bounded as the others are. */
 #define SLURM_MAX_NODES 1024
 
@@ -825,4 +856,5 @@ const struct infra_ops infra_slurm_ops = {
         .teardown = slurm_teardown,
         .idle_hook = slurm_idle_hook,
         .hook_fired = slurm_hook_fired,
+        .probe = slurm_probe,
 };

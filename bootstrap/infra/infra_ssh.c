@@ -3,7 +3,8 @@
  *
  *   POOL:
  *     user: U                 # defaults for the pool's hosts
- *     identity_file: ~/.ssh/k
+ *     identity_file: ~/.ssh/k # or relative to this file's directory
+ *     password: P             # SkyPilot's sudo password: accepted, never used or kept
  *     port: 22                # skiff extension
  *     proxy_jump: bastion     # skiff extension
  *     hosts:
@@ -19,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,11 +175,6 @@ static int get_identity(struct pparse *p, const struct ynode *n, const char *wha
 		return perr(p, n, "%s is empty", what);
 	if (**out == '~' && (*out)[1] && (*out)[1] != '/')
 		return perr(p, n, "%s '%.64s': only ~/ is expanded, not ~user/", what, *out);
-	if (**out != '/' && **out != '~')
-		return perr(p, n,
-		            "%s '%.64s' must be an absolute path or start with ~/ (skiff runs "
-		            "ssh from other directories too)",
-		            what, *out);
 	return 0;
 }
 
@@ -195,11 +192,13 @@ static void get_conn(struct pparse *p, const struct ynode *map, const char *what
 		xsnprintf(path, sizeof(path), "%.100s.%s", what,
 		          strlen(k->value) < 32 ? k->value : "?");
 		if (!strcmp(k->value, "password")) {
-			perr(p, k,
-			     "%s: password authentication is not supported: skiff runs ssh in "
-			     "batch mode with keys; give identity_file (and install the key with "
-			     "ssh-copy-id)",
-			     what);
+			/*
+			 * SkyPilot's sudo password: skiff never runs sudo on a pool host (it
+			 * lives in the user's home), so it is checked and dropped here, never
+			 * kept, logged or passed on. ssh itself logs in with keys.
+			 */
+			if (!ynode_is_null(v) && v->kind != Y_SCALAR)
+				perr(p, v, "%s must be a string, not %s", path, ynode_describe(v));
 			continue;
 		}
 		if (ynode_is_null(v))
@@ -216,12 +215,29 @@ static void get_conn(struct pparse *p, const struct ynode *map, const char *what
 	}
 }
 
+/*
+ * identity_file as ssh will be given it: ~/ expanded, and a relative path taken from the
+ * pool file's directory, as SkyPilot does (skiff runs ssh from other directories too).
+ */
 static char *expand_home(struct pparse *p, const struct ynode *at, const char *path)
 {
-	const char *home;
+	const char *home, *slash;
+	char cwd[PATH_MAX];
 
-	if (path[0] != '~')
+	if (path[0] == '/')
 		return xstrdup(path);
+	if (path[0] != '~') {
+		slash = strrchr(p->file, '/');
+		if (p->file[0] == '/')
+			return xasprintf("%.*s/%s", (int)(slash - p->file), p->file, path);
+		if (!getcwd(cwd, sizeof(cwd))) {
+			perr(p, at, "cannot resolve '%.64s' beside %s: %s", path, p->file,
+			     strerror(errno));
+			return NULL;
+		}
+		return slash ? xasprintf("%s/%.*s/%s", cwd, (int)(slash - p->file), p->file, path)
+		             : xasprintf("%s/%s", cwd, path);
+	}
 	home = user_home();
 	if (!home) {
 		perr(p, at, "cannot expand '%.64s': no home directory (set HOME)", path);
@@ -731,14 +747,77 @@ static struct runner *ssh_runner(const struct infra *inf, const struct cluster_n
 	return r;
 }
 
+/*
+ * Usable when the pool file parses (its errors kept, at their FILE:LINE:COL), names the
+ * pool (or has any, for a bare ssh) and ssh is there to reach the hosts.
+ */
+static void ssh_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
+{
+	char *argv[] = {"ssh", "-V", NULL};
+	const struct infra_pool *pool = NULL;
+	struct infra_pools pools;
+	struct buf list = BUF_INIT(4096);
+	char *path = infra_pools_path();
+	size_t i;
+	int r;
+
+	memset(&pools, 0, sizeof(pools));
+	if (!path) {
+		infra_probe_set(out, INFRA_PROBE_UNUSABLE, NULL);
+		infra_probe_say(out, "no home directory to find the pool file in");
+		return;
+	}
+	r = infra_pools_load(&pools, path, &out->errs);
+	if (r) {
+		infra_probe_set(out, r == -ENOENT ? INFRA_PROBE_MISSING : INFRA_PROBE_INVALID,
+		                path);
+		out->is_file = 1;
+		if (r == -ENOENT) {
+			yerr_release(&out->errs); /* "cannot open": the line says it */
+			infra_probe_say(out, "write one, or name one with " INFRA_POOLS_ENV " (%s)",
+			                INFRA_DOCS_HINT);
+		}
+		goto out;
+	}
+	for (i = 0; i < pools.n && i < 8; i++)
+		buf_addf(&list, "%s%s (%zu host%s)", i ? ", " : "", pools.v[i].name,
+		         pools.v[i].nhosts, pools.v[i].nhosts == 1 ? "" : "s");
+	if (pools.n > 8)
+		buf_addf(&list, ", ...");
+	if (inf->pool)
+		pool = infra_pools_find(&pools, inf->pool);
+	if (!pools.n || (inf->pool && !pool)) {
+		infra_probe_set(out, INFRA_PROBE_UNUSABLE, path);
+		if (!pools.n)
+			infra_probe_say(out, "'%s' defines no pools (%s)", path, INFRA_DOCS_HINT);
+		else
+			infra_probe_say(out, "no pool '%s' in '%s', which has %s", inf->pool, path,
+			                list.p);
+		goto out;
+	}
+	if (infra_probe_run(out, "ssh -V", argv, deadline, NULL))
+		goto out;
+	if (pool)
+		infra_probe_say(out, "pool '%s' of '%s': %zu host%s", pool->name, path,
+		                pool->nhosts, pool->nhosts == 1 ? "" : "s");
+	else
+		infra_probe_say(out, "'%s': %zu pool%s: %s", path, pools.n, pools.n == 1 ? "" : "s",
+		                list.p);
+out:
+	infra_pools_release(&pools);
+	buf_release(&list);
+	free(path);
+}
+
 const struct infra_ops infra_ssh_ops = {
         .name = "ssh",
         .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_SSH,
-        .flags = INFRA_SHARED_HOSTS | INFRA_PROCS_STAY,
+        .flags = INFRA_SHARED_HOSTS | INFRA_PROCS_STAY | INFRA_SSH_CONFIG,
         .max_nodes = INFRA_MAX_HOSTS,
         .parse = ssh_parse,
         .resolve = ssh_resolve,
         .pick = ssh_pick,
         .runner = ssh_runner,
+        .probe = ssh_probe,
 };

@@ -11,11 +11,9 @@
  * `kubectl get pod POD -o jsonpath={.status.phase}`; a pod that is not Running (gone,
  * Failed, Succeeded, or an API server that does not answer) is a transport failure.
  *
- * NOT TESTED AGAINST A LIVE CLUSTER: no Kubernetes API server can run where skiff is
- * tested. tests/unit/test-runner-k8s.c checks the exact argv, and runs the bootstrap and
- * a file sync through a stand-in `kubectl` that executes the command locally, which shows
- * that the bytes (scripts, binaries, tar streams on stdin) arrive verbatim. See
- * docs/infra-k8s.md.
+ * Tested against a real cluster (tests/t/t0720-k8s.sh: exec, the binary and a workdir on
+ * stdin, a pod deleted, the API server away); tests/unit/test-runner-k8s.c checks the
+ * exact argv. See docs/infra-k8s.md.
  */
 #include <errno.h>
 #include <stdlib.h>

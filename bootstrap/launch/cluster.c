@@ -22,6 +22,8 @@
 
 #define BOOT_TIMEOUT_MS 120000
 #define SUBMIT_TIMEOUT_MS 60000
+/* How much of what a node said instead of an answer goes into the error. */
+#define CL_WHY_MAX 512
 
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n)
 {
@@ -334,11 +336,16 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 		debug("node %s: skiff is gone from the node", nd->name);
 		r = -ENOEXEC;
 	} else if (!r && (n = frames_decode(out.p, out.len, replies)) <= 0) {
-		buf_rtrim(&err);
-		r = error("node %s: no answer to '%s'%s%s", nd->name, msg_get(req, "op"),
-		          err.len ? ": " : " (exit status ", err.len ? err.p : "");
-		if (!err.len)
-			fprintf(stderr, "%d)\n", status);
+		/* What it said instead: its stderr, else what it wrote that is no frame. */
+		struct buf *why = err.len ? &err : &out;
+
+		buf_rtrim(why);
+		if (why->len)
+			r = error("node %s: no answer to '%s': %.*s", nd->name, msg_get(req, "op"),
+			          (int)(why->len > CL_WHY_MAX ? CL_WHY_MAX : why->len), why->p);
+		else
+			r = error("node %s: no answer to '%s' (exit status %d)", nd->name,
+			          msg_get(req, "op"), status);
 		if (n == 0)
 			r = -EPROTO;
 	}

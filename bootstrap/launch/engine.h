@@ -48,6 +48,8 @@ struct eng_launch {
 	/* For the managed-jobs controller; 0 / NULL otherwise. */
 	const char *task_id; /* SKYPILOT_TASK_ID; NULL: sky-TIME_CLUSTER_JOB */
 	int no_default_cpus; /* a task that declares no CPUs reserves none (else 0.5) */
+	int always_submit;   /* a task with neither setup nor run still makes a job (else
+	                        none is made: the cluster is only brought up and synced) */
 	int quiet;           /* no "Launching" line */
 };
 
@@ -60,7 +62,9 @@ struct eng_launched {
 /*
  * Creates the cluster when a launch names one that does not exist (picks and books
  * nodes), bootstraps its nodes when needed, syncs the workdir and file mounts, submits the
- * task on every rank and, unless detached, follows the job's logs until it ends. Returns
+ * task on every rank and, unless detached, follows the job's logs until it ends. A task
+ * with nothing to run (no run, and no setup that runs) makes no job (out->job 0) unless
+ * always_submit. Returns
  * 0 (the job's outcome is in out->rc), or -errno when it could not be submitted (printed;
  * a cluster created by this call is not left behind).
  */
@@ -97,7 +101,8 @@ struct eng_job {
 	double submitted_at, started_at, ended_at;
 	char *reason; /* why, when the launcher decided it ("never submitted") */
 	char *node_job_ids;
-	int num_nodes; /* ranks it was submitted to */
+	char *git_commit; /* the workdir's commit when it was submitted; "" none */
+	int num_nodes;    /* ranks it was submitted to */
 	struct eng_rank *ranks;
 	int nranks; /* ranks known (num_nodes once submitted) */
 };
@@ -238,6 +243,12 @@ int eng_ssh(struct st_db *ldb, const char *cluster, const char *command, int tty
  * (bootstrap/launch/gitwork.c); *tree is malloc'd. 0, or -1 (printed).
  */
 int eng_git_tree(const struct task_workdir *w, char **tree);
+/*
+ * The commit checked out in the git work tree that holds local directory dir, as
+ * SkyPilot's queue shows it (GIT COMMIT); malloc'd, or NULL when dir is in none or git
+ * cannot say (not installed, no commit yet). Quiet: a workdir need not be a repository.
+ */
+char *eng_workdir_commit(const char *dir);
 
 /* The clusters the managed-jobs controller launches and releases. */
 int eng_managed_cluster(const char *name);

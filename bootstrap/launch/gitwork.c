@@ -31,6 +31,10 @@
 /* A fetch of a large repository over a slow link still ends; a hung one does not hang us. */
 #define GIT_FETCH_TIMEOUT_MS (10 * 60 * 1000)
 #define GIT_LOCAL_TIMEOUT_MS (5 * 60 * 1000)
+/* `git rev-parse HEAD` of a local workdir, on every launch and exec that has one. */
+#define GIT_COMMIT_TIMEOUT_MS (10 * 1000)
+/* A commit's name: sha1's 40 hex digits, or sha256's 64. */
+#define GIT_COMMIT_MAX 64
 
 /* Runs git with argv[1..]; its stderr is captured into err. 0, or -1 (printed). */
 static int git(const char *what, char *const *argv, const char *const *env_add, int timeout_ms,
@@ -62,6 +66,56 @@ static int git(const char *what, char *const *argv, const char *const *env_add, 
 		          err.len ? err.p : "(no message)");
 	buf_release(&err);
 	return r ? -1 : 0;
+}
+
+/* 1 when dir or a directory above it has a .git (a directory, or a worktree's file). */
+static int in_git_tree(const char *dir)
+{
+	char *d = xstrdup(dir), *slash;
+	int found = 0;
+
+	for (;;) {
+		char *dotgit = xasprintf("%s/.git", d); /* d "": the root's */
+		struct stat st;
+
+		found = !lstat(dotgit, &st);
+		free(dotgit);
+		if (found || !*d || !(slash = strrchr(d, '/')))
+			break;
+		*slash = '\0';
+	}
+	free(d);
+	return found;
+}
+
+char *eng_workdir_commit(const char *dir)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct buf out = BUF_INIT(4096), err = BUF_INIT(4096);
+	struct spawn_io io = {NULL, 0, &out, &err, GIT_COMMIT_TIMEOUT_MS};
+	char *abs = dir ? realpath(dir, NULL) : NULL, *commit = NULL;
+	char *argv[] = {"git", "-C", abs, "rev-parse", "--verify", "-q", "HEAD", NULL};
+	size_t n;
+	int status = 0;
+
+	/* Most workdirs are no repository: git is not even started for them. */
+	if (!abs || !in_git_tree(abs)) {
+		free(abs);
+		return NULL;
+	}
+	o.argv = argv;
+	if (!spawn_run(&o, &io, &status) && !status) {
+		n = strcspn(out.p, "\n");
+		if (n >= 40 && n <= GIT_COMMIT_MAX && strspn(out.p, "0123456789abcdef") == n)
+			commit = xstrndup(out.p, n);
+	}
+	if (!commit)
+		debug("workdir %s: no git commit to record (%.*s)", dir, (int)strcspn(err.p, "\n"),
+		      err.len ? err.p : "git said nothing");
+	buf_release(&out);
+	buf_release(&err);
+	free(abs);
+	return commit;
 }
 
 int eng_git_tree(const struct task_workdir *w, char **tree)
@@ -122,7 +176,7 @@ int eng_git_tree(const struct task_workdir *w, char **tree)
 	tmp = xasprintf("%s.tmp.%ld", dst, (long)getpid());
 	index = xasprintf("GIT_INDEX_FILE=%s.index", tmp);
 	envs[0] = index;
-	renv_rm_rf(tmp);
+	rm_rf(tmp);
 	if (mkdir_p(tmp, 0700))
 		goto out;
 	{
@@ -141,7 +195,7 @@ int eng_git_tree(const struct task_workdir *w, char **tree)
 out:
 	/* Failed, or another launch made the same tree first. */
 	if (tmp && !access(tmp, F_OK))
-		renv_rm_rf(tmp);
+		rm_rf(tmp);
 	if (index)
 		unlink(index + strlen("GIT_INDEX_FILE="));
 	lock_release(lock_fd);

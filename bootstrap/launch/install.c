@@ -27,6 +27,7 @@
 
 #include "lib/buf.h"
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/self.h"
 #include "lib/sha256.h"
 #include "lib/spawn.h"
@@ -404,7 +405,7 @@ int boot_self_packed(const char **data, size_t *len)
  */
 static const char probe_fmt[] = "exe=\"$HOME/.skiff/bin/skiff-%s\"\n"
                                 "if [ -x \"$exe\" ]; then\n"
-                                "\texec \"$exe\" node up\n"
+                                "\texec \"$exe\" node up --frame\n"
                                 "fi\n"
                                 "echo " NEED_COPY "\n";
 
@@ -442,7 +443,7 @@ static const char copy_fmt[] =
         "mv -f \"$tmp\" \"$exe\" || fail \"cannot rename $tmp to $exe\"\n"
         "ln -sfn \"skiff-%1$s\" \"$d/skiff\" || :\n"
         "echo SKIFF-COPIED\n"
-        "exec \"$exe\" node up\n";
+        "exec \"$exe\" node up --frame\n";
 
 /*
  * The session (BOOT_SCRIPT_SESSION): the probe; then, when the binary is missing, the
@@ -556,46 +557,67 @@ static const char *find_line(const char *s, const char *prefix)
 	return NULL;
 }
 
-/* The last non-empty line of b (trimmed in place), or "no message". */
-static const char *last_line(struct buf *b)
+/*
+ * node up's frame in out (cmd/node.c say_up(): BOOT_UP_MARK on a line, then one frame;
+ * the install script's own lines, before the mark, are text, never binary): 1 when it is
+ * whole (*body at its fields, *len their size), -EPROTO when its header is malformed, 0
+ * while the mark or the frame is still to come. *end: where what follows it begins (the
+ * frame's header when malformed).
+ */
+static int up_frame(const struct buf *out, const char **body, size_t *len, const char **end)
 {
-	char *p;
+	const char *l = out->len ? find_line(out->p, BOOT_UP_MARK "\n") : NULL;
+	size_t have;
 
-	buf_rtrim(b);
-	if (!b->len)
-		return "no message";
-	p = strrchr(b->p, '\n');
-	return p ? p + 1 : b->p;
+	if (!l)
+		return 0;
+	l += strlen(BOOT_UP_MARK "\n");
+	have = out->len - (size_t)(l - out->p);
+	if (have < PROTO_HDR)
+		return 0;
+	if (proto_parse_header((const unsigned char *)l, len)) {
+		*end = l;
+		return -EPROTO;
+	}
+	if (have - PROTO_HDR < *len)
+		return 0;
+	*body = l + PROTO_HDR;
+	*end = *body + *len;
+	return 1;
 }
 
-/* What `node up` said: "supervisor started (pid N)" or "supervisor already running (pid N)". */
+/* What `node up` answered, in its frame (up_frame()). */
 static int parse_up(struct runner *r, struct install_result *res, struct buf *out, struct buf *err,
                     int status)
 {
-	static const char *const says[] = {"supervisor started (pid ",
-	                                   "supervisor already running (pid "};
-	const char *l = NULL;
-	int i;
+	const char *body = NULL, *end, *why = "cut short or malformed", *a;
+	struct msg m;
+	size_t len = 0;
+	int64_t v;
+	int rc = 0, got = up_frame(out, &body, &len, &end);
 
-	for (i = 0; i < 2 && !l; i++) {
-		l = find_line(out->p, says[i]);
-		if (l) {
-			res->sup_started = i == 0;
-			l += strlen(says[i]);
-		}
-	}
-	if (status || !l || sscanf(l, "%ld", &res->sup_pid) != 1 || res->sup_pid <= 0) {
+	if (status || (!got && !find_line(out->p, BOOT_UP_MARK "\n"))) {
 		return error("node %s (%s): 'skiff node up' failed (exit %d): %s", r->name, r->ip,
-		             status, last_line(err->len ? err : out));
+		             status, buf_last_line(err->len ? err : out));
 	}
-	l = find_line(out->p, "active ");
-	if (!l || sscanf(l + strlen("active "), "%ld", &res->active) != 1)
-		res->active = -1;
+	msg_init(&m);
+	if (got != 1 || msg_decode(&m, body, len, &why) || !msg_get(&m, "ok") ||
+	    msg_get_int(&m, "pid", &v) || v <= 0) {
+		rc = error("node %s (%s): 'skiff node up' gave no answer that skiff reads (%s)",
+		           r->name, r->ip, msg_get(&m, "ok") ? "no pid" : why);
+		goto out;
+	}
+	res->sup_pid = (long)v;
+	res->sup_started = msg_get(&m, "started") && !strcmp(msg_get(&m, "started"), "1");
+	res->active = msg_get_int(&m, "active", &v) ? -1 : (long)v;
 	res->address[0] = '\0';
-	l = find_line(out->p, "address ");
-	if (l)
-		sscanf(l + strlen("address "), "%63[0-9a-fA-F.:]", res->address);
-	return 0;
+	a = msg_get(&m, "address");
+	if (a && strlen(a) < sizeof(res->address) &&
+	    strspn(a, "0123456789abcdefABCDEF.:") == strlen(a))
+		xsnprintf(res->address, sizeof(res->address), "%s", a);
+out:
+	msg_release(&m);
+	return rc;
 }
 
 void boot_exe_word(const char *sha, char *out, size_t size)
@@ -637,7 +659,7 @@ int boot_install_send(struct runner *r, const char *data, size_t len, const char
 	}
 	if (!find_line(out.p, "SKIFF-COPIED")) {
 		rc = error("node %s (%s): cannot install skiff (exit %d): %s", r->name, r->ip,
-		           status, last_line(err.len ? &err : &out));
+		           status, buf_last_line(err.len ? &err : &out));
 		goto out;
 	}
 	res->copied = 1;
@@ -722,14 +744,6 @@ static int stream_finish(int to, struct stream *st, size_t upto)
 	return 0;
 }
 
-/* Where what the node said after BOOT_UP_MARK (a line of its own) begins, or NULL. */
-static const char *up_mark(const struct buf *out)
-{
-	const char *l = out->len ? find_line(out->p, BOOT_UP_MARK "\n") : NULL;
-
-	return l ? l + strlen(BOOT_UP_MARK "\n") : NULL;
-}
-
 /*
  * The session's talk, from our side. We read what the node says and send it the copy: the
  * first `ahead` bytes at once (a node not known to have our binary: the copy starts while
@@ -743,6 +757,8 @@ static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t 
 {
 	struct stream st = {0};
 	char blk[16384];
+	const char *body, *end;
+	size_t blen;
 	int asked = 0, open_to = 1, rc = 0, up = 0;
 
 	set_nonblock(to);
@@ -774,7 +790,7 @@ static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t 
 			buf_add(out, blk, (size_t)n);
 			if (!asked && find_line(out->p, NEED_COPY))
 				asked = 1;
-			up = up_mark(out) != NULL;
+			up = up_frame(out, &body, &blen, &end) != 0;
 		}
 		if (np == 2 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP)) &&
 		    stream_write(to, &st, upto)) {
@@ -953,8 +969,10 @@ int boot_install_and_up(struct runner *r, unsigned flags, struct install_result 
 		goto out;
 	up = session_talk(sp->to, sp->from, ahead, &out, &sent);
 	if (up == 1 && (flags & BOOT_KEEP_CALL)) {
-		const char *rest = up_mark(&out);
+		const char *body, *rest = out.p + out.len;
+		size_t blen;
 
+		up_frame(&out, &body, &blen, &rest);
 		buf_init(&sp->early, 1 << 16);
 		buf_add(&sp->early, rest, out.len - (size_t)(rest - out.p));
 		res->spare = sp;
@@ -984,7 +1002,7 @@ int boot_install_and_up(struct runner *r, unsigned flags, struct install_result 
 	if (find_line(out.p, NEED_COPY)) {
 		if (!find_line(out.p, "SKIFF-COPIED")) {
 			rc = error("node %s (%s): cannot install skiff (exit %d): %s", r->name,
-			           r->ip, status, last_line(&out));
+			           r->ip, status, buf_last_line(&out));
 			goto out;
 		}
 		res->copied = 1;

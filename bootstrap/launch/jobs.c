@@ -47,6 +47,7 @@ static void job_release(struct eng_job *j)
 	free(j->entrypoint);
 	free(j->reason);
 	free(j->node_job_ids);
+	free(j->git_commit);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -377,6 +378,7 @@ int eng_queue(struct st_db *ldb, const char *cluster, int skip_finished, const i
 		job->entrypoint = xstrdup(v[i].entrypoint);
 		job->reason = xstrdup(v[i].reason);
 		job->node_job_ids = xstrdup(v[i].node_job_ids);
+		job->git_commit = xstrdup(v[i].git_commit ? v[i].git_commit : "");
 		job->num_nodes = v[i].num_nodes;
 		job->submitted_at = v[i].submitted_at;
 		job_times(job);
@@ -403,7 +405,6 @@ struct stream {
 	int fd;
 	int code; /* exit status of the remote `node logs`, -1 unknown */
 	struct buf line;
-	char *prefix; /* "(rank N, HOST) " with several ranks (a host's name of any length) */
 };
 
 static void flush_line(int out, struct stream *s, int final)
@@ -413,8 +414,6 @@ static void flush_line(int out, struct stream *s, int final)
 	while ((nl = memchr(s->line.p, '\n', s->line.len)) || (final && s->line.len)) {
 		size_t n = nl ? (size_t)(nl - s->line.p) + 1 : s->line.len;
 
-		if (s->prefix)
-			write_all(out, s->prefix, strlen(s->prefix));
 		write_all(out, s->line.p, n);
 		if (!nl)
 			write_all(out, "\n", 1);
@@ -440,23 +439,31 @@ static void follow_stop(int sig)
 	raise(sig); /* SA_RESETHAND: the default action, once this handler returns */
 }
 
-/* Starts rank i's `node logs` stream; 0, or -1 (it stays off). */
-static int start_stream(struct clive *cl, int i, int64_t id, int follow, const char *tailarg,
+/*
+ * Starts rank i's `node logs` stream; 0, or -1 (it stays off). With several ranks the
+ * node prefixes each line as SkyPilot does, with the pid of the rank's process there.
+ */
+static int start_stream(struct clive *cl, int i, int n, int64_t id, int follow, const char *tailarg,
                         struct stream *s)
 {
 	struct runner_io io = {RUNNER_NULL, -1, RUNNER_INHERIT};
-	char *script;
+	struct buf script = BUF_INIT(0);
 	int pfd[2], r;
 
 	if (!cl->nodes[i].exe || pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
 	io.out_fd = pfd[1];
 	/* -q: one "finished" line for the gang, printed by the caller, not one per rank. */
-	script = xasprintf("exec %s -q node logs %s%s %lld", cl->nodes[i].exe,
-	                   follow ? "--follow" : "--no-follow", tailarg, (long long)id);
-	r = runner_spawn(cl->nodes[i].r, script, 0, &io, &s->pid);
+	buf_addf(&script, "exec %s -q node logs %s%s", cl->nodes[i].exe,
+	         follow ? "--follow" : "--no-follow", tailarg);
+	if (n > 1) {
+		buf_addf(&script, " --prefix-rank %d --prefix-ip ", i);
+		sh_quote(&script, cl->nodes[i].ip ? cl->nodes[i].ip : "");
+	}
+	buf_addf(&script, " %lld", (long long)id);
+	r = runner_spawn(cl->nodes[i].r, script.p, 0, &io, &s->pid);
 	close(pfd[1]);
-	free(script);
+	buf_release(&script);
 	if (r) {
 		close(pfd[0]);
 		return -1;
@@ -466,10 +473,11 @@ static int start_stream(struct clive *cl, int i, int64_t id, int follow, const c
 }
 
 /*
- * Every rank's stream is `node logs -q` on its node, prefixed with the rank when there
- * are several; the status at the end is the gang's (so a one-rank job reports the cluster
- * job, not the node's). A stream that ends with ssh's 255 lost its node (`node logs`
- * never exits 255): that node is not asked again, and its rank is unknown.
+ * Every rank's stream is `node logs -q` on its node, its lines prefixed there with the
+ * rank (SkyPilot's "(head, rank=0, pid=N) ") when there are several; the status at the end is the
+ * gang's (so a one-rank job reports the cluster job, not the node's). A stream that ends with ssh's
+ * 255 lost its node (`node logs` never exits 255): that node is not asked again, and its rank is
+ * unknown.
  */
 int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long tail, int out,
                struct cl_follower *pre, int *status_out)
@@ -536,8 +544,6 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 		ss[i].pid = -1;
 		ss[i].code = -1;
 		buf_init(&ss[i].line, LOG_LINE_MAX);
-		if (n > 1)
-			ss[i].prefix = xasprintf("(rank %d, %s) ", i, cl->nodes[i].ip);
 		if (pre && pre[i].pid > 0) {
 			/* The rank's follower is its submit itself (cl_submit_follow()). */
 			ss[i].fd = pre[i].fd;
@@ -551,7 +557,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 			flush_line(out, &ss[i], 0);
 			continue;
 		}
-		if (mode < 0 || !ids[i] || start_stream(cl, i, ids[i], follow, tailarg, &ss[i]))
+		if (mode < 0 || !ids[i] || start_stream(cl, i, n, ids[i], follow, tailarg, &ss[i]))
 			continue;
 		follow_pids[follow_npids++] = ss[i].pid;
 		live++;
@@ -636,10 +642,8 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	}
 	if (cj.final_status < 0 && job_status_terminal(status))
 		st_cluster_job_set_final(ldb, cl->name, job, NULL, status);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		buf_release(&ss[i].line);
-		free(ss[i].prefix);
-	}
 	free(ss);
 	free(pf);
 	free(map);

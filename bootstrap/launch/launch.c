@@ -27,11 +27,11 @@
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/progress.h"
 #include "bootstrap/launch/resources.h"
+#include "bootstrap/launch/spec.h"
 #include "bootstrap/launch/ssh_config.h"
 #include "bootstrap/renv/renv.h"
 #include "lib/env.h"
 #include "lib/exit.h"
-#include "lib/json.h"
 #include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/quote.h"
@@ -45,128 +45,24 @@
 
 /* Random bytes in a cluster job's submit key (hex: twice as many characters). */
 #define SUBMIT_KEY_BYTES 16
-/* What a task that declares no CPUs reserves on each node (SkyPilot's 0.5). */
-
-/* SkyPilot's SKYPILOT_CLUSTER_INFO for an infra spec. */
-static char *cluster_info(const char *cluster, const char *infra)
-{
-	struct buf b = BUF_INIT(0);
-	struct json j;
-	const char *slash = strchr(infra, '/');
-	char *cloud = slash ? xstrndup(infra, (size_t)(slash - infra)) : xstrdup(infra);
-
-	json_init(&j, &b, 0);
-	json_obj_begin(&j);
-	json_key(&j, "cluster_name");
-	json_str(&j, cluster);
-	json_key(&j, "cloud");
-	json_str(&j, cloud);
-	json_key(&j, "region");
-	json_str(&j, slash ? slash + 1 : NULL);
-	json_key(&j, "zone");
-	json_null(&j);
-	json_obj_end(&j);
-	free(cloud);
-	return buf_detach(&b, NULL);
-}
-
-static void add_env(struct msg *m, const char *k, const char *v)
-{
-	msg_addf(m, "env", "%s=%s", k, v);
-}
 
 /*
- * One rank's submit message: the task's scripts, envs and resources plus the gang envs.
- * Ranks 0..nranks-1 run the task (setup, then run); ranks nranks..nsetup-1, the rest of
- * the cluster's nodes, run its setup only, as SkyPilot runs setup on every node.
+ * 1 if two of the nodes may be one home: one address, and not nodes that are directories
+ * of this machine (runner_ops.home_here: each is a home of its own, whatever its address).
  */
-static void build_spec(struct msg *m, const struct task *t, const struct task_resources *res,
-                       const struct clive *cl, int rank, int nranks, int nsetup,
-                       const struct cluster_job *cj, const char *task_id, int with_setup,
-                       double default_cpus)
-{
-	int64_t cluster_job = cj->id;
-	struct buf ips = BUF_INIT(0), setup_ips = BUF_INIT(0);
-	char num[32];
-	char *info = cluster_info(cl->name, cl->infra);
-	struct eng_res ask = eng_job_ask(res, default_cpus);
-	int i;
-	size_t k;
-
-	msg_add(m, "op", "submit");
-	/* The node keeps one job per key: a retried or settled submit never runs twice. */
-	msg_addf(m, "submit_key", "%s/%d", cj->submit_key, rank);
-	msg_add(m, "name", t->name ? t->name : "");
-	msg_addf(m, "cpus", "%g", ask.cpus);
-	msg_addf(m, "memory", "%g", ask.memory);
-	msg_add_int(m, "gpus", ask.gpus);
-	if (res && (res->set & TR_PRIORITY))
-		msg_add_int(m, "priority", res->priority);
-	if (with_setup && t->setup)
-		msg_add(m, "setup", t->setup);
-	if (rank >= nranks)
-		; /* setup only */
-	else if (t->run)
-		msg_add(m, "run", t->run);
-	else if (!with_setup || !t->setup)
-		msg_add(m, "run", "true");
-	if (t->workdir.kind != TASK_WORKDIR_NONE)
-		msg_add(m, "cwd", "~/sky_workdir");
-	for (k = 0; k < t->envs.n; k++)
-		if (t->envs.v[k].value)
-			add_env(m, t->envs.v[k].key, t->envs.v[k].value);
-	for (k = 0; k < t->secrets.n; k++)
-		if (t->secrets.v[k].value)
-			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
-	for (i = 0; i < nranks; i++)
-		buf_addf(&ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
-	for (i = 0; i < nsetup; i++)
-		buf_addf(&setup_ips, "%s%s", i ? "\n" : "", cl->nodes[i].addr);
-	for (i = 0; i < 2; i++) {
-		const char *p = i ? "SKIFF_" : "SKYPILOT_";
-		char key[64];
-
-		xsnprintf(num, sizeof(num), "%d", rank);
-		xsnprintf(key, sizeof(key), "%sNODE_RANK", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sSETUP_NODE_RANK", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
-		add_env(m, key, ips.p);
-		xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
-		add_env(m, key, setup_ips.p);
-		xsnprintf(num, sizeof(num), "%d", nranks);
-		xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
-		add_env(m, key, num);
-		xsnprintf(num, sizeof(num), "%d", ask.gpus);
-		xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
-		add_env(m, key, num);
-		xsnprintf(key, sizeof(key), "%sTASK_ID", p);
-		add_env(m, key, task_id);
-		xsnprintf(key, sizeof(key), "%sCLUSTER_INFO", p);
-		add_env(m, key, info);
-	}
-	xsnprintf(num, sizeof(num), "%lld", (long long)cluster_job);
-	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
-	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */
-	add_env(m, "SKIFF_CLUSTER", cl->name);
-	buf_release(&ips);
-	buf_release(&setup_ips);
-	free(info);
-}
-
-/* 1 if two of the nodes may be one home: not local nodes (each has its own), one address. */
 static int homes_may_meet(struct cnode **nodes, size_t n)
 {
 	size_t i, k;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		const struct runner *r = nodes[i]->r;
+
+		if (r->ops->home_here && r->ops->home_here(nodes[i]->r))
+			continue;
 		for (k = i + 1; k < n; k++)
-			if (strcmp(nodes[i]->r->ops->kind, "local") && nodes[i]->r->ip &&
-			    nodes[k]->r->ip && !strcmp(nodes[i]->r->ip, nodes[k]->r->ip))
+			if (r->ip && nodes[k]->r->ip && !strcmp(r->ip, nodes[k]->r->ip))
 				return 1;
+	}
 	return 0;
 }
 
@@ -190,8 +86,11 @@ static int sync_path(struct cnode **nodes, size_t n, const char *src, const char
 	return r;
 }
 
-/* The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast). */
-static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
+/*
+ * The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast);
+ * *commit: the workdir's git commit (malloc'd), NULL when it has none.
+ */
+static int sync_task(struct clive *cl, const struct task *t, int with_mounts, char **commit)
 {
 	struct step st;
 	struct cnode **nodes;
@@ -199,6 +98,7 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 	int r = 0, files = 0;
 	char *git_tree = NULL;
 
+	*commit = NULL;
 	if (t->workdir.kind == TASK_WORKDIR_NONE && !nmounts)
 		return 0;
 	/* Every mount is checked before anything moves. */
@@ -222,11 +122,14 @@ static int sync_task(struct clive *cl, const struct task *t, int with_mounts)
 	step_begin(&st, "sync");
 	if (git_tree) {
 		r = sync_path(nodes, cl->n, git_tree, "~/sky_workdir", 0);
+		*commit = xstrdup(strrchr(git_tree, '/') + 1); /* .../git/trees/COMMIT */
 		files++;
 	} else if (t->workdir.kind == TASK_WORKDIR_PATH) {
 		char *src = user_path(t->workdir.path);
 
 		r = sync_path(nodes, cl->n, src, "~/sky_workdir", 0);
+		if (!r)
+			*commit = eng_workdir_commit(src);
 		free(src);
 		files++;
 	}
@@ -288,14 +191,16 @@ static void *rank_submit_thread(void *arg)
  * followed in one round trip, f[i].pid > 0 then.
  */
 static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_launch *req,
-                      const struct task_resources *res, int with_setup, int64_t *cluster_job,
-                      struct cl_follower *f)
+                      const struct task_resources *res, int with_setup, const char *commit,
+                      int64_t *cluster_job, struct cl_follower *f)
 {
 	const struct task *t = req->task;
 	const char *entry = req->entrypoint ? req->entrypoint : "";
 	struct cluster_job cj = {0};
 	struct buf ids = BUF_INIT(0);
 	struct rank_submit *rs;
+	struct eng_spec spec;
+	const char **addrs;
 	struct step st;
 	char *task_id = NULL, stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, nsub, i, r, e;
@@ -320,6 +225,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	cj.node_job_ids = "";
 	cj.log_dir = "";
 	cj.entrypoint = (char *)entry;
+	cj.git_commit = (char *)commit;
 	/* Until the ranks' ids are recorded, who submits and how to ask the nodes about it. */
 	random_hex(key, SUBMIT_KEY_BYTES);
 	cj.submit_key = key;
@@ -340,13 +246,33 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	                       : xasprintf("sky-%s_%s_%lld", stamp, cl->name, (long long)cj.id);
 	step_begin(&st, "submit");
 	rs = xcalloc((size_t)nsub, sizeof(*rs));
+	addrs = xcalloc((size_t)nsub, sizeof(*addrs));
+	for (i = 0; i < nsub; i++)
+		addrs[i] = cl->nodes[i].addr;
+	spec = (struct eng_spec){.task = t,
+	                         .res = res,
+	                         .cluster = cl->name,
+	                         .infra = cl->infra,
+	                         .addrs = addrs,
+	                         .nranks = nranks,
+	                         .nsetup = nsub,
+	                         .cluster_job = cj.id,
+	                         .submit_key = cj.submit_key,
+	                         .task_id = task_id,
+	                         .with_setup = with_setup,
+	                         .default_cpus = req->no_default_cpus ? 0 : ENG_DEFAULT_CPUS};
 	for (i = 0; i < nsub; i++) {
 		rs[i].nd = &cl->nodes[i];
 		rs[i].rl = &rl;
 		rs[i].f = f ? &f[i] : NULL;
 		msg_init(&rs[i].m);
-		build_spec(&rs[i].m, t, res, cl, i, nranks, nsub, &cj, task_id, with_setup,
-		           req->no_default_cpus ? 0 : ENG_DEFAULT_CPUS);
+		spec.rank = i;
+		eng_build_spec(&rs[i].m, &spec);
+		if (f && nsub > 1) {
+			/* The node prefixes the ranks' lines, as eng_follow()'s streams ask. */
+			msg_add_int(&rs[i].m, "prefix_rank", i);
+			msg_add(&rs[i].m, "prefix_ip", cl->nodes[i].ip ? cl->nodes[i].ip : "");
+		}
 	}
 	if (nsub == 1) {
 		rank_submit(&rs[0]);
@@ -395,6 +321,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 			        rs[i].nd->name, i, cl->name);
 	}
 	free(rs);
+	free(addrs);
 	if (r) {
 		/* Nothing of it runs: no row that `queue` would show as a job. */
 		st_cluster_job_delete(ldb, cl->name, cj.id);
@@ -451,6 +378,23 @@ static int set_task_autostop(struct st_db *ldb, struct clive *cl, const struct e
 	               : 1;
 }
 
+/*
+ * A launch's autostop: as the task asks, else a stopped cluster that was started again
+ * gets its own setting back (it fired once: that supervisor is gone). 0, or -EIO (printed).
+ */
+static int launch_autostop(struct st_db *ldb, struct clive *cl, const struct eng_launch *req,
+                           const struct task_resources *res, const struct cluster *c, int stopped)
+{
+	int r = set_task_autostop(ldb, cl, req, res);
+
+	if (!r && stopped && c->autostop_minutes >= 0)
+		r = eng_set_autostop(ldb, cl, c->autostop_minutes, c->autostop_down,
+		                     c->autostop_wait_for)
+		            ? -1
+		            : 1;
+	return r < 0 ? -EIO : 0;
+}
+
 /* The task's ports join those the cluster opened (status --endpoints shows them). */
 static void record_ports(struct st_db *ldb, struct clive *cl, const struct task_resources *res)
 {
@@ -466,24 +410,18 @@ static void record_ports(struct st_db *ldb, struct clive *cl, const struct task_
 	cluster_free(&c);
 }
 
+/* What the cluster's infra ignores of t (as `skiff check FILE` says it too). */
 static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 {
-	const char *names[32];
-	size_t n, i;
-	struct buf b = BUF_INIT(0);
+	struct buf msg[INFRA_IGNORED_N] = {BUF_INIT(0), BUF_INIT(0)};
+	size_t k;
 
-	n = task_cloud_only_fields(t, cl->ops->honours, names, ARRAY_SIZE(names));
-	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
-		buf_addf(&b, "%s%s", i ? ", " : "", names[i]);
-	if (n)
-		warning("ignored on %s infra (only a cloud can honour them): %s", cl->infra, b.p);
-	buf_reset(&b);
-	n = task_unhonoured_fields(t, cl->ops->honours, names, ARRAY_SIZE(names));
-	for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
-		buf_addf(&b, "%s%s", i ? "; " : "", names[i]);
-	if (n)
-		warning("ignored on %s infra: %s", cl->infra, b.p);
-	buf_release(&b);
+	infra_ignored_fields(t, cl->ops, cl->infra, msg);
+	for (k = 0; k < INFRA_IGNORED_N; k++) {
+		if (msg[k].len)
+			warning("%s", msg[k].p);
+		buf_release(&msg[k]);
+	}
 }
 
 /* Creates the cluster for resource alternative res: pick and book nodes (status INIT). */
@@ -723,7 +661,7 @@ static size_t n_alternatives(const struct task *t)
 /* The infra alternative res launches on: --infra over what it names, else local. */
 static const char *alternative_infra(const struct eng_launch *req, const struct task_resources *res)
 {
-	return req->infra ? req->infra : res && res->infra ? res->infra : "local";
+	return req->infra ? req->infra : res && res->infra ? res->infra : INFRA_DEFAULT;
 }
 
 /* Each of the first n nodes' capacity, from its supervisor; -errno (printed) otherwise. */
@@ -924,9 +862,10 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	struct clive cl = {0};
 	struct cluster c = {0};
 	struct cl_follower *fl = NULL;
-	char *name = NULL;
+	char *name = NULL, *commit = NULL;
 	int64_t job = 0;
-	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped, fast;
+	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped = 0, fast;
+	int as_due = 0;
 	size_t k, chosen = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -1029,30 +968,49 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	if (!req->exec)
 		eng_ssh_config_write(&cl);
 	r = -EIO;
-	if (!req->exec && set_task_autostop(ldb, &cl, req, alternative(t, chosen)) < 0) {
-		goto out;
-	} else if (stopped && c.autostop_minutes >= 0 &&
-	           eng_set_autostop(ldb, &cl, c.autostop_minutes, c.autostop_down,
-	                            c.autostop_wait_for)) {
-		goto out; /* started again: autostop fires once, so it is set again */
-	}
+	/* Set once the job is in (idle counts from there), or on the way out if it is not. */
+	as_due = !req->exec;
 	st_cluster_set_last_task(ldb, name, entry);
 	/* exec, and --fast on a cluster that was UP, run no setup and sync only the workdir. */
 	fast = req->exec || (req->fast && existed && !stopped && c.status == CLUSTER_UP);
-	if (sync_task(&cl, t, !fast))
+	if (sync_task(&cl, t, !fast, &commit))
 		goto out;
+	if (!t->run && !(t->setup && !fast && !req->no_setup) && !req->always_submit) {
+		/* As SkyPilot: nothing to run makes no job; the cluster is there to work on. */
+		created = 0;
+		if (!req->exec)
+			record_ports(ldb, &cl, alternative(t, chosen));
+		if (!req->quiet)
+			fprintf(stderr,
+			        "Cluster %s is up; the task has nothing to run, so no job was "
+			        "submitted ('skiff ssh %s' logs in, 'skiff exec %s CMD' runs a "
+			        "command)\n",
+			        name, name, name);
+		r = 0;
+		goto out;
+	}
 	fl = xcalloc(cl.n ? cl.n : 1, sizeof(*fl));
 	for (k = 0; k < cl.n; k++) {
 		fl[k].pid = -1;
 		fl[k].fd = -1;
 	}
-	r = submit_job(ldb, &cl, req, alternative(t, chosen), !fast && !req->no_setup, &job,
+	r = submit_job(ldb, &cl, req, alternative(t, chosen), !fast && !req->no_setup, commit, &job,
 	               req->detach ? NULL : fl);
 	if (r)
 		goto out;
 	created = 0; /* it has a job now: it stays, whatever comes */
 	if (!req->exec)
 		record_ports(ldb, &cl, alternative(t, chosen));
+	if (as_due) {
+		as_due = 0;
+		if (launch_autostop(ldb, &cl, req, alternative(t, chosen), &c, stopped)) {
+			error("cluster %s: job %lld was submitted, but autostop could not be set "
+			      "(above); 'skiff autostop %s' sets it",
+			      name, (long long)job, name);
+			r = -EIO;
+			goto out;
+		}
+	}
 	/* Following the logs changes nothing: another command may have the cluster now. */
 	lock_release(lock_fd);
 	lock_fd = -1;
@@ -1079,6 +1037,9 @@ out:
 		buf_release(&fl[k].rest);
 	}
 	free(fl);
+	/* Failed after its nodes were up: a cluster that stays still stops when idle. */
+	if (as_due && !created)
+		launch_autostop(ldb, &cl, req, alternative(t, chosen), &c, stopped);
 	if (have_c)
 		cluster_free(&c);
 	cl_close(&cl);
@@ -1086,6 +1047,7 @@ out:
 		undo_new_cluster(ldb, name);
 	lock_release(lock_fd);
 	free(name);
+	free(commit);
 	return r;
 }
 
@@ -1131,8 +1093,11 @@ int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req)
 	       t->nmounts && !(req->exec || (req->fast && existed && c.status == CLUSTER_UP))
 	               ? ", the file mounts"
 	               : "");
-	printf("Runs:      %s%s\n", setup ? "setup on every node, then " : "",
-	       t->run ? "run" : "nothing (no run)");
+	if (!setup && !t->run && !req->always_submit)
+		printf("Runs:      nothing: no job is made (the cluster is brought up and synced)\n");
+	else
+		printf("Runs:      %s%s\n", setup ? "setup on every node, then " : "",
+		       t->run ? "run" : "nothing (no run)");
 	if (req->idle_minutes >= 0 || req->down)
 		printf("Autostop:  %s after %d idle minute(s)\n", req->down ? "down" : "stop",
 		       req->idle_minutes >= 0 ? req->idle_minutes : 1);

@@ -293,15 +293,23 @@ struct stop_job {
 	struct cnode *nd;
 	pthread_t th;
 	int started;
-	int r;      /* runner_capture()'s */
-	int status; /* the node's exit status */
+	/* down: then `node release` (the node's answer is the stop's; a build without that
+	 * command, or a node whose supervisor stopped by itself, only loses the cleanup) */
+	int release;
+	int release_only; /* the head that autodown stopped: its release alone */
+	int r;            /* runner_capture()'s */
+	int status;       /* the node's exit status */
 	struct buf out, err;
 };
 
 static void *stop_thread(void *arg)
 {
 	struct stop_job *j = arg;
-	char *script = xasprintf("exec %s node down --all", j->nd->exe);
+	char *script = j->release_only ? xasprintf("%s node release >&2 || :", j->nd->exe)
+	               : j->release
+	                       ? xasprintf("%s node down --all && { %s node release >&2 || :; }",
+	                                   j->nd->exe, j->nd->exe)
+	                       : xasprintf("exec %s node down --all", j->nd->exe);
 
 	/* The node's runner is this thread's alone (runner.h); errors are printed. */
 	j->r = runner_capture(j->nd->r, script, NULL, 0, &j->out, &j->err, ENG_DOWN_NODE_MS,
@@ -311,22 +319,26 @@ static void *stop_thread(void *arg)
 }
 
 /*
- * Cancels the jobs and stops everything of the cluster on nodes from..cl->n, all at once.
+ * Cancels the jobs and stops everything of the cluster on nodes from..cl->n, all at once;
+ * with release (down), each then removes what the cluster put there (`node release`), and
+ * the nodes before from (stopped by themselves) are asked for that alone, best effort.
  * Returns how many nodes may still run something of it (did not answer, or said so), each
  * said in one line: an error when fail, else a warning. *unreachable: how many of them
  * could not be reached.
  */
-static size_t stop_nodes(struct clive *cl, size_t from, int fail, size_t *unreachable)
+static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, size_t *unreachable)
 {
 	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
 	size_t i, bad = 0;
 
 	*unreachable = 0;
-	for (i = from; i < cl->n; i++) {
+	for (i = release ? 0 : from; i < cl->n; i++) {
 		if (!cl->nodes[i].exe)
 			continue; /* never bootstrapped: nothing of skiff runs there */
 		jobs[i].nd = &cl->nodes[i];
+		jobs[i].release = release;
+		jobs[i].release_only = i < from;
 		buf_init(&jobs[i].out, 1 << 16);
 		buf_init(&jobs[i].err, 1 << 16);
 		jobs[i].started = !pthread_create(&jobs[i].th, NULL, stop_thread, &jobs[i]);
@@ -334,13 +346,18 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, size_t *unreac
 		if (!jobs[i].started)
 			stop_thread(&jobs[i]);
 	}
-	for (i = from; i < cl->n; i++) {
+	for (i = release ? 0 : from; i < cl->n; i++) {
 		struct stop_job *j = &jobs[i];
 
 		if (!j->nd)
 			continue;
 		if (j->started)
 			pthread_join(j->th, NULL);
+		if (j->release_only) {
+			buf_release(&j->out);
+			buf_release(&j->err);
+			continue;
+		}
 		buf_rtrim(&j->out);
 		if (j->r == -EHOSTUNREACH) {
 			++*unreachable;
@@ -419,9 +436,10 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 	}
 	/* Before the nodes: a watcher would take their going for the job failing. */
 	stop_gang_watchers(name);
+	/* Where hosts outlive the cluster, what it put there goes (elsewhere, with the node). */
 	if (alive)
 		left = stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0, confirm,
-		                  &unreachable);
+		                  !keep && (cl.ops->flags & INFRA_SHARED_HOSTS), &unreachable);
 	close_masters(&cl);
 	if (confirm && left) {
 		error("cluster %s is kept: %zu of its nodes may still run something of it "

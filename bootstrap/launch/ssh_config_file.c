@@ -107,7 +107,7 @@ int eng_ssh_config_write(const struct clive *cl)
 	size_t i;
 	int r = -EINVAL;
 
-	if (!cl->ops || cl->ops->kind != INFRA_SSH || !cl->n)
+	if (!cl->ops || !(cl->ops->flags & INFRA_SSH_CONFIG) || !cl->n)
 		return 0;
 	v = xcalloc(cl->n, sizeof(*v));
 	for (i = 0; i < cl->n; i++) {

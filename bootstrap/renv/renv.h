@@ -217,8 +217,6 @@ int renv_pkg_hold(const char *home, const char *ref, char **dir);
 /* fetch_url() into $home/downloads; "URL#sha256=HEX" pins the digest. */
 int renv_fetch(const char *home, const char *ref, const struct renv_conf *c, char **file,
                struct buf *err);
-/* rm -rf (no symlinks followed, no crossing of mounts); 0 or -errno. */
-int renv_rm_rf(const char *path);
 
 /* --- the job's side (bootstrap/renv/renv_job.c) -------------------------------------------- */
 

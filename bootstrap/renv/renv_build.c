@@ -430,7 +430,7 @@ static int ensure_venv(struct build *b)
 		goto out;
 	}
 	/* A dir without its marker is a build that was killed: start again. */
-	renv_rm_rf(b->dir);
+	rm_rf(b->dir);
 	t0 = now_ms();
 	say("building env %.12s with %s (Python %s)", b->key, b->py.path, b->py.version);
 	r = build_venv(b);
@@ -439,7 +439,7 @@ static int ensure_venv(struct build *b)
 			buf_adds(&b->failure, "the build failed");
 		renv_failed_set(b->home, b->key, b->failure.p);
 		renv_log(b->home, "failed", b->key, (uint64_t)(now_ms() - t0));
-		renv_rm_rf(b->dir);
+		rm_rf(b->dir);
 		error("runtime_env: %s (see the lines above)", b->failure.p);
 		goto out;
 	}

@@ -476,29 +476,6 @@ uint64_t renv_du(const char *path)
 	return du_total;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int type, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	if (type == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
-int renv_rm_rf(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st))
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) ? -errno : 0;
-	nftw(path, rm_entry, 32, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
-	return access(path, F_OK) ? 0 : -ENOTEMPTY;
-}
-
 /* --- eviction ---------------------------------------------------------------------- */
 
 struct env_ent {
@@ -565,7 +542,7 @@ static void scan(const char *home, const char *dir, int pkg, struct env_ent **v,
 
 		if (starts_with(de->d_name, ".trash.")) {
 			m = xasprintf("%s/%s", dir, de->d_name);
-			renv_rm_rf(m);
+			rm_rf(m);
 			free(m);
 			continue;
 		}
@@ -630,7 +607,7 @@ int renv_evict(const char *home, uint64_t max_size, const char *keep_key)
 			m = xasprintf("%s/%s", path, RENV_MARKER);
 		gone = (!m || !unlink(m)) && !rename(path, trash);
 		if (gone) {
-			renv_rm_rf(trash);
+			rm_rf(trash);
 			total -= v[i].size;
 			renv_log(home, v[i].pkg ? "evict-pkg" : "evict", v[i].key, v[i].size);
 			info("evicted runtime %s %.12s (%llu KiB, least recently used)", what,

@@ -320,7 +320,7 @@ int renv_pkg_ensure(const char *home, const char *ref, const struct renv_conf *c
 		top = xasprintf("%s.tmp.*", final);
 		if (!glob(top, GLOB_NOSORT, NULL, &g)) {
 			for (i = 0; i < g.gl_pathc; i++)
-				renv_rm_rf(g.gl_pathv[i]);
+				rm_rf(g.gl_pathv[i]);
 			globfree(&g);
 		}
 		if (starts_with(ref, "sha256:")) {
@@ -385,7 +385,7 @@ int renv_pkg_ensure(const char *home, const char *ref, const struct renv_conf *c
 		*dir = xstrdup(final);
 out:
 	if (r && tmp)
-		renv_rm_rf(tmp);
+		rm_rf(tmp);
 	if (fd >= 0)
 		close(fd);
 	if (lfd >= 0)

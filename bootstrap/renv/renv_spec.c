@@ -134,7 +134,7 @@ static char *dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
-	return slash ? xstrndup(path, (size_t)(slash - path ? slash - path : 1)) : NULL;
+	return slash ? xstrndup(path, (size_t)(slash != path ? slash - path : 1)) : NULL;
 }
 
 /* Copies src to dst atomically (a store entry). */

@@ -250,7 +250,9 @@ static void finish(const struct mjob *j, int status, const char *reason)
 {
 	release_cluster(j, 0);
 	C.want_keep = 1;
-	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_ANY, status, MJS_DONE, reason))
+	/* What the last probe saw of its run goes with the event (`jobs logs` says it). */
+	if (!mj_transition_run(C.db, j->id, MJ_ACTIVE_MASK, MJ_ANY, status, MJS_DONE, reason,
+	                       j->node_status, j->exit_codes))
 		logf_job(j->id, "%s: %s", mj_status_name(status), reason);
 }
 
@@ -274,8 +276,9 @@ static void recover(const struct mjob *j, const char *reason, int counts_restart
 	mj_set_counters(C.db, j->id, j->task_index, j->recoveries + 1, j->restarts + counts_restart,
 	                0, gone ? 0 : now_wall());
 	mj_set_cluster(C.db, j->id, "", 0, 0);
-	if (!mj_transition(C.db, j->id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_ANY,
-	                   MJ_RECOVERING, gone ? MJS_ALIVE_WAITING : MJS_ALIVE_BACKOFF, why))
+	if (!mj_transition_run(C.db, j->id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_ANY,
+	                       MJ_RECOVERING, gone ? MJS_ALIVE_WAITING : MJS_ALIVE_BACKOFF, why,
+	                       j->node_status, j->exit_codes))
 		logf_job(j->id, "RECOVERING (recovery %d): %s", j->recoveries + 1, why);
 	free(why);
 }
@@ -294,9 +297,12 @@ static void launch_done(int64_t id, int code)
 	case JL_NONE: break;
 	case JL_CANCEL:
 		/* CANCELLING first: the cleanup worker's CANCELLED must find it so. */
-		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_ANY,
-		              holds_cluster(&j) ? MJ_CANCELLING : MJ_CANCELLED, MJS_DONE,
-		              "cancelled by the user during launch");
+		mj_transition(
+		        C.db, id, MJ_ACTIVE_MASK, MJ_ANY,
+		        holds_cluster(&j) ? MJ_CANCELLING : MJ_CANCELLED, MJS_DONE,
+		        j.cancel_requested == MJ_CANCEL_BY_GROUP
+		                ? "cancelled during launch: its job group's primary tasks ended"
+		                : "cancelled by the user during launch");
 		release_cluster(&j, 0);
 		break;
 	case JL_FAIL_PRECHECKS:
@@ -356,8 +362,8 @@ static int apply_probe(const struct mjob *j, void *arg)
 		mj_set_cluster(C.db, j->id, "", 0, 0);
 		buf_addf(&reason, "task %d succeeded; next task %d", j->task_index + 1,
 		         j->task_index + 2);
-		mj_transition(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
-		              MJS_ALIVE_WAITING, reason.p);
+		mj_transition_run(C.db, j->id, MJ_ACTIVE_MASK, MJ_MASK(MJS_ALIVE), MJ_STARTING,
+		                  MJS_ALIVE_WAITING, reason.p, j->node_status, j->exit_codes);
 		logf_job(j->id, "%s", reason.p);
 		break;
 	case JP_SUCCEED:
@@ -395,9 +401,62 @@ static int apply_probe(const struct mjob *j, void *arg)
 	return 0;
 }
 
-/* Cancels asked for by `jobs cancel`. */
+/*
+ * Job groups: once a group's primary members have all ended, each auxiliary member is
+ * cancelled at the last primary's end plus its delay (jobs_group_decide()), by the path of
+ * `jobs cancel` (its reason names the group). Returns the earliest such time still ahead
+ * (0: none): the loop wakes then.
+ */
+static double group_cancels(void)
+{
+	int64_t *gids = NULL;
+	size_t ngids = 0, g;
+	double next = 0, now = now_wall();
+
+	if (mj_groups_with_aux(C.db, &gids, &ngids))
+		return now + (double)CLEANUP_RETRY_MS / 1000;
+	for (g = 0; g < ngids; g++) {
+		struct jobs_group_member *v;
+		struct mjob *m = NULL;
+		size_t n = 0, k;
+		double due;
+
+		if (mj_group(C.db, gids[g], &m, &n))
+			continue;
+		v = xcalloc(n ? n : 1, sizeof(*v));
+		for (k = 0; k < n; k++) {
+			v[k].primary = m[k].group_primary;
+			v[k].ended = mj_status_terminal(m[k].status);
+			v[k].cancel_asked = m[k].cancel_requested != 0;
+			v[k].ended_at = m[k].ended_at;
+			v[k].delay_s = (double)m[k].group_delay_s;
+		}
+		due = jobs_group_decide(v, n, now);
+		if (due > 0 && (!next || due < next))
+			next = due;
+		for (k = 0; k < n; k++) {
+			if (!v[k].cancel || mj_cancel_aux(C.db, m[k].id))
+				continue;
+			logf_job(m[k].id,
+			         "cancelling: auxiliary task of job group %s, its primary "
+			         "tasks ended",
+			         m[k].group_name);
+			C.want_cancels = 1;
+		}
+		for (k = 0; k < n; k++)
+			mjob_free(&m[k]);
+		free(m);
+		free(v);
+	}
+	free(gids);
+	return next;
+}
+
+/* Cancels asked for by `jobs cancel` (or by a job group, for its auxiliary tasks). */
 static int apply_cancel(const struct mjob *j, void *arg)
 {
+	char why[MJ_CANCEL_REASON_MAX];
+
 	(void)arg;
 	if (!j->cancel_requested || mj_status_terminal(j->status))
 		return 0;
@@ -415,7 +474,7 @@ static int apply_cancel(const struct mjob *j, void *arg)
 		release_cluster(j, 0);
 		logf_job(j->id, "CANCELLING: releasing %s", j->cluster);
 	} else {
-		finish(j, MJ_CANCELLED, "cancelled by the user");
+		finish(j, MJ_CANCELLED, mj_cancel_reason(j, why, sizeof(why)));
 	}
 	return 0;
 }
@@ -425,14 +484,17 @@ static int settle_cancel(const struct mjob *j, void *arg)
 {
 	struct mj_cleanup *cu = ((struct mj_cleanup **)arg)[0];
 	size_t n = (size_t)(uintptr_t)((void **)arg)[1], i;
+	char why[MJ_CANCEL_REASON_MAX], *reason;
 
 	if (j->status != MJ_CANCELLING || j->sched != MJS_DONE)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (cu[i].job_id == j->id)
 			return 0;
+	reason = xasprintf("%s; its cluster is released", mj_cancel_reason(j, why, sizeof(why)));
 	mj_transition(C.db, j->id, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED, -1,
-	              "cancelled by the user; its cluster is released");
+	              reason);
+	free(reason);
 	return 0;
 }
 
@@ -622,7 +684,7 @@ static void publish_meta(int counts[MJS_N])
 static int tick(void)
 {
 	int counts[MJS_N], active, wait = 60000;
-	double next_backoff = 0;
+	double next_backoff = 0, next_group = 0, wake;
 	int64_t now = now_ms(), id;
 
 	reap();
@@ -635,6 +697,8 @@ static int tick(void)
 		C.probes_ready = 0;
 		mj_each(C.db, 0, MJ_MASK(MJS_ALIVE), apply_probe, NULL);
 	}
+	/* After the probes (a primary's end), before the cancels (which carry it out). */
+	next_group = group_cancels();
 	if (C.want_cancels) {
 		C.want_cancels = 0;
 		mj_each(C.db, 1, MJ_CANCEL_REQUESTED, apply_cancel, NULL);
@@ -689,8 +753,11 @@ static int tick(void)
 			wait = (int)(CLEANUP_RETRY_MS - (now - C.last_cleanup_ms));
 		}
 	}
-	if (next_backoff > 0) {
-		double ms = (next_backoff - now_wall()) * 1000 + 5;
+	/* The loop wakes for the first backoff to end, or auxiliary task to cancel. */
+	wake = next_backoff > 0 && (!next_group || next_backoff < next_group) ? next_backoff
+	                                                                      : next_group;
+	if (wake > 0) {
+		double ms = (wake - now_wall()) * 1000 + 5;
 
 		if (ms < wait)
 			wait = ms < 0 ? 0 : (int)ms;

@@ -207,7 +207,7 @@ int jobs_files_gc(struct st_db *db)
 		fprintf(stderr, "[keep] removing %s: %s\n", path,
 		        u.v[i].f.jobs ? "every job that used these files has ended"
 		                      : "no job named these files within the grace period");
-		if (renv_rm_rf(path))
+		if (rm_rf(path))
 			failed = -EIO;
 		free(path);
 	}
@@ -434,7 +434,7 @@ int jobs_host_stop(void)
 	if (left)
 		goto busy;
 	/* Its state goes with it, as with a controller VM: the keys and pools first. */
-	if (renv_rm_rf(home))
+	if (rm_rf(home))
 		return error("cannot remove '%s'", home), EXIT_FAIL;
 	printf("the jobs controller stopped; %s removed\n", home);
 	return EXIT_OK;
@@ -637,7 +637,7 @@ int jobs_host_sync_down(int64_t id)
 	rc = jobs_sync_down_to(id, tmp);
 	if (jobs_tar_dir(tmp, 1) && rc == EXIT_OK)
 		rc = EXIT_FAIL;
-	renv_rm_rf(tmp);
+	rm_rf(tmp);
 	free(tmp);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/infra.h"
 #include "lib/buf.h"
 #include "lib/config.h"
 #include "lib/daemon.h"
@@ -85,7 +86,7 @@ long jobs_env_long(const char *name, long def, long min, long max)
 
 int jobs_use_pool(const char *infra)
 {
-	return (!infra || !*infra || !strcmp(infra, "local")) &&
+	return (!infra || !*infra || !strcmp(infra, INFRA_DEFAULT)) &&
 	       jobs_env_long("SKIFF_JOBS_LOCAL_POOL", 1, 0, 1);
 }
 

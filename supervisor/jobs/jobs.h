@@ -82,6 +82,14 @@ int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id
  */
 int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_list *tl,
                   struct task_overrides *ov, long n, int64_t *last);
+/*
+ * What task t asks for, as SkyPilot's `jobs queue` shows it in REQUESTED, appended to out:
+ * "2x[H100:4]", the accelerators of its alternatives, else "1x[CPU:4+]" (the first's CPUs,
+ * "1+" when it names none); "[Spot]" after when it asks for spot.
+ */
+struct task;
+struct buf;
+void jobs_requested_text(const struct task *t, struct buf *out);
 /* EAGER_NEXT_REGION, FAILOVER or NONE (no restarts), any case; -EINVAL otherwise. */
 int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts);
 /* Cancels jobs (mj_cancel()) and wakes the controller to finish them. 0 or -EIO. */
@@ -102,6 +110,14 @@ void jobs_ensure_controller(struct st_db *db);
  * cancelled).
  */
 int jobs_follow_logs(int64_t id, int follow);
+/*
+ * `jobs logs ID [TASK]`: jobs_follow_logs() of job id, or, when id is a job group's (its
+ * first member's), of its member that task names (a task's name, else its index; unknown:
+ * 102), or without task of every member in turn after a hint on stderr (the exit code then
+ * is the group's status's, mj_group_status()). A task for a job that is not a group is a
+ * usage error.
+ */
+int jobs_logs_task(int64_t id, const char *task, int follow);
 /* Its transitions, then its launch and cleanup log; the exit code as jobs_follow_logs(). */
 int jobs_controller_logs(int64_t id);
 /* The cluster jobs a managed job ran as, in order (from its events), at most JOBS_RUNS_MAX. */
@@ -110,6 +126,11 @@ struct jobs_runs {
 	char cluster[JOBS_RUNS_MAX][128];
 	int64_t job[JOBS_RUNS_MAX];
 	double at[JOBS_RUNS_MAX]; /* when it was recorded: after the cluster job's submit */
+	/*
+	 * How it ended: the managed job's status after the transition that ended it (-1: it
+	 * has not), and the node's status of the run the last probe saw then (-1 unknown).
+	 */
+	int end[JOBS_RUNS_MAX], end_node[JOBS_RUNS_MAX];
 	int n;
 };
 /* Fills *out (zeroed first). 0 or -EIO. */

@@ -24,7 +24,12 @@
 #include "lib/util.h"
 #include "state/jobs.h"
 #include "state/launcher.h"
+#include "state/node.h"
 #include "lib/banned.h"
+
+/* SkyPilot's tree glyphs (U+2514 U+2500 U+2500) and finishing mark (U+2713), UTF-8. */
+#define TREE_LAST "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80 "
+#define CHECK_MARK "\xe2\x9c\x93 "
 
 static int mj_exit_code(int status)
 {
@@ -35,16 +40,17 @@ static int mj_exit_code(int status)
 	}
 }
 
-static int print_event(double at, int status, int sched, const char *reason, void *arg)
+static int print_event(const struct mj_event *e, void *arg)
 {
 	char when[32];
-	time_t t = (time_t)at;
+	time_t t = (time_t)e->at;
 	struct tm tm;
 
 	(void)arg;
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	printf("%s  %-18s %-14s %s\n", when, mj_status_name(status), mj_sched_name(sched), reason);
+	printf("%s  %-18s %-14s %s\n", when, mj_status_name(e->status), mj_sched_name(e->sched),
+	       e->reason);
 	return 0;
 }
 
@@ -83,19 +89,43 @@ int jobs_controller_logs(int64_t id)
 	return r;
 }
 
-static int collect_run(double at, int status, int sched, const char *reason, void *arg)
+/* A run begins with its ALIVE event; the first later event of another state ends it. */
+static int collect_run(const struct mj_event *e, void *arg)
 {
 	struct jobs_runs *r = arg;
 	char name[128];
 	long long id;
 
-	(void)status;
-	if (sched == MJS_ALIVE && r->n < JOBS_RUNS_MAX &&
-	    sscanf(reason, "running on %127[^ ] (cluster job %lld)", name, &id) == 2 &&
+	if (e->sched == MJS_ALIVE && r->n < JOBS_RUNS_MAX &&
+	    sscanf(e->reason, "running on %127[^ ] (cluster job %lld)", name, &id) == 2 &&
 	    jobs_name_ok(name)) {
 		xsnprintf(r->cluster[r->n], sizeof(r->cluster[0]), "%s", name);
-		r->at[r->n] = at;
+		r->at[r->n] = e->at;
+		r->end[r->n] = r->end_node[r->n] = -1;
 		r->job[r->n++] = id;
+	} else if (e->sched != MJS_ALIVE && r->n && r->end[r->n - 1] < 0) {
+		r->end[r->n - 1] = e->status;
+		r->end_node[r->n - 1] = e->node_status;
+	}
+	return 0;
+}
+
+/* The exit codes the event that ended run `want` kept. */
+struct run_codes {
+	struct jobs_runs runs;
+	int want;
+	struct buf *out;
+};
+
+static int find_codes(const struct mj_event *e, void *arg)
+{
+	struct run_codes *c = arg;
+	int n = c->runs.n, open = n && c->runs.end[n - 1] < 0;
+
+	collect_run(e, &c->runs);
+	if (open && c->runs.n == n && c->runs.end[n - 1] >= 0 && n - 1 == c->want) {
+		buf_adds(c->out, e->exit_codes);
+		return 1;
 	}
 	return 0;
 }
@@ -221,14 +251,119 @@ static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t 
 }
 
 /*
+ * SkyPilot's job driver prints this into run.log once the task has its resources
+ * (sky/backends/task_codegen.py, _get_job_started_msg()); its smoke tests grep for it.
+ */
+static void say_started(void)
+{
+	printf(TREE_LAST "Job started. Streaming logs... (Ctrl-C to exit log streaming; job "
+	                 "will not be killed)\n");
+	fflush(stdout);
+}
+
+/* The status of the cluster job run k was, by what ended it; -1: its node lost it. */
+static int run_status(const struct jobs_runs *r, int k)
+{
+	int node = r->end_node[k];
+
+	if (node >= 0 && job_status_terminal(node) && node != JOB_FAILED_DRIVER)
+		return node;
+	switch (r->end[k]) {
+	case MJ_STARTING: /* the next task: this one succeeded */
+	case MJ_SUCCEEDED: return JOB_SUCCEEDED;
+	case MJ_FAILED: return JOB_FAILED;
+	case MJ_FAILED_SETUP: return JOB_FAILED_SETUP;
+	case MJ_CANCELLING:
+	case MJ_CANCELLED: return JOB_CANCELLED;
+	default: return -1;
+	}
+}
+
+/*
+ * How run k failed, in the words of SkyPilot's job driver (task_codegen.py: add_epilogue()
+ * and add_setup()): "ERROR: Job 1 failed with return code list: [1]", or "ERROR: Job 1's
+ * setup failed. Failed workers: ...", with the ranks' exit codes its end kept.
+ */
+static void say_failed(struct st_db *db, int64_t id, const struct jobs_runs *r, int k, int status)
+{
+	struct run_codes *c = xcalloc(1, sizeof(*c));
+	struct buf codes = BUF_INIT(0);
+	const char *p;
+	int rank, first = 1, c137 = 0, c139 = 0;
+	long other = 0;
+
+	c->want = k;
+	c->out = &codes;
+	mj_events(db, id, find_codes, c);
+	free(c);
+	if (status == JOB_FAILED_SETUP)
+		printf("ERROR: Job %lld's setup failed.", (long long)r->job[k]);
+	else
+		printf("ERROR: Job %lld failed with return code list: [", (long long)r->job[k]);
+	for (p = codes.p ? codes.p : "", rank = 0; *p; rank++) {
+		size_t len = strcspn(p, ",");
+		char *end;
+		long v = strtol(p, &end, 10);
+		int known = end != p;
+
+		if (status == JOB_FAILED_SETUP) {
+			/* SkyPilot lists the failed workers, not those it stopped (137). */
+			if (known && v != 0 && v != 137)
+				printf("%s(rank=%d, returncode=%ld)",
+				       first ? " Failed workers: " : ", ", rank, v);
+			first = first && !(known && v != 0 && v != 137);
+		} else {
+			printf("%s%.*s", rank ? ", " : "", (int)len, p);
+			c137 |= known && v == 137;
+			c139 |= known && v == 139;
+			if (known && v != 137 && v != 0 && !other)
+				other = v;
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	if (status == JOB_FAILED_SETUP)
+		printf("%s See error logs above for more details.\n", first ? "" : ".");
+	else if (c137 && other)
+		printf("] (A Worker failed with return code %ld, skiff cleaned up the processes on "
+		       "other nodes with return code 137)\n",
+		       other);
+	else if (c139)
+		printf("] (likely due to Segmentation Fault)\n");
+	else
+		printf("]\n");
+	buf_release(&codes);
+}
+
+/*
+ * Run k has ended: a failed one says so (as its run.log does in SkyPilot); a followed one
+ * then ends as SkyPilot's log tail does, "Job finished (status: S)." (sky/skylet/log_lib.py),
+ * or, when its node lost it, with what SkyPilot's `jobs logs` says then (sky/jobs/utils.py).
+ */
+static void say_ended(struct st_db *db, int64_t id, const struct jobs_runs *r, int k, int live)
+{
+	int status = run_status(r, k);
+
+	if (status == JOB_FAILED || status == JOB_FAILED_SETUP)
+		say_failed(db, id, r, k, status);
+	if (live && status < 0)
+		printf("The job cluster is preempted or failed.\n");
+	else if (live)
+		printf(CHECK_MARK "Job finished (status: %s).\n", job_status_name(status));
+	fflush(stdout);
+}
+
+/*
  * Shows the job's task logs: each cluster job it ran as (pipeline tasks, recoveries) in
- * order, following the current one until the managed job ends. Returns the `logs` exit
- * code.
+ * order, each begun and ended with SkyPilot's lines, following the current one until the
+ * managed job ends. A job that has not ended is followed as SkyPilot streams it; one that
+ * has (or with !follow) is shown as SkyPilot replays its logs. Returns the `logs` exit code.
  */
 int jobs_follow_logs(int64_t id, int follow)
 {
 	struct st_db *db;
-	int shown = 0, rc = EXIT_JOB_NOT_FINISHED, waited = 0, said = 0;
+	int shown = 0, rc = EXIT_JOB_NOT_FINISHED, waited = 0, said = 0, live = -1, ending = -1;
 
 	if (st_launcher_open(0, &db))
 		return EXIT_FAIL;
@@ -242,13 +377,20 @@ int jobs_follow_logs(int64_t id, int follow)
 			rc = EXIT_JOB_NOT_FOUND;
 			break;
 		}
+		if (live < 0)
+			live = follow && !mj_status_terminal(j.status);
 		jobs_runs(db, id, runs);
+		if (ending >= 0 && ending < runs->n && runs->end[ending] >= 0) {
+			say_ended(db, id, runs, ending, live);
+			ending = -1;
+		}
 		if (shown < runs->n) {
 			int last = shown == runs->n - 1;
 
+			say_started();
 			show_run(db, id, runs->cluster[shown], runs->job[shown], runs->at[shown],
 			         follow && last && !mj_status_terminal(j.status), &said);
-			shown++;
+			ending = shown++;
 			mjob_free(&j);
 			free(runs);
 			continue;
@@ -256,11 +398,23 @@ int jobs_follow_logs(int64_t id, int follow)
 		free(runs);
 		if (mj_status_terminal(j.status) || !follow) {
 			rc = mj_exit_code(j.status);
-			if (mj_status_terminal(j.status))
-				fprintf(stderr, "Managed job %lld finished (status: %s).\n",
-				        (long long)id, mj_status_name(j.status));
-			else if (rc == EXIT_JOB_NOT_FINISHED)
-				rc = EXIT_OK;
+			if (!mj_status_terminal(j.status)) {
+				if (rc == EXIT_JOB_NOT_FINISHED)
+					rc = EXIT_OK;
+			} else if (live) {
+				/* SkyPilot's stream_logs_by_id() (sky/jobs/utils.py) ends so. */
+				printf(CHECK_MARK "Managed job finished: %lld (status: %s).\n",
+				       (long long)id, mj_status_name(j.status));
+			} else if (shown) {
+				printf(CHECK_MARK "Job finished (status: %s).\n",
+				       mj_status_name(j.status));
+			} else {
+				printf("Job %lld is already in terminal state %s. For more details, "
+				       "run: skiff jobs logs --controller %lld\n",
+				       (long long)id, mj_status_name(j.status), (long long)id);
+				if (j.status != MJ_SUCCEEDED && j.status != MJ_CANCELLED)
+					printf("Failure reason: %s\n", j.reason);
+			}
 			mjob_free(&j);
 			break;
 		}
@@ -578,4 +732,104 @@ out:
 	archive_write_close(w);
 	archive_write_free(w);
 	return r ? -EIO : 0;
+}
+
+/* The member of a group that task names (its name, else its index), or NULL. */
+static const struct mjob *member_named(const struct mjob *m, size_t n, const char *task)
+{
+	size_t k;
+	long idx;
+
+	for (k = 0; k < n; k++)
+		if (!strcmp(m[k].task_name, task))
+			return &m[k];
+	if (parse_long(task, 0, INT_MAX, &idx))
+		return NULL;
+	for (k = 0; k < n; k++)
+		if (m[k].group_task == idx)
+			return &m[k];
+	return NULL;
+}
+
+int jobs_logs_task(int64_t id, const char *task, int follow)
+{
+	struct st_db *db;
+	struct mjob j, *m = NULL;
+	const struct mjob *pick;
+	size_t n = 0, k;
+	int rc = EXIT_FAIL, *status = NULL, *primary = NULL;
+
+	if (st_launcher_open(0, &db))
+		return EXIT_FAIL;
+	if (mj_get(db, id, &j)) {
+		st_close(db);
+		error("no managed job %lld", (long long)id);
+		return EXIT_JOB_NOT_FOUND;
+	}
+	/* A member's own id (not the group's) is a job of one task, as any other. */
+	if (!j.group_id || j.group_id != id) {
+		int single = !task;
+
+		if (task)
+			error("job %lld is not a job group: it has no task '%s' to pick (its logs: "
+			      "'skiff jobs logs %lld')",
+			      (long long)id, task, (long long)id);
+		mjob_free(&j);
+		st_close(db);
+		return single ? jobs_follow_logs(id, follow) : EXIT_USAGE;
+	}
+	mjob_free(&j);
+	if (mj_group(db, id, &m, &n) || !n)
+		goto out;
+	if (task) {
+		pick = member_named(m, n, task);
+		if (!pick) {
+			error("job group %s (job %lld) has no task '%s': give a task's name or its "
+			      "index (0 to %zu)",
+			      m[0].group_name, (long long)id, task, n - 1);
+			rc = EXIT_JOB_NOT_FOUND;
+			goto out;
+		}
+		id = pick->id;
+		st_close(db);
+		db = NULL;
+		rc = jobs_follow_logs(id, follow);
+		goto out;
+	}
+	if (n > 1)
+		fprintf(stderr,
+		        "Hint: This job has %zu tasks. Use 'skiff jobs logs %lld TASK' to view logs "
+		        "for a specific task (TASK can be task ID or name).\n",
+		        n, (long long)id);
+	/* Each member in turn: one that follows ends before the next is shown. */
+	for (k = 0; k < n; k++) {
+		printf("==> task %d (%s), job %lld <==\n", m[k].group_task, m[k].task_name,
+		       (long long)m[k].id);
+		fflush(stdout);
+		jobs_follow_logs(m[k].id, follow);
+	}
+	/* The group's end, from its members' as they are now. */
+	for (k = 0; k < n; k++)
+		mjob_free(&m[k]);
+	free(m);
+	m = NULL;
+	if (mj_group(db, id, &m, &n) || !n)
+		goto out;
+	status = xcalloc(n, sizeof(*status));
+	primary = xcalloc(n, sizeof(*primary));
+	for (k = 0; k < n; k++) {
+		status[k] = m[k].status;
+		primary[k] = m[k].group_primary;
+	}
+	rc = mj_exit_code(mj_group_status(status, primary, n));
+	if (!follow && rc == EXIT_JOB_NOT_FINISHED)
+		rc = EXIT_OK;
+out:
+	for (k = 0; k < n; k++)
+		mjob_free(&m[k]);
+	free(m);
+	free(status);
+	free(primary);
+	st_close(db);
+	return rc;
 }

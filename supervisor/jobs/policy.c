@@ -304,3 +304,34 @@ enum jobs_stop_action jobs_host_stop_action(int64_t holder)
 	return holder == MJ_HOLDER_WATCH || holder == MJ_HOLDER_KEEP ? JOBS_STOP_SIGNAL
 	                                                             : JOBS_STOP_WAIT;
 }
+
+double jobs_group_decide(struct jobs_group_member *v, size_t n, double now)
+{
+	double end = 0, next = 0;
+	size_t k;
+	int primaries = 0;
+
+	for (k = 0; k < n; k++) {
+		v[k].cancel = 0;
+		if (!v[k].primary)
+			continue;
+		if (!v[k].ended)
+			return 0;
+		primaries++;
+		if (v[k].ended_at > end)
+			end = v[k].ended_at;
+	}
+	if (!primaries)
+		return 0;
+	for (k = 0; k < n; k++) {
+		double due = end + (v[k].delay_s > 0 ? v[k].delay_s : 0);
+
+		if (v[k].primary || v[k].ended || v[k].cancel_asked)
+			continue;
+		if (due <= now)
+			v[k].cancel = 1;
+		else if (!next || due < next)
+			next = due;
+	}
+	return next;
+}

@@ -127,6 +127,25 @@ struct mj_cleanup;
  */
 int jobs_backoff_over(const struct mjob *j, const struct mj_cleanup *cu, size_t n, double now);
 
+/* One member of a job group, as jobs_group_decide() sees it. */
+struct jobs_group_member {
+	int primary;      /* a primary task; else auxiliary */
+	int ended;        /* its status is terminal */
+	int cancel_asked; /* a cancel is on its way already (the user's, or an earlier one) */
+	double ended_at;  /* when it ended (epoch seconds), if it did */
+	double delay_s;   /* an auxiliary one: its termination_delay */
+	int cancel;       /* out: cancel it now */
+};
+
+/*
+ * Which auxiliary members of a job group (v[0..n)) to cancel at now: once every primary
+ * member has ended (a group with none never cancels any), each auxiliary one that has not
+ * ended and has no cancel asked for is due at the last primary's ended_at plus its
+ * delay_s; those due by now get cancel set. Returns the earliest due time still ahead
+ * (the controller wakes then), 0 when none.
+ */
+double jobs_group_decide(struct jobs_group_member *v, size_t n, double now);
+
 /* ---- kept logs (supervisor/jobs/kept.c) ------------------------------------------------ */
 
 /* jobs.controller.task_logs_gc_retention_hours when the config does not set it (a week). */

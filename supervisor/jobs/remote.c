@@ -114,6 +114,32 @@ static int our_exe(char *out, size_t size)
 }
 
 /*
+ * The controller cluster's task: its name, and jobs.controller.resources.image_id of the
+ * config file when it names one (the container or pod image of the controller's node).
+ */
+static char *controller_task_yaml(const char *name)
+{
+	struct yerrors errs = YERRORS_INIT;
+	struct cfg_node *cfg = NULL;
+	struct buf b = BUF_INIT(0);
+	char *path = config_file_path();
+	const char *image;
+
+	buf_addf(&b, "name: %s\n", name);
+	if (path && !config_load_file(path, &cfg, &errs) &&
+	    (image = config_controller_image(cfg))) {
+		/* A JSON string is a YAML scalar: whatever the value holds stays one. */
+		buf_adds(&b, "resources:\n  image_id: ");
+		json_quote(&b, image, strlen(image));
+		buf_addch(&b, '\n');
+	}
+	yerr_release(&errs);
+	cfg_free(cfg);
+	free(path);
+	return buf_detach(&b, NULL);
+}
+
+/*
  * Brings the controller cluster up (or adopts it: a launcher with an empty SKIFF_HOME
  * books the same host of an ssh pool), or upgrades its binary to ours: a launch of an
  * empty task, which bootstraps the node and runs nothing.
@@ -124,7 +150,7 @@ static int ctl_bring_up(struct ctl *x, int existed)
 	struct yerrors errs = YERRORS_INIT;
 	struct eng_launch req = {0};
 	struct eng_launched res;
-	char *yaml = xasprintf("name: %s\n", x->name);
+	char *yaml = controller_task_yaml(x->name);
 	int r;
 
 	fprintf(stderr, "%s the jobs controller %s on %s\n", existed ? "Updating" : "Starting",
@@ -141,6 +167,7 @@ static int ctl_bring_up(struct ctl *x, int existed)
 	req.entrypoint = "(the managed-jobs controller)";
 	req.detach = 1;
 	req.idle_minutes = -1;
+	req.always_submit = 1; /* the controller follows the job it makes */
 	req.no_default_cpus = 1;
 	req.quiet = 1;
 	r = eng_launch(x->db, &req, &res);
@@ -317,7 +344,7 @@ static int move_runs(const char *tmp, const char *root)
 					continue;
 				from = xasprintf("%s/%s", cdir, j->d_name);
 				to = xasprintf("%s/%s", dst_c, j->d_name);
-				renv_rm_rf(to);
+				rm_rf(to);
 				if (rename(from, to))
 					r = error_errno("cannot move the logs to '%s'", to);
 				else
@@ -377,7 +404,7 @@ int jobs_remote_sync_down(const char *infra, int argc, char **argv)
 done:
 	if (fd >= 0)
 		close(fd);
-	renv_rm_rf(tmp);
+	rm_rf(tmp);
 	free(tmp);
 	free(root);
 	return rc;

@@ -4,6 +4,7 @@
  * (cmd/jobs.c) parses flags and renders; what a request means is decided here.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -32,17 +33,171 @@ int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts)
 	return 0;
 }
 
+void jobs_requested_text(const struct task *t, struct buf *out)
+{
+	const struct task_resources *first = t->nres ? &t->res[0] : NULL;
+	size_t k, before;
+
+	buf_addf(out, "%ldx[", t->num_nodes > 0 ? t->num_nodes : 1);
+	before = out->len;
+	/* SkyPilot's get_task_resources_str(): the accelerators asked for, else the CPUs. */
+	for (k = 0; k < t->nres; k++) {
+		const struct task_accel *a = &t->res[k].accel;
+		size_t j;
+
+		if (!a->name)
+			continue;
+		for (j = 0; j < k; j++)
+			if (t->res[j].accel.name && !strcmp(t->res[j].accel.name, a->name) &&
+			    t->res[j].accel.count == a->count)
+				break;
+		if (j < k)
+			continue;
+		buf_addf(out, "%s%s:%g", out->len > before ? ", " : "", a->name, a->count);
+	}
+	if (out->len == before)
+		buf_addf(out, "CPU:%s", first && first->cpus.text ? first->cpus.text : "1+");
+	buf_addch(out, ']');
+	if (first && first->use_spot)
+		buf_adds(out, "[Spot]");
+}
+
+/* What one job's row holds apart from req's strings: kept until the row is written. */
+struct job_row {
+	struct mjob j;
+	struct mj_task task0; /* the first task's row (a group member's only one) */
+	struct buf codes;
+	char restext[128];
+};
+
+static void job_row_release(struct job_row *row)
+{
+	buf_release(&row->codes);
+}
+
+/*
+ * The row of a job running tl's tasks: its recovery, priority and infra from the request
+ * over the first task's resources. j's strings point into req, tl and row. 0, or
+ * -EINVAL (printed).
+ */
+static int job_row_fill(const struct jobs_submit_req *req, const struct task_list *tl,
+                        const struct msg *ovdata, struct job_row *row)
+{
+	/* Recovery and priority come from the first task's first resources (SkyPilot's). */
+	const struct task_resources *res = tl->tasks[0]->nres ? &tl->tasks[0]->res[0] : NULL;
+	const char *infra = req->infra;
+	struct mjob *j = &row->j;
+	size_t k;
+
+	buf_init(&row->codes, 0);
+	if (res && res->job_recovery.set) {
+		if (res->job_recovery.strategy)
+			jobs_parse_strategy(res->job_recovery.strategy, &j->strategy,
+			                    &j->max_restarts);
+		j->max_restarts = (int)res->job_recovery.max_restarts_on_errors;
+		for (k = 0; k < res->job_recovery.nexit_codes; k++) {
+			if (res->job_recovery.exit_codes[k] == RESERVED_CODE)
+				return error("%s: recover_on_exit_codes may not list %d (reserved: "
+				             "the code of a rank killed because another failed)",
+				             req->entry, RESERVED_CODE),
+				       -EINVAL;
+			buf_addf(&row->codes, "%s%d", k ? "," : "",
+			         res->job_recovery.exit_codes[k]);
+		}
+	}
+	if (req->recovery && jobs_parse_strategy(req->recovery, &j->strategy, &j->max_restarts))
+		return error("--job-recovery: '%s' is not EAGER_NEXT_REGION, FAILOVER or NONE",
+		             req->recovery),
+		       -EINVAL;
+	j->priority = req->have_priority                ? req->priority
+	              : res && (res->set & TR_PRIORITY) ? (int)res->priority
+	                                                : 0;
+	if (!infra && res && res->infra)
+		infra = res->infra;
+	j->name = req->ov && req->ov->name ? req->ov->name
+	          : tl->name               ? tl->name
+	          : tl->tasks[0]->name     ? tl->tasks[0]->name
+	                                   : "";
+	j->entry = (char *)req->entry;
+	j->spec = (char *)(req->spec ? req->spec : "");
+	j->cwd = (char *)req->cwd;
+	j->ovargs = "";
+	j->overrides = ovdata->raw.p;
+	j->overrides_len = ovdata->raw.len;
+	j->infra = (char *)(infra ? infra : "");
+	j->recover_codes = row->codes.p;
+	j->ntasks = (int)tl->n;
+	/* The first task's first alternative: what the job asks for first. */
+	eng_resources_text(res, tl->tasks[0]->num_nodes > 0 ? (int)tl->tasks[0]->num_nodes : 1,
+	                   row->restext, sizeof(row->restext));
+	j->resources = row->restext;
+	return 0;
+}
+
+/* Each task's row: `jobs queue` shows a pipeline's tasks one by one. */
+static void task_rows_fill(const struct task_list *tl, struct mj_task *tasks, struct buf *requested)
+{
+	size_t k;
+
+	for (k = 0; k < tl->n; k++) {
+		buf_init(&requested[k], 0);
+		jobs_requested_text(tl->tasks[k], &requested[k]);
+		tasks[k].name = tl->tasks[k]->name ? tl->tasks[k]->name : "";
+		tasks[k].requested = requested[k].p;
+	}
+}
+
+/*
+ * A job group: a job per task, each running only its task (the worker keeps task
+ * group_task of the spec: task_list_keep()) with its own recovery, in one transaction.
+ */
+static int submit_group(struct st_db *db, const struct jobs_submit_req *req,
+                        const struct msg *ovdata, int64_t *id)
+{
+	const struct task_list *tl = req->tl;
+	struct job_row *rows = xcalloc(tl->n, sizeof(*rows));
+	struct mj_task *tasks = xcalloc(tl->n, sizeof(*tasks));
+	struct buf *requested = xcalloc(tl->n, sizeof(*requested));
+	struct mjob *v = xcalloc(tl->n, sizeof(*v));
+	size_t k;
+	int r = 0;
+
+	task_rows_fill(tl, tasks, requested);
+	for (k = 0; !r && k < tl->n; k++) {
+		struct task_list one = *tl;
+
+		one.tasks = &tl->tasks[k];
+		one.n = 1;
+		r = job_row_fill(req, &one, ovdata, &rows[k]);
+		v[k] = rows[k].j;
+		/* The group's name (--name renames it), as SkyPilot's queue shows the group. */
+		v[k].group_name = v[k].name;
+		v[k].group_task = (int)k;
+		v[k].group_primary = tl->tasks[k]->primary;
+		v[k].group_delay_s = tl->tasks[k]->termination_delay_s;
+	}
+	if (!r)
+		r = mj_submit_group(db, v, tl->n, tasks) ? -EIO : 0;
+	if (!r)
+		*id = v[0].id;
+	for (k = 0; k < tl->n; k++) {
+		job_row_release(&rows[k]);
+		buf_release(&requested[k]);
+	}
+	free(rows);
+	free(tasks);
+	free(requested);
+	free(v);
+	return r;
+}
+
 int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id)
 {
 	const struct task_list *tl = req->tl;
-	/* Recovery and priority come from the first task's first resources (SkyPilot's). */
-	const struct task_resources *res =
-	        tl->n && tl->tasks[0]->nres ? &tl->tasks[0]->res[0] : NULL;
-	const char *infra = req->infra;
-	struct buf codes = BUF_INIT(0);
-	struct mjob j = {0};
+	struct job_row row = {0};
+	struct buf *requested = NULL;
+	struct mj_task *tasks = NULL;
 	struct msg ovdata;
-	char restext[128];
 	size_t k;
 	int r = -EINVAL;
 
@@ -51,59 +206,32 @@ int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id
 		error("'%s' has no task", req->entry);
 		goto out;
 	}
-	if (res && res->job_recovery.set) {
-		if (res->job_recovery.strategy)
-			jobs_parse_strategy(res->job_recovery.strategy, &j.strategy,
-			                    &j.max_restarts);
-		j.max_restarts = (int)res->job_recovery.max_restarts_on_errors;
-		for (k = 0; k < res->job_recovery.nexit_codes; k++) {
-			if (res->job_recovery.exit_codes[k] == RESERVED_CODE) {
-				error("%s: recover_on_exit_codes may not list %d (reserved: the code "
-				      "of a rank killed because another failed)",
-				      req->entry, RESERVED_CODE);
-				goto out;
-			}
-			buf_addf(&codes, "%s%d", k ? "," : "", res->job_recovery.exit_codes[k]);
-		}
-	}
-	if (req->recovery && jobs_parse_strategy(req->recovery, &j.strategy, &j.max_restarts)) {
-		error("--job-recovery: '%s' is not EAGER_NEXT_REGION, FAILOVER or NONE",
-		      req->recovery);
-		goto out;
-	}
-	j.priority = req->have_priority                ? req->priority
-	             : res && (res->set & TR_PRIORITY) ? (int)res->priority
-	                                               : 0;
-	if (!infra && res && res->infra)
-		infra = res->infra;
-	j.name = req->ov && req->ov->name ? req->ov->name
-	         : tl->name               ? tl->name
-	         : tl->tasks[0]->name     ? tl->tasks[0]->name
-	                                  : "";
-	j.entry = (char *)req->entry;
-	j.spec = (char *)(req->spec ? req->spec : "");
-	j.cwd = (char *)req->cwd;
-	j.ovargs = "";
 	/* The overrides go to the worker as data: it applies them as the command did. */
 	if (req->ov)
 		task_overrides_encode(req->ov, &ovdata);
-	j.overrides = ovdata.raw.p;
-	j.overrides_len = ovdata.raw.len;
-	j.infra = (char *)(infra ? infra : "");
-	j.recover_codes = codes.p;
-	j.ntasks = (int)tl->n;
-	/* The first task's first alternative: what the job asks for first. */
-	eng_resources_text(res, tl->tasks[0]->num_nodes > 0 ? (int)tl->tasks[0]->num_nodes : 1,
-	                   restext, sizeof(restext));
-	j.resources = restext;
-	r = mj_submit(db, &j) ? -EIO : 0;
-	if (!r) {
-		*id = j.id;
-		jobs_controller_kick();
+	if (tl->parallel) {
+		r = submit_group(db, req, &ovdata, id);
+		goto done;
 	}
+	r = job_row_fill(req, tl, &ovdata, &row);
+	if (r)
+		goto out;
+	tasks = xcalloc(tl->n, sizeof(*tasks));
+	requested = xcalloc(tl->n, sizeof(*requested));
+	task_rows_fill(tl, tasks, requested);
+	r = mj_submit(db, &row.j, tasks) ? -EIO : 0;
+	if (!r)
+		*id = row.j.id;
+done:
+	if (!r)
+		jobs_controller_kick();
 out:
-	/* j's strings point into req and the buffers: nothing of j to free. */
-	buf_release(&codes);
+	/* j's and tasks' strings point into req and the buffers: nothing of them to free. */
+	for (k = 0; requested && k < tl->n; k++)
+		buf_release(&requested[k]);
+	free(requested);
+	free(tasks);
+	job_row_release(&row);
 	msg_release(&ovdata);
 	return r;
 }
@@ -120,6 +248,11 @@ int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_lis
 
 	req->tl = tl;
 	req->ov = ov;
+	if (tl->parallel && n > 1)
+		return error("--num-jobs: '%s' is a job group, which runs as one managed job; "
+		             "launch the group once (or --num-jobs with each of its tasks)",
+		             req->entry),
+		       -EINVAL;
 	for (k = 0; k < n; k++) {
 		if (n > 1) {
 			/* --num-jobs N: N copies, each told its rank among them. */
@@ -140,8 +273,15 @@ int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_lis
 			return r;
 		printf("%lld\n", (long long)*last);
 		fflush(stdout);
-		fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)*last,
-		        *name ? " (" : "", name, *name ? ")" : "");
+		if (tl->parallel)
+			fprintf(stderr,
+			        "Managed job %lld submitted: job group %s of %zu tasks "
+			        "(jobs %lld to %lld)\n",
+			        (long long)*last, name, tl->n, (long long)*last,
+			        (long long)*last + (long long)tl->n - 1);
+		else
+			fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)*last,
+			        *name ? " (" : "", name, *name ? ")" : "");
 	}
 	return 0;
 }

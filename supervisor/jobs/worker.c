@@ -149,6 +149,17 @@ static int load_tasks(const struct mjob *j, struct task_list *tl, struct cfg_nod
 		                                                                  : 0;
 	else if (!r)
 		task_from_command(tl, j->entry);
+	/* A job group's member runs its own task alone, told the group's name. */
+	if (!r && j->group_id) {
+		if (task_list_keep(tl, (size_t)j->group_task)) {
+			error("job %lld: its job group's file has no task %d", (long long)j->id,
+			      j->group_task);
+			r = EXIT_INVALID;
+		} else {
+			task_kvs_set(&tl->tasks[0]->envs, "SKYPILOT_JOBGROUP_NAME", j->group_name,
+			             0, 0);
+		}
+	}
 	if (!r &&
 	    (task_list_apply_overrides(tl, &ov, &errs) || task_list_check_required(tl, &errs, 0)))
 		r = EXIT_INVALID;
@@ -205,9 +216,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	if (rc)
 		goto out;
 	t = tl.tasks[j.task_index];
-	infra = *j.infra                     ? j.infra
-	        : t->nres && t->res[0].infra ? t->res[0].infra
-	                                     : "local";
+	infra = *j.infra ? j.infra : t->nres && t->res[0].infra ? t->res[0].infra : INFRA_DEFAULT;
 	{
 		struct infra inf;
 
@@ -269,6 +278,7 @@ static int worker_launch(struct st_db *db, int64_t id)
 	req.entrypoint = j.entry;
 	req.detach = 1;
 	req.idle_minutes = -1;
+	req.always_submit = 1; /* the controller follows the job it makes */
 	req.task_id = task_id;
 	req.no_default_cpus = pool;
 	req.config = config;
@@ -309,7 +319,7 @@ out:
 struct probe {
 	int64_t id, cluster_job;
 	char *cluster;
-	int status; /* the gang's status (gang_status()), -1 unknown */
+	int status;       /* the gang's status (gang_status()), -1 unknown */
 	struct buf codes; /* every rank's, in rank order (PROBE_CODES_MAX) */
 	char err[256];    /* numbers and a cluster name (at most INFRA_CLUSTER_NAME_MAX) */
 };
@@ -390,8 +400,7 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 
 			/* Past PROBE_CODES_MAX (more ranks than a task has): left out. */
 			if (rk->exit_code >= 0 && !full &&
-			    buf_addf(&p->codes, "%s%d", p->codes.len ? "," : "",
-			             rk->exit_code)) {
+			    buf_addf(&p->codes, "%s%d", p->codes.len ? "," : "", rk->exit_code)) {
 				fprintf(stderr,
 				        "[watch] job %lld: exit codes from rank %d on left out\n",
 				        (long long)p->id, rank);
@@ -472,9 +481,19 @@ static void maybe_cancelled(struct st_db *db, int64_t job)
 	for (i = 0; i < n; i++)
 		left += cu[i].job_id == job;
 	mj_cleanups_free(cu, n);
-	if (!left)
+	if (!left) {
+		struct mjob j;
+		char why[MJ_CANCEL_REASON_MAX], *reason;
+
+		if (mj_get(db, job, &j))
+			return;
+		reason = xasprintf("%s; its cluster is released",
+		                   mj_cancel_reason(&j, why, sizeof(why)));
 		mj_transition(db, job, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED, -1,
-		              "cancelled by the user; its cluster is released");
+		              reason);
+		free(reason);
+		mjob_free(&j);
+	}
 }
 
 /*

@@ -37,17 +37,6 @@ static char sandbox[PATH_MAX], dst[PATH_MAX + 8], outside[PATH_MAX + 16];
 static char home[PATH_MAX], home_sync[PATH_MAX + 8];
 static size_t dst_len;
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb, (void)flag, (void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void sandbox_remove(void)
 {
 	rm_rf(sandbox);

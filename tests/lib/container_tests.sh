@@ -79,7 +79,7 @@ test_expect_success 'launch a 2-node gang from the busybox image: skiff init is 
 	test $rc = 0 &&
 	grep -q "nodes .*2 node(s) on $ENGINE: $(ctr_addr skiff-pc-0), " err &&
 	for r in 0 1; do
-		p="(rank $r, $(ctr_addr skiff-pc-$r)) rank=$r" &&
+		p="$(rank_prefix_re $r "$(ctr_addr skiff-pc-$r)") rank=$r" &&
 		grep -qx "$p host=skiff-pc-$r ips=$(ctr_addr skiff-pc-0),$(ctr_addr skiff-pc-1) n=2" out &&
 		grep -qx "$p pid1=/opt/skiff/bin/skiff init  bash=none libc=no" out &&
 		grep -qx "$p payload nested " out || { echo "rank $r"; exit 1; }
@@ -103,15 +103,17 @@ test_expect_success 'the containers carry skiff labels; env and setup arrived ve
 	done
 '
 
+# exec brings no workdir, and runs where launch synced one, as SkyPilot's job script does
+# (`cd ~/sky_workdir`, sky/backends/backend_utils.py make_task_bash_script).
 test_expect_success 'exec, queue and logs on the container cluster' '
 	skiff exec pc "echo exec on \$(hostname) in \$PWD" >out 2>err &&
 	cat out err &&
-	test "$(cat out)" = "exec on skiff-pc-0 in /root" &&
+	test "$(cat out)" = "exec on skiff-pc-0 in /root/sky_workdir" &&
 	skiff queue pc --json >q.json &&
 	test "$(json "[(j[\"id\"], j[\"status\"]) for j in d]" q.json)" = \
 		"[[1, \"SUCCEEDED\"], [2, \"SUCCEEDED\"]]" &&
 	skiff logs pc 1 >out 2>err &&
-	grep -qx "(rank 1, $(ctr_addr skiff-pc-1)) rank=1 payload nested " out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$(ctr_addr skiff-pc-1)) rank=1 payload nested " out &&
 	skiff logs pc --status >st && grep -qx "Job [0-9]*: SUCCEEDED" st
 '
 
@@ -167,7 +169,7 @@ test_expect_success 'a container killed mid-job: logs reports it within seconds'
 	cat out err &&
 	{ test $rc != 124 || { echo "logs hung until the timeout 60 guard"; exit 1; }; } &&
 	test $rc = 100 &&
-	grep -qx "(rank 0, $a0) started" out &&
+	grep -qx "(head, rank=0, pid=[0-9]*) started" out &&
 	grep -q "skiff-pc-1 is not running (exited)" err &&
 	grep -q "^skiff: error: node $a1 (rank 1): lost the connection" err &&
 	grep -q "^skiff: job 6 finished (status: FAILED_DRIVER)\$" err
@@ -255,7 +257,7 @@ test_expect_success 'failover: an image the engine cannot run moves on to the ne
 	cat err &&
 	grep -q "Trying resources 1 of 2" err &&
 	grep -q "cannot start container skiff-pf-0 from image skiff-no-such-image:1" err &&
-	grep -qx "(rank 1, .*) on skiff-pf-1" out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=.*) on skiff-pf-1" out &&
 	test "$(ctr_names label=skiff.cluster=pf)" = "skiff-pf-0 skiff-pf-1 "
 '
 
@@ -279,8 +281,8 @@ test_expect_success "$ENGINE/pool1: two existing containers, by name; down leave
 		"echo \"rank \$SKYPILOT_NODE_RANK on \$(hostname)\"" >out 2>err &&
 	cat err out &&
 	grep -q "nodes .*2 node(s) on $ENGINE/pool1: $(ctr_addr ex-a), " err &&
-	grep -qx "(rank 0, $(ctr_addr ex-a)) rank 0 on $($CE exec ex-a hostname)" out &&
-	grep -qx "(rank 1, $(ctr_addr ex-b)) rank 1 on $($CE exec ex-b hostname)" out &&
+	grep -qx "(head, rank=0, pid=[0-9]*) rank 0 on $($CE exec ex-a hostname)" out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$(ctr_addr ex-b)) rank 1 on $($CE exec ex-b hostname)" out &&
 	expect_fail 1 skiff launch -c ex2 --infra $ENGINE/pool1 true >out 2>err &&
 	grep -q "infra $ENGINE/pool1 has 2 running containers, 2 in use by other clusters; need 1" err &&
 	skiff down ex >/dev/null &&

@@ -27,6 +27,9 @@
 #   k8s_install_deps            apt-get install what is missing (the k8s group and more)
 #   k8s_build                   build the binaries into $K8S_BIN unless cached (minutes once)
 #   k8s_images                  build the image tars into $K8S_CACHE/images unless cached
+#   k8s_image_debian S P REF    a Debian SUITE image with PKGS (debootstrap, cached) as REF
+#   k8s_image_import TAR        import an image tar into every node's containerd
+#   k8s_apiserver_stop/start    take the API server away (killed) and bring it back
 #   k8s_up [N]                  start the cluster with N nodes (default 2), wait until Ready
 #   k8s_down                    stop and delete everything; safe to call again
 #   k8s_kubectl ARGS...         kubectl against the cluster (context $K8S_CONTEXT)
@@ -65,6 +68,8 @@ if [ -z "${K8S_LOCK:-}" ]; then
 fi
 K8S_LOCK_TIMEOUT=${K8S_LOCK_TIMEOUT:-900}
 K8S_READY_TIMEOUT=${K8S_READY_TIMEOUT:-120}
+# Fixed in the kubelet (its pluginapi.KubeletSocket), not under --root-dir.
+K8S_DEVICE_SOCK=/var/lib/kubelet/device-plugins/kubelet.sock
 K8S_GO=${K8S_GO:-/usr/local/go/bin/go}
 export K8S_VERSION K8S_CACHE K8S_BIN K8S_CONTEXT K8S_IMAGE_PAUSE K8S_IMAGE_BUSYBOX \
 	K8S_BRIDGE K8S_NET K8S_SUBNET K8S_API_URL K8S_LOCK
@@ -84,6 +89,8 @@ kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
 _k8s_pkgs="etcd-server containernetworking-plugins containerd runc openssl busybox-static
 musl-tools iproute2 util-linux procps"
 . "${SRC_DIR:?tests/lib/k8s.sh: set SRC_DIR to the source tree first}/tests/lib/packages.sh"
+# ctr_debian_tar, for the Debian image (k8s_image_debian).
+. "$SRC_DIR/tests/lib/container.sh"
 
 _k8s_say() { printf 'k8s: %s\n' "$*" >&2; }
 _k8s_err() { printf 'k8s: error: %s\n' "$*" >&2; return 1; }
@@ -213,6 +220,20 @@ _k8s_docker_archive() {
 	rm -rf "$_kda_w" && mkdir -p "$_kda_w/layer" || return 1
 	tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -C "$1" \
 		-cf "$_kda_w/layer/layer.tar" . || return 1
+	_k8s_docker_archive_dir "$_kda_w" "$2" "$3" "$4"
+}
+
+# _k8s_docker_archive_tar LAYER_TAR REF CONFIG_JSON_FRAGMENT OUT: the same from a rootfs tar.
+_k8s_docker_archive_tar() {
+	_kda_w=$4.d
+	rm -rf "$_kda_w" && mkdir -p "$_kda_w/layer" || return 1
+	cp "$1" "$_kda_w/layer/layer.tar" || return 1
+	_k8s_docker_archive_dir "$_kda_w" "$2" "$3" "$4"
+}
+
+# _k8s_docker_archive_dir WORK REF CONFIG_JSON_FRAGMENT OUT: WORK/layer/layer.tar made.
+_k8s_docker_archive_dir() {
+	_kda_w=$1
 	_kda_diff=$(sha256sum "$_kda_w/layer/layer.tar" | cut -d' ' -f1)
 	printf '{"architecture":"amd64","os":"linux","config":{%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
 		"$3" "$_kda_diff" >"$_kda_w/config.json" || return 1
@@ -262,6 +283,30 @@ k8s_images() {
 			"$K8S_CACHE/images/busybox.tar" || { _k8s_err "cannot write the busybox image"; exit 1; }
 		rm -rf "$_ki_w"
 	) 8>>"$K8S_CACHE/images.lock"
+}
+
+# k8s_image_debian SUITE PKGS REF: an image REF of `debootstrap --variant=minbase
+# --include=PKGS SUITE` (ctr_debian_tar, tests/lib/container.sh: made once, cached in
+# /var/cache/skiff-test), as a docker-archive tar in $K8S_CACHE/images; prints its path.
+k8s_image_debian() {
+	_kid_tar=$(ctr_debian_tar "$1" "$2") || return 1
+	_kid_out=$K8S_CACHE/images/$(printf '%s' "$3" | tr -c 'a-zA-Z0-9.\n' _).tar
+	if [ ! -s "$_kid_out" ] || [ "$_kid_out" -ot "$_kid_tar" ]; then
+		mkdir -p "$K8S_CACHE/images" &&
+			_k8s_docker_archive_tar "$_kid_tar" "$3" \
+				'"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["bash"]' \
+				"$_kid_out" || { _k8s_err "cannot write the image $3"; return 1; }
+	fi
+	printf '%s\n' "$_kid_out"
+}
+
+# k8s_image_import TAR: import a docker-archive image into every node's containerd.
+k8s_image_import() {
+	_kii=1
+	while [ "$_kii" -le "${K8S_N:-0}" ]; do
+		_k8s_run "import $1 on node $_kii" k8s_ctr "$_kii" images import "$1" || return 1
+		_kii=$((_kii + 1))
+	done
 }
 
 # ---------------------------------------------------------------------------------------
@@ -599,6 +644,47 @@ _k8s_wait() {
 	done
 }
 
+# _k8s_bound_since MARK: the device-plugin socket was made after the file MARK.
+_k8s_bound_since() {
+	[ -S "$K8S_DEVICE_SOCK" ] && [ -n "$(find "$K8S_DEVICE_SOCK" -newer "$1" 2>/dev/null)" ]
+}
+
+# The API server, in the cluster's cgroup; k8s_apiserver_stop/start take it away and back.
+_k8s_start_apiserver() {
+	_kp=$K8S_DIR/pki
+	_k8s_spawn apiserver "$K8S_BIN/kube-apiserver" \
+		--etcd-servers=http://127.0.0.1:26379 \
+		--bind-address="$K8S_NET.1" --advertise-address="$K8S_NET.1" --secure-port=26443 \
+		--cert-dir="$K8S_DIR/apiserver" \
+		--tls-cert-file="$_kp/apiserver.crt" --tls-private-key-file="$_kp/apiserver.key" \
+		--client-ca-file="$_kp/ca.crt" \
+		--kubelet-client-certificate="$_kp/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$_kp/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority="$_kp/ca.crt" \
+		--kubelet-preferred-address-types=InternalIP \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$_kp/sa.pub" \
+		--service-account-signing-key-file="$_kp/sa.key" \
+		--service-cluster-ip-range=10.245.0.0/24 \
+		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		--allow-privileged=true --profiling=false
+}
+
+# k8s_apiserver_stop: kill the API server (its clients' connections are refused); the
+# cluster's other parts keep running.
+k8s_apiserver_stop() {
+	[ -f "$K8S_DIR/apiserver.pid" ] || { _k8s_err "no API server pid"; return 1; }
+	kill -KILL "$(cat "$K8S_DIR/apiserver.pid")" 2>/dev/null
+	_k8s_wait "the API server gone" 10 "" sh -c '! ss -Htln "sport = :26443" | grep -q .'
+}
+
+# k8s_apiserver_start: start it again and wait until it is ready.
+k8s_apiserver_start() {
+	mv -f "$K8S_DIR/log/apiserver.log" "$K8S_DIR/log/apiserver.log.$(date +%s)" 2>/dev/null
+	_k8s_start_apiserver
+	_k8s_wait "kube-apiserver ready" 60 apiserver k8s_kubectl get --raw /readyz
+}
+
 _k8s_nodes_ready() {
 	_knr=$(k8s_kubectl get nodes -o \
 		'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' \
@@ -667,23 +753,7 @@ _k8s_up() {
 		_k8s_spawn "containerd$_ku_i" containerd --config "$K8S_DIR/n$_ku_i/containerd.toml"
 		_ku_i=$((_ku_i + 1))
 	done
-	_kp=$K8S_DIR/pki
-	_k8s_spawn apiserver "$K8S_BIN/kube-apiserver" \
-		--etcd-servers=http://127.0.0.1:26379 \
-		--bind-address="$K8S_NET.1" --advertise-address="$K8S_NET.1" --secure-port=26443 \
-		--cert-dir="$K8S_DIR/apiserver" \
-		--tls-cert-file="$_kp/apiserver.crt" --tls-private-key-file="$_kp/apiserver.key" \
-		--client-ca-file="$_kp/ca.crt" \
-		--kubelet-client-certificate="$_kp/apiserver-kubelet-client.crt" \
-		--kubelet-client-key="$_kp/apiserver-kubelet-client.key" \
-		--kubelet-certificate-authority="$_kp/ca.crt" \
-		--kubelet-preferred-address-types=InternalIP \
-		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
-		--service-account-key-file="$_kp/sa.pub" \
-		--service-account-signing-key-file="$_kp/sa.key" \
-		--service-cluster-ip-range=10.245.0.0/24 \
-		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-		--allow-privileged=true --profiling=false
+	_k8s_start_apiserver
 	_ku_i=1
 	while [ "$_ku_i" -le "$_ku_n" ]; do
 		_k8s_wait "containerd of node $_ku_i" 30 "containerd$_ku_i" \
@@ -704,13 +774,24 @@ _k8s_up() {
 		--cluster-signing-cert-file="$_kp/ca.crt" --cluster-signing-key-file="$_kp/ca.key"
 	_k8s_spawn scheduler "$K8S_BIN/kube-scheduler" \
 		--kubeconfig="$K8S_DIR/scheduler.kubeconfig" --secure-port=0 --leader-elect=false
+	# A kubelet's device-plugin registry is one fixed socket whatever its --root-dir
+	# ($K8S_DEVICE_SOCK): each kubelet removes what is there, then binds. Two started
+	# together can both remove and then race to bind, and the loser exits ("address
+	# already in use"). So each kubelet starts once the one before has bound it; the
+	# next one's removal leaves the earlier kubelet running (no device plugins here).
 	_ku_i=1
 	while [ "$_ku_i" -le "$_ku_n" ]; do
+		: >"$K8S_DIR/n$_ku_i/kubelet.spawned"
 		_k8s_spawn "kubelet$_ku_i" "$K8S_BIN/kubelet" \
 			--config="$K8S_DIR/n$_ku_i/kubelet.yaml" \
 			--kubeconfig="$K8S_DIR/n$_ku_i/kubelet.kubeconfig" \
 			--hostname-override="$(k8s_node "$_ku_i")" --node-ip="$(_k8s_node_ip "$_ku_i")" \
 			--root-dir="$K8S_DIR/n$_ku_i/kubelet" --cert-dir="$K8S_DIR/n$_ku_i/kubelet/pki"
+		if [ "$_ku_i" -lt "$_ku_n" ]; then
+			_k8s_wait "kubelet $_ku_i's device-plugin socket" "$K8S_READY_TIMEOUT" \
+				"kubelet$_ku_i" _k8s_bound_since "$K8S_DIR/n$_ku_i/kubelet.spawned" ||
+				return 1
+		fi
 		_ku_i=$((_ku_i + 1))
 	done
 	_k8s_wait "$_ku_n node(s) Ready" "$K8S_READY_TIMEOUT" kubelet1 _k8s_nodes_ready "$_ku_n" ||

@@ -61,7 +61,8 @@ if [ -z "${NODES_LOCK:-}" ]; then
 	[ ! -d /run/lock ] || NODES_LOCK=/run/lock/skiff-testnodes.lock
 fi
 NODES_LOCK_TIMEOUT=${NODES_LOCK_TIMEOUT:-900}
-NODES_READY_TIMEOUT=${NODES_READY_TIMEOUT:-30}
+NODES_READY_TIMEOUT=${NODES_READY_TIMEOUT:-60}
+NODES_CONNECT_TIMEOUT=10
 NODES_SSHD=${NODES_SSHD:-/usr/sbin/sshd}
 export NODES_NET NODES_SUBNET NODES_ID NODES_POOL NODES_USER NODES_BB_USER NODES_BRIDGE \
 	NODES_DIR NODES_SSH_CONFIG NODES_POOL_FILE NODES_KEY NODES_LOCK
@@ -505,12 +506,15 @@ _nodes_node_diag() {
 	done >&2
 }
 
-# Poll `ssh tnI true` every 0.1 s until it works (this also opens the ControlMaster).
+# Poll `ssh tnI true` every 0.1 s until it works (this also opens the ControlMaster). Each
+# try may take NODES_CONNECT_TIMEOUT: on a loaded machine sshd's banner came later than 2 s
+# on every try for 30 s once, and the node was never ready.
 _nodes_wait_ready() {
 	_nwr_end=$(($(date +%s) + NODES_READY_TIMEOUT))
 	read -r _nwr_pid _nwr_st <"$NODES_DIR/tn$1/unshare.pid" || return 1
 	_nwr_err=$NODES_DIR/tn$1/ready.err
-	while ! ssh -F "$NODES_SSH_CONFIG" -o ConnectTimeout=2 "tn$1" true 2>"$_nwr_err" </dev/null; do
+	while ! ssh -F "$NODES_SSH_CONFIG" -o ConnectTimeout="$NODES_CONNECT_TIMEOUT" "tn$1" true \
+		2>"$_nwr_err" </dev/null; do
 		if ! _nodes_alive "$_nwr_pid" "$_nwr_st"; then
 			_nodes_err "tn$1: the node's sshd exited"
 			_nodes_node_diag "$1"

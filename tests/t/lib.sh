@@ -16,8 +16,9 @@
 # CMD..., test_cmp WANT GOT; prerequisites: test_set_prereq NAME, test_lazy_prereq NAME
 # SCRIPT, test_have_prereq NAME[,NAME...]; skips: test_skip DESC REASON (one test),
 # test_skip_all REASON and test_skip_unless_root (the whole script). Under CI=true every
-# skip is a failure. A body whose && chain is broken fails (the chain lint, below).
-# docs/testing.md says more.
+# skip is a failure. A body whose && chain is broken fails (the chain lint, below). With
+# SKIFF_TEST_FAILLOG=DIR each failed test's report is also appended to DIR/SCRIPT.txt
+# (tests/run-tests prints them at the end). docs/testing.md says more.
 #
 # Variables: SKIFF_BIN (the binary under test: SKIFF_TEST_BIN, else build/skiff),
 # SKIFF_STATIC_BIN (a static skiff, for what runs where there is no libc), SRC_DIR,
@@ -62,6 +63,12 @@ elif test_is_static "$SRC_DIR/${B:-build}/skiff"; then
 else
 	SKIFF_STATIC_BIN=
 fi
+TEST_WAIT_SCALE=1
+[ "$SKIFF_STATIC_BIN" = "$SKIFF_BIN" ] || TEST_WAIT_SCALE=3
+case ${SKIFF_TEST_WAIT_SCALE:-} in
+'' | *[!0-9]* | 0) ;;
+*) TEST_WAIT_SCALE=$SKIFF_TEST_WAIT_SCALE ;;
+esac
 
 # ---- prerequisites (git's test_set_prereq / test_lazy_prereq) ----------------------------
 #
@@ -205,14 +212,73 @@ test_expect_success() {
 			return 0
 		fi
 	fi
+	: >"$out.start"
 	if (cd "$TRASH" && eval "$body") >"$out" 2>&1; then
 		echo "ok $test_count - $desc"
+		rm -f "$out.start"
 	else
 		test_failed=$((test_failed + 1))
-		echo "not ok $test_count - $desc"
-		sed 's/^/#   /' "$out"
-		echo "#   test body:"
-		printf '%s\n' "$body" | sed 's/^/#     /'
+		{
+			echo "not ok $test_count - $desc"
+			sed 's/^/#   /' "$out"
+			echo "#   test body:"
+			printf '%s\n' "$body" | sed 's/^/#     /'
+		} >"$out.report"
+		cat "$out.report"
+		# tests/run-tests prints these once prove is done (prove shows no diagnostics).
+		if [ -n "${SKIFF_TEST_FAILLOG:-}" ] && mkdir -p "$SKIFF_TEST_FAILLOG" 2>/dev/null; then
+			test_faillog "$out" >>"$SKIFF_TEST_FAILLOG/${0##*/}.txt"
+		fi
+		rm -f "$out.report" "$out.start"
+	fi
+}
+
+# test_faillog OUT: a failed test's report for SKIFF_TEST_FAILLOG: its head and tail
+# (a wait's last words come last), then the end of each daemon log the test wrote to
+# (the supervisor's or the controller's side of a timeout is there, not in the output).
+test_faillog() {
+	echo "=== ${0##*/}"
+	if [ "$(wc -l <"$1.report")" -le $((TEST_FAILLOG_HEAD + TEST_FAILLOG_TAIL)) ]; then
+		cat "$1.report"
+	else
+		head -n "$TEST_FAILLOG_HEAD" "$1.report"
+		echo "#   [...]"
+		tail -n "$TEST_FAILLOG_TAIL" "$1.report"
+	fi
+	find "$TRASH" -name '*.log' -type f -newer "$1.start" 2>/dev/null |
+		head -n "$TEST_FAILLOG_LOGS" | while IFS= read -r _tf_l; do
+		echo "#   --- the end of ${_tf_l#"$TRASH"/}:"
+		tail -n "$TEST_FAILLOG_LOG_LINES" "$_tf_l" | sed 's/^/#   /'
+	done
+}
+TEST_FAILLOG_HEAD=50
+TEST_FAILLOG_TAIL=30
+TEST_FAILLOG_LOGS=6
+TEST_FAILLOG_LOG_LINES=15
+
+# node_up_said FILE: the frame `node up --frame` wrote after its SKIFF-UP line in FILE
+# (cmd/node.c say_up()), as KEY=VALUE lines; nothing when there is none.
+node_up_said() {
+	python3 - "$1" <<-\EOF
+	import struct, sys
+	data = open(sys.argv[1], "rb").read()
+	at = data.find(b"SKIFF-UP\n")
+	if at >= 0:
+	    at += len(b"SKIFF-UP\n")
+	    (n,) = struct.unpack(">I", data[at:at + 4])
+	    f = data[at + 4:at + 4 + n].split(b"\0")[:-1]
+	    for k, v in zip(f[0::2], f[1::2]):
+	        print(k.decode() + "=" + v.decode())
+	EOF
+}
+
+# rank_prefix_re RANK IP_RE: a basic regex for a gang rank's log prefix, SkyPilot's
+# "(head, rank=0, pid=N)" and "(workerK, rank=K, pid=N, ip=IP)" (supervisor/logprefix.h).
+rank_prefix_re() {
+	if [ "$1" = 0 ]; then
+		printf '%s' "(head, rank=0, pid=[0-9]*)"
+	else
+		printf '%s' "(worker$1, rank=$1, pid=[0-9]*, ip=$2)"
 	fi
 }
 
@@ -269,9 +335,13 @@ gang_watchers() {
 }
 
 # wait_for 'shell condition' [TIMEOUT_S]: poll every 20 ms until true; fail on timeout.
+# The limit is TIMEOUT_S times TEST_WAIT_SCALE: 1, or 3 for a binary that is not the
+# static build (the ASan/UBSan one, several times slower, where 10 s waits ran out in CI
+# beside the other sanitizer scripts); SKIFF_TEST_WAIT_SCALE sets it. Only how long a
+# condition may take to come true grows: what is asserted stays the same.
 wait_for() {
 	cond=$1
-	limit=${2:-10}
+	limit=$((${2:-10} * TEST_WAIT_SCALE))
 	end=$(($(date +%s) + limit))
 	while ! eval "$cond"; do
 		if [ "$(date +%s)" -ge "$end" ]; then

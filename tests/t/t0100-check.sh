@@ -209,7 +209,8 @@ assert r[\"cpus\"] == \"8+\", r
 	expect_fail 2 skiff check --cpus lots task.yaml 2>err &&
 	grep -q "cpus lots" err &&
 	expect_fail 2 skiff check --bogus task.yaml 2>err &&
-	expect_fail 2 skiff check 2>err
+	expect_fail 2 skiff check --infra 2>err &&
+	grep -q -- "--infra needs a value" err
 '
 
 test_expect_success '--json is valid JSON with secrets redacted' '
@@ -245,6 +246,176 @@ test_expect_success 'a pipeline and standard input' '
 	grep -q "pipe.yaml: ok (a pipeline of 2 tasks)" out &&
 	skiff check - <task.yaml >out &&
 	grep -q "^-: ok$" out
+'
+
+# What launch would warn about on the task's infra is a warning here, in launch's words.
+test_expect_success 'FILE: fields its infra cannot honour are warnings, as launch says them' '
+	printf "resources:\n  use_spot: true\n  disk_size: 100\nservice:\n  readiness_probe: /\nrun: x\n" >spot.yaml &&
+	skiff check spot.yaml >out 2>err &&
+	grep -qx "spot.yaml: ok" out &&
+	grep -qx "spot.yaml:2:3: warning: ignored on local infra (only a cloud can honour them): use_spot, disk_size" err &&
+	grep -qx "spot.yaml:1:1: warning: ignored on local infra: service (skiff has no serving layer)" err &&
+	test "$(wc -l <err)" = 2 &&
+	skiff check --infra k8s spot.yaml >out 2>err &&
+	grep -qx "spot.yaml:2:3: warning: ignored on k8s infra (only a cloud can honour them): use_spot, disk_size" err &&
+	! grep -q "local infra" err &&
+	printf "resources:\n  infra: podman\n  image_id: docker:alpine\n  ports: 8080\nrun: x\n" >img.yaml &&
+	skiff check img.yaml >out 2>err &&
+	test ! -s err &&
+	skiff check --infra=ssh/p img.yaml >out 2>err &&
+	grep -qx "img.yaml:2:3: warning: ignored on ssh/p infra (only a cloud can honour them): image_id" err &&
+	skiff check --infra aws img.yaml >out 2>err &&
+	grep -qx "img.yaml:2:3: warning: infra .aws.: skiff does not provision cloud VMs; .*" err &&
+	expect_fail 2 skiff check --infra bogus img.yaml 2>err &&
+	grep -q "unknown infra .bogus." err &&
+	skiff check --json spot.yaml >out.json &&
+	python3 -c "
+import json
+d = json.load(open(\"out.json\"))
+w = [x[\"message\"] for x in d[0][\"warnings\"]]
+assert d[0][\"valid\"] and len(w) == 2 and w[0].startswith(\"ignored on local infra (only\"), w
+"
+'
+
+test_expect_success 'FILE: check warns in the very words launch does' '
+	printf "resources:\n  use_spot: true\n  instance_type: m5.large\nrun: echo hi\n" >w.yaml &&
+	skiff check w.yaml >out 2>cerr &&
+	sed -n "s/^w.yaml:[0-9]*:[0-9]*: warning: //p" cerr >check-said &&
+	test -s check-said &&
+	skiff launch -c chkw -d w.yaml >out 2>lerr &&
+	skiff down chkw >/dev/null 2>&1 &&
+	sed -n "s/^skiff: warning: \(ignored on \)/\1/p" lerr >launch-said &&
+	test_cmp check-said launch-said
+'
+
+# skiff check without FILE: which infras can be used from here, as `sky check [INFRA...]`.
+unset SKIFF_SSH_NODE_POOLS SKIFF_CONFIG
+
+test_expect_success 'no FILE: every infra enabled or disabled with why; local enabled; exit 0' '
+	skiff check >out 2>err &&
+	cat out &&
+	grep -qx "local: enabled: nodes run on this machine, under $SKIFF_HOME/local" out &&
+	test "$(grep -c "^[a-z0-9]*: [a-z]*abled: ." out)" = 6 &&
+	test "$(wc -l <out)" = 6 &&
+	grep -q "^ssh: disabled: no file .$SKIFF_HOME/ssh_node_pools.yaml.; write one" out &&
+	grep -q "^podman: " out && grep -q "^docker: " out && grep -q "^k8s: " out &&
+	grep -q "^slurm: " out &&
+	skiff check --json local aws >out.json &&
+	python3 -c "
+import json
+d = json.load(open(\"out.json\"))
+assert [x[\"infra\"] for x in d] == [\"local\", \"aws\"], d
+assert d[0][\"enabled\"] and not d[1][\"enabled\"], d
+assert \"does not provision cloud VMs\" in d[1][\"reason\"], d
+"
+'
+
+test_expect_success 'no FILE: infras named as sky check takes them; a file is still a file' '
+	skiff check local Kubernetes/ctx aws >out 2>err &&
+	test "$(wc -l <out)" = 3 &&
+	grep -q "^local: enabled: " out &&
+	grep -q "^k8s/ctx: [a-z]*abled: " out &&
+	grep -qx "aws: disabled: infra .aws.: skiff does not provision cloud VMs; .*" out &&
+	expect_fail 2 skiff check k8s/-bad 2>err &&
+	grep -q "infra .k8s/-bad.: expected k8s" err &&
+	expect_fail 2 skiff check --infra 2>err &&
+	mkdir -p named && cd named && : >local &&
+	expect_fail 3 skiff check local 2>err &&
+	grep -q "^local:1:1: empty file" err
+'
+
+test_expect_success 'no FILE, a pool file: ssh enabled with its pools and host counts' '
+	export SKIFF_SSH_NODE_POOLS="$TRASH/pools.yaml" &&
+	printf "gpu:\n  hosts: [10.0.0.1, 10.0.0.2]\nlab:\n  user: alice\n  hosts:\n    - 10.0.0.3\n" >pools.yaml &&
+	skiff check ssh ssh/lab ssh/nope >out 2>err &&
+	cat out &&
+	grep -qx "ssh: enabled: .$TRASH/pools.yaml.: 2 pools: gpu (2 hosts), lab (1 host)" out &&
+	grep -qx "ssh/lab: enabled: pool .lab. of .$TRASH/pools.yaml.: 1 host" out &&
+	grep -qx "ssh/nope: disabled: no pool .nope. in .$TRASH/pools.yaml., which has gpu (2 hosts), lab (1 host)" out &&
+	test ! -s err
+'
+
+test_expect_success 'no FILE, a broken pool file: ssh disabled, each error at FILE:LINE:COL' '
+	export SKIFF_SSH_NODE_POOLS="$TRASH/broken.yaml" &&
+	printf "gpu:\n  user: 3\n  hots: [a]\n" >broken.yaml &&
+	skiff check ssh >out 2>err &&
+	cat out err &&
+	grep -qx "ssh: disabled: .$TRASH/broken.yaml. is not valid (3 errors)" out &&
+	grep -qx "$TRASH/broken.yaml:3:3: unknown field .hots. in gpu; did you mean .hosts.?" err &&
+	grep -q "^$TRASH/broken.yaml:2:9: gpu.user must be a string" err &&
+	printf "gpu:\n  hosts: [10.0.0.1\n" >broken.yaml &&
+	skiff check ssh >out 2>err &&
+	grep -q "^ssh: disabled: .$TRASH/broken.yaml. is not valid (1 error)" out &&
+	grep -q "^$TRASH/broken.yaml:3:1: did not find expected" err
+'
+
+test_expect_success 'no FILE, commands not in PATH: the infras that need them are disabled' '
+	mkdir -p onlysh && ln -sf "$(command -v sh)" onlysh/sh &&
+	printf "gpu:\n  hosts: [10.0.0.1]\n" >onepool.yaml &&
+	export SKIFF_SSH_NODE_POOLS="$TRASH/onepool.yaml" &&
+	(PATH="$TRASH/onlysh" && export PATH && "$SKIFF_BIN" check) >out 2>err &&
+	cat out &&
+	grep -q "^local: enabled: " out &&
+	grep -qx "ssh: disabled: .ssh. is not in PATH" out &&
+	grep -qx "podman: disabled: .podman. is not in PATH" out &&
+	grep -qx "docker: disabled: .docker. is not in PATH" out &&
+	grep -qx "k8s: disabled: .kubectl. is not in PATH" out &&
+	grep -qx "slurm: disabled: .sinfo. is not in PATH" out
+'
+
+# Stand-ins for the engines and clients: one answers, one fails, two hang (a dead API
+# server, a Slurm controller away). The hangs cost one timeout together, not one each.
+test_expect_success 'no FILE, commands that answer, fail or hang: bounded, probed at once' '
+	mkdir -p fakebin && sleep_bin=$(command -v sleep) &&
+	printf "#!/bin/sh\necho 9.8.7\n" >fakebin/podman &&
+	printf "#!/bin/sh\necho \"Cannot connect to the Docker daemon\" >&2\nexit 1\n" >fakebin/docker &&
+	printf "#!/bin/sh\ncase \"\$*\" in *current-context*) echo ctx-a ;; *) exec $sleep_bin 60 ;; esac\n" >fakebin/kubectl &&
+	printf "#!/bin/sh\nexec $sleep_bin 60\n" >fakebin/sinfo &&
+	chmod +x fakebin/* &&
+	start=$(date +%s) &&
+	(PATH="$TRASH/fakebin" && export PATH && "$SKIFF_BIN" check) >out 2>err &&
+	took=$(($(date +%s) - start)) &&
+	cat out && echo "took ${took}s" &&
+	grep -qx "podman: enabled: podman 9.8.7 answers" out &&
+	grep -qx "docker: disabled: .docker info. failed (exit 1): Cannot connect to the Docker daemon" out &&
+	grep -qx "k8s: disabled: .kubectl version. did not answer within 5 s" out &&
+	grep -qx "slurm: disabled: .sinfo. did not answer within 5 s" out &&
+	test "$took" -lt 9
+'
+
+test_expect_success 'no FILE, kubectl and sinfo that answer: the context, RBAC, partitions' '
+	mkdir -p okbin &&
+	cat >okbin/kubectl <<-\END_OF_FAKE_KUBECTL &&
+	#!/bin/sh
+	case "$*" in
+	*current-context*) echo ctx-a ;;
+	*"--context deny"*"auth can-i"*) echo no; exit 1 ;;
+	*"auth can-i"*) echo yes ;;
+	*) echo "Server Version: v1.30.0" ;;
+	esac
+	END_OF_FAKE_KUBECTL
+	printf "#!/bin/sh\nprintf \"debug*\\\\ngpu\\\\n\"\n" >okbin/sinfo &&
+	chmod +x okbin/* &&
+	(PATH="$TRASH/okbin" && export PATH &&
+		"$SKIFF_BIN" check k8s k8s/deny/team slurm slurm/gpu slurm/cpu) >out 2>err &&
+	cat out &&
+	grep -qx "k8s: enabled: context ctx-a: the API server answers; pods/exec allowed in the context.s namespace" out &&
+	grep -qx "k8s/deny/team: disabled: context deny: RBAC does not let this user create pods/exec in namespace team (kubectl auth can-i says no); skiff reaches every pod with kubectl exec" out &&
+	grep -qx "slurm: enabled: Slurm answers; partitions: debug (default), gpu" out &&
+	grep -qx "slurm/gpu: enabled: Slurm answers; partition gpu is there" out &&
+	grep -qx "slurm/cpu: disabled: no partition .cpu.; sinfo lists debug (default), gpu" out
+'
+
+test_expect_success 'no FILE: the config is checked after the infras, when there is one' '
+	export SKIFF_CONFIG="$TRASH/cfg.yaml" &&
+	printf "azure: {}\n" >cfg.yaml &&
+	skiff check local >out 2>err &&
+	test "$(sed -n 2p out)" = "$TRASH/cfg.yaml: ok" &&
+	grep -q "^$TRASH/cfg.yaml:1:1: warning: config key .azure. is ignored" err &&
+	printf "dockr: {}\n" >cfg.yaml &&
+	expect_fail 3 skiff check local >out 2>err &&
+	grep -q "^local: enabled: " out &&
+	grep -q "^$TRASH/cfg.yaml:1:1: unknown config key .dockr." err
 '
 
 # The SkyPilot corpus: the full one in ../shared when it is there, else the subset

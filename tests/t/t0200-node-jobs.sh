@@ -161,7 +161,8 @@ test_expect_success 'a job that ignores SIGTERM is SIGKILLed after the grace per
 	id=$(skiff node submit "trap \"\" TERM; sleep 6$$; true") &&
 	wait_for "pgrep -f \"^sleep 6$$\" >/dev/null" &&
 	skiff node cancel "$id" >/dev/null &&
-	wait_for "test \"\$(job_status $id)\" = CANCELLED" 10 &&
+	# 2 s of grace, then SIGKILL: 30 s leaves room for a loaded machine (10 s did not once).
+	wait_for "test \"\$(job_status $id)\" = CANCELLED" 30 &&
 	test "$(job_field $id exit_codes)" = "[137]" &&
 	wait_for "! pgrep -f \"^sleep 6$$\" >/dev/null" 5
 '

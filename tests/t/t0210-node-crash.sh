@@ -109,6 +109,22 @@ test_expect_success 'autostop --cancel turns it off' '
 	skiff node status --json | grep -q "\"autostop\": null"
 '
 
+# A submit that came just after autostop stopped the node started a supervisor that never
+# stopped again (t0700 under load: a pool cluster UP for good after its launch).
+stops() { grep -c "no stop hook: cancelling the jobs" "$SKIFF_HOME/supervisor.log" || :; }
+test_expect_success 'a supervisor started again after autostop stopped the node is armed again' '
+	rm -f "$SKIFF_HOME/hooks/stop" &&
+	n0=$(stops) &&
+	skiff node autostop 0.02 --wait-for jobs >/dev/null &&
+	wait_for "test \$(stops) = $((n0 + 1)) && ! kill -0 \$(sup_pid) 2>/dev/null" 15 &&
+	id=$(skiff node submit --cpus 0 true) &&
+	wait_for "test \"\$(skiff node logs --status $id)\" = SUCCEEDED" &&
+	wait_for "test \$(stops) = $((n0 + 2))" 15 &&
+	# down --all lets the node go: the next supervisor there has no autostop.
+	skiff node down --all >/dev/null &&
+	skiff node status --json | grep -q "\"autostop\": null"
+'
+
 # A value past ten years (TASK_AUTOSTOP_MINUTES_MAX), NaN, infinite or negative once made
 # a deadline of 1 ms: the busy node cancelled its job and stopped at once.
 test_expect_success 'the autostop request refuses minutes past ten years, NaN, inf, < 0' '

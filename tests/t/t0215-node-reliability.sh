@@ -62,10 +62,14 @@ test_expect_success 'an adopted shim that exits without its go leaves its job PE
 	job=$(skiff node submit --cpus 1 "echo \$SKIFF_JOB_ID >>\"$HOME/MARK\"") &&
 	wait_for "test \"\$(job_field $blocker status)\" = \"\\\"RUNNING\\\"\"" &&
 	skiff node down >/dev/null &&
-	{ sleep 2 & } && waiter=$! &&
+	# The stand-in shim lives until the supervisor has adopted it (a fixed sleep 2 ended
+	# first on a loaded machine: the job was then "queued again", another path).
+	rm -f "$HOME/waiter.go" &&
+	{ sh -c "while [ ! -e \"$HOME/waiter.go\" ]; do sleep 0.05; done" & } && waiter=$! &&
 	start=$(python3 -c "print(open(\"/proc/$waiter/stat\").read().rsplit(\")\", 1)[1].split()[19])") &&
 	db "update jobs set shim_pid = $waiter, shim_start = $start, boot_id = \"$(boot_id)\" where id = $job" &&
 	skiff node up >/dev/null &&
+	touch "$HOME/waiter.go" &&
 	wait $waiter &&
 	wait_for "grep -q \"job $job: its shim (pid $waiter) exited before it started the job\" \"$SKIFF_HOME/supervisor.log\"" &&
 	test "$(job_field $job status)" = "\"PENDING\"" &&

@@ -195,9 +195,10 @@ test_expect_success 'the node-side scripts run under every POSIX shell here' '
 		bin_clean "$h" || exit 1
 		env -u SKIFF_HOME HOME="$h" $sh -c "$(cat copy)" <"$SKIFF_BIN" >out ||
 			{ echo "$sh copy: $(cat out)"; exit 1; }
-		grep -q "^supervisor started (pid [0-9]*)\$" out || { echo "$sh: $(cat out)"; exit 1; }
+		node_up_said out >said && grep -qx started=1 said && grep -qx "pid=[0-9]*" said &&
+			grep -qx "active=0" said || { echo "$sh: $(cat out)"; exit 1; }
 		env -u SKIFF_HOME HOME="$h" $sh -c "$(cat probe)" </dev/null >out || exit 1
-		grep -q "^supervisor already running (pid [0-9]*)\$" out ||
+		node_up_said out >said && grep -qx started=0 said ||
 			{ echo "$sh probe 2: $(cat out)"; exit 1; }
 		bin_clean "$h" && on_node "$h" node down >/dev/null || exit 1
 		n=$((n + 1))

@@ -159,12 +159,13 @@ test_expect_success 'the session script, under every POSIX shell here' '
 			{ echo "$sh no length: $(cat out)"; exit 1; }
 		bin_clean "$h" || exit 1
 		run payload || { echo "$sh: $(cat out)"; exit 1; }
-		grep -qx SKIFF-NEED-COPY out && grep -qx SKIFF-COPIED out && grep -qx SKIFF-UP out &&
-			grep -q "^supervisor started (pid [0-9]*)\$" out || { echo "$sh: $(cat out)"; exit 1; }
+		grep -qx SKIFF-NEED-COPY out && grep -qx SKIFF-COPIED out && grep -qax SKIFF-UP out &&
+			node_up_said out >said && grep -qx started=1 said && grep -qx "pid=[0-9]*" said ||
+			{ echo "$sh: $(cat out)"; exit 1; }
 		cmp "$SKIFF_BIN" "$h/.skiff/bin/skiff-$SHA" && bin_clean "$h" || exit 1
 		# Installed: the script does not read its stdin, and says nothing of a copy.
-		run /dev/null && ! grep -q SKIFF-NEED-COPY out &&
-			grep -q "^supervisor already running (pid [0-9]*)\$" out ||
+		run /dev/null && ! grep -qa SKIFF-NEED-COPY out &&
+			node_up_said out >said && grep -qx started=0 said && grep -qx "pid=[0-9]*" said ||
 			{ echo "$sh again: $(cat out)"; exit 1; }
 		on_node "$h" node down >/dev/null || exit 1
 		n=$((n + 1))

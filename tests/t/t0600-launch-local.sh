@@ -167,7 +167,7 @@ test_expect_success 'a 3-node gang: ranks, IPs in rank order, SKYPILOT_* envs' '
 	  echo "info=$SKYPILOT_CLUSTER_INFO"
 	EOF
 	skiff launch -c g3 gang.yaml >out 2>err &&
-	for r in 0 1 2; do grep -q "^(rank $r, [0-9.]*) rank=$r of=3 twin=$r\$" out || exit 1; done &&
+	for r in 0 1 2; do grep -q "^$(rank_prefix_re $r "[0-9.]*") rank=$r of=3 twin=$r\$" out || exit 1; done &&
 	test $(grep -c "ips=3 task=sky-.*_g3_1\$" out) = 3 &&
 	grep -q "\"cluster_name\":\"g3\"" out
 '
@@ -249,7 +249,7 @@ fast() {
 
 test_expect_success 'autostop: the head stops the cluster by itself; status learns it' '
 	fast launch -c as1 --num-nodes 2 -i 1 --wait-for jobs "echo hi" >out 2>/dev/null &&
-	grep -q "(rank 1, .*) hi$" out &&
+	grep -q "(worker1, rank=1, pid=[0-9]*, ip=.*) hi$" out &&
 	wait_for "skiff status 2>err | grep -q \"^as1 .*STOPPED\"" 20 &&
 	grep -q "cluster as1 was stopped by autostop" err &&
 	grep -q "autostop: idle for 0.0166667 minute(s); no stop hook" \
@@ -369,7 +369,7 @@ test_expect_success 'setup runs on every node of the cluster; run on num_nodes o
 	EOF
 	skiff launch -c st3 setup.yaml >out 2>err &&
 	grep -q "job 2 on 1 node(s), its setup on all 3" err &&
-	grep -qx "(rank 0, 127.0.0.1) run 0 of 1" out &&
+	grep -qx "(head, rank=0, pid=[0-9]*) run 0 of 1" out &&
 	test "$(grep -c " run " out)" = 1 &&
 	for r in 0 1 2; do
 		grep -qx "setup $r of 3" "$SKIFF_HOME/local/st3/$r/setup.log" || exit 1
@@ -392,7 +392,7 @@ test_expect_success 'a setup that fails on a node that does not run the task fai
 test_expect_success 'a 256-node gang runs and is followed; 256 exit codes; cancel reaches all' '
 	skiff launch -c g256 --num-nodes 256 "echo r\$SKYPILOT_NODE_RANK" >out 2>err &&
 	test "$(sort -u out | wc -l)" = 256 &&
-	grep -qx "(rank 255, 127.0.0.1) r255" out &&
+	grep -qx "(worker255, rank=255, pid=[0-9]*, ip=127.0.0.1) r255" out &&
 	skiff queue g256 --json >q.json &&
 	python3 -c "import json; j = json.load(open(\"q.json\"))[-1]; assert j[\"status\"] == \"SUCCEEDED\" and j[\"exit_codes\"] == [0] * 256, j" &&
 	skiff exec -d g256 --num-nodes 256 "sleep 3000$$" 2>/dev/null &&

@@ -68,8 +68,8 @@ test_expect_success "launch a 2-node cluster named $NAME" '
 		"echo rank \$SKYPILOT_NODE_RANK on \$(hostname)" >out 2>err; rc=$?; } &&
 	cat err out &&
 	test $rc = 0 &&
-	grep -qx "(rank 0, 10.200.0.11) rank 0 on tn1" out &&
-	grep -qx "(rank 1, 10.200.0.12) rank 1 on tn2" out
+	grep -qx "(head, rank=0, pid=[0-9]*) rank 0 on tn1" out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=10.200.0.12) rank 1 on tn2" out
 '
 
 test_expect_success 'its ssh config: Host NAME and NAME-worker1, 0600, what skiff connects with' '
@@ -190,6 +190,46 @@ test_expect_success 'local infra writes no ssh config (skiff ssh is the way ther
 	skiff down loc >/dev/null 2>&1
 '
 
+# SkyPilot's ssh_node_pools.yaml as its docs write it: a sudo `password:` and an
+# identity_file relative to the file's directory. The password is dropped as the file is
+# read: nothing of skiff's keeps it, logs it or puts it in a command line.
+test_expect_success "SkyPilot's pool file as it is: password and a relative identity_file" '
+	mkdir -p sky/keys &&
+	cp "$NODES_KEY" sky/keys/id && chmod 600 sky/keys/id &&
+	pw=hunter2-$$-secret &&
+	cat >sky/ssh_node_pools.yaml <<-EOF &&
+	skypool:
+	  user: $NODES_USER
+	  identity_file: keys/id
+	  password: $pw
+	  hosts:
+	    - $(nodes_ip 1)
+	EOF
+	(cd / && SKIFF_SSH_NODE_POOLS=$TRASH/sky/ssh_node_pools.yaml \
+		skiff launch -c pw --infra ssh/skypool "echo ran on \$(hostname)") >out 2>err &&
+	grep -qx "ran on tn1" out &&
+	! grep -rIl "$pw" "$SKIFF_HOME" "$HOME" err out &&
+	SKIFF_SSH_NODE_POOLS=$TRASH/sky/ssh_node_pools.yaml skiff down pw >/dev/null 2>&1
+'
+
+# A host outlives its cluster: down takes away what the cluster put there (the workdir,
+# its job queue and logs), so the next cluster on that host starts clean. The user's own
+# files in the home are theirs and stay.
+test_expect_success 'down of an ssh cluster leaves the host clean for the next one' '
+	mkdir -p wd1 && echo from-x1 >wd1/w.txt &&
+	skiff launch -c x1 --infra $INFRA --workdir wd1 \
+		"echo out >output.txt; echo mine >~/x1-own.txt" >/dev/null 2>&1 &&
+	skiff down x1 >/dev/null 2>&1 &&
+	skiff launch -c x2 --infra $INFRA \
+		"ls ~/sky_workdir 2>&1 | head -1; ls ~/.skiff/logs; cat ~/x1-own.txt; pwd" >out 2>err &&
+	cat out &&
+	grep -q "No such file or directory" out &&
+	test "$(sed -n 2p out)" = 1 &&
+	test "$(sed -n 3p out)" = mine &&
+	test "$(skiff queue --json x2 | python3 -c "import json,sys; print([j[\"id\"] for j in json.load(sys.stdin)])")" = "[1]" &&
+	skiff down x2 >/dev/null 2>&1
+'
+
 # A launcher whose home is 100 characters long and whose state is ~/.skiff in it: the
 # ssh sockets go to /tmp/skiff-ssh.UID, the cluster's file to ~/.skiff/generated/ssh.
 LONG_HOME=$TRASH/$(printf 'h%.0s' $(seq 1 $((100 - ${#TRASH} - 1))))
@@ -204,7 +244,7 @@ test_expect_success "under a ${#LONG_HOME}-character HOME: launch, ssh, exec, lo
 			"echo long \$SKYPILOT_NODE_RANK" >out 2>err; rc=$?; } &&
 		cat err out &&
 		test $rc = 0 &&
-		grep -qx "(rank 1, 10.200.0.12) long 1" out &&
+		grep -qx "(worker1, rank=1, pid=[0-9]*, ip=10.200.0.12) long 1" out &&
 		lgen=$HOME/.skiff/generated/ssh &&
 		test -s "$lgen/$NAME" &&
 		grep -q "^    ControlPath /tmp/skiff-ssh\.$(id -u)/[0-9a-f]\{40\}\$" "$lgen/$NAME" &&
@@ -214,7 +254,7 @@ test_expect_success "under a ${#LONG_HOME}-character HOME: launch, ssh, exec, lo
 		skiff exec "$NAME" "echo exec long" >out 2>&1 &&
 		grep -q "exec long" out &&
 		skiff logs "$NAME" 1 >logs 2>&1 &&
-		grep -qx "(rank 0, 10.200.0.11) long 0" logs &&
+		grep -qx "(head, rank=0, pid=[0-9]*) long 0" logs &&
 		skiff down "$NAME" >/dev/null 2>&1 &&
 		test ! -e "$lgen/$NAME"
 	)

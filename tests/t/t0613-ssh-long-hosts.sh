@@ -1,8 +1,8 @@
 #!/bin/sh
 # An SSH node pool whose hosts have names of over 80 characters (/etc/hosts entries for
 # the two namespace nodes of tests/lib/nodes.sh): a 2-node gang's launch follows both
-# ranks, each line prefixed "(rank N, HOST) " with the whole name (a 96-byte prefix died
-# with BUG: xsnprintf in launch's follow and in every logs), and logs, exec and queue
+# ranks, each worker's line prefixed "(workerN, rank=N, pid=P, ip=HOST) " with the whole
+# name (a 96-byte prefix died with BUG: xsnprintf once), and logs, exec and queue
 # work. Root only (skipped otherwise, a failure in CI).
 . "$(dirname "$0")/lib.sh"
 . "$SRC_DIR/tests/lib/nodes.sh"
@@ -64,18 +64,18 @@ test_expect_success 'a 2-node launch follows both ranks, each prefixed with its 
 		"echo rank \$SKYPILOT_NODE_RANK on \$(hostname)" >out 2>err; rc=$?; } &&
 	cat err out &&
 	test $rc = 0 &&
-	grep -qx "(rank 0, $LONG1) rank 0 on tn1" out &&
-	grep -qx "(rank 1, $LONG2) rank 1 on tn2" out
+	grep -qx "(head, rank=0, pid=[0-9]*) rank 0 on tn1" out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$LONG2) rank 1 on tn2" out
 '
 
 test_expect_success 'logs, exec and queue on it' '
 	skiff logs long 1 >logs 2>&1 &&
-	grep -qx "(rank 0, $LONG1) rank 0 on tn1" logs &&
-	grep -qx "(rank 1, $LONG2) rank 1 on tn2" logs &&
+	grep -qx "(head, rank=0, pid=[0-9]*) rank 0 on tn1" logs &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$LONG2) rank 1 on tn2" logs &&
 	skiff exec long --num-nodes 2 "echo exec \$SKYPILOT_NODE_RANK" >ex 2>&1 &&
-	grep -qx "(rank 1, $LONG2) exec 1" ex &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$LONG2) exec 1" ex &&
 	skiff logs long 2 >logs2 2>&1 &&
-	grep -qx "(rank 0, $LONG1) exec 0" logs2 &&
+	grep -qx "(head, rank=0, pid=[0-9]*) exec 0" logs2 &&
 	skiff queue long >q 2>&1 &&
 	test "$(grep -c SUCCEEDED q)" = 2 &&
 	! grep -rs "BUG:" "$SKIFF_HOME" --include="*.log"

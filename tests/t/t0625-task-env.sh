@@ -24,8 +24,8 @@ node_home() {
 test_expect_success "SkyPilot's examples/env_check.yaml passes on a 2-node cluster" '
 	cp "$SRC_DIR/tests/corpus/skypilot-yaml/env_check.yaml" . &&
 	skiff launch -c ec env_check.yaml >out 2>err &&
-	grep -q "^(rank 1, 127.0.0.1) SKYPILOT_NODE_RANK is set to 1\$" out &&
-	grep -q "^(rank 0, 127.0.0.1) SKYPILOT_TASK_ID is set to sky-" out &&
+	grep -q "^(worker1, rank=1, pid=[0-9]*, ip=127.0.0.1) SKYPILOT_NODE_RANK is set to 1\$" out &&
+	grep -q "^(head, rank=0, pid=[0-9]*) SKYPILOT_TASK_ID is set to sky-" out &&
 	test "$(grep -c ") TEST_VAR is set to test\$" out)" = 2
 '
 
@@ -92,7 +92,7 @@ test_expect_success 'SKYPILOT_INTERNAL_JOB_ID is the id queue shows on every ran
 	skiff exec ec --num-nodes 2 "echo id=\$SKYPILOT_INTERNAL_JOB_ID node=\$SKIFF_JOB_ID" >out 2>err &&
 	id=$(skiff queue ec --json | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
 	test "$(grep -c ") id=$id node=" out)" = 2 &&
-	grep "(rank 1," out | grep -qv "node=$id\$"
+	grep "^(worker1, rank=1," out | grep -qv "node=$id\$"
 '
 
 test_expect_success 'a pipeline: every task sees SKYPILOT_TASK_IDS, one id per task, its own among them' '

@@ -26,8 +26,8 @@ test_expect_success "a ${#NAME}-character name under a ${#HOME}-character HOME" 
 		"echo rank \$SKYPILOT_NODE_RANK of \$SKYPILOT_NUM_NODES" >out 2>err; rc=$?; } &&
 	cat err out &&
 	test $rc = 0 &&
-	grep -qx "(rank 0, 127.0.0.1) rank 0 of 2" out &&
-	grep -qx "(rank 1, 127.0.0.1) rank 1 of 2" out
+	grep -qx "(head, rank=0, pid=[0-9]*) rank 0 of 2" out &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=127.0.0.1) rank 1 of 2" out
 '
 
 test_expect_success 'its nodes listen on sockets longer than sun_path holds' '
@@ -40,7 +40,7 @@ test_expect_success 'exec, logs, queue and status on it' '
 	skiff exec "$NAME" "echo exec ok" >out 2>&1 &&
 	grep -qx "exec ok" out &&
 	skiff logs "$NAME" 1 >logs 2>&1 &&
-	grep -qx "(rank 1, 127.0.0.1) rank 1 of 2" logs &&
+	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=127.0.0.1) rank 1 of 2" logs &&
 	skiff queue "$NAME" >q 2>&1 &&
 	test "$(grep -c SUCCEEDED q)" = 2 &&
 	skiff status >st 2>&1 &&

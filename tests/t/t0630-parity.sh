@@ -31,6 +31,56 @@ test_expect_success 'launch --dryrun says what it would do and does none of it' 
 	skiff status >st && grep -qx "No existing clusters." st
 '
 
+# SkyPilot's interactive flow (docs "Interactive development"): `sky launch -c dev
+# --workdir . -i 30` with no entrypoint brings a cluster up with the workdir synced and
+# makes no job; `sky exec dev CMD` then runs in ~/sky_workdir (its job script does
+# `cd ~/sky_workdir`). A task with neither setup nor run makes no job either.
+# SkyPilot prefixes a multi-node job's lines with the rank's Ray task name and the pid
+# of the process that ran it, and the ip on all but the head's node (its docs,
+# "Distributed multi-node jobs": "(head, rank=0, pid=...)", "(worker1, rank=1,
+# pid=..., ip=...)"). The pid is the job's process on that node: here the shell's $$.
+test_expect_success 'the lines of a gang: the SkyPilot prefixes, with the pid of each rank' '
+	skiff launch -c gp --num-nodes 3 "echo me=\$\$; printf unended" >out 2>err &&
+	for r in 0 1 2; do
+		grep "^$(rank_prefix_re $r 127.0.0.1) me=" out >line &&
+		test "$(wc -l <line)" = 1 &&
+		pid=$(sed -n "s/^.*, pid=\([0-9]*\)[,)].* me=\([0-9]*\)\$/\1 \2/p" line) &&
+		set -- $pid && test -n "$1" && test "$1" = "$2" &&
+		grep -qx "$(rank_prefix_re $r 127.0.0.1) unended" out || exit 1
+	done &&
+	grep -qx "(head, rank=0, pid=[0-9]*) me=[0-9]*" out &&
+	grep -qx "(worker2, rank=2, pid=[0-9]*, ip=127.0.0.1) me=[0-9]*" out &&
+	skiff logs gp 1 >logs &&
+	test "$(grep -c ") me=" logs)" = 3 &&
+	skiff down -y gp >/dev/null
+'
+
+test_expect_success 'launch with no task: a cluster, the workdir synced, no job; exec runs in it' '
+	mkdir -p dwd && echo payload >dwd/f.txt &&
+	skiff launch --dryrun -c dev --workdir dwd >out &&
+	grep -q "^Runs: *nothing: no job is made" out &&
+	skiff launch -c dev --workdir dwd -i 300 >out 2>err &&
+	grep -q "Cluster dev is up; the task has nothing to run, so no job was submitted" err &&
+	skiff queue --json dev >q.json &&
+	test "$(python3 -c "import json; print(len(json.load(open(\"q.json\"))))")" = 0 &&
+	test "$(jfield dev "c[\"autostop\"][\"idle_minutes\"]")" = 300 &&
+	test "$(skiff exec dev "cat f.txt; basename \$PWD" 2>/dev/null)" = "payload
+sky_workdir" &&
+	expect_fail 2 skiff exec dev 2>err &&
+	grep -q "expected a task YAML or a command" err &&
+	skiff launch -c bare --cpus 1 2>err &&
+	test "$(jfield bare "c[\"resources\"]")" = "1x[cpus=1]" &&
+	printf "resources:\n  cpus: 1\n" >empty.yaml &&
+	skiff launch -c bare empty.yaml 2>err &&
+	grep -q "no job was submitted" err &&
+	test "$(skiff queue --json bare | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")" = 0 &&
+	# Setup alone still runs, as a job; a job without a workdir starts in the home then.
+	printf "setup: echo SETUP-ONLY \$PWD\n" >setup.yaml &&
+	skiff launch -c bare setup.yaml >out 2>err &&
+	grep -q "^SETUP-ONLY .*/bare/0\$" out &&
+	skiff down dev bare >/dev/null
+'
+
 test_expect_success 'launch: setup runs; --no-setup skips it; --fast skips setup and mounts' '
 	mkdir -p m && echo v1 >m/x &&
 	cat >t.yaml <<-EOF &&
@@ -140,7 +190,9 @@ test_expect_success 'status -r: a worker that does not answer makes the cluster 
 test_expect_success 'queue: every UP cluster, or several; SkyPilot columns; --json has cluster' '
 	skiff queue >q &&
 	grep -q "^Job queue of cluster dev-1$" q && grep -q "^Job queue of cluster fl$" q &&
-	grep -q "^ID  *NAME  *USER  *SUBMITTED  *STARTED  *DURATION  *RESOURCES  *STATUS  *EXIT CODES  *LOG$" q &&
+	# sky queue: ID, NAME, USER, SUBMITTED, STARTED, DURATION, RESOURCES, STATUS, LOG,
+	# GIT COMMIT (the job table keeps the commit of the workdir in the metadata of a job).
+	grep -q "^ID  *NAME  *USER  *SUBMITTED  *STARTED  *DURATION  *RESOURCES  *STATUS  *LOG  *GIT COMMIT  *EXIT CODES$" q &&
 	grep -q "^1  *-  *$(id -un) .*1x\[CPU:0.5\]  *RUNNING" q &&
 	skiff queue --json dev-1 dev-2 >q.json &&
 	python3 - <<-\EOF
@@ -169,6 +221,31 @@ test_expect_success 'cancel without ids: the latest job that has not ended, said
 	skiff cancel dev-1 >out && grep -qx "cancelled job 1 on cluster dev-1" out &&
 	wait_for "skiff queue dev-1 | grep -q \"^1 .*CANCELLED\"" 20 &&
 	skiff cancel dev-1 >out 2>err && grep -q "nothing to cancel" err
+'
+
+# sky cancel [-a] [-u] CLUSTER [JOB_IDS]: -u/--all-users cancels every user's jobs; here a
+# glob names several clusters (each gets its latest, or all with -a).
+test_expect_success 'cancel with a glob, -u/--all-users; job ids with a glob of two refused' '
+	skiff exec -d dev-1 "sleep 300" 2>/dev/null &&
+	skiff exec -d dev-2 "sleep 300" 2>/dev/null &&
+	expect_fail 2 skiff cancel "dev-*" 1 2>err &&
+	grep -q "job ids are one cluster.s, and .dev-\*. matches 2 clusters" err &&
+	skiff cancel "dev-*" >out &&
+	grep -q "^cancelled job [0-9]* on cluster dev-1$" out &&
+	grep -q "^cancelled job [0-9]* on cluster dev-2$" out &&
+	skiff exec -d dev-1 "sleep 300" 2>/dev/null &&
+	skiff cancel -u dev-1 >out && grep -qx "cancelled all jobs on cluster dev-1" out &&
+	wait_for "skiff queue dev-1 dev-2 >qq && ! grep -q \"RUNNING\\|PENDING\" qq" 20 &&
+	expect_fail 1 skiff cancel "nomatch-*" 2>err &&
+	grep -q "cluster nomatch-\* does not exist" err
+'
+
+# ssh HOST -- CMD and a pipe into ssh, as with OpenSSH.
+test_expect_success 'skiff ssh C -- CMD; echo CMD | skiff ssh C; the exit status comes back' '
+	test "$(skiff ssh dev-1 -- echo hi)" = hi &&
+	test "$(echo "echo piped; basename \$HOME" | skiff ssh dev-1)" = "piped
+0" &&
+	expect_fail 3 skiff ssh dev-1 -- exit 3
 '
 
 test_expect_success 'autostop of several clusters sets each; -a; --cancel' '
@@ -237,11 +314,13 @@ test_expect_success 'jobs queue -l N, exit_codes a list; jobs logs of the latest
 	skiff jobs launch -n named-one "echo from-named" >/dev/null 2>&1 &&
 	skiff jobs launch "echo latest-one" >/dev/null 2>&1 &&
 	skiff jobs queue -l 2 >q && test $(wc -l <q) = 3 &&
-	head -n 1 q | grep -q "^ID  *NAME  *RESOURCES  *SUBMITTED" &&
-	grep -q " 1x\[cpus=0.5\] " q &&
+	head -n 1 q | grep -q "^ID  *TASK  *NAME  *REQUESTED  *SUBMITTED  *TOT\. DURATION  *JOB DURATION  *#RECOVERIES  *STATUS  *POOL  *DETAILS\$" &&
+	grep -q "^[0-9][0-9]*  *-  *named-one  *1x\[CPU:1+\]  .* 0  *SUCCEEDED  *skiff-jobs  *succeeded\$" q &&
 	skiff jobs queue --json >q.json &&
 	python3 -c "import json; v = json.load(open(\"q.json\")); assert all(isinstance(j[\"exit_codes\"], list) for j in v), v" &&
 	skiff jobs logs --no-follow >out 2>/dev/null && grep -qx latest-one out &&
+	head -n 1 out | grep -q "Job started\. Streaming logs\.\.\." &&
+	tail -n 1 out | grep -q " Job finished (status: SUCCEEDED)\.\$" &&
 	skiff jobs logs --no-follow -n named-one >out 2>/dev/null && grep -qx from-named out &&
 	expect_fail 102 skiff jobs logs -n nosuch 2>/dev/null
 '
@@ -252,9 +331,31 @@ test_expect_success 'jobs launch --num-jobs N: N jobs, each with its rank' '
 	for id in $(cat ids); do
 		wait_for "skiff jobs queue | grep -q \"^$id .*SUCCEEDED\"" 60 || exit 1
 	done &&
-	for id in $(cat ids); do skiff jobs logs --no-follow $id 2>/dev/null; done | sort >ranks &&
+	for id in $(cat ids); do skiff jobs logs --no-follow $id 2>/dev/null; done >logs &&
+	grep "^rank=" logs | sort >ranks &&
 	printf "rank=0 of 3\nrank=1 of 3\nrank=2 of 3\n" >want && test_cmp want ranks &&
+	test "$(grep -c "Job started\. Streaming logs\.\.\." logs)" = 3 &&
 	expect_fail 2 skiff jobs launch --num-jobs 0 "true" 2>/dev/null
+'
+
+test_expect_success 'queue GIT COMMIT: the workdir'"'"'s commit at submit, - without one' '
+	mkdir -p gitwd/sub nogitwd &&
+	(cd gitwd && git init -q && echo v1 >f && git add f &&
+		git -c user.name=t -c user.email=t@t commit -qm v1) &&
+	c1=$(git -C gitwd rev-parse HEAD) &&
+	(cd gitwd/sub && skiff launch -c gc --workdir .. "true") >/dev/null 2>&1 &&
+	(cd gitwd && echo v2 >f && git -c user.name=t -c user.email=t@t commit -qam v2) &&
+	c2=$(git -C gitwd rev-parse HEAD) &&
+	skiff exec gc --workdir gitwd/sub "true" >/dev/null 2>&1 &&
+	skiff exec gc --workdir nogitwd "true" >/dev/null 2>&1 &&
+	skiff exec gc "true" >/dev/null 2>&1 &&
+	skiff queue gc >q &&
+	grep -q "^1 .* $c1  *0$" q && grep -q "^2 .* $c2  *0$" q &&
+	grep -q "^3 .* -  *0$" q && grep -q "^4 .* -  *0$" q &&
+	skiff queue --json gc | python3 -c "import json,sys
+v = {j[\"id\"]: j[\"git_commit\"] for j in json.load(sys.stdin)}
+assert v == {1: \"$c1\", 2: \"$c2\", 3: None, 4: None}, v" &&
+	skiff down -y gc >/dev/null
 '
 
 test_expect_success 'a git workdir: a tag, a commit, HEAD, --git-url/--git-ref; a bad URL' '
@@ -270,6 +371,9 @@ test_expect_success 'a git workdir: a tag, a commit, HEAD, --git-url/--git-ref; 
 	skiff exec gw --git-url "file://$PWD/repo" --git-ref $one "cat f.txt" >out 2>/dev/null &&
 	grep -qx one out &&
 	test -d "$SKIFF_HOME/git/trees/$one" &&
+	two=$(git -C repo rev-parse HEAD) &&
+	skiff queue gw >q && grep -q "^1 .* $one  *0$" q && grep -q "^2 .* $two  *0$" q &&
+	grep -q "^3 .* $one  *0$" q &&
 	expect_fail 3 skiff exec gw --git-ref v1 "true" 2>err && grep -q "no git workdir" err &&
 	expect_fail 1 skiff exec gw --git-url "file://$PWD/nope" "true" 2>err &&
 	grep -q "workdir: git fetch failed" err &&

@@ -51,7 +51,7 @@ test_expect_success '121 ranks fail: the job is FAILED with its codes counted, i
 	wait_for "test \"\$(jfield $id schedule_state)\" = DONE" 120 &&
 	test "$(jfield $id status)" = FAILED &&
 	skiff jobs queue >q &&
-	grep -q "FAILED  *$why\$" q &&
+	grep -q "FAILED  *-  *$why\$" q &&
 	skiff jobs queue --json >q.json &&
 	python3 - "$id" <<-\EOF &&
 	import json, sys

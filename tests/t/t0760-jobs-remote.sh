@@ -96,7 +96,8 @@ test_expect_success 'jobs launch brings the controller up, sends the files, runs
 	grep -q "now holds ssh pool(s) work and 1 key file" err &&
 	grep -q "sent through the controller" out &&
 	grep -q "a mounted file" out &&
-	grep -q "SUCCEEDED" err &&
+	# SkyPilot'"'"'s last line: its stream'"'"'s, or its replay'"'"'s when the job ended first.
+	tail -n 1 out | grep -q " \(Managed job finished: [0-9]*\|Job finished\) (status: SUCCEEDED)\.\$" &&
 	skiff status --json >st.json &&
 	python3 -c "
 import json; cs = json.load(open(\"st.json\"))

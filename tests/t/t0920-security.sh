@@ -1,7 +1,8 @@
 #!/bin/sh
 # The security pass (docs/security.md): private state, secrets that reach the job through
 # its environment only, limits on everything read (task files, control-socket requests,
-# log lines), and lints that keep command lines quoted and process creation in one place.
+# log lines), and lints that keep command lines quoted, process creation in one place and
+# the command tables sorted.
 # Other points have their tests elsewhere: the control socket refusing another uid
 # (t0210), hostile sync streams (tests/unit/test-sync-hostile.c, tests/fuzz/fuzz-untar.c),
 # altered or truncated binaries never run (t0500, t0911).
@@ -155,6 +156,10 @@ test_expect_success 'lint: processes are made by lib/spawn.c only (no system, po
 		grep -vx "bootstrap/launch/stub/split.c:[0-9]*:	execv(argv\[3\], argv + 3);" >bad ||
 		:; } &&
 	cat bad && test ! -s bad
+'
+
+test_expect_success 'lint: every command table is sorted by name (skiff help lists them so)' '
+	{ python3 "$SRC_DIR/tests/lint/cmdtables.py" >tables || { cat tables; false; }; }
 '
 
 # wait_for "! skiff X | grep -q Y" holds when skiff X itself fails (its output is empty):

@@ -137,6 +137,22 @@ static void path_in_tmp(char *out, size_t n, const char *name)
 	xsnprintf(out, n, "%s/%s", tmpdir, name);
 }
 
+static void test_last_line(void)
+{
+	static const char *const in[] = {"",      "\n\n",         "one",
+	                                 "one\n", "a\nb\n\n  \n", "a\n\nlast \r\n"};
+	static const char *const want[] = {"no message", "no message", "one", "one", "b", "last"};
+	size_t i;
+
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct buf b = BUF_INIT(0);
+
+		buf_adds(&b, in[i]);
+		is_str(buf_last_line(&b), want[i], "last line of case %zu", i);
+		buf_release(&b);
+	}
+}
+
 static void test_read_file(void)
 {
 	struct buf b = BUF_INIT(100), big = BUF_INIT(1 << 20), z = BUF_INIT(4096);
@@ -203,6 +219,7 @@ int main(void)
 	plan_run(test_addf);
 	plan_run(test_detach);
 	plan_run(test_rtrim);
+	plan_run(test_last_line);
 	plan_run(test_read_file);
 	rmdir(tmpdir);
 	return done_testing();

@@ -481,6 +481,49 @@ static void test_pod(void)
 	cfg_free(c);
 }
 
+/* The task's resources and labels in the pod, as SkyPilot's pod template puts them. */
+static void test_pod_resources(void)
+{
+	struct task_kv labels[] = {{"project", "p1", 0, 0},
+	                           {"skiff.cluster", "not-ours", 0, 0},
+	                           {"empty", NULL, 0, 0}};
+	struct task_resources res = {0};
+	struct infra inf = {0};
+	char *pod;
+
+	inf.image = "busybox:1";
+	inf.res = &res;
+	pod = infra_k8s_pod_manifest(&inf, "skiff-c-0", "c", "L1");
+	ok(!strstr(pod, "\"resources\""), "no resources asked: none in the pod (%s)", pod);
+	free(pod);
+	res.cpus.text = "0.5";
+	res.cpus.value = 0.5;
+	res.memory.text = "2x";
+	res.memory.value = 2;
+	res.memory.mode = TASK_PER_CPU;
+	res.labels.v = labels;
+	res.labels.n = ARRAY_SIZE(labels);
+	pod = infra_k8s_pod_manifest(&inf, "skiff-c-0", "c", "L1");
+	ok(strstr(pod, "\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1024Mi\"}}") &&
+	           !strstr(pod, "limits"),
+	   "cpus 0.5, memory 2x: requests of 500m and 1 GiB (%s)", pod);
+	ok(strstr(pod, "\"labels\":{\"project\":\"p1\",\"skiff.managed\":\"1\",\"skiff.cluster\":"
+	               "\"c\",\"skiff.launcher\":\"L1\"}"),
+	   "the task's labels, but never one of skiff's own (%s)", pod);
+	free(pod);
+	res.cpus.text = NULL;
+	res.memory.text = "1.5+";
+	res.memory.value = 1.5;
+	res.memory.mode = TASK_AT_LEAST;
+	res.accel.name = "H100";
+	res.accel.count = 2;
+	pod = infra_k8s_pod_manifest(&inf, "skiff-c-0", "c", "L1");
+	ok(strstr(pod, "\"resources\":{\"requests\":{\"memory\":\"1536Mi\",\"nvidia.com/gpu\":2},"
+	               "\"limits\":{\"nvidia.com/gpu\":2}}"),
+	   "GPUs: requests and limits alike (%s)", pod);
+	free(pod);
+}
+
 static void test_frozen(void)
 {
 	struct task_overrides o = TASK_OVERRIDES_INIT, back = TASK_OVERRIDES_INIT;
@@ -593,6 +636,7 @@ int main(void)
 	plan_run(test_words);
 	plan_run(test_readers);
 	plan_run(test_pod);
+	plan_run(test_pod_resources);
 	plan_run(test_frozen);
 	plan_run(test_task_config);
 	plan_run(test_json);

@@ -274,6 +274,48 @@ out:
 	infra_pools_release(&s.p);
 }
 
+/* SkyPilot's pool files as they are: a sudo password, a key beside the file. */
+static void test_pools_skypilot(void)
+{
+	static const char text[] = "lab:\n"
+	                           "  user: alice\n"
+	                           "  identity_file: keys/id\n"
+	                           "  password: hunter2\n"
+	                           "  hosts:\n"
+	                           "    - 10.0.0.1\n"
+	                           "    - ip: 10.0.0.2\n"
+	                           "      password: 12345\n"
+	                           "      identity_file: ../k2\n";
+	struct yerrors errs = YERRORS_INIT;
+	struct infra_pools p;
+	char cwd[4096], *want;
+	int r;
+
+	r = infra_pools_parse_buf(&p, "/etc/sky/pools.yaml", text, strlen(text), &errs);
+	ok(!r && p.n == 1 && p.v[0].nhosts == 2, "a pool with password: parses");
+	if (!r && p.n == 1 && p.v[0].nhosts == 2) {
+		is_str(p.v[0].hosts[0].identity_file, "/etc/sky/keys/id",
+		       "relative identity_file: beside the pool file");
+		is_str(p.v[0].hosts[1].identity_file, "/etc/sky/../k2", "per host, the same");
+	}
+	infra_pools_release(&p);
+	yerr_release(&errs);
+	r = infra_pools_parse_buf(&p, "sky/pools.yaml", text, strlen(text), &errs);
+	ok(!r && getcwd(cwd, sizeof(cwd)), "a relative pool file path parses");
+	want = xasprintf("%s/sky/keys/id", cwd);
+	if (!r && p.n == 1)
+		is_str(p.v[0].hosts[0].identity_file, want, "from the working directory");
+	free(want);
+	infra_pools_release(&p);
+	r = infra_pools_parse_buf(&p, "pools.yaml", text, strlen(text), &errs);
+	want = xasprintf("%s/keys/id", cwd);
+	if (!r && p.n == 1)
+		is_str(p.v[0].hosts[0].identity_file, want, "a file with no directory: the cwd");
+	free(want);
+	infra_pools_release(&p);
+	yerr_release(&errs);
+}
+
 static void test_pools_errors(void)
 {
 	bad("p:\n  hostss: [a]\n", 2, 3, "unknown field 'hostss' in p; did you mean 'hosts'?",
@@ -282,10 +324,8 @@ static void test_pools_errors(void)
 	    "unknown host key, with a did-you-mean");
 	bad("p:\n  hosts: [a]\n  colour: red\n", 3, 3, "unknown field 'colour' in p",
 	    "unknown key, nothing close");
-	bad("p:\n  password: hunter2\n  hosts: [a]\n", 2, 3,
-	    "password authentication is not supported", "pool password refused");
-	bad("p:\n  hosts:\n    - ip: a\n      password: x\n", 4, 7, "skiff runs ssh in batch mode",
-	    "host password refused");
+	bad("p:\n  password: [hunter2]\n  hosts: [a]\n", 2, 13, "p.password must be a string",
+	    "a password that is a list");
 	bad("p:\n  hosts:\n    - user: x\n", 3, 7, "has no 'ip'", "host without ip");
 	bad("p:\n  hosts:\n    - ip: [a]\n", 3, 11, "p.hosts[0].ip must be a string, not a list",
 	    "ip of the wrong type");
@@ -314,8 +354,6 @@ static void test_pools_errors(void)
 	bad("p:\n  hosts: [\"$(reboot)\"]\n", 2, 11, "is not a host address", "host with $()");
 	bad("p:\n  proxy_jump: \"-J x\"\n  hosts: [a]\n", 2, 15, "is not a jump host list",
 	    "proxy_jump with a leading '-'");
-	bad("p:\n  identity_file: keys/id\n  hosts: [a]\n", 2, 18,
-	    "must be an absolute path or start with ~/", "relative identity_file");
 	bad("p:\n  identity_file: ~bob/id\n  hosts: [a]\n", 2, 18, "not ~user/",
 	    "~user in identity_file");
 	bad("p:\n  identity_file: \"/a\\tb\"\n  hosts: [a]\n", 2, 18, "control character",
@@ -336,7 +374,7 @@ static void test_pools_errors(void)
 	bad("p:\n  hosts: [a]\np:\n  hosts: [b]\n", 3, 1, "duplicate key 'p'", "duplicate pool");
 	bad("p:\n  hosts: [a\n", 3, 1, "", "unterminated flow sequence (bad YAML)");
 	{
-		struct res s = parse("p:\n  hostss: [a]\n  password: x\nq:\n  hosts: [\"-x\"]\n");
+		struct res s = parse("p:\n  hostss: [a]\n  password: [x]\nq:\n  hosts: [\"-x\"]\n");
 
 		/* hostss, password, "-x", and so p has no hosts */
 		ok(s.r == -EINVAL && s.nerr == 4, "every problem is reported in one run (%zu)",
@@ -814,6 +852,60 @@ static int dns_label_ok(const char *s)
 	return 1;
 }
 
+/* Each state of a pod watch's line, and lines that are not a pod's. */
+static void test_pod_judge(void)
+{
+	static const struct {
+		const char *line;
+		enum k8s_pod_state want;
+		const char *why, *detail;
+	} cases[] = {
+	        {"p-0\037Pending\037\037\037False\0370/2 nodes are available\037\037",
+	         K8S_POD_WAITING, "not scheduled", "0/2 nodes are available"},
+	        {"p-0\037Pending\037False\037\037True\037\037ContainerCreating\037",
+	         K8S_POD_WAITING, "ContainerCreating", ""},
+	        {"p-0\037Pending\037\037\037\037\037\037", K8S_POD_WAITING, "Pending", ""},
+	        {"p-0\037Running\037False\03710.0.0.5\037True\037\037\037", K8S_POD_WAITING,
+	         "Running", ""},
+	        {"p-0\037Running\037True\037\037True\037\037\037", K8S_POD_WAITING, "Running", ""},
+	        {"p-0\037Running\037True\03710.0.0.5\037True\037\037\037", K8S_POD_READY, NULL,
+	         NULL},
+	        {"p-0\037Pending\037False\037\037True\037\037ErrImagePull\037no such host",
+	         K8S_POD_CANNOT_START, "ErrImagePull", "no such host"},
+	        {"p-0\037Pending\037False\037\037True\037\037ImagePullBackOff\037back-off",
+	         K8S_POD_CANNOT_START, "ImagePullBackOff", "back-off"},
+	        {"p-0\037Pending\037False\037\037True\037\037CreateContainerConfigError\037x",
+	         K8S_POD_CANNOT_START, "CreateContainerConfigError", "x"},
+	        {"p-0\037Succeeded\037False\03710.0.0.5\037True\037\037\037", K8S_POD_ENDED,
+	         "Succeeded", ""},
+	        {"p-0\037Failed\037False\037\037True\037evicted\037\037", K8S_POD_ENDED, "Failed",
+	         "evicted"},
+	        {"", K8S_POD_NOISE, NULL, NULL},
+	        {"error: You must be logged in to the server (Unauthorized)", K8S_POD_NOISE, NULL,
+	         NULL},
+	        {"p-0\037Running\037True\03710.0.0.5", K8S_POD_NOISE, NULL, NULL},
+	        {"p-0\037Running\037True\03710.0.0.5\037True\037\037\037\037extra", K8S_POD_NOISE,
+	         NULL, NULL},
+	        {"\037Running\037True\03710.0.0.5\037True\037\037\037", K8S_POD_NOISE, NULL, NULL},
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *line = xstrdup(cases[i].line);
+		struct k8s_pod_event ev;
+		enum k8s_pod_state got = infra_k8s_pod_judge(line, &ev);
+
+		ok(got == cases[i].want &&
+		           (!cases[i].why || (ev.why && !strcmp(ev.why, cases[i].why))) &&
+		           (!cases[i].detail ||
+		            (ev.detail && !strcmp(ev.detail, cases[i].detail))) &&
+		           (got != K8S_POD_READY || !strcmp(ev.ip, "10.0.0.5")),
+		   "pod watch line %zu: state %d (want %d), why '%s', detail '%s'", i, (int)got,
+		   (int)cases[i].want, ev.why ? ev.why : "", ev.detail ? ev.detail : "");
+		free(line);
+	}
+}
+
 static void test_dns_label(void)
 {
 	char longmax[INFRA_CLUSTER_NAME_MAX + 1];
@@ -876,6 +968,7 @@ int main(void)
 	}
 	plan_run(test_parse_spec);
 	plan_run(test_pools_valid);
+	plan_run(test_pools_skypilot);
 	plan_run(test_pools_errors);
 	plan_run(test_pools_hostile);
 	plan_run(test_pools_load);
@@ -885,6 +978,7 @@ int main(void)
 	plan_run(test_runner_ssh);
 	plan_run(test_names);
 	plan_run(test_dns_label);
+	plan_run(test_pod_judge);
 	plan_run(test_ops_tables);
 	dup2(stderr_fd, 2); /* sanitizer reports at exit must be seen */
 	close(stderr_fd);

@@ -596,6 +596,114 @@ static void test_backoff_over(void)
 	   "and once the release is done, it may go");
 }
 
+static void member(struct jobs_group_member *m, int primary, int ended, double ended_at,
+                   double delay_s)
+{
+	memset(m, 0, sizeof(*m));
+	m->primary = primary;
+	m->ended = ended;
+	m->ended_at = ended_at;
+	m->delay_s = delay_s;
+}
+
+static void test_group_decide(void)
+{
+	struct jobs_group_member v[4];
+	static const double ats[] = {100, 200}, delays[] = {0, 30, 100},
+	                    nows[] = {50, 150, 230, 400};
+	int combos = 0, wrong = 0;
+	unsigned c;
+
+	member(&v[0], 1, 0, 0, 0);
+	member(&v[1], 0, 0, 0, 30);
+	ok(jobs_group_decide(v, 2, 1000) == 0 && !v[1].cancel, "a primary runs: nothing");
+	member(&v[0], 1, 1, 100, 0);
+	ok(jobs_group_decide(v, 2, 110) == 130 && !v[1].cancel,
+	   "the primary ended at 100, a 30 s delay: due at 130, not before");
+	ok(jobs_group_decide(v, 2, 130) == 0 && v[1].cancel, "  cancelled at 130");
+	member(&v[2], 1, 1, 120, 0);
+	ok(jobs_group_decide(v, 3, 140) == 150 && !v[1].cancel,
+	   "the last primary's end counts (120 + 30)");
+	member(&v[2], 1, 0, 0, 0);
+	ok(jobs_group_decide(v, 3, 1e9) == 0 && !v[1].cancel, "  and one still running holds it");
+	member(&v[0], 0, 0, 0, 0);
+	member(&v[1], 0, 0, 0, 0);
+	ok(jobs_group_decide(v, 2, 1e9) == 0 && !v[0].cancel && !v[1].cancel,
+	   "no primary at all: never");
+	member(&v[0], 1, 1, 100, 0);
+	member(&v[1], 0, 1, 90, 0);
+	member(&v[2], 0, 0, 0, 0);
+	v[2].cancel_asked = 1;
+	ok(jobs_group_decide(v, 3, 1e9) == 0 && !v[1].cancel && !v[2].cancel,
+	   "an ended or already cancelled auxiliary is left alone");
+	member(&v[0], 1, 1, 100, 0);
+	member(&v[1], 0, 0, 0, 10);
+	member(&v[2], 0, 0, 0, 60);
+	member(&v[3], 0, 0, 0, 0);
+	ok(jobs_group_decide(v, 4, 115) == 160 && v[1].cancel && !v[2].cancel && v[3].cancel,
+	   "per-task delays: each at its own time, the next one reported");
+	ok(jobs_group_decide(v, 0, 0) == 0, "an empty group");
+
+	/*
+	 * Every combination of three members (primary, ended, cancel asked, when it ended,
+	 * its delay) at several times, against the rule as the header states it.
+	 */
+	for (c = 0; c < (1u << 9) * 2 * 2 * 2 * 3 * 3 * 3; c++) {
+		unsigned x = c;
+		size_t k, n = 3, nt;
+		double end = 0, next = 0, got;
+		int all_ended = 1, primaries = 0;
+
+		for (k = 0; k < n; k++) {
+			member(&v[k], x & 1, (x >> 1) & 1, 0, 0);
+			v[k].cancel_asked = (x >> 2) & 1;
+			x >>= 3;
+		}
+		for (k = 0; k < n; k++) {
+			v[k].ended_at = v[k].ended ? ats[x % 2] : 0;
+			x /= 2;
+		}
+		for (k = 0; k < n; k++) {
+			v[k].delay_s = delays[x % 3];
+			x /= 3;
+		}
+		for (nt = 0; nt < ARRAY_SIZE(nows); nt++) {
+			double now = nows[nt];
+
+			combos++;
+			got = jobs_group_decide(v, n, now);
+			end = next = 0;
+			all_ended = 1;
+			primaries = 0;
+			for (k = 0; k < n; k++) {
+				if (!v[k].primary)
+					continue;
+				primaries++;
+				all_ended &= v[k].ended;
+				if (v[k].ended_at > end)
+					end = v[k].ended_at;
+			}
+			for (k = 0; k < n; k++) {
+				int want = 0;
+
+				if (primaries && all_ended && !v[k].primary && !v[k].ended &&
+				    !v[k].cancel_asked) {
+					if (end + v[k].delay_s <= now)
+						want = 1;
+					else if (!next || end + v[k].delay_s < next)
+						next = end + v[k].delay_s;
+				}
+				if (want != v[k].cancel)
+					wrong++;
+			}
+			if (got != next)
+				wrong++;
+		}
+	}
+	ok(combos > 10000, "every combination tried (%d)", combos);
+	is_int(wrong, 0, "  each decided as the rule says");
+}
+
 int main(void)
 {
 	plan_run(test_cut_off);
@@ -611,5 +719,6 @@ int main(void)
 	plan_run(test_kept_gc);
 	plan_run(test_files_gc);
 	plan_run(test_host_stop_action);
+	plan_run(test_group_decide);
 	return done_testing();
 }

@@ -1,15 +1,22 @@
-/* Managed jobs' state: submit, claim order and limits, guarded transitions, cancel, details. */
+/*
+ * Managed jobs' state: submit, claim order and limits, guarded transitions, cancel, details,
+ * the task rows `jobs queue` shows and what an event keeps of the run it ends.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "state/db.h"
 #include "state/jobs.h"
 #include "state/launcher.h"
+#include "state/node.h"
+#include "supervisor/jobs/jobs.h"
 #include "tests/unit/harness.h"
 
 static char dir[] = "/tmp/skiff-unit-jobs.XXXXXX";
@@ -34,7 +41,7 @@ static int64_t submit(struct st_db *db, const char *name, int prio)
 	j.entry = "echo hi";
 	j.priority = prio;
 	j.ntasks = 1;
-	return mj_submit(db, &j) ? -1 : j.id;
+	return mj_submit(db, &j, NULL) ? -1 : j.id;
 }
 
 static int status_of(struct st_db *db, int64_t id, int *sched)
@@ -67,12 +74,9 @@ static void test_names(void)
 	   "CANCELLING is not terminal, FAILED_CONTROLLER is");
 }
 
-static int count_events(double at, int status, int sched, const char *reason, void *arg)
+static int count_events(const struct mj_event *e, void *arg)
 {
-	(void)at;
-	(void)status;
-	(void)sched;
-	(void)reason;
+	(void)e;
 	(*(int *)arg)++;
 	return 0;
 }
@@ -86,7 +90,7 @@ static void test_submit_and_claim(void)
 	ok(db != NULL, "the launcher db opens with the jobs tables");
 	if (!db)
 		return;
-	is_int(st_version(db), 8, "schema version 8");
+	is_int(st_version(db), 11, "schema version 11");
 	a = submit(db, "a", 0);
 	b = submit(db, "b", 10);
 	c = submit(db, "c", 0);
@@ -269,6 +273,232 @@ static void test_details(void)
 	buf_release(&out);
 }
 
+/* The last event of a job, copied. */
+struct last_event {
+	int status, node_status;
+	char codes[64];
+};
+
+static int keep_last(const struct mj_event *e, void *arg)
+{
+	struct last_event *l = arg;
+
+	l->status = e->status;
+	l->node_status = e->node_status;
+	xsnprintf(l->codes, sizeof(l->codes), "%.63s", e->exit_codes);
+	return 0;
+}
+
+/* Task k of job id (NULL when it has no row): *v to free with mj_tasks_free(). */
+static struct mj_task *task_of(struct st_db *db, int64_t id, int k, struct mj_task **v, size_t *n)
+{
+	size_t i;
+
+	*v = NULL;
+	*n = 0;
+	if (mj_tasks(db, id, v, n))
+		return NULL;
+	for (i = 0; i < *n; i++)
+		if ((*v)[i].job_id == id && (*v)[i].task == k)
+			return &(*v)[i];
+	return NULL;
+}
+
+static void test_tasks(void)
+{
+	struct st_db *db = open_db();
+	struct mj_task in[2] = {{0}}, *v = NULL, *t;
+	struct last_event last;
+	struct mjob j = {0};
+	size_t n;
+	double now;
+
+	if (!db)
+		return;
+	in[0].name = "prep";
+	in[0].requested = "1x[CPU:1+]";
+	in[1].name = "train";
+	in[1].requested = "2x[H100:8]";
+	j.name = "pipe";
+	j.entry = "pipe.yaml";
+	j.ntasks = 2;
+	ok(!mj_submit(db, &j, in), "a pipeline of two tasks is submitted");
+	ok(!mj_tasks(db, 0, &v, &n) && n == 2, "it has a row per task");
+	if (n == 2) {
+		is_str(v[1].name, "train", "with each task's name");
+		is_str(v[1].requested, "2x[H100:8]", "and what it asks for");
+		ok(v[0].submitted_at > 0 && v[1].submitted_at == 0,
+		   "the first task begins at submit, the second not yet");
+		ok(mj_task_run_s(&v[0], now_wall()) < 0, "a task that never ran has no duration");
+	}
+	mj_tasks_free(v, n);
+
+	/* Task 0 runs, is recovered (its clock stops), runs again and succeeds. */
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_STARTING, MJS_LAUNCHING, "claimed");
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RUNNING, MJS_ALIVE, "running");
+	t = task_of(db, j.id, 0, &v, &n);
+	ok(t && t->started_at > 0 && t->run_since > 0, "RUNNING starts the task's clock");
+	mj_tasks_free(v, n);
+	ok(!mj_transition_run(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RECOVERING, MJS_ALIVE_WAITING,
+	                      "failed (exit codes 1,0)", JOB_FAILED, "1,0"),
+	   "a run ends in a recovery");
+	mj_events(db, j.id, keep_last, &last);
+	ok(last.status == MJ_RECOVERING && last.node_status == JOB_FAILED &&
+	           !strcmp(last.codes, "1,0"),
+	   "its event keeps what the last probe saw of the run");
+	t = task_of(db, j.id, 0, &v, &n);
+	ok(t && t->run_since == 0 && t->recoveries == 1 && t->ended_at == 0,
+	   "a recovery stops the clock and counts, the task goes on");
+	now = now_wall();
+	ok(t && mj_task_run_s(t, now + 100) == t->run_s,
+	   "time spent recovering is not running time");
+	mj_tasks_free(v, n);
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RUNNING, MJS_ALIVE, "running again");
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RECOVERING, MJS_ALIVE_BACKOFF, "x");
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RECOVERING, MJS_ALIVE_WAITING, "y");
+	mj_transition(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_RUNNING, MJS_ALIVE, "running at last");
+	t = task_of(db, j.id, 0, &v, &n);
+	is_int(t ? t->recoveries : -1, 2, "a recovery through a backoff counts once");
+	mj_tasks_free(v, n);
+
+	/* The next task: the controller moves task_index first, then transitions. */
+	mj_set_counters(db, j.id, 1, 2, 0, 0, 0);
+	mj_transition_run(db, j.id, MJ_ACTIVE_MASK, MJ_ANY, MJ_STARTING, MJS_ALIVE_WAITING,
+	                  "task 1 succeeded; next task 2", JOB_SUCCEEDED, "0");
+	t = task_of(db, j.id, 0, &v, &n);
+	ok(t && t->ended_at > 0 && t->run_since == 0 && t->run_s >= 0,
+	   "the task before the current one ended when it began");
+	ok(n == 2 && v[1].submitted_at >= v[0].ended_at && v[1].started_at == 0,
+	   "the next task began then, and has not run yet");
+	mj_tasks_free(v, n);
+	ok(!mj_get(db, j.id, &j), "get");
+	is_int(mj_task_status(&j, 0), MJ_SUCCEEDED, "a task before the current one SUCCEEDED");
+	is_int(mj_task_status(&j, 1), MJ_STARTING, "the current one has the job's status");
+	mjob_free(&j);
+	mj_transition(db, 1, MJ_ACTIVE_MASK, MJ_ANY, MJ_FAILED, MJS_DONE, "boom");
+	t = task_of(db, 1, 1, &v, &n);
+	ok(t && t->ended_at > 0, "a final status ends the current task");
+	mj_tasks_free(v, n);
+	ok(!mj_get(db, 1, &j), "get");
+	j.task_index = 0;
+	is_int(mj_task_status(&j, 1), MJ_CANCELLED,
+	       "a task after the current one of an ended job is CANCELLED (as in SkyPilot)");
+	j.status = MJ_RUNNING;
+	is_int(mj_task_status(&j, 1), MJ_PENDING, "... and PENDING while the job runs");
+	mjob_free(&j);
+	st_close(db);
+}
+
+/* REQUESTED of a one-task YAML. */
+static const char *requested(const char *yaml, struct buf *out)
+{
+	struct task_list tl = TASK_LIST_INIT;
+	struct yerrors errs = YERRORS_INIT;
+
+	buf_reset(out);
+	if (task_parse_buf(&tl, "t.yaml", yaml, strlen(yaml), &errs) || !tl.n)
+		buf_adds(out, "(parse error)");
+	else
+		jobs_requested_text(tl.tasks[0], out);
+	yerr_release(&errs);
+	task_list_release(&tl);
+	return out->p;
+}
+
+static void test_requested(void)
+{
+	struct buf b = BUF_INIT(0);
+
+	is_str(requested("run: echo\n", &b), "1x[CPU:1+]", "nothing asked: SkyPilot's 1x[CPU:1+]");
+	is_str(requested("resources:\n  cpus: 4+\nrun: echo\n", &b), "1x[CPU:4+]", "CPUs");
+	is_str(requested("num_nodes: 2\nresources:\n  cpus: 4\n  accelerators: H100:8\nrun: x\n",
+	                 &b),
+	       "2x[H100:8]", "accelerators, not CPUs, with the nodes");
+	is_str(requested("resources:\n  accelerators: A100:1\n  use_spot: true\nrun: x\n", &b),
+	       "1x[A100:1][Spot]", "spot");
+	is_str(requested("resources:\n  any_of:\n    - accelerators: A100:1\n"
+	                 "    - accelerators: H100:1\n    - accelerators: A100:1\nrun: x\n",
+	                 &b),
+	       "1x[A100:1, H100:1]", "each alternative's accelerator once");
+	buf_release(&b);
+}
+
+static void test_groups(void)
+{
+	struct st_db *db = open_db();
+	struct mjob v[3] = {{0}}, *m = NULL;
+	struct mj_task t[3] = {{0}};
+	static const char *const names[] = {"trainer", "buffer", "eval"};
+	int64_t lone, *gids = NULL;
+	size_t n = 0, k;
+	int found, done, st[3], pr[3];
+
+	ok(db != NULL, "db");
+	if (!db)
+		return;
+	lone = submit(db, "lone", 0);
+	for (k = 0; k < 3; k++) {
+		v[k].name = v[k].group_name = "rl";
+		v[k].entry = "g.yaml";
+		v[k].ntasks = 1;
+		v[k].group_task = (int)k;
+		v[k].group_primary = k == 0;
+		v[k].group_delay_s = (long)k * 30;
+		t[k].name = (char *)names[k];
+	}
+	ok(!mj_submit_group(db, v, 3, t), "a group of three submitted");
+	ok(v[0].id == lone + 1 && v[1].id == lone + 2 && v[2].id == lone + 3,
+	   "  consecutive ids after the lone job");
+	ok(v[2].group_id == v[0].id, "  the group's id is its first member's");
+	ok(!mj_group(db, v[0].id, &m, &n) && n == 3, "mj_group reads the three");
+	ok(n == 3 && !strcmp(m[1].task_name, "buffer") && !m[1].group_primary &&
+	           m[0].group_primary && m[2].group_delay_s == 60 && m[2].group_task == 2 &&
+	           !strcmp(m[2].group_name, "rl") && m[2].group_id == v[0].id,
+	   "  with their task names, roles and delays");
+	for (k = 0; k < n; k++)
+		mjob_free(&m[k]);
+	free(m);
+	ok(!mj_group(db, lone, &m, &n) && n == 0, "a lone job is in no group");
+	free(m);
+	ok(!mj_groups_with_aux(db, &gids, &n) && n == 1 && gids[0] == v[0].id,
+	   "the group has auxiliary members to watch");
+	free(gids);
+	ok(!mj_cancel(db, &v[1].id, 1, NULL, 0, &found, &done) && found == 1 && done == 1,
+	   "cancel of a member that is not the first cancels it alone");
+	is_int(status_of(db, v[0].id, NULL), MJ_PENDING, "  the others go on");
+	ok(!mj_cancel_aux(db, v[2].id), "the controller cancels an auxiliary member");
+	{
+		struct mjob j;
+		char why[MJ_CANCEL_REASON_MAX];
+
+		ok(!mj_get(db, v[2].id, &j) && j.status == MJ_CANCELLED &&
+		           !strcmp(j.reason, "auxiliary task of job group rl: its primary tasks "
+		                             "ended") &&
+		           !strcmp(mj_cancel_reason(&j, why, sizeof(why)), "cancelled by the user"),
+		   "  its reason names the group (a WAITING one is cancelled at once)");
+		mjob_free(&j);
+	}
+	ok(!mj_groups_with_aux(db, &gids, &n) && n == 0, "  no auxiliary member left to watch");
+	free(gids);
+	ok(!mj_cancel(db, &v[0].id, 1, NULL, 0, &found, &done) && found == 3 && done == 1,
+	   "cancel of the group's id reaches every member");
+	is_int(status_of(db, lone, NULL), MJ_PENDING, "  not the lone job");
+
+	st[0] = MJ_RUNNING, st[1] = MJ_PENDING, st[2] = MJ_SUCCEEDED;
+	pr[0] = 1, pr[1] = 0, pr[2] = 1;
+	is_int(mj_group_status(st, pr, 3), MJ_RUNNING, "group status: RUNNING while one runs");
+	st[0] = MJ_RECOVERING;
+	is_int(mj_group_status(st, pr, 3), MJ_RECOVERING, "  else the first active one's");
+	st[0] = MJ_SUCCEEDED, st[1] = MJ_CANCELLED;
+	is_int(mj_group_status(st, pr, 3), MJ_SUCCEEDED,
+	       "  SUCCEEDED: the primaries did, the auxiliary one was cancelled");
+	st[2] = MJ_FAILED_SETUP;
+	is_int(mj_group_status(st, pr, 3), MJ_FAILED_SETUP, "  a failure is the group's");
+	st[2] = MJ_CANCELLED;
+	is_int(mj_group_status(st, pr, 3), MJ_CANCELLED, "  a cancelled primary: CANCELLED");
+	st_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -282,6 +512,9 @@ int main(void)
 	plan_run(test_many);
 	plan_run(test_holders_cleanups);
 	plan_run(test_details);
+	plan_run(test_tasks);
+	plan_run(test_requested);
+	plan_run(test_groups);
 	{
 		char *cmd = xasprintf("rm -rf %s", dir);
 

@@ -110,8 +110,7 @@ static void test_scope_prefix(void)
 	for (i = 0; i < 500 && proc_scope_signal(&s, 0) < 1; i++)
 		poll(NULL, 0, 2); /* until the exec */
 	is_int(proc_scope_signal(&s, 0), 1, "the entry's start finds the one process under it");
-	ok(proc_scope_kill(&s) >= 1 && waitpid(pid[0], &status, 0) == pid[0] &&
-	           WIFSIGNALED(status),
+	ok(proc_scope_kill(&s) >= 1 && waitpid(pid[0], &status, 0) == pid[0] && WIFSIGNALED(status),
 	   "and kills it");
 	ok(kill(pid[1], 0) == 0, "not the one whose entry only looks alike (c10)");
 	kill(pid[1], SIGKILL);
@@ -211,9 +210,9 @@ static void child_in_ns(int out)
 
 /* What the process that made the namespace saw of its first child there. */
 struct from_ns {
-	int made;        /* 1: a new pid namespace; 0: none can be made here (errno in err) */
+	int made; /* 1: a new pid namespace; 0: none can be made here (errno in err) */
 	int err;
-	long pid;        /* the child, by the number its parent knows it by */
+	long pid;                 /* the child, by the number its parent knows it by */
 	unsigned long long start; /* /proc/PID/stat's start time, read before it is reaped */
 	int exited_ok;
 	int read_ok;

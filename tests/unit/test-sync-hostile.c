@@ -52,17 +52,6 @@ static void put(const char *path, const char *text, mode_t mode)
 		printf("# cannot write %s: %s\n", path, strerror(errno));
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb, (void)flag, (void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* --- building streams ------------------------------------------------------------ */
 
 /* A stream in the file `stream`, built record by record with the real writer. */

@@ -174,17 +174,6 @@ static void put(const char *rel, const char *text)
 	}
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb, (void)flag, (void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static int listed(const struct sync_manifest *m, const char *path)
 {
 	return sync_manifest_find(m, path) != NULL;

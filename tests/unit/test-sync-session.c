@@ -44,17 +44,6 @@ static uint32_t rnd(void)
 	return (uint32_t)((seed * 0x2545f4914f6cdd1dULL) >> 32);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb, (void)flag, (void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static const char *at(const char *root, const char *rel)
 {
 	static char buf[8][PATH_MAX * 2];

@@ -30,17 +30,6 @@
 
 static char tmpdir[PATH_MAX], src[PATH_MAX], dst[PATH_MAX];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb, (void)flag, (void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static const char *at(const char *root, const char *rel)
 {
 	static char buf[4][PATH_MAX * 2];

@@ -317,10 +317,11 @@ static void test_infra(void)
 		ok(!parse(text) && strlen(R(0)->region) == (size_t)n, "a %d-character infra",
 		   TASK_INFRA_MAX);
 		snprintf(text, sizeof(text), "resources:\n  infra: k8s/%0*d\n", n + 1, 0);
-		snprintf(want, sizeof(want),
-		         "2:10: resources.infra: 'k8s/%.36s...' is %d characters long, more than %d",
-		         text + strlen("resources:\n  infra: k8s/"), TASK_INFRA_MAX + 1,
-		         TASK_INFRA_MAX);
+		snprintf(
+		        want, sizeof(want),
+		        "2:10: resources.infra: 'k8s/%.36s...' is %d characters long, more than %d",
+		        text + strlen("resources:\n  infra: k8s/"), TASK_INFRA_MAX + 1,
+		        TASK_INFRA_MAX);
 		fails(text, want);
 	}
 }
@@ -510,6 +511,77 @@ static void test_pipelines(void)
 	fails("rnu: b\n", "1:1: unknown field 'rnu'");
 }
 
+static void test_job_groups(void)
+{
+	long d;
+
+	ok(!parse("name: grp\nexecution: parallel\n---\nname: a\nrun: echo a\n---\n"
+	          "name: b\nrun: echo b\n"),
+	   "a job group");
+	ok(L.parallel && !strcmp(L.name, "grp") && L.n == 2, "  is parallel, named, two tasks");
+	ok(L.tasks[0]->primary && L.tasks[1]->primary, "  every task primary without the list");
+	is_int(L.tasks[1]->termination_delay_s, 0, "  no delay");
+	ok(!parse("name: g\nexecution: parallel\nprimary_tasks: [trainer]\n"
+	          "termination_delay: {default: 30s, buffer: 1m}\n---\nname: trainer\nrun: x\n"
+	          "---\nname: buffer\nrun: y\n---\nname: evaluator\nrun: z\n"),
+	   "primary_tasks and per-task delays");
+	ok(L.tasks[0]->primary && !L.tasks[1]->primary && !L.tasks[2]->primary,
+	   "  only trainer is primary");
+	ok(L.tasks[1]->termination_delay_s == 60 && L.tasks[2]->termination_delay_s == 30 &&
+	           L.tasks[0]->termination_delay_s == 30,
+	   "  a task's delay, else the default");
+	ok(!parse("name: g\nexecution: parallel\ntermination_delay: 5m\n---\nname: a\nrun: x\n"),
+	   "one delay for all");
+	is_int(T()->termination_delay_s, 300, "  in seconds");
+	ok(!parse("name: pipe\nexecution: serial\n---\nname: a\nrun: x\n---\nrun: y\n"),
+	   "execution: serial is a pipeline");
+	ok(!L.parallel && L.n == 2 && !strcmp(L.name, "pipe"), "  named, not parallel");
+	ok(!task_delay_parse("90", &d) && d == 90, "a bare number is seconds");
+	ok(!task_delay_parse("2h", &d) && d == 7200, "hours");
+	ok(task_delay_parse("2d", &d) && task_delay_parse("", &d) && task_delay_parse("s", &d) &&
+	           task_delay_parse("-1s", &d) && task_delay_parse("25h", &d),
+	   "no days, no empty, no negative, nothing over a day");
+	ok(!parse("name: g\nexecution: parallel\n---\nname: a\nrun: x\n---\nname: b\n"
+	          "run: y\n") &&
+	           !task_list_keep(&L, 1) && L.n == 1 && !strcmp(T()->name, "b") && L.parallel,
+	   "task_list_keep keeps one member");
+	ok(task_list_keep(&L, 1) == -EINVAL, "  and refuses an index out of range");
+
+	fails("name: g\nexecution: parallel\n---\nname: a\nrun: x\n---\nname: a\nrun: y\n",
+	      "7:7: task name 'a' is used twice in job group 'g' (first at line 4)");
+	fails("name: g\nexecution: parallel\n---\nname: a\nrun: x\n---\nrun: y\n",
+	      "7:1: every task of a job group needs a 'name'");
+	fails("name: g\nexecution: parallel\nprimary_tasks: [a, nope]\n---\nname: a\nrun: x\n",
+	      "3:20: primary_tasks names 'nope', which is no task of job group 'g'");
+	fails("name: g\nexecution: parallel\nprimary_tasks: []\n---\nname: a\nrun: x\n",
+	      "3:16: primary_tasks must be a non-empty list of task names, not a list");
+	fails("name: g\nexecution: parallel\ntermination_delay: soon\n---\nname: a\nrun: x\n",
+	      "3:20: termination_delay must be a duration such as 30s, 5m or 1h (at most 86400 s), "
+	      "not 'soon'");
+	fails("name: g\nexecution: parallel\ntermination_delay: {b: 1s}\n---\nname: a\n"
+	      "run: x\n",
+	      "3:21: termination_delay names 'b', which is no task of job group 'g'");
+	fails("name: g\nexecution: parallel\ntermination_delay: {default: 2d}\n---\nname: a\n"
+	      "run: x\n",
+	      "3:30: termination_delay.default must be a duration such as 30s, 5m or 1h (at most "
+	      "86400 s), not '2d'");
+	fails("name: g\nexecution: parallel\nprimary: [a]\n---\nname: a\nrun: x\n",
+	      "3:1: unknown field 'primary'; did you mean 'primary_tasks'?");
+	fails("name: g\nexecution: sideways\n---\nname: a\nrun: x\n",
+	      "2:12: execution must be parallel (a job group) or serial, not a string");
+	fails("name: g\nexecution: parallel\n", "1:1: job group 'g' has no tasks: its header is "
+	                                        "followed by one YAML document per task");
+	fails("name: p\nexecution: serial\n", "1:1: pipeline 'p' has no tasks: its header is "
+	                                      "followed by one YAML document per task");
+	fails("execution: parallel\n---\nname: a\nrun: x\n",
+	      "1:1: a job group's header needs its 'name'");
+	fails("name: p\nexecution: serial\nprimary_tasks: [a]\n---\nname: a\nrun: x\n",
+	      "3:16: a pipeline (execution: serial) runs its tasks one after the other: only a "
+	      "job group (execution: parallel) has this");
+	fails("name: g\nexecution: parallel\n---\nname: a\nexecution: parallel\nrun: x\n",
+	      "5:1: unknown field 'execution'");
+}
+
 static void test_not_tasks(void)
 {
 	fails("", "1:1: empty file: expected a task (a YAML mapping)");
@@ -533,11 +605,6 @@ static void test_not_tasks(void)
 	fails("- hosts: all\n  tasks: []\n",
 	      "1:1: this looks like an Ansible playbook (a list of plays), not a skiff task");
 	fails("- a\n- b\n", "1:1: this looks like a YAML list, not a skiff task");
-	fails("name: grp\nexecution: parallel\n---\nname: a\nrun: echo a\n",
-	      "2:12: a JobGroup (a header with 'execution: parallel', then its tasks) is not "
-	      "supported yet: its tasks would start together as managed jobs; launch each with "
-	      "'skiff jobs launch', or drop the header's 'execution' to run them one after the "
-	      "other as a pipeline");
 	fails("echo hello\n",
 	      "1:1: this looks like plain text (one YAML scalar), not a skiff task");
 	fails("server: {a: 1}\nalertmanager: {enabled: false}\n",
@@ -1062,8 +1129,7 @@ static void test_local_paths(void)
 	is_int((long)task_list_check_paths(&L, &E), 1, "found");
 	ok(E.n == 1 && E.v[0].line == 1 && E.v[0].col == 10 && !strcmp(E.v[0].file, "t.yaml"),
 	   "at t.yaml:1:10");
-	snprintf(text, sizeof(text), "workdir: %s/nope/$MISSING\nenvs: {MISSING: }\nrun: x\n",
-	         dir);
+	snprintf(text, sizeof(text), "workdir: %s/nope/$MISSING\nenvs: {MISSING: }\nrun: x\n", dir);
 	ok(!parse(text) && !task_list_apply_overrides(&L, &o, &E), "an env without a value");
 	is_int((long)task_list_check_paths(&L, &E), 0, "its path is not known yet: not looked at");
 	o.workdir = xstrdup("/nonexistent-skiff-dir");
@@ -1132,6 +1198,7 @@ int main(void)
 	plan_run(test_pipelines);
 	plan_run(test_name_limit);
 	plan_run(test_not_tasks);
+	plan_run(test_job_groups);
 	plan_run(test_json);
 	plan_run(test_overrides);
 	plan_run(test_accel_by_memory);

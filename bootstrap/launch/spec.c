@@ -1,0 +1,120 @@
+/*
+ * One rank's submit message (spec.h): pure, no I/O.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/launch/resources.h"
+#include "bootstrap/launch/spec.h"
+#include "lib/buf.h"
+#include "lib/json.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+char *eng_cluster_info(const char *cluster, const char *infra)
+{
+	struct buf b = BUF_INIT(0);
+	struct json j;
+	const char *slash = strchr(infra, '/');
+	char *cloud = slash ? xstrndup(infra, (size_t)(slash - infra)) : xstrdup(infra);
+
+	json_init(&j, &b, 0);
+	json_obj_begin(&j);
+	json_key(&j, "cluster_name");
+	json_str(&j, cluster);
+	json_key(&j, "cloud");
+	json_str(&j, cloud);
+	json_key(&j, "region");
+	json_str(&j, slash ? slash + 1 : NULL);
+	json_key(&j, "zone");
+	json_null(&j);
+	json_obj_end(&j);
+	free(cloud);
+	return buf_detach(&b, NULL);
+}
+
+static void add_env(struct msg *m, const char *k, const char *v)
+{
+	msg_addf(m, "env", "%s=%s", k, v);
+}
+
+/* The rank's gang envs under prefix p (SKYPILOT_, and SKIFF_ for skiff's own names). */
+static void add_gang_envs(struct msg *m, const struct eng_spec *s, const char *p, const char *ips,
+                          const char *setup_ips, int gpus, const char *info)
+{
+	char key[64], num[32];
+
+	xsnprintf(num, sizeof(num), "%d", s->rank);
+	xsnprintf(key, sizeof(key), "%sNODE_RANK", p);
+	add_env(m, key, num);
+	xsnprintf(key, sizeof(key), "%sSETUP_NODE_RANK", p);
+	add_env(m, key, num);
+	xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
+	add_env(m, key, ips);
+	xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
+	add_env(m, key, setup_ips);
+	xsnprintf(num, sizeof(num), "%d", s->nranks);
+	xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
+	add_env(m, key, num);
+	xsnprintf(num, sizeof(num), "%d", gpus);
+	xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
+	add_env(m, key, num);
+	xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
+	add_env(m, key, num);
+	xsnprintf(key, sizeof(key), "%sTASK_ID", p);
+	add_env(m, key, s->task_id);
+	xsnprintf(key, sizeof(key), "%sCLUSTER_INFO", p);
+	add_env(m, key, info);
+}
+
+void eng_build_spec(struct msg *m, const struct eng_spec *s)
+{
+	const struct task *t = s->task;
+	struct buf ips = BUF_INIT(0), setup_ips = BUF_INIT(0);
+	char num[32];
+	char *info = eng_cluster_info(s->cluster, s->infra);
+	struct eng_res ask = eng_job_ask(s->res, s->default_cpus);
+	int i;
+	size_t k;
+
+	msg_add(m, "op", "submit");
+	/* The node keeps one job per key: a retried or settled submit never runs twice. */
+	msg_addf(m, "submit_key", "%s/%d", s->submit_key, s->rank);
+	msg_add(m, "name", t->name ? t->name : "");
+	msg_addf(m, "cpus", "%g", ask.cpus);
+	msg_addf(m, "memory", "%g", ask.memory);
+	msg_add_int(m, "gpus", ask.gpus);
+	if (s->res && (s->res->set & TR_PRIORITY))
+		msg_add_int(m, "priority", s->res->priority);
+	if (s->with_setup && t->setup)
+		msg_add(m, "setup", t->setup);
+	if (s->rank >= s->nranks)
+		; /* setup only */
+	else if (t->run)
+		msg_add(m, "run", t->run);
+	else if (!s->with_setup || !t->setup)
+		msg_add(m, "run", "true");
+	/* As SkyPilot's job script: in ~/sky_workdir, also where this task brought none. */
+	msg_add(m, "cwd", "~/sky_workdir");
+	if (t->workdir.kind == TASK_WORKDIR_NONE)
+		msg_add(m, "cwd_optional", "1");
+	for (k = 0; k < t->envs.n; k++)
+		if (t->envs.v[k].value)
+			add_env(m, t->envs.v[k].key, t->envs.v[k].value);
+	for (k = 0; k < t->secrets.n; k++)
+		if (t->secrets.v[k].value)
+			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
+	for (i = 0; i < s->nranks; i++)
+		buf_addf(&ips, "%s%s", i ? "\n" : "", s->addrs[i]);
+	for (i = 0; i < s->nsetup; i++)
+		buf_addf(&setup_ips, "%s%s", i ? "\n" : "", s->addrs[i]);
+	add_gang_envs(m, s, "SKYPILOT_", ips.p, setup_ips.p, ask.gpus, info);
+	add_gang_envs(m, s, "SKIFF_", ips.p, setup_ips.p, ask.gpus, info);
+	xsnprintf(num, sizeof(num), "%lld", (long long)s->cluster_job);
+	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
+	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */
+	add_env(m, "SKIFF_CLUSTER", s->cluster);
+	buf_release(&ips);
+	buf_release(&setup_ips);
+	free(info);
+}

@@ -1,0 +1,186 @@
+/* bootstrap/launch/spec.c: a rank's submit message, every field a rank's role decides. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/launch/resources.h"
+#include "bootstrap/launch/spec.h"
+#include "lib/proto.h"
+#include "lib/task.h"
+#include "lib/yaml.h"
+#include "tests/unit/harness.h"
+
+static struct task_list L = TASK_LIST_INIT;
+static struct yerrors E;
+
+static const struct task *parse(const char *text)
+{
+	task_list_release(&L);
+	yerr_release(&E);
+	if (task_parse_buf(&L, "t.yaml", text, strlen(text), &E) || !L.n)
+		return NULL;
+	return L.tasks[0];
+}
+
+/* How many fields key has in m. */
+static int count(const struct msg *m, const char *key)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < m->n; i++)
+		n += !strcmp(m->keys[i], key);
+	return n;
+}
+
+/* The value of env NAME in m ("NAME=VALUE" fields), or NULL. */
+static const char *env(const struct msg *m, const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < m->n; i++)
+		if (!strcmp(m->keys[i], "env") && !strncmp(m->vals[i], name, len) &&
+		    m->vals[i][len] == '=')
+			return m->vals[i] + len + 1;
+	return NULL;
+}
+
+static const char *const addrs[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+
+static struct eng_spec spec(const struct task *t, int rank, int nranks, int nsetup)
+{
+	struct eng_spec s = {.task = t,
+	                     .res = t && t->nres ? &t->res[0] : NULL,
+	                     .cluster = "c1",
+	                     .infra = "ssh/pool",
+	                     .addrs = addrs,
+	                     .rank = rank,
+	                     .nranks = nranks,
+	                     .nsetup = nsetup,
+	                     .cluster_job = 7,
+	                     .submit_key = "KEY",
+	                     .task_id = "sky-x_c1_7",
+	                     .with_setup = 1,
+	                     .default_cpus = ENG_DEFAULT_CPUS};
+	return s;
+}
+
+static void test_roles(void)
+{
+	const struct task *t = parse("setup: echo S\nrun: echo R\nnum_nodes: 2\n");
+	struct eng_spec s;
+	struct msg m;
+
+	ok(t != NULL, "the task parses");
+	/* Rank 1 of a 2-rank job on a 3-node cluster: setup and run. */
+	s = spec(t, 1, 2, 3);
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	is_str(msg_get(&m, "op"), "submit", "op");
+	is_str(msg_get(&m, "submit_key"), "KEY/1", "the rank's key: KEY/RANK");
+	is_str(msg_get(&m, "setup"), "echo S", "setup");
+	is_str(msg_get(&m, "run"), "echo R", "run");
+	is_str(msg_get(&m, "cpus"), "0.5", "no CPUs written: the default");
+	is_str(env(&m, "SKYPILOT_NODE_RANK"), "1", "SKYPILOT_NODE_RANK");
+	is_str(env(&m, "SKYPILOT_NUM_NODES"), "2", "SKYPILOT_NUM_NODES: the job's ranks");
+	is_str(env(&m, "SKYPILOT_NODE_IPS"), "10.0.0.1\n10.0.0.2", "NODE_IPS: the job's ranks");
+	is_str(env(&m, "SKYPILOT_SETUP_NODE_IPS"), "10.0.0.1\n10.0.0.2\n10.0.0.3",
+	       "SETUP_NODE_IPS: every node that runs setup");
+	is_str(env(&m, "SKIFF_NODE_RANK"), "1", "skiff's own names too");
+	is_str(env(&m, "SKYPILOT_INTERNAL_JOB_ID"), "7", "the cluster job's id, not the node's");
+	is_str(env(&m, "SKYPILOT_TASK_ID"), "sky-x_c1_7", "SKYPILOT_TASK_ID");
+	is_str(env(&m, "SKYPILOT_CLUSTER_INFO"),
+	       "{\"cluster_name\":\"c1\",\"cloud\":\"ssh\",\"region\":\"pool\",\"zone\":null}",
+	       "SKYPILOT_CLUSTER_INFO: cloud and region from the infra spec");
+	is_str(msg_get(&m, "cwd"), "~/sky_workdir", "the job starts in ~/sky_workdir");
+	is_str(msg_get(&m, "cwd_optional"), "1", "no workdir: there only when it exists");
+	msg_release(&m);
+
+	/* Rank 2: a node past the job's ranks runs the setup alone. */
+	s = spec(t, 2, 2, 3);
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	is_str(msg_get(&m, "setup"), "echo S", "setup-only rank: setup");
+	ok(!msg_get(&m, "run"), "setup-only rank: no run");
+	is_str(env(&m, "SKYPILOT_SETUP_NODE_RANK"), "2", "setup-only rank: its rank");
+	msg_release(&m);
+
+	/* exec (no setup): run alone. */
+	s = spec(t, 0, 2, 2);
+	s.with_setup = 0;
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	ok(!msg_get(&m, "setup"), "without setup: none sent");
+	is_str(msg_get(&m, "run"), "echo R", "without setup: the run");
+	msg_release(&m);
+}
+
+static void test_nothing_to_run(void)
+{
+	const struct task *t = parse("setup: echo S\n");
+	struct eng_spec s;
+	struct msg m;
+
+	s = spec(t, 0, 1, 1);
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	ok(!msg_get(&m, "run"), "setup alone: no run (the setup is the job)");
+	msg_release(&m);
+	s.with_setup = 0;
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	is_str(msg_get(&m, "run"), "true", "neither sent: run is true (a job that does nothing)");
+	msg_release(&m);
+}
+
+static void test_fields(void)
+{
+	const struct task *t = parse("name: n1\nworkdir: .\nrun: r\nenvs:\n  A: 1\n  B: \"x y\"\n"
+	                             "secrets:\n  S: s3cret\nresources:\n  cpus: 2\n  memory: 4\n"
+	                             "  accelerators: H100:1\n  priority: 5\n");
+	struct eng_spec s;
+	struct msg m;
+
+	ok(t != NULL, "the task parses");
+	s = spec(t, 0, 1, 1);
+	s.default_cpus = 0;
+	msg_init(&m);
+	eng_build_spec(&m, &s);
+	is_str(msg_get(&m, "name"), "n1", "the task's name");
+	is_str(msg_get(&m, "cpus"), "2", "cpus");
+	is_str(msg_get(&m, "memory"), "4", "memory");
+	is_str(msg_get(&m, "gpus"), "1", "gpus");
+	is_str(msg_get(&m, "priority"), "5", "priority");
+	is_str(env(&m, "SKYPILOT_NUM_GPUS_PER_NODE"), "1", "NUM_GPUS_PER_NODE");
+	is_str(env(&m, "A"), "1", "an env");
+	is_str(env(&m, "B"), "x y", "an env with a space, verbatim");
+	is_str(env(&m, "S"), "s3cret", "a secret reaches the job's env");
+	ok(!msg_get(&m, "cwd_optional"), "a workdir: the job's cwd is not optional");
+	is_int(count(&m, "env"), 2 + 1 + 2 * 9 + 3, "no env twice, none missing");
+	msg_release(&m);
+}
+
+static void test_cluster_info(void)
+{
+	char *s = eng_cluster_info("c", "local");
+
+	is_str(s, "{\"cluster_name\":\"c\",\"cloud\":\"local\",\"region\":null,\"zone\":null}",
+	       "no region: null");
+	free(s);
+	s = eng_cluster_info("c\"q", "k8s/ctx/ns");
+	is_str(s,
+	       "{\"cluster_name\":\"c\\\"q\",\"cloud\":\"k8s\",\"region\":\"ctx/ns\",\"zone\":null}",
+	       "a quote in the name is escaped; the region is all after the first /");
+	free(s);
+}
+
+int main(void)
+{
+	plan_run(test_roles);
+	plan_run(test_nothing_to_run);
+	plan_run(test_fields);
+	plan_run(test_cluster_info);
+	task_list_release(&L);
+	yerr_release(&E);
+	return done_testing();
+}
