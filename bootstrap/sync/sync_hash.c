@@ -61,44 +61,6 @@ static uint64_t xmerge(uint64_t h, uint64_t v)
 	return (h ^ xround(0, v)) * P1 + P4;
 }
 
-/* XXH64 with seed 0. */
-uint64_t sync_strong(const unsigned char *p, size_t n)
-{
-	const unsigned char *end = p + n;
-	uint64_t h, v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
-
-	if (n >= 32) {
-		do {
-			v1 = xround(v1, le64(p));
-			v2 = xround(v2, le64(p + 8));
-			v3 = xround(v3, le64(p + 16));
-			v4 = xround(v4, le64(p + 24));
-			p += 32;
-		} while (p + 32 <= end);
-		h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-		h = xmerge(h, v1);
-		h = xmerge(h, v2);
-		h = xmerge(h, v3);
-		h = xmerge(h, v4);
-	} else {
-		h = P5;
-	}
-	h += (uint64_t)n;
-	for (; p + 8 <= end; p += 8)
-		h = rotl(h ^ xround(0, le64(p)), 27) * P1 + P4;
-	if (p + 4 <= end) {
-		h = rotl(h ^ (le32(p) * P1), 23) * P2 + P3;
-		p += 4;
-	}
-	for (; p < end; p++)
-		h = rotl(h ^ (*p * P5), 11) * P1;
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	return h ^ (h >> 32);
-}
-
 /* XXH64's end: the lanes merged (or the seed, for less than a stripe), the tail, avalanche. */
 static uint64_t finish(const uint64_t v[4], uint64_t seed, uint64_t total, const unsigned char *p,
                        size_t n)
@@ -137,6 +99,22 @@ static void seed_lanes(uint64_t v[4], uint64_t seed)
 	v[1] = seed + P2;
 	v[2] = seed;
 	v[3] = seed - P1;
+}
+
+/* XXH64 with seed 0: the stripes through four lanes, then finish() on the rest. */
+uint64_t sync_strong(const unsigned char *p, size_t n)
+{
+	const unsigned char *end = p + n;
+	uint64_t v[4];
+
+	seed_lanes(v, 0);
+	for (; p + 32 <= end; p += 32) {
+		v[0] = xround(v[0], le64(p));
+		v[1] = xround(v[1], le64(p + 8));
+		v[2] = xround(v[2], le64(p + 16));
+		v[3] = xround(v[3], le64(p + 24));
+	}
+	return finish(v, 0, n, p, (size_t)(end - p));
 }
 
 void sync_hash_init(struct sync_hash *h)

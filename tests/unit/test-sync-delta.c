@@ -241,6 +241,25 @@ static void test_weak_rolls(void)
 	/* XXH64's published value for the empty input, seed 0. */
 	ok(sync_strong((const unsigned char *)"", 0) == 0xef46db3751d8e999ULL,
 	   "the strong hash is XXH64");
+	/* And for inputs of one stripe and more (39 bytes: a stripe, a word, a tail). */
+	ok(sync_strong((const unsigned char *)"Nobody inspects the spammish repetition", 39) ==
+	           0xfbcea83c8a378bf1ULL,
+	   "the strong hash is XXH64 past a stripe");
+	/* The content hash's first half is the same XXH64: one finish() serves both. */
+	for (bad = 0, i = 0; i < 300; i++) {
+		unsigned char d[SYNC_HASH_LEN];
+		struct sync_hash h;
+		uint64_t v = 0;
+		int k;
+
+		sync_hash_init(&h);
+		sync_hash_update(&h, p + i % 7, i);
+		sync_hash_final(&h, d);
+		for (k = 0; k < 8; k++)
+			v = v << 8 | d[k];
+		bad += v != sync_strong(p + i % 7, i);
+	}
+	is_int(bad, 0, "the strong hash is the content hash's first half, at every length");
 }
 
 /* The content hash: both halves are XXH64 (seeds 0 and SYNC_HASH_SEED2), in any pieces. */
