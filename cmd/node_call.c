@@ -54,18 +54,15 @@ static void reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2
 /* An error as the one frame of the answer. */
 static void reply_error(const char *fmt, ...)
 {
-	struct buf b = BUF_INIT(4096);
 	struct msg m;
 	va_list ap;
 
-	va_start(ap, fmt);
-	buf_vaddf(&b, fmt, ap);
-	va_end(ap);
 	msg_init(&m);
-	msg_add(&m, "error", b.p);
+	va_start(ap, fmt);
+	msg_vaddf(&m, "error", fmt, ap);
+	va_end(ap);
 	proto_send(1, &m);
 	msg_release(&m);
-	buf_release(&b);
 }
 
 static void add_time(struct msg *m, const char *key, double t)

@@ -92,18 +92,26 @@ int msg_add(struct msg *m, const char *key, const char *val)
 	return 0;
 }
 
-int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
+int msg_vaddf(struct msg *m, const char *key, const char *fmt, va_list ap)
 {
 	struct buf b = BUF_INIT(PROTO_MAX_MSG);
+	int r;
+
+	r = buf_vaddf(&b, fmt, ap);
+	if (!r)
+		r = msg_add(m, key, b.p);
+	buf_release(&b);
+	return r;
+}
+
+int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
+{
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	r = buf_vaddf(&b, fmt, ap);
+	r = msg_vaddf(m, key, fmt, ap);
 	va_end(ap);
-	if (!r)
-		r = msg_add(m, key, b.p);
-	buf_release(&b);
 	return r;
 }
 

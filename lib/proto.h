@@ -18,6 +18,7 @@
  * refused with a clear error and the connection is closed.
  */
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,8 @@ void msg_release(struct msg *m);
 int msg_add(struct msg *m, const char *key, const char *val);
 int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+int msg_vaddf(struct msg *m, const char *key, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
 int msg_add_int(struct msg *m, const char *key, int64_t v);
 /*
  * Parses `len` bytes of fields (no header) into m, copying them. Returns 0 or -EPROTO

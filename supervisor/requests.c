@@ -123,18 +123,15 @@ void sup_reply(struct conn *c, const struct msg *m)
 
 void sup_reply_error(struct conn *c, const char *fmt, ...)
 {
-	struct buf b = BUF_INIT(4096);
 	struct msg m;
 	va_list ap;
 
-	va_start(ap, fmt);
-	buf_vaddf(&b, fmt, ap);
-	va_end(ap);
 	msg_init(&m);
-	msg_add(&m, "error", b.p);
+	va_start(ap, fmt);
+	msg_vaddf(&m, "error", fmt, ap);
+	va_end(ap);
 	sup_reply(c, &m);
 	msg_release(&m);
-	buf_release(&b);
 }
 
 /* Tells the peer that its watched job has ended (final status), then closes. */
