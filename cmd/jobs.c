@@ -247,7 +247,8 @@ out:
 
 struct queue_ctx {
 	struct buf *out;
-	int as_json, rows;
+	struct json js; /* --json: the list, on out */
+	int as_json;
 	int64_t skip_rows; /* --limit: the oldest rows left out */
 	int counts[MJS_N];
 	int max_launching, max_running;
@@ -265,95 +266,45 @@ static int queue_running(const struct queue_ctx *q)
 	       q->counts[MJS_ALIVE_BACKOFF];
 }
 
-/*
- * The listing writes its JSON straight into the buffer, row by row; strings and numbers
- * are lib/json's (json_quote, json_put_int).
- */
-static void jstr(struct buf *b, const char *s)
-{
-	json_quote(b, s, strlen(s));
-}
-
-/* Epoch seconds with millisecond precision, or null. */
-static void jtime(struct buf *b, double v)
-{
-	long long ms;
-	char frac[4];
-
-	if (v <= 0) {
-		buf_add(b, "null", 4);
-		return;
-	}
-	ms = (long long)(v * 1000 + 0.5);
-	json_put_int(b, ms / 1000);
-	frac[0] = '.';
-	frac[1] = (char)('0' + (ms / 100) % 10);
-	frac[2] = (char)('0' + (ms / 10) % 10);
-	frac[3] = (char)('0' + ms % 10);
-	buf_add(b, frac, 4);
-}
-
-/* "0,3,?" as [0,3,null]: a list, as in `queue --json`. */
-static void codes_json(struct buf *b, const char *codes)
-{
-	const char *p = codes;
-
-	buf_addch(b, '[');
-	while (*p) {
-		char *end;
-		long v = strtol(p, &end, 10);
-
-		if (p != codes)
-			buf_addch(b, ',');
-		if (end == p)
-			buf_add(b, "null", 4);
-		else
-			json_put_int(b, v);
-		p = end + strcspn(end, ",");
-		if (*p)
-			p++;
-	}
-	buf_addch(b, ']');
-}
-
 /* Seconds as a number with millisecond precision, or null (negative). */
-static void jsecs(struct buf *b, double v)
+static void jsecs(struct json *js, double v)
 {
 	if (v < 0)
-		buf_add(b, "null", 4);
-	else /* jtime()'s null is for "no time": 0 s is 0.000 */
-		jtime(b, v > 0 ? v : 0.0001);
+		json_null(js);
+	else /* json_time()'s null is for "no time": 0 s is 0.000 */
+		json_time(js, v > 0 ? v : 0.0001);
 }
 
 /* A job's tasks, t[0..n), as `task_rows`. */
-static void tasks_json(struct buf *b, const struct mjob *j, const struct mj_task *t, size_t n,
+static void tasks_json(struct json *js, const struct mjob *j, const struct mj_task *t, size_t n,
                        double now)
 {
 	size_t k;
 
-	buf_addch(b, '[');
+	json_arr_begin(js);
 	for (k = 0; k < n; k++) {
-		buf_adds(b, k ? ",{\"task\":" : "{\"task\":");
-		json_put_int(b, t[k].task);
-		buf_adds(b, ",\"name\":");
-		jstr(b, t[k].name);
-		buf_adds(b, ",\"requested\":");
-		jstr(b, t[k].requested);
-		buf_adds(b, ",\"status\":\"");
-		buf_adds(b, mj_status_name(mj_task_status(j, t[k].task)));
-		buf_adds(b, "\",\"submitted_at\":");
-		jtime(b, t[k].submitted_at);
-		buf_adds(b, ",\"started_at\":");
-		jtime(b, t[k].started_at);
-		buf_adds(b, ",\"ended_at\":");
-		jtime(b, t[k].ended_at);
-		buf_adds(b, ",\"job_duration\":");
-		jsecs(b, mj_task_run_s(&t[k], now));
-		buf_adds(b, ",\"recoveries\":");
-		json_put_int(b, t[k].recoveries);
-		buf_addch(b, '}');
+		json_obj_begin(js);
+		json_key(js, "task");
+		json_int(js, t[k].task);
+		json_key(js, "name");
+		json_str(js, t[k].name);
+		json_key(js, "requested");
+		json_str(js, t[k].requested);
+		json_key(js, "status");
+		json_str(js, mj_status_name(mj_task_status(j, t[k].task)));
+		json_key(js, "submitted_at");
+		json_time(js, t[k].submitted_at);
+		json_key(js, "started_at");
+		json_time(js, t[k].started_at);
+		json_key(js, "ended_at");
+		json_time(js, t[k].ended_at);
+		json_key(js, "job_duration");
+		jsecs(js, mj_task_run_s(&t[k], now));
+		json_key(js, "recoveries");
+		json_int(js, t[k].recoveries);
+		json_obj_end(js);
 	}
-	buf_addch(b, ']');
+	json_arr_end(js);
 }
 
 /* The seconds a job ran: its tasks' (-1: none ran, or its tasks were not kept). */
@@ -377,85 +328,77 @@ static const char *job_pool(const struct mjob *j)
 	return j->pool && *j->cluster ? j->cluster : NULL;
 }
 
-/* One job as a JSON object (written directly: 10,000 rows must list in well under 200 ms). */
-static void job_json(struct buf *b, const struct mjob *j, const char *details,
+/* One job as a JSON object (compact: 10,000 rows must list in well under 200 ms). */
+static void job_json(struct json *js, const struct mjob *j, const char *details,
                      const struct mj_task *t, size_t nt, double now)
 {
-	buf_adds(b, "{\"id\":");
-	json_put_int(b, j->id);
-	buf_adds(b, ",\"name\":");
-	jstr(b, j->name);
-	buf_adds(b, ",\"status\":\"");
-	buf_adds(b, mj_status_name(j->status));
-	buf_adds(b, "\",\"schedule_state\":\"");
-	buf_adds(b, mj_sched_name(j->sched));
-	buf_adds(b, "\",\"priority\":");
-	json_put_int(b, j->priority);
-	buf_adds(b, ",\"recoveries\":");
-	json_put_int(b, j->recoveries);
-	buf_adds(b, ",\"restarts_on_errors\":");
-	json_put_int(b, j->restarts);
-	buf_adds(b, ",\"task\":");
-	json_put_int(b, j->task_index);
-	buf_adds(b, ",\"tasks\":");
-	json_put_int(b, j->ntasks);
-	buf_adds(b, ",\"cluster\":");
-	if (*j->cluster)
-		jstr(b, j->cluster);
-	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"cluster_job\":");
+	json_obj_begin(js);
+	json_key(js, "id");
+	json_int(js, j->id);
+	json_key(js, "name");
+	json_str(js, j->name);
+	json_key(js, "status");
+	json_str(js, mj_status_name(j->status));
+	json_key(js, "schedule_state");
+	json_str(js, mj_sched_name(j->sched));
+	json_key(js, "priority");
+	json_int(js, j->priority);
+	json_key(js, "recoveries");
+	json_int(js, j->recoveries);
+	json_key(js, "restarts_on_errors");
+	json_int(js, j->restarts);
+	json_key(js, "task");
+	json_int(js, j->task_index);
+	json_key(js, "tasks");
+	json_int(js, j->ntasks);
+	json_key(js, "cluster");
+	json_str(js, *j->cluster ? j->cluster : NULL);
+	json_key(js, "cluster_job");
 	if (j->cluster_job)
-		json_put_int(b, j->cluster_job);
+		json_int(js, j->cluster_job);
 	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"task_id\":");
-	jstr(b, j->task_id);
-	buf_adds(b, ",\"submitted_at\":");
-	jtime(b, j->submitted_at);
-	buf_adds(b, ",\"started_at\":");
-	jtime(b, j->started_at);
-	buf_adds(b, ",\"ended_at\":");
-	jtime(b, j->ended_at);
-	buf_adds(b, ",\"exit_codes\":");
-	codes_json(b, j->exit_codes);
-	buf_adds(b, ",\"details\":");
-	jstr(b, details);
-	buf_adds(b, ",\"resources\":");
-	jstr(b, j->resources);
-	buf_adds(b, ",\"requested\":");
-	jstr(b, nt && *t[0].requested ? t[0].requested : j->resources);
-	buf_adds(b, ",\"job_duration\":");
-	jsecs(b, job_run_s(t, nt, now));
-	buf_adds(b, ",\"pool\":");
-	if (job_pool(j))
-		jstr(b, job_pool(j));
-	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"task_rows\":");
-	tasks_json(b, j, t, nt, now);
+		json_null(js);
+	json_key(js, "task_id");
+	json_str(js, j->task_id);
+	json_key(js, "submitted_at");
+	json_time(js, j->submitted_at);
+	json_key(js, "started_at");
+	json_time(js, j->started_at);
+	json_key(js, "ended_at");
+	json_time(js, j->ended_at);
+	json_key(js, "exit_codes");
+	json_codes(js, j->exit_codes);
+	json_key(js, "details");
+	json_str(js, details);
+	json_key(js, "resources");
+	json_str(js, j->resources);
+	json_key(js, "requested");
+	json_str(js, nt && *t[0].requested ? t[0].requested : j->resources);
+	json_key(js, "job_duration");
+	jsecs(js, job_run_s(t, nt, now));
+	json_key(js, "pool");
+	json_str(js, job_pool(j));
+	json_key(js, "task_rows");
+	tasks_json(js, j, t, nt, now);
 	/* A job group's member: the group (its first member's id), its name, its role. */
-	buf_adds(b, ",\"group_id\":");
+	json_key(js, "group_id");
 	if (j->group_id)
-		json_put_int(b, j->group_id);
+		json_int(js, j->group_id);
 	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"group_name\":");
+		json_null(js);
+	json_key(js, "group_name");
+	json_str(js, j->group_id ? j->group_name : NULL);
+	json_key(js, "group_task");
 	if (j->group_id)
-		jstr(b, j->group_name);
+		json_int(js, j->group_task);
 	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"group_task\":");
+		json_null(js);
+	json_key(js, "primary");
 	if (j->group_id)
-		json_put_int(b, j->group_task);
+		json_bool(js, j->group_primary);
 	else
-		buf_add(b, "null", 4);
-	buf_adds(b, ",\"primary\":");
-	if (j->group_id)
-		buf_adds(b, j->group_primary ? "true" : "false");
-	else
-		buf_add(b, "null", 4);
-	buf_addch(b, '}');
+		json_null(js);
+	json_obj_end(js);
 }
 
 /* SkyPilot's columns, then DETAILS; `id` holds extra_bytes more bytes than it shows. */
@@ -600,9 +543,7 @@ static int queue_row(const struct mjob *j, void *arg)
 	           q->now, &q->details);
 	details = q->details.p;
 	if (q->as_json) {
-		if (q->rows++)
-			buf_addch(q->out, ',');
-		job_json(q->out, j, details, t, nt, q->now);
+		job_json(&q->js, j, details, t, nt, q->now);
 		return 0;
 	}
 	if (j->group_id) {
@@ -710,7 +651,8 @@ static int jobs_queue(int argc, char **argv)
 	buf_grow(&out, (size_t)(mj_count(db) + 16) * (as_json ? 400 : 160));
 	if (as_json) {
 		q.as_json = 1;
-		buf_addch(&out, '[');
+		json_init(&q.js, &out, 0);
+		json_arr_begin(&q.js);
 	} else {
 		/* SkyPilot's `sky jobs queue` columns (sky/jobs/utils.py), then DETAILS. */
 		buf_addf(&out, "%-6s %-4s %-20s %-16s %-10s %-13s %-12s %-11s %-18s %-10s %s\n",
@@ -728,8 +670,12 @@ static int jobs_queue(int argc, char **argv)
 	r = mj_tasks(db, 0, &q.tasks, &q.ntasks);
 	if (!r)
 		r = mj_each(db, skip, MJ_ANY, queue_row, &q);
-	if (as_json)
-		buf_adds(&out, "]\n");
+	if (as_json) {
+		json_arr_end(&q.js);
+		if (!r && json_finish(&q.js))
+			r = -ENOBUFS;
+		buf_addch(&out, '\n');
+	}
 	st_close(db);
 	if (!r && print_out(out.p, out.len))
 		r = -1;
@@ -873,7 +819,7 @@ int cmd_jobs(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(cmd_jobs_usage, stderr);
-		return EXIT_USAGE;
+		return usage_error("jobs", "expected a command");
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(cmd_jobs_usage, stdout);

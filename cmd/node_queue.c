@@ -2,7 +2,6 @@
  * `skiff node queue` and `skiff node cancel`.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,14 +97,6 @@ static int wanted(const struct queue *q, int64_t id)
 	return 0;
 }
 
-static void json_time(struct json *j, double t)
-{
-	if (t > 0)
-		json_double(j, floor(t * 1000) / 1000);
-	else
-		json_null(j);
-}
-
 static void resources_text(const struct job *jb, char *out, size_t size)
 {
 	if (jb->gpus)
@@ -120,7 +111,6 @@ static int emit_json(struct job *jb, void *arg)
 {
 	struct queue *q = arg;
 	struct json *j = q->j;
-	const char *p;
 
 	if (!wanted(q, jb->id))
 		return 0;
@@ -140,17 +130,7 @@ static int emit_json(struct job *jb, void *arg)
 	json_key(j, "ended_at");
 	json_time(j, jb->ended_at);
 	json_key(j, "exit_codes");
-	json_arr_begin(j);
-	for (p = jb->exit_codes; *p;) {
-		char *end;
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		json_int(j, v);
-		p = *end == ',' ? end + 1 : end;
-	}
-	json_arr_end(j);
+	json_codes(j, jb->exit_codes);
 	json_key(j, "resources");
 	json_obj_begin(j);
 	json_key(j, "cpus");

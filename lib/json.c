@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/banned.h"
@@ -183,6 +184,48 @@ void json_null(struct json *j)
 {
 	before_value(j);
 	put(j, "null", 4);
+}
+
+void json_time(struct json *j, double t)
+{
+	long long ms;
+	char frac[4];
+
+	if (!(t > 0)) {
+		json_null(j);
+		return;
+	}
+	if (t >= 1e15) { /* no time of ours; converting it to ms would overflow */
+		json_double(j, t);
+		return;
+	}
+	ms = (long long)(t * 1000 + 0.5);
+	json_int(j, ms / 1000);
+	frac[0] = '.';
+	frac[1] = (char)('0' + (ms / 100) % 10);
+	frac[2] = (char)('0' + (ms / 10) % 10);
+	frac[3] = (char)('0' + ms % 10);
+	put(j, frac, 4);
+}
+
+void json_codes(struct json *j, const char *codes)
+{
+	const char *p = codes;
+
+	json_arr_begin(j);
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			json_null(j);
+		else
+			json_int(j, v);
+		p = end + strcspn(end, ",");
+		if (*p)
+			p++;
+	}
+	json_arr_end(j);
 }
 
 void json_raw(struct json *j, const char *text)

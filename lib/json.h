@@ -43,6 +43,13 @@ void json_int(struct json *j, int64_t v);
 void json_double(struct json *j, double v);
 void json_bool(struct json *j, int v);
 void json_null(struct json *j);
+/*
+ * A time as epoch seconds with millisecond precision (always three decimals, without
+ * printf: long listings write many), or null for t <= 0 (no time).
+ */
+void json_time(struct json *j, double t);
+/* A list of exit codes "0,3,?" (one per rank) as [0,3,null]: what is not a number is null. */
+void json_codes(struct json *j, const char *codes);
 /* Inserts already-encoded JSON text as one value. */
 void json_raw(struct json *j, const char *text);
 /* Adds a final newline in pretty mode; returns j->err. */

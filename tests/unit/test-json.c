@@ -183,6 +183,43 @@ static void test_numbers(void)
 	buf_release(&b);
 }
 
+/* Times and exit codes, as the job listings write them, in a list (commas). */
+static void test_times_and_codes(void)
+{
+	static const struct {
+		const char *codes, *want;
+	} c[] = {
+	        {"", "[]"},      {"0", "[0]"},           {"0,3,?", "[0,3,null]"},
+	        {"?", "[null]"}, {"-1,255", "[-1,255]"}, {"?,?", "[null,null]"},
+	        {"1,", "[1]"},   {"x7", "[null]"},
+	};
+	struct buf b = BUF_INIT(0);
+	struct json j;
+	size_t i;
+
+	json_init(&j, &b, 0);
+	json_arr_begin(&j);
+	json_time(&j, 1796241883.5614);
+	json_time(&j, 1796241883.9996);
+	json_time(&j, 0.0001);
+	json_time(&j, 0);
+	json_time(&j, -5);
+	json_time(&j, NAN);
+	json_time(&j, 1e300);
+	json_arr_end(&j);
+	json_finish(&j);
+	is_str(b.p, "[1796241883.561,1796241884.000,0.000,null,null,null,1e+300]",
+	       "times: three decimals, null for none, no overflow past int64");
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		buf_reset(&b);
+		json_init(&j, &b, 0);
+		json_codes(&j, c[i].codes);
+		json_finish(&j);
+		is_str(b.p, c[i].want, "codes \"%s\"", c[i].codes);
+	}
+	buf_release(&b);
+}
+
 static void test_errors(void)
 {
 	struct buf b = BUF_INIT(8);
@@ -212,6 +249,7 @@ int main(void)
 	plan_run(test_bad_utf8);
 	plan_run(test_nesting);
 	plan_run(test_numbers);
+	plan_run(test_times_and_codes);
 	plan_run(test_errors);
 	return done_testing();
 }
