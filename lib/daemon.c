@@ -23,18 +23,21 @@ int daemon_spawn(char *const *argv, const char *log, pid_t *pid)
 	char **av;
 	int fd = -1, r, n;
 
-	if (!self)
-		return error("cannot find skiff's own executable to start '%s'", argv[0]), -ENOENT;
 	for (n = 0; argv[n]; n++)
 		;
+	if (!self)
+		return error("cannot find skiff's own executable to start '%s'",
+		             n > 1 ? argv[1] : argv[0]),
+		       -ENOENT;
+	/* A daemon whose log cannot be written would fail unseen: not started. */
+	if (log && (fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+		r = -errno;
+		error_errno("cannot open '%s' to start '%s'", log, n > 1 ? argv[1] : argv[0]);
+		return r;
+	}
 	av = xcalloc((size_t)n + 1, sizeof(*av));
 	av[0] = (char *)self;
 	memcpy(av + 1, argv + 1, (size_t)(n - 1) * sizeof(*av));
-	if (log) {
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (fd < 0)
-			warning("cannot open '%s': %s", log, strerror(errno));
-	}
 	o.argv = av;
 	o.fd_out = fd;
 	o.err_to_out = 1;

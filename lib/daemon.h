@@ -17,8 +17,9 @@
 
 /*
  * Starts this binary as argv (argv[0] is replaced by our own path) in a session of its
- * own, stdin /dev/null, stdout and stderr appended to log (NULL: /dev/null), not reaped
- * (it outlives us: init adopts it). 0 with *pid, or -errno (printed).
+ * own, stdin /dev/null, stdout and stderr appended to log (NULL: /dev/null; a log that
+ * cannot be opened is an error, nothing started), not reaped by us unless the caller
+ * waits for it (once we exit, init adopts it). 0 with *pid, or -errno (printed).
  */
 int daemon_spawn(char *const *argv, const char *log, pid_t *pid);
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/daemon.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/spawn.h"
@@ -107,12 +108,11 @@ static int lock_free(const struct node_paths *p)
 static int start(pid_t *pid, int *already, int may_replace)
 {
 	const struct node_paths *p = node_paths();
-	char *argv[] = {NULL, "__supervisor", NULL};
-	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char *argv[] = {"skiff", "__supervisor", NULL};
 	char why[256];
 	int64_t deadline;
 	pid_t child;
-	int fd, log_fd, r, exited, replace = 0, respawns = 0;
+	int fd, r, exited, replace = 0, respawns = 0;
 
 	*already = 0;
 	if (!p)
@@ -162,22 +162,9 @@ static int start(pid_t *pid, int *already, int may_replace)
 		return -EIO;
 again:
 	exited = 0;
-	argv[0] = (char *)self_path(NULL);
-	if (!argv[0])
-		return error("cannot find skiff's own executable to start the supervisor");
-	log_fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (log_fd < 0)
-		return error_errno("cannot open '%s'", p->log);
-	o.argv = argv;
-	o.fd_out = log_fd;
-	o.err_to_out = 1;
-	o.pgrp = SPAWN_SESSION_NEW;
-	r = spawn(&o, &child);
-	close(log_fd);
-	if (r) {
-		errno = -r;
-		return error_errno("cannot start the supervisor ('%s __supervisor')", argv[0]);
-	}
+	r = daemon_spawn(argv, p->log, &child);
+	if (r)
+		return r;
 	deadline = now_ms() + START_TIMEOUT_MS;
 	for (;;) {
 		int status;
