@@ -516,7 +516,7 @@ int cmd_node(int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(cmd_node_usage, stderr);
-		return EXIT_USAGE;
+		return usage_error("node", "expected a command");
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(cmd_node_usage, stdout);

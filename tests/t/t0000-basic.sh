@@ -36,6 +36,15 @@ test_expect_success 'no command prints help and exits 2' '
 	grep -q "^usage: skiff" out
 '
 
+test_expect_success 'a command group without its command shows its usage and says what is missing' '
+	for g in node jobs; do
+		expect_fail 2 skiff $g 2>err &&
+		grep -q "^usage: skiff $g" err &&
+		grep -q "error: expected a command (see .skiff $g --help.)" err &&
+		! grep -q "said nothing more" err || return 1
+	done
+'
+
 test_expect_success 'the build is static (file says so); under make test it is the binary tested' '
 	test -n "$SKIFF_STATIC_BIN" &&
 	file -L "$SKIFF_STATIC_BIN" | grep -q "statically linked" &&
