@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "bootstrap/launch/install.h"
+#include "bootstrap/launch/selfimage.h"
 #include "cmd/cmd.h"
 #include "lib/banned.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bootstrap/launch/install.h"
+#include "bootstrap/launch/selfimage.h"
 #include "bootstrap/infra/runner.h"
 #include "cmd/cmd.h"
 #include "lib/buf.h"

@@ -48,9 +48,10 @@ int infra_slurm_cluster_state(struct st_db *ldb, const char *cluster, struct buf
 int infra_slurm_hosts_up(struct clive *cl);
 /*
  * The number of the cluster's nodes whose supervisor has jobs that have not ended
- * (pending, setting up, running), asked with `node status --json`; a node that does not
- * answer counts as busy. Upgrading skiff restarts the host steps, and Slurm ends a step's
- * processes with it: a busy cluster keeps its skiff until its jobs have ended.
+ * (pending, setting up, running), asked with the supervisor's framed `status` call; a
+ * node that does not answer (or whose answer lacks a count) counts as busy. Upgrading
+ * skiff restarts the host steps, and Slurm ends a step's processes with it: a busy
+ * cluster keeps its skiff until its jobs have ended.
  */
 int infra_slurm_busy(struct clive *cl);
 

@@ -14,6 +14,7 @@
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/cl_sync.h"
 #include "bootstrap/launch/install.h"
+#include "bootstrap/launch/selfimage.h"
 #include "bootstrap/sync/sync.h"
 #include "lib/log.h"
 #include "lib/quote.h"

@@ -133,20 +133,4 @@ struct boot_stub {
 };
 void boot_stubs(struct boot_stub *split, struct boot_stub *unzstd);
 
-/* This executable's bytes (read once) and their sha256; 0 or -errno (printed). */
-int boot_self_image(const char **data, size_t *len, const char **sha);
-/*
- * The same, packed (stub/pack.h: the branch filter, then zstd): made once per binary
- * (about 0.1 s) and kept in $SKIFF_HOME/cache/self-SHA.9.zst, read back (and checked) by
- * later launches; meanwhile `skiff __pack-self` makes a smaller one in the background
- * (self-SHA.19.zst), which launches use once it is there. Thread-safe.
- */
-int boot_self_packed(const char **data, size_t *len);
-/*
- * `skiff __pack-self SHA`: makes and keeps that smaller pack of this executable, whose
- * sha256 must be SHA; nothing when another process makes it (a lock) or it is there. 0,
- * or an error (printed).
- */
-int boot_self_pack_best(const char *sha);
-
 #endif

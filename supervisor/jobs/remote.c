@@ -20,6 +20,7 @@
 #include "bootstrap/launch/cluster.h"
 #include "bootstrap/launch/engine.h"
 #include "bootstrap/launch/install.h"
+#include "bootstrap/launch/selfimage.h"
 #include "bootstrap/renv/renv.h"
 #include "lib/buf.h"
 #include "lib/config.h"
