@@ -25,8 +25,8 @@ const char node_submit_usage[] =
         "usage: skiff node submit [-n NAME] [--cpus N] [--memory GB] [--gpus N]\n"
         "                         [--env K=V]... [--env-file FILE] [--secret K=V]...\n"
         "                         [--priority P] [--setup SCRIPT] [--cwd DIR]\n"
-        "                         [--log-dir DIR] [--key KEY] [--json] [--follow]\n"
-        "                         YAML|COMMAND...\n"
+        "                         [--log-dir DIR] [--key KEY] [--profile] [--json]\n"
+        "                         [--follow] YAML|COMMAND...\n"
         "       skiff node submit [--json] [--follow] --spec -\n"
         "\n"
         "Submits one job to this node's supervisor (started if needed) and prints its id.\n"
@@ -49,6 +49,10 @@ const char node_submit_usage[] =
         "                       $SKIFF_HOME/logs/ID)\n"
         "  --key KEY            an idempotency key: a second submit with the same key\n"
         "                       submits nothing and prints the first one's id\n"
+        "  --profile            run the job in SkyPilot's shell, as a task's job: source\n"
+        "                       ~/.bashrc (~/.profile under a plain sh) and conda's profile\n"
+        "                       first (default: the command alone, in the environment\n"
+        "                       given: no profile's cost per job)\n"
         "  --json               print {\"id\": N, \"log_dir\": ...} instead of the id\n"
         "  --follow             after the id line, follow the job's logs as `node logs`\n"
         "                       does, and exit with its status (one call, one round trip)\n"
@@ -59,7 +63,7 @@ const char node_submit_usage[] =
 struct submit {
 	const char *name, *setup, *cwd, *log_dir, *priority, *key;
 	const char *cpus, *memory, *gpus;
-	int as_json, follow;
+	int as_json, follow, profile;
 };
 
 /* Reservation from the task's first resource alternative: "4+" reserves 4. */
@@ -147,6 +151,10 @@ int node_submit(int argc, char **argv)
 		}
 		if (!strcmp(a, "--follow")) {
 			s.follow = 1;
+			continue;
+		}
+		if (!strcmp(a, "--profile")) {
+			s.profile = 1;
 			continue;
 		}
 		if (!strcmp(a, "--spec")) {
@@ -259,6 +267,8 @@ int node_submit(int argc, char **argv)
 		msg_add(&req, "cwd", t->workdir.path);
 	if (s.log_dir)
 		msg_add(&req, "log_dir", s.log_dir);
+	if (s.profile)
+		msg_add(&req, "profile", "1");
 	if (s.key && msg_add(&req, "submit_key", s.key)) {
 		rc = usage_error("node submit", "bad --key");
 		goto out;

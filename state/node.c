@@ -85,15 +85,21 @@ static const char *const migrations[] = {
         /* 3 -> 4: the job starts in the home when its cwd does not exist (SkyPilot's
          * `cd ~/sky_workdir` of a task without a workdir) */
         "ALTER TABLE jobs ADD COLUMN cwd_optional INTEGER NOT NULL DEFAULT 0;",
+        /*
+         * 4 -> 5: the job's shell runs SkyPilot's prelude first (the login profile, conda);
+         * a task's job asks for it, `node submit` only with --profile. The jobs queued
+         * before ran with it.
+         */
+        "ALTER TABLE jobs ADD COLUMN profile INTEGER NOT NULL DEFAULT 1;",
 };
 
-const struct st_schema st_node_schema = {"node", migrations, 4};
+const struct st_schema st_node_schema = {"node", migrations, 5};
 
 #define JOB_COLS                                                                                   \
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
 	"submitted_at, started_at, ended_at, exit_codes, gpu_ids, reason, shim_pid, shim_start, "  \
 	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv, "            \
-	"submit_key, failed_starts, cwd_optional"
+	"submit_key, failed_starts, cwd_optional, profile"
 
 void job_free(struct job *j)
 {
@@ -162,6 +168,7 @@ static void load_row(sqlite3_stmt *st, struct job *j)
 	j->submit_key = dup_col(st, 27);
 	j->failed_starts = sqlite3_column_int(st, 28);
 	j->cwd_optional = sqlite3_column_int(st, 29);
+	j->profile = sqlite3_column_int(st, 30);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)
@@ -169,8 +176,8 @@ int st_job_insert(struct st_db *db, struct job *j)
 	sqlite3_stmt *st = st_prepare(
 	        db,
 	        "INSERT INTO jobs (name, status, priority, cpus, memory, gpus, setup, run, cwd, "
-	        "log_dir, envs, submitted_at, cancel_grace, renv, submit_key, cwd_optional) "
-	        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        "log_dir, envs, submitted_at, cancel_grace, renv, submit_key, cwd_optional, "
+	        "profile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 	int r;
 
 	if (!st)
@@ -192,6 +199,7 @@ int st_job_insert(struct st_db *db, struct job *j)
 	st_bind_blob(st, 14, j->renv ? j->renv : "", j->renv ? j->renv_len : 0);
 	st_bind_text(st, 15, j->submit_key && *j->submit_key ? j->submit_key : NULL);
 	st_bind_int(st, 16, j->cwd_optional);
+	st_bind_int(st, 17, j->profile);
 	r = st_step_done(db, st);
 	if (r)
 		return r;

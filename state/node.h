@@ -47,6 +47,7 @@ struct job {
 	char *run;        /* shell script or NULL */
 	char *cwd;        /* working directory or NULL (the state dir's home) */
 	int cwd_optional; /* cwd missing: the job starts in the home instead of failing */
+	int profile;      /* SkyPilot's prelude (supervisor/script.h) before the job's script */
 	char *log_dir;
 	char *envs; /* "K=V\0K=V\0..." */
 	size_t envs_len;

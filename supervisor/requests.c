@@ -499,6 +499,7 @@ static void op_submit(struct conn *c, const struct msg *req)
 	j.run = (char *)msg_get(req, "run");
 	j.cwd = (char *)msg_get(req, "cwd");
 	j.cwd_optional = msg_get(req, "cwd_optional") && !strcmp(msg_get(req, "cwd_optional"), "1");
+	j.profile = msg_get(req, "profile") && !strcmp(msg_get(req, "profile"), "1");
 	j.log_dir = (char *)msg_get(req, "log_dir");
 	j.envs = envs.p;
 	j.envs_len = envs.len;

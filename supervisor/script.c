@@ -69,6 +69,12 @@ char *step_script_text(const struct step_script *s)
 {
 	struct buf b = BUF_INIT(0), keep = BUF_INIT(0);
 
+	if (!s->profile) {
+		buf_adds(&b, s->script ? s->script : "");
+		buf_addch(&b, '\n');
+		return buf_detach(&b, NULL);
+	}
+
 	/*
 	 * The pins' values are kept from the shell's own environment in shell variables
 	 * across the profile and put back after it (assignments: never split or globbed, every

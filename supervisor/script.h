@@ -8,7 +8,9 @@
  * then what skiff gives the job (its envs, the runtime env's PATH) put back so that a
  * profile cannot take it away, `cd` to the job's directory, and the task's script.
  * Under a plain sh (busybox images): ~/.profile instead of ~/.bashrc. Rationale and the
- * differences from SkyPilot: docs/node.md, "The job's shell".
+ * differences from SkyPilot: docs/node.md, "The job's shell". A job that does not ask
+ * for the prelude (`node submit` without --profile: skiff's own primitive) runs its
+ * script alone, in the environment and directory the shim gives it.
  *
  * Pure functions: no I/O, nothing printed.
  */
@@ -21,6 +23,7 @@ struct step_script {
 	const char *cwd;         /* absolute directory to cd to; NULL: none */
 	const struct env *pins;  /* exported after the profiles, in order; may be NULL */
 	const char *path_prefix; /* put before the profile's PATH ("D" or "D1:D2"); NULL: none */
+	int profile;             /* 1: SkyPilot's prelude first; 0: the script alone */
 };
 
 /*

@@ -247,15 +247,16 @@ static char *write_script(struct shim *sh, const char *name, const char *script)
 static char *write_step(struct shim *sh, const char *log_name, const char *script,
                         const struct env *env, const char *cwd, char **textp)
 {
-	struct step_script ss = {script, 0, cwd, NULL, NULL};
+	struct step_script ss = {script, 0, cwd, NULL, NULL, sh->job.profile};
 	struct env base, pins;
 	char name[64], *prefix = NULL, *text, *path;
 
 	/* "run.log" -> "run.sh" */
 	xsnprintf(name, sizeof(name), "%.*s.sh", (int)(strchr(log_name, '.') - log_name), log_name);
-	env_init(&base, 1);
+	env_init(&base, ss.profile);
 	env_init(&pins, 0);
-	step_env_pins(&base, env, &pins, &prefix);
+	if (ss.profile) /* without a profile, nothing can take the environment back */
+		step_env_pins(&base, env, &pins, &prefix);
 	ss.bash = !strcmp(shell_path(), "/bin/bash");
 	ss.pins = &pins;
 	ss.path_prefix = prefix;

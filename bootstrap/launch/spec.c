@@ -98,6 +98,8 @@ void eng_build_spec(struct msg *m, const struct eng_spec *s)
 	msg_add(m, "cwd", "~/sky_workdir");
 	if (t->workdir.kind == TASK_WORKDIR_NONE)
 		msg_add(m, "cwd_optional", "1");
+	/* And in SkyPilot's shell: the login profile and conda's first (supervisor/script.h). */
+	msg_add(m, "profile", "1");
 	for (k = 0; k < t->envs.n; k++)
 		if (t->envs.v[k].value)
 			add_env(m, t->envs.v[k].key, t->envs.v[k].value);

@@ -7,7 +7,8 @@
  * (tests/unit/test-spec.c). Ranks 0..nranks-1 run the task (setup, then run); ranks
  * nranks..nsetup-1, the rest of the cluster's nodes, run its setup only, as SkyPilot runs
  * setup on every node. The job starts in ~/sky_workdir, as SkyPilot's job script does
- * ("cwd_optional" when the task brought no workdir: there when it exists).
+ * ("cwd_optional" when the task brought no workdir: there when it exists), in SkyPilot's
+ * shell ("profile": the login profile and conda's first).
  */
 
 #include <stdint.h>

@@ -2,12 +2,15 @@
 """Node supervisor benchmarks: prints figures, asserts nothing.
 
     tests/bench/node_bench.py [--skiff build/skiff] [--jobs 1000] [--no-slurm]
+                              [--profile-jobs 100]
 
 Every figure is measured in this run next to its floor or peer, and reported as a ratio:
   - submit-to-RUNNING latency (p50/p99) vs spawning /bin/true directly;
   - submissions per second through the CLI;
   - supervisor + shim memory (PSS) per running job, with N sleeping jobs;
   - time to cancel N running jobs (until every job is CANCELLED and no process is left);
+  - the job's shell: N small jobs with and without --profile (this user's ~/.bashrc),
+    against bash sourcing that ~/.bashrc N times;
   - the same small job through Slurm on a single-node cluster the bench starts itself
     (srun, sbatch), when slurmctld/slurmd/munged are installed and we are root.
 """
@@ -136,6 +139,26 @@ def bench_throughput(node, n):
     node.wait("status >= 4", base + n)
     out["run"] = n / (time.perf_counter() - t)
     del blocker
+    return out
+
+
+def bench_profile(node, n):
+    """n `true` jobs from 2 clients, run to SUCCEEDED, with and without --profile (the
+    task shell's prelude: this user's ~/.bashrc and conda's profile); seconds each, and
+    the floor: n x `bash -c '. ~/.bashrc; true'` two at a time, without skiff."""
+    out = {}
+    node.run("node", "up", "--cpus", "")
+    for name, flags in (("plain", ""), ("profile", "--profile ")):
+        base = node.count("status >= 4")
+        t = time.perf_counter()
+        shell_loop(node, n, 2, f"node submit --cpus 0 {flags}true")
+        node.wait("status >= 4", base + n)
+        out[name] = time.perf_counter() - t
+    script = (f'seq {n} | xargs -P 2 -I{{}} bash -c "if [ -f ~/.bashrc ]; then . ~/.bashrc; fi; true"'
+              " >/dev/null 2>&1")
+    t = time.perf_counter()
+    subprocess.run(["sh", "-c", script], check=False)
+    out["floor"] = time.perf_counter() - t
     return out
 
 
@@ -273,6 +296,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--latency-runs", type=int, default=200)
     ap.add_argument("--no-slurm", action="store_true")
+    ap.add_argument("--profile-jobs", type=int, default=100)
     a = ap.parse_args()
     home = tempfile.mkdtemp(prefix="skiff-bench.")
     node = Node(os.path.abspath(a.skiff), home)
@@ -294,6 +318,13 @@ def main():
               f" (one client), {rate['accept_p4']:.0f}/s (4 concurrent clients)")
         print(f"jobs submitted and run to SUCCEEDED per second ({a.jobs} x `true`, 2 clients):"
               f" {rate['run']:.0f}/s")
+        prof = bench_profile(node, a.profile_jobs)
+        rc = os.path.expanduser("~/.bashrc")
+        rc_size = os.path.getsize(rc) if os.path.exists(rc) else 0
+        print(f"the job's shell, {a.profile_jobs} x `true` (2 clients) to SUCCEEDED,"
+              f" ~/.bashrc {rc_size} bytes: node submit {prof['plain']:.2f} s,"
+              f" --profile {prof['profile']:.2f} s ({prof['profile'] / prof['plain']:.1f}x);"
+              f" floor: bash sourcing it {prof['floor']:.2f} s")
         pss, shims, t_rows, t_procs = bench_memory_and_cancel(node, a.jobs)
         print(f"memory with {a.jobs} sleeping jobs: supervisor+{shims} shims PSS {pss / 1024:.1f} MiB"
               f" = {pss / a.jobs:.0f} KiB per running job")

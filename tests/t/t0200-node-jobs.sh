@@ -93,6 +93,23 @@ test_expect_success 'env values arrive verbatim (quotes, $(), newlines, spaces)'
 	cmp want "$HOME/envout"
 '
 
+test_expect_success 'node submit runs the command alone; --profile runs it in the task shell' '
+	# The task shell is SkyPilot make_task_bash_script prelude (sky/skylet/log_lib.py):
+	# source ~/.bashrc, then the script. node submit is skiff primitive: no prelude.
+	printf "export FROM_RC=yes ALSO=rc\ncd /\n" >"$HOME/.bashrc" &&
+	cmd="echo \"rc=\${FROM_RC-unset} also=\${ALSO-unset} pwd=\$(pwd)\"" &&
+	id=$(skiff node submit "$cmd") &&
+	skiff node logs "$id" >plain &&
+	id=$(skiff node submit --profile --env FROM_RC=env "$cmd") &&
+	skiff node logs "$id" >profiled &&
+	rm -f "$HOME/.bashrc" &&
+	cat plain profiled &&
+	grep -qx "rc=unset also=unset pwd=$HOME" plain &&
+	grep -qx "rc=env also=rc pwd=$HOME" profiled &&
+	grep -q "bashrc" "$SKIFF_HOME/logs/$id/run.sh" &&
+	! grep -q "bashrc" "$SKIFF_HOME/logs/$((id - 1))/run.sh"
+'
+
 test_expect_success 'logs: unknown job is 102; --status; --no-follow; --tail' '
 	expect_fail 102 skiff node logs 99999 &&
 	id=$(skiff node submit "for i in 1 2 3 4 5; do echo line\$i; done") &&

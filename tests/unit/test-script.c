@@ -35,7 +35,7 @@ static const char conda_lines[] =
 static void test_text(void)
 {
 	struct env pins;
-	struct step_script s = {"echo hi", 1, NULL, NULL, NULL};
+	struct step_script s = {"echo hi", 1, NULL, NULL, NULL, 1};
 	char *t, *want;
 
 	t = step_script_text(&s);
@@ -82,6 +82,16 @@ static void test_text(void)
 	free(t);
 	free(want);
 	env_release(&pins);
+	/* Without the prelude (node submit's own jobs): the script alone, whatever else. */
+	s.profile = 0;
+	s.script = "echo hi";
+	t = step_script_text(&s);
+	is_str(t, "echo hi\n", "no profile: the script alone (no pins, PATH or cd around it)");
+	free(t);
+	s.script = NULL;
+	t = step_script_text(&s);
+	is_str(t, "\n", "no profile and no script: an empty line");
+	free(t);
 }
 
 static void test_pins(void)
@@ -147,8 +157,8 @@ static void write_file(const char *name, const char *text)
 static int runs(const char *shell, int bash, int inline_text, const char *want)
 {
 	struct env pins, e;
-	struct step_script s = {"echo \"$V $W $PYTHONUNBUFFERED $(pwd) $PATH\"", bash, NULL, NULL,
-	                        "/pre"};
+	struct step_script s = {
+	        "echo \"$V $W $PYTHONUNBUFFERED $(pwd) $PATH\"", bash, NULL, NULL, "/pre", 1};
 	struct buf out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
 	char *text, *cwd = xasprintf("%s/work", tmp), *file = xasprintf("%s/step.sh", tmp);
 	char *argv[] = {(char *)shell, file, NULL, NULL, NULL};
@@ -220,7 +230,7 @@ static void test_hostile(void)
 	static const char hostile[] =
 	        "it's $(touch pwned) `touch pwned2` \"q\" \\ \n\ttab $'x' \x01\xff!";
 	struct env pins, e;
-	struct step_script s = {"printf %s \"$H\"", 1, NULL, NULL, NULL};
+	struct step_script s = {"printf %s \"$H\"", 1, NULL, NULL, NULL, 1};
 	struct buf out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
 	char *text, *file = xasprintf("%s/h.sh", tmp);
 	char *argv[] = {"/bin/bash", "-c", NULL, file, NULL};

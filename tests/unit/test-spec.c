@@ -94,6 +94,7 @@ static void test_roles(void)
 	       "SKYPILOT_CLUSTER_INFO: cloud and region from the infra spec");
 	is_str(msg_get(&m, "cwd"), "~/sky_workdir", "the job starts in ~/sky_workdir");
 	is_str(msg_get(&m, "cwd_optional"), "1", "no workdir: there only when it exists");
+	is_str(msg_get(&m, "profile"), "1", "a task's job runs in SkyPilot's shell (the profile)");
 	msg_release(&m);
 
 	/* Rank 2: a node past the job's ranks runs the setup alone. */
