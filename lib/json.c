@@ -27,6 +27,25 @@ static void put(struct json *j, const char *s, size_t n)
 		j->err = r;
 }
 
+/*
+ * One byte, stored rather than copied: libc's memcpy costs tens of cycles to start, and
+ * the separators of a long listing are millions of one-byte copies.
+ */
+static void put_ch(struct json *j, char c)
+{
+	size_t len = j->out->len;
+
+	if (j->err)
+		return;
+	if (buf_grow(j->out, 1)) {
+		j->err = -ENOBUFS;
+		return;
+	}
+	j->out->p[len] = c;
+	j->out->p[len + 1] = '\0';
+	j->out->len = len + 1;
+}
+
 static void indent(struct json *j)
 {
 	int i;
@@ -48,7 +67,7 @@ static void before_value(struct json *j)
 	if (j->depth == 0)
 		return;
 	if (!j->first[j->depth])
-		put(j, ",", 1);
+		put_ch(j, ',');
 	j->first[j->depth] = 0;
 	indent(j);
 }
@@ -56,7 +75,7 @@ static void before_value(struct json *j)
 static void open_level(struct json *j, char c)
 {
 	before_value(j);
-	put(j, &c, 1);
+	put_ch(j, c);
 	if (j->depth + 1 >= JSON_MAX_DEPTH) {
 		j->err = -E2BIG;
 		return;
@@ -76,7 +95,7 @@ static void close_level(struct json *j, char c)
 	j->depth--;
 	if (!empty)
 		indent(j);
-	put(j, &c, 1);
+	put_ch(j, c);
 }
 
 void json_obj_begin(struct json *j)
@@ -99,19 +118,57 @@ void json_arr_end(struct json *j)
 	close_level(j, ']');
 }
 
+/*
+ * The common case in one copy: s[0..n) is printable ASCII with nothing to escape, so it
+ * goes in as "s" followed by tail (tn bytes). 1 when written (or j->err set), 0 when s
+ * needs json_quote(). Long listings write millions of keys and short strings.
+ */
+static int put_plain(struct json *j, const char *s, size_t n, const char *tail, size_t tn)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i, len;
+	char *o;
+
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] >= 0x7f || p[i] == '"' || p[i] == '\\')
+			return 0;
+	if (j->err)
+		return 1;
+	len = j->out->len;
+	if (buf_grow(j->out, n + 2 + tn)) {
+		j->err = -ENOBUFS;
+		return 1;
+	}
+	o = j->out->p + len;
+	o[0] = '"';
+	memcpy(o + 1, s, n);
+	o += n + 1;
+	*o++ = '"';
+	for (i = 0; i < tn; i++) /* ":" or ": ": stored, not copied (put_ch()) */
+		*o++ = tail[i];
+	*o = '\0';
+	j->out->len = len + n + 2 + tn;
+	return 1;
+}
+
 void json_key(struct json *j, const char *key)
 {
+	const char *colon = j->pretty ? ": " : ":";
+	size_t n = strlen(key), cn = j->pretty ? 2 : 1;
+
 	before_value(j);
-	if (!j->err && json_quote(j->out, key, strlen(key)))
-		j->err = -ENOBUFS;
-	put(j, j->pretty ? ": " : ":", j->pretty ? 2 : 1);
+	if (!put_plain(j, key, n, colon, cn)) {
+		if (!j->err && json_quote(j->out, key, n))
+			j->err = -ENOBUFS;
+		put(j, colon, cn);
+	}
 	j->after_key = 1;
 }
 
 void json_strn(struct json *j, const char *s, size_t n)
 {
 	before_value(j);
-	if (!j->err && json_quote(j->out, s, n))
+	if (!put_plain(j, s, n, "", 0) && !j->err && json_quote(j->out, s, n))
 		j->err = -ENOBUFS;
 }
 
@@ -135,7 +192,12 @@ int json_put_int(struct buf *b, int64_t v)
 	} while (u);
 	if (v < 0)
 		tmp[--i] = '-';
-	return buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+	if (buf_grow(b, sizeof(tmp) - (size_t)i))
+		return -ENOBUFS;
+	while (i < (int)sizeof(tmp)) /* stored, not copied: see put_ch() */
+		b->p[b->len++] = tmp[i++];
+	b->p[b->len] = '\0';
+	return 0;
 }
 
 void json_int(struct json *j, int64_t v)
@@ -190,6 +252,7 @@ void json_time(struct json *j, double t)
 {
 	long long ms;
 	char frac[4];
+	int i;
 
 	if (!(t > 0)) {
 		json_null(j);
@@ -205,7 +268,8 @@ void json_time(struct json *j, double t)
 	frac[1] = (char)('0' + (ms / 100) % 10);
 	frac[2] = (char)('0' + (ms / 10) % 10);
 	frac[3] = (char)('0' + ms % 10);
-	put(j, frac, 4);
+	for (i = 0; i < 4; i++)
+		put_ch(j, frac[i]);
 }
 
 void json_codes(struct json *j, const char *codes)
