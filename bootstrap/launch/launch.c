@@ -29,6 +29,7 @@
 #include "bootstrap/launch/resources.h"
 #include "bootstrap/launch/spec.h"
 #include "bootstrap/launch/ssh_config.h"
+#include "bootstrap/launch/renv_ship.h"
 #include "bootstrap/renv/renv.h"
 #include "lib/env.h"
 #include "lib/exit.h"

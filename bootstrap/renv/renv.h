@@ -105,21 +105,6 @@ int renv_spec_from_blob(struct renv_spec *s, const char *blob, size_t len);
 int renv_spec_from_task(const struct task *t, const char *store, struct renv_spec *s,
                         struct renv_strv *ship);
 
-/*
- * The launcher's whole part (bootstrap/renv/renv_ship.c): prepare once per job (the local
- * store is $SKIFF_HOME/pkgs), then for each rank ship what its node lacks and add the
- * spec to its submit message. A task without runtime_env makes both no-ops.
- */
-struct cnode;
-struct renv_launch {
-	struct renv_spec spec;
-	struct renv_strv ship;
-	char *store;
-};
-int renv_launch_prepare(struct renv_launch *rl, const struct task *t);
-int renv_launch_node(struct renv_launch *rl, struct cnode *nd, struct msg *m);
-void renv_launch_release(struct renv_launch *rl);
-
 /* --- the cache key (bootstrap/renv/renv_key.c, pure) --------------------------------------- */
 
 /*

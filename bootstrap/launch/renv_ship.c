@@ -4,7 +4,7 @@
  * store files it lacks through the sync protocol (a file already there with the same size
  * and time is not sent again; its name is its sha256, so it never changes).
  */
-#include "bootstrap/renv/renv.h"
+#include "bootstrap/launch/renv_ship.h"
 
 #include <errno.h>
 #include <stdlib.h>
