@@ -46,6 +46,12 @@ void eng_start_gang_watch(const char *cluster, int64_t job, const char *key);
 #define ENG_GANG_ENV "SKIFF_GANG_CLUSTER"
 char *eng_gang_env(const char *cluster);
 
+/*
+ * The workdir to every node, and the file mounts unless with_mounts is 0 (exec, --fast);
+ * *commit: the workdir's git commit (malloc'd), NULL when it has none (task_sync.c).
+ */
+int eng_sync_task(struct clive *cl, const struct task *t, int with_mounts, char **commit);
+
 /* eng_lock_cluster() that does not wait: -EBUSY while another holds it. */
 int eng_trylock_cluster(const char *name, const char *what);
 
