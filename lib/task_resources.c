@@ -38,6 +38,15 @@ static const char *const clouds[] = {
         "podman",    "docker",
 };
 
+/*
+ * The task language's rule for `infra:` (SkyPilot's InfraInfo.from_str,
+ * sky/utils/infra_utils.py): after these names the rest is one name, a Kubernetes context
+ * or an ssh pool, which may hold '/' (podman and docker pools are skiff's, written the
+ * same way); after the others it is REGION[/ZONE]. What each infra makes of its rest is
+ * bootstrap/infra/'s (infra_parse()); this is only how a task file reads.
+ */
+static const char *const rest_whole[] = {"kubernetes", "ssh", "podman", "docker"};
+
 static const char *const disk_tiers[] = {"low", "medium", "high", "ultra", "best"};
 static const char *const network_tiers[] = {"standard", "best"};
 static const char *const recovery_strategies[] = {"FAILOVER", "EAGER_NEXT_REGION", "NONE"};
@@ -230,8 +239,9 @@ static int parse_infra(struct tparse *p, const struct ynode *n, const char *path
 		return -1;
 	if (!slash)
 		return 0;
-	if (r->cloud && (!strcmp(r->cloud, "kubernetes") || !strcmp(r->cloud, "ssh") ||
-	                 !strcmp(r->cloud, "podman") || !strcmp(r->cloud, "docker"))) {
+	for (i = 0; r->cloud && i < ARRAY_SIZE(rest_whole) && strcmp(r->cloud, rest_whole[i]); i++)
+		;
+	if (r->cloud && i < ARRAY_SIZE(rest_whole)) {
 		if (!slash[1])
 			return tp_err(p, n, "%s: '%.60s' ends with '/'", path, s);
 		set_str(&r->region, slash + 1); /* a context or pool name may hold '/' */

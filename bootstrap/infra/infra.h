@@ -89,6 +89,9 @@ enum infra_flags {
 	/* Its nodes are ssh hosts: launch writes a Host entry per node, so that `ssh CLUSTER`
 	 * and scp and rsync reach them (bootstrap/launch/ssh_config_file.c; ssh). */
 	INFRA_SSH_CONFIG = 1 << 5,
+	/* Its nodes are the hosts of a pool of the ssh node pool file (struct infra's pool):
+	 * what reaches them elsewhere, a jobs controller's host, needs that pool's entry. */
+	INFRA_POOL_FILE = 1 << 6,
 };
 
 /*

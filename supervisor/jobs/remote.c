@@ -564,16 +564,21 @@ static void pools_named(const struct task_list *tl, const char *infra, char ***n
 
 		for (k = 0; k < nres; k++) {
 			const char *spec = i < tl->n ? tl->tasks[i]->res[k].infra : infra;
+			struct infra inf;
 			int seen = 0;
 
-			if (!spec || !starts_with(spec, "ssh/") || !spec[4])
+			/* A spec that does not parse is the launch's to refuse, not ours. */
+			if (!spec || infra_parse_quiet(spec, &inf, NULL))
 				continue;
-			for (m = 0; m < *n; m++)
-				seen |= !strcmp((*names)[m], spec + 4);
-			if (seen)
-				continue;
-			*names = xrealloc(*names, (*n + 1) * sizeof(**names));
-			(*names)[(*n)++] = xstrdup(spec + 4);
+			if ((inf.ops->flags & INFRA_POOL_FILE) && inf.pool) {
+				for (m = 0; m < *n; m++)
+					seen |= !strcmp((*names)[m], inf.pool);
+				if (!seen) {
+					*names = xrealloc(*names, (*n + 1) * sizeof(**names));
+					(*names)[(*n)++] = xstrdup(inf.pool);
+				}
+			}
+			infra_release(&inf);
 		}
 	}
 }
