@@ -68,7 +68,7 @@ static int pick_many(struct st_db *ldb, char **names, size_t n, int all, struct 
 	for (i = 0; i < *nv; i++) {
 		int ctl = starts_with((*v)[i].c.name, JOBS_CONTROLLER_CLUSTER_PREFIX);
 
-		if (ctl || eng_managed_cluster((*v)[i].c.name)) {
+		if (ctl || mj_managed_cluster((*v)[i].c.name, NULL)) {
 			if (ctl)
 				info("cluster %s is the managed-jobs controller: left alone (name it to "
 				     "take it down)",

@@ -1,5 +1,6 @@
 #include "state/jobs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -663,6 +664,43 @@ int64_t mj_count(struct st_db *db)
 	if (st)
 		sqlite3_reset(st);
 	return n;
+}
+
+void mj_cluster_name(int64_t id, int task_index, int recoveries, int pool, char *out, size_t size)
+{
+	if (pool)
+		xsnprintf(out, size, "%s", MJ_POOL_CLUSTER);
+	else if (!task_index && !recoveries)
+		xsnprintf(out, size, MJ_CLUSTER_PREFIX "%lld", (long long)id);
+	else
+		xsnprintf(out, size, MJ_CLUSTER_PREFIX "%lld-%d-%d", (long long)id, task_index,
+		          recoveries);
+}
+
+int mj_managed_cluster(const char *name, int64_t *id)
+{
+	long long v;
+	int n = 0;
+
+	if (id)
+		*id = 0;
+	if (!strcmp(name, MJ_POOL_CLUSTER))
+		return 1;
+	/* skiff-job-ID or skiff-job-ID-TASK-RECOVERY, ID a positive number. */
+	if (!starts_with(name, MJ_CLUSTER_PREFIX) ||
+	    sscanf(name + strlen(MJ_CLUSTER_PREFIX), "%lld%n", &v, &n) != 1 || v <= 0 ||
+	    !isdigit((unsigned char)name[strlen(MJ_CLUSTER_PREFIX)]))
+		return 0;
+	if (name[strlen(MJ_CLUSTER_PREFIX) + n]) {
+		int t, r, m = 0;
+
+		if (sscanf(name + strlen(MJ_CLUSTER_PREFIX) + n, "-%d-%d%n", &t, &r, &m) != 2 ||
+		    name[strlen(MJ_CLUSTER_PREFIX) + n + m])
+			return 0;
+	}
+	if (id)
+		*id = v;
+	return 1;
 }
 
 int64_t mj_count_active_on(struct st_db *db, const char *cluster)

@@ -219,6 +219,18 @@ int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries
 int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit_codes,
                  const char *probe_error);
 
+/*
+ * The clusters managed jobs run on: the shared local pool (MJ_POOL_CLUSTER), or a cluster
+ * of the job's own, skiff-job-ID for its first task's first launch and
+ * skiff-job-ID-TASK-RECOVERY after. The controller names them; `down` and `status` tell
+ * them apart (a down of one whose jobs have not ended is refused).
+ */
+#define MJ_POOL_CLUSTER "skiff-jobs"
+#define MJ_CLUSTER_PREFIX "skiff-job-"
+void mj_cluster_name(int64_t id, int task_index, int recoveries, int pool, char *out, size_t size);
+/* 1 if name is one of them; *id (may be NULL) the job's id, 0 for the pool. */
+int mj_managed_cluster(const char *name, int64_t *id);
+
 /* All jobs in the table. */
 int64_t mj_count(struct st_db *db);
 /* The managed jobs that have not ended whose cluster is `cluster`. */

@@ -250,9 +250,10 @@ int eng_git_tree(const struct task_workdir *w, char **tree);
  */
 char *eng_workdir_commit(const char *dir);
 
-/* The clusters the managed-jobs controller launches and releases. */
-int eng_managed_cluster(const char *name);
-/* How many managed jobs that have not ended run on such a cluster (0 for any other). */
+/*
+ * How many managed jobs that have not ended run on a cluster the managed-jobs controller
+ * launches and releases (state/jobs.h, mj_managed_cluster()); 0 for any other.
+ */
 int64_t eng_managed_active(struct st_db *ldb, const char *name);
 
 #endif

@@ -99,18 +99,9 @@ int eng_ssh(struct st_db *ldb, const char *name, const char *command, int tty)
 	return r;
 }
 
-int eng_managed_cluster(const char *name)
-{
-	long long id;
-	char rest;
-
-	return !strcmp(name, "skiff-jobs") || (starts_with(name, "skiff-job-") &&
-	                                       sscanf(name, "skiff-job-%lld%c", &id, &rest) >= 1);
-}
-
 int64_t eng_managed_active(struct st_db *ldb, const char *name)
 {
-	if (!eng_managed_cluster(name) || st_version(ldb) < 2)
+	if (!mj_managed_cluster(name, NULL) || st_version(ldb) < 2)
 		return 0;
 	return mj_count_active_on(ldb, name);
 }

@@ -605,11 +605,11 @@ static void reclaim_clusters(void)
 		return;
 	mj_cleanups(C.db, &cu, &ncu);
 	for (i = 0; i < n; i++) {
-		long long id;
+		int64_t id;
 		struct mjob j;
 		int keep = 0;
 
-		if (sscanf(v[i].name, "skiff-job-%lld", &id) != 1)
+		if (!mj_managed_cluster(v[i].name, &id) || !id)
 			continue;
 		for (k = 0; k < ncu; k++)
 			keep |= !strcmp(cu[k].cluster, v[i].name);

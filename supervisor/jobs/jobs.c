@@ -119,13 +119,7 @@ char *jobs_task_ids(double submitted_at, const char *name, int64_t id, int ntask
 
 void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)
 {
-	if (pool)
-		xsnprintf(out, size, "%s", JOBS_POOL_CLUSTER);
-	else if (!j->task_index && !j->recoveries)
-		xsnprintf(out, size, "skiff-job-%lld", (long long)j->id);
-	else
-		xsnprintf(out, size, "skiff-job-%lld-%d-%d", (long long)j->id, j->task_index,
-		          j->recoveries);
+	mj_cluster_name(j->id, j->task_index, j->recoveries, pool, out, size);
 }
 
 /*

@@ -22,7 +22,7 @@
 #include "state/db.h"
 #include "state/jobs.h"
 
-#define JOBS_POOL_CLUSTER "skiff-jobs" /* the shared local cluster (docs/managed-jobs.md) */
+#define JOBS_POOL_CLUSTER MJ_POOL_CLUSTER /* the shared local cluster (state/jobs.h) */
 
 struct jobs_paths {
 	char *dir, *lock, *log, *logs, *kept;

@@ -74,6 +74,46 @@ static void test_names(void)
 	   "CANCELLING is not terminal, FAILED_CONTROLLER is");
 }
 
+/* The clusters managed jobs run on: each name made is recognised, with its job's id. */
+static void test_cluster_names(void)
+{
+	static const char *const not_ours[] = {
+	        "skiff-job-",      "skiff-job-0",
+	        "skiff-job--3",    "skiff-job-x",
+	        "skiff-job-5abc",  "skiff-job-5-1",
+	        "skiff-job-5-1-",  "skiff-job-5-1-2-3",
+	        "skiff-jobs2",     "my-skiff-job-5",
+	        "skiff-job- 5",    "skiff-jobs-controller-ab",
+	        "skiff-job-5-a-1", "",
+	};
+	static const struct {
+		int64_t id;
+		int task, rec, pool;
+		const char *want;
+	} made[] = {
+	        {7, 0, 0, 0, "skiff-job-7"},
+	        {7, 1, 0, 0, "skiff-job-7-1-0"},
+	        {123456789012LL, 0, 3, 0, "skiff-job-123456789012-0-3"},
+	        {9, 2, 5, 1, "skiff-jobs"},
+	};
+	char name[64];
+	int64_t id;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(made); i++) {
+		mj_cluster_name(made[i].id, made[i].task, made[i].rec, made[i].pool, name,
+		                sizeof(name));
+		is_str(name, made[i].want, "cluster of job %lld, task %d, recovery %d%s",
+		       (long long)made[i].id, made[i].task, made[i].rec,
+		       made[i].pool ? ", pool" : "");
+		ok(mj_managed_cluster(name, &id) && id == (made[i].pool ? 0 : made[i].id),
+		   "  recognised, with its job's id");
+	}
+	for (i = 0; i < ARRAY_SIZE(not_ours); i++)
+		ok(!mj_managed_cluster(not_ours[i], &id) && !id,
+		   "'%s' is not a managed-jobs cluster", not_ours[i]);
+}
+
 static int count_events(const struct mj_event *e, void *arg)
 {
 	(void)e;
@@ -507,6 +547,7 @@ int main(void)
 	}
 	log_set_level(LOG_ERROR);
 	plan_run(test_names);
+	plan_run(test_cluster_names);
 	plan_run(test_submit_and_claim);
 	plan_run(test_cancel);
 	plan_run(test_many);
