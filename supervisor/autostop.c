@@ -48,17 +48,17 @@
 static const char default_action[] =
         "\"$0\" node cancel --all >/dev/null 2>&1; exec \"$0\" node down >/dev/null 2>&1";
 
-static void set_deadline(void)
+static void set_deadline(struct sup *s)
 {
 	/* Every setting is checked where it enters; an out of range one here is off. */
-	if (S.idle_minutes < 0 || !task_autostop_minutes_valid(S.idle_minutes)) {
-		S.autostop_deadline = 0;
+	if (s->idle_minutes < 0 || !task_autostop_minutes_valid(s->idle_minutes)) {
+		s->autostop_deadline = 0;
 		return;
 	}
 	/* At most TASK_AUTOSTOP_MINUTES_MAX * 60000 (3.2e11) ms after now: no overflow. */
-	S.autostop_deadline = S.last_active + (int64_t)(S.idle_minutes * 60000.0);
-	if (S.autostop_deadline <= 0)
-		S.autostop_deadline = 1;
+	s->autostop_deadline = s->last_active + (int64_t)(s->idle_minutes * 60000.0);
+	if (s->autostop_deadline <= 0)
+		s->autostop_deadline = 1;
 }
 
 static int parse_wait_for(const char *s)
@@ -72,36 +72,36 @@ static int parse_wait_for(const char *s)
 	return -1;
 }
 
-void sup_autostop_load(void)
+void sup_autostop_load(struct sup *s)
 {
-	char *boot = st_kv_get(S.db, NODE_KV_AUTOSTOP_BOOT);
-	char *wf = st_kv_get(S.db, NODE_KV_AUTOSTOP_WAIT_FOR);
+	char *boot = st_kv_get(s->db, NODE_KV_AUTOSTOP_BOOT);
+	char *wf = st_kv_get(s->db, NODE_KV_AUTOSTOP_WAIT_FOR);
 
-	S.idle_minutes = st_kv_get_double(S.db, NODE_KV_AUTOSTOP_IDLE, -1);
-	S.autostop_down = (int)st_kv_get_double(S.db, NODE_KV_AUTOSTOP_DOWN, 0);
-	S.wait_for = wf && parse_wait_for(wf) >= 0 ? parse_wait_for(wf) : WAIT_JOBS_AND_SSH;
-	if (S.idle_minutes >= 0 && (!boot || strcmp(boot, S.boot))) {
+	s->idle_minutes = st_kv_get_double(s->db, NODE_KV_AUTOSTOP_IDLE, -1);
+	s->autostop_down = (int)st_kv_get_double(s->db, NODE_KV_AUTOSTOP_DOWN, 0);
+	s->wait_for = wf && parse_wait_for(wf) >= 0 ? parse_wait_for(wf) : WAIT_JOBS_AND_SSH;
+	if (s->idle_minutes >= 0 && (!boot || strcmp(boot, s->boot))) {
 		info("autostop: the setting was made before the last reboot; it is off until set "
 		     "again");
-		S.idle_minutes = -1;
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
-	} else if (S.idle_minutes >= 0 && !task_autostop_minutes_valid(S.idle_minutes)) {
+		s->idle_minutes = -1;
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_IDLE, NULL);
+	} else if (s->idle_minutes >= 0 && !task_autostop_minutes_valid(s->idle_minutes)) {
 		warning("autostop: the stored idle time (%g minutes) is over %d; it is off until "
 		        "set again",
-		        S.idle_minutes, TASK_AUTOSTOP_MINUTES_MAX);
-		S.idle_minutes = -1;
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
+		        s->idle_minutes, TASK_AUTOSTOP_MINUTES_MAX);
+		s->idle_minutes = -1;
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_IDLE, NULL);
 	}
 	free(boot);
 	free(wf);
-	S.last_active = now_ms();
-	set_deadline();
+	s->last_active = now_ms();
+	set_deadline(s);
 }
 
-void sup_autostop_activity(void)
+void sup_autostop_activity(struct sup *s)
 {
-	S.last_active = now_ms();
-	set_deadline();
+	s->last_active = now_ms();
+	set_deadline(s);
 }
 
 /* Login sessions: entries of /dev/pts other than ptmx. */
@@ -120,28 +120,28 @@ static int ssh_sessions(void)
 	return n;
 }
 
-static int active_jobs(void)
+static int active_jobs(struct sup *s)
 {
-	sqlite3_stmt *st = st_prepare(S.db, "SELECT count(*) FROM jobs WHERE status < 4");
+	sqlite3_stmt *st = st_prepare(s->db, "SELECT count(*) FROM jobs WHERE status < 4");
 	int n = 1; /* on error, count as busy: never stop a node by mistake */
 
-	if (st && st_step(S.db, st) == 1)
+	if (st && st_step(s->db, st) == 1)
 		n = sqlite3_column_int(st, 0);
 	if (st)
 		sqlite3_reset(st);
-	return n + (int)S.nrun;
+	return n + (int)s->nrun;
 }
 
-static void fire(void)
+static void fire(struct sup *s)
 {
-	const char *which = S.autostop_down ? "down" : "stop";
+	const char *which = s->autostop_down ? "down" : "stop";
 	char *hook = xasprintf("%s/%s", node_paths()->hooks, which);
 	char *argv[] = {hook, NULL};
 	char *dflt[] = {"/bin/sh", "-c", (char *)default_action, NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct env env;
 	char stamp[32];
-	double idle = S.idle_minutes;
+	double idle = s->idle_minutes;
 	pid_t pid;
 	int r, has_hook;
 
@@ -154,15 +154,15 @@ static void fire(void)
 	 * submit that came just after it stopped) is armed again, never left running without.
 	 */
 	has_hook = !access(hook, X_OK);
-	S.idle_minutes = -1;
-	S.autostop_deadline = 0;
-	if (st_begin(S.db) == 0) {
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED_AT, stamp);
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED, which);
+	s->idle_minutes = -1;
+	s->autostop_deadline = 0;
+	if (st_begin(s->db) == 0) {
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_FIRED_AT, stamp);
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_FIRED, which);
 		if (has_hook)
-			st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
-		if (st_commit(S.db))
-			st_rollback(S.db);
+			st_kv_set(s->db, NODE_KV_AUTOSTOP_IDLE, NULL);
+		if (st_commit(s->db))
+			st_rollback(s->db);
 	}
 	if (has_hook) {
 		info("autostop: idle for %g minute(s); running the %s hook", idle, which);
@@ -182,7 +182,7 @@ static void fire(void)
 	env_init(&env, 1);
 	env_set(&env, "SKIFF_AUTOSTOP", which);
 	o.envp = env.v;
-	o.fd_out = S.log_fd;
+	o.fd_out = s->log_fd;
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;
 	r = spawn(&o, &pid);
@@ -192,38 +192,38 @@ static void fire(void)
 		error_errno("autostop: cannot run '%s'", o.argv[0]);
 		goto out;
 	}
-	S.hook_pid = pid;
-	S.hook_deadline = now_ms() + HOOK_TIMEOUT_MS;
+	s->hook_pid = pid;
+	s->hook_deadline = now_ms() + HOOK_TIMEOUT_MS;
 out:
 	free(hook);
 }
 
-void sup_autostop_check(void)
+void sup_autostop_check(struct sup *s)
 {
 	int64_t now = now_ms();
 
-	if (S.hook_pid && now >= S.hook_deadline) {
+	if (s->hook_pid && now >= s->hook_deadline) {
 		warning("autostop: hook (pid %ld) ran past its timeout; killing it",
-		        (long)S.hook_pid);
-		kill(-S.hook_pid, SIGKILL);
-		S.hook_deadline = now + 1000;
+		        (long)s->hook_pid);
+		kill(-s->hook_pid, SIGKILL);
+		s->hook_deadline = now + 1000;
 	}
-	if (!S.autostop_deadline || now < S.autostop_deadline)
+	if (!s->autostop_deadline || now < s->autostop_deadline)
 		return;
-	if (S.wait_for != WAIT_NONE &&
-	    (active_jobs() || (S.wait_for == WAIT_JOBS_AND_SSH && ssh_sessions()))) {
-		sup_autostop_activity();
+	if (s->wait_for != WAIT_NONE &&
+	    (active_jobs(s) || (s->wait_for == WAIT_JOBS_AND_SSH && ssh_sessions()))) {
+		sup_autostop_activity(s);
 		return;
 	}
-	fire();
+	fire(s);
 }
 
-void sup_hook_reaped(pid_t pid, int status)
+void sup_hook_reaped(struct sup *s, pid_t pid, int status)
 {
-	if (!pid || pid != S.hook_pid)
+	if (!pid || pid != s->hook_pid)
 		return;
-	S.hook_pid = 0;
-	S.hook_deadline = 0;
+	s->hook_pid = 0;
+	s->hook_deadline = 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		info("autostop: hook finished");
 	else
@@ -265,10 +265,11 @@ static int put_hook(const char *name, const char *body)
 void sup_op_autostop(struct conn *c, const struct msg *req)
 {
 	static const char *const hooks[] = {"stop", "down"};
+	struct sup *s = sup_conn_sup(c);
 	const char *v;
 	struct msg m;
 	double idle = -1;
-	int wait_for = S.wait_for, down = 0;
+	int wait_for = s->wait_for, down = 0;
 	char num[32];
 
 	if (!msg_get(req, "cancel")) {
@@ -300,27 +301,27 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 			return sup_reply_error(c, "cannot install the %s hook (see supervisor.log)",
 			                       hooks[i]);
 	}
-	if (st_begin(S.db))
+	if (st_begin(s->db))
 		return sup_reply_error(c, "node database error");
-	st_kv_set(S.db, NODE_KV_AUTOSTOP_FIRED, NULL);
+	st_kv_set(s->db, NODE_KV_AUTOSTOP_FIRED, NULL);
 	if (idle < 0) {
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, NULL);
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_IDLE, NULL);
 	} else {
 		xsnprintf(num, sizeof(num), "%.15g", idle);
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_IDLE, num);
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_DOWN, down ? "1" : "0");
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_WAIT_FOR,
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_IDLE, num);
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_DOWN, down ? "1" : "0");
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_WAIT_FOR,
 		          wait_for == WAIT_JOBS   ? "jobs"
 		          : wait_for == WAIT_NONE ? "none"
 		                                  : "jobs_and_ssh");
-		st_kv_set(S.db, NODE_KV_AUTOSTOP_BOOT, S.boot);
+		st_kv_set(s->db, NODE_KV_AUTOSTOP_BOOT, s->boot);
 	}
-	if (st_commit(S.db))
+	if (st_commit(s->db))
 		return sup_reply_error(c, "node database error");
-	S.idle_minutes = idle;
-	S.autostop_down = down;
-	S.wait_for = wait_for;
-	sup_autostop_activity();
+	s->idle_minutes = idle;
+	s->autostop_down = down;
+	s->wait_for = wait_for;
+	sup_autostop_activity(s);
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	sup_reply(c, &m);

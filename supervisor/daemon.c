@@ -33,11 +33,11 @@
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
-#define TAG_LISTEN 1ULL
-#define TAG_SIGNAL 2ULL
-#define TAG_CONN 3ULL
-#define TAG_PIDFD 4ULL
-#define TAG_SHIFT 56
+#define TAG_LISTEN SUP_TAG_LISTEN
+#define TAG_SIGNAL SUP_TAG_SIGNAL
+#define TAG_CONN SUP_TAG_CONN
+#define TAG_PIDFD SUP_TAG_PIDFD
+#define TAG_SHIFT SUP_TAG_SHIFT
 #define TAG_OF(u) ((u) >> TAG_SHIFT)
 #define VAL_OF(u) ((u) & ((1ULL << TAG_SHIFT) - 1))
 
@@ -49,7 +49,8 @@
 /* Adopted shims without a pidfd are looked at this often. */
 #define POLL_ADOPTED_MS 1000
 
-struct sup S;
+/* The one supervisor of this process: the loop's, handed to requests.c and autostop.c. */
+static struct sup S;
 
 static int ep_add(int fd, uint64_t tag, uint64_t val, uint32_t events)
 {
@@ -62,7 +63,7 @@ static int ep_add(int fd, uint64_t tag, uint64_t val, uint32_t events)
 
 /* --- running jobs ---------------------------------------------------------------------- */
 
-struct runjob *sup_find_run(int64_t id)
+static struct runjob *sup_find_run(int64_t id)
 {
 	size_t i;
 
@@ -212,7 +213,7 @@ static void shim_gone(struct runjob *r, const char *how, int failed)
 		settle_gone(&j, job_fate(&f), how, failed);
 	}
 	job_free(&j);
-	sup_watch_notify(id);
+	sup_watch_notify(&S, id);
 }
 
 /* --- scheduling and dispatch ------------------------------------------------------------ */
@@ -314,7 +315,7 @@ static void undo_round(const int64_t *ids, int *go, size_t ngo)
 	}
 }
 
-void sup_schedule(void)
+static void sup_schedule(void)
 {
 	struct pending_scan ps = {0};
 	int *go = NULL, failed = 0;
@@ -375,7 +376,7 @@ void sup_schedule(void)
 		close(go[i]);
 	}
 	if (ngo)
-		sup_autostop_activity();
+		sup_autostop_activity(&S);
 out:
 	if (failed) {
 		S.dispatch_retry_at = now_ms() + DISPATCH_RETRY_MS;
@@ -403,7 +404,7 @@ static void reap_children(void)
 			break;
 		r = find_run_pid(pid);
 		if (!r) {
-			sup_hook_reaped(pid, status);
+			sup_hook_reaped(&S, pid, status);
 			continue;
 		}
 		if (WIFSIGNALED(status))
@@ -570,7 +571,7 @@ static void load_config(void)
 }
 
 /* Recomputes what is free from the capacity and the running set (after a config change). */
-void sup_recompute_free(void)
+static void sup_recompute_free(void)
 {
 	size_t i;
 
@@ -586,7 +587,7 @@ void sup_recompute_free(void)
 	}
 }
 
-void sup_reload_config(void)
+static void sup_reload_config(void)
 {
 	load_config();
 	sup_recompute_free();
@@ -738,7 +739,7 @@ int sup_main(void)
 		return 1;
 	if (ep_add(S.lfd, TAG_LISTEN, 0, EPOLLIN) || ep_add(S.sig_fd, TAG_SIGNAL, 0, EPOLLIN))
 		return 1;
-	sup_autostop_load();
+	sup_autostop_load(&S);
 	info("supervisor %s started (pid %ld, %g CPUs, %.1f GiB, %d GPUs)", skiff_version,
 	     (long)getpid(), S.cap.cpus, S.cap.memory, S.cap.gpus);
 	/* Jobs may have ended while we were down. */
@@ -757,26 +758,30 @@ int sup_main(void)
 
 			switch (TAG_OF(u)) {
 			case TAG_LISTEN:
-				sup_accept(S.lfd);
+				sup_accept(&S);
 				if (!S.conn_sweep_at)
 					S.conn_sweep_at = now_ms() + 1;
 				break;
 			case TAG_SIGNAL: handle_signals(); break;
-			case TAG_CONN: sup_conn_event((int)VAL_OF(u), evs[i].events); break;
+			case TAG_CONN: sup_conn_event(&S, (int)VAL_OF(u), evs[i].events); break;
 			case TAG_PIDFD: pidfd_ready((int64_t)VAL_OF(u)); break;
 			}
 		}
 		if (S.poll_orphans)
 			poll_adopted();
+		if (S.reload_needed) {
+			S.reload_needed = 0;
+			sup_reload_config();
+		}
 		if (S.listen_retry_at && now_ms() >= S.listen_retry_at)
-			sup_listen_resume();
+			sup_listen_resume(&S);
 		if (S.conn_sweep_at && now_ms() >= S.conn_sweep_at)
 			S.conn_sweep_at = sup_conns_sweep();
 		if (S.dispatch_retry_at && now_ms() >= S.dispatch_retry_at)
 			S.sched_needed = 1;
 		if (S.sched_needed)
 			sup_schedule();
-		sup_autostop_check();
+		sup_autostop_check(&S);
 		if (S.sock_check_at > 0 && now_ms() >= S.sock_check_at) {
 			S.sock_check_at = now_ms() + SOCK_CHECK_MS;
 			if (sock_gone()) {
@@ -805,33 +810,4 @@ int sup_main(void)
 	close(S.epfd);
 	close(S.lock_fd);
 	return 0;
-}
-
-void sup_listen_pause(int retry_ms)
-{
-	struct epoll_event ev = {.events = 0, .data.u64 = TAG_LISTEN << TAG_SHIFT};
-
-	if (!epoll_ctl(S.epfd, EPOLL_CTL_MOD, S.lfd, &ev))
-		S.listen_retry_at = now_ms() + retry_ms;
-}
-
-void sup_listen_resume(void)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN << TAG_SHIFT};
-
-	S.listen_retry_at = 0;
-	if (epoll_ctl(S.epfd, EPOLL_CTL_MOD, S.lfd, &ev))
-		S.listen_retry_at = now_ms() + 1000; /* try again rather than go deaf */
-}
-
-int sup_ep_add_conn(int fd)
-{
-	return ep_add(fd, TAG_CONN, (uint64_t)fd, EPOLLIN | EPOLLRDHUP);
-}
-
-int sup_ep_mod_conn(int fd, uint32_t events)
-{
-	struct epoll_event ev = {.events = events, .data.u64 = (TAG_CONN << TAG_SHIFT) | fd};
-
-	return epoll_ctl(S.epfd, EPOLL_CTL_MOD, fd, &ev);
 }

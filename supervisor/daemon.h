@@ -2,9 +2,11 @@
 #define SKIFF_SUP_DAEMON_H
 
 /*
- * The supervisor's internal state, shared by its files: daemon.c (event loop, dispatch,
- * reconcile), requests.c (control socket), autostop.c. One instance, `S`, owned by
- * sup_main(). Nothing outside supervisor/ includes this header.
+ * The supervisor's internal state: one `struct sup`, owned by daemon.c's event loop
+ * (dispatch, reconcile), which hands it to requests.c (the control socket) and autostop.c.
+ * They are called by the loop and never call back into it: what they want done next
+ * (schedule, reload the settings, stop) they set in the struct, and the loop does it.
+ * Nothing outside supervisor/ includes this header.
  */
 
 #include <stdint.h>
@@ -30,6 +32,13 @@ struct runjob {
 
 enum wait_for { WAIT_JOBS_AND_SSH = 0, WAIT_JOBS, WAIT_NONE };
 
+/* What an epoll event is for: the tag in the top byte of its data, the fd or id below. */
+#define SUP_TAG_LISTEN 1ULL
+#define SUP_TAG_SIGNAL 2ULL
+#define SUP_TAG_CONN 3ULL
+#define SUP_TAG_PIDFD 4ULL
+#define SUP_TAG_SHIFT 56
+
 struct sup {
 	struct st_db *db;
 	int lock_fd, lfd, sig_fd, epfd, log_fd;
@@ -37,6 +46,7 @@ struct sup {
 	double started_at;
 	int stopping;
 	int sched_needed;
+	int reload_needed; /* the settings changed (a config request): load them again */
 	int poll_orphans;
 	/* The socket we bound (see sock_gone()), and when to look at it next. */
 	dev_t sock_dev;
@@ -70,37 +80,29 @@ struct sup {
 	int64_t hook_deadline;
 };
 
-extern struct sup S;
-
-struct runjob *sup_find_run(int64_t id);
-void sup_schedule(void);
-void sup_reload_config(void);
-void sup_recompute_free(void);
-int sup_ep_add_conn(int fd);
-int sup_ep_mod_conn(int fd, uint32_t events);
-
 /* requests.c */
 struct conn;
 struct msg;
 void sup_reply(struct conn *c, const struct msg *m);
 void sup_reply_error(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sup_accept(int lfd);
-/* Stops watching the listener for retry_ms (no fd left to accept with), or until */
-void sup_listen_pause(int retry_ms);
-/* ... a connection closes: watches it again. */
-void sup_listen_resume(void);
+/* The supervisor a connection belongs to. */
+struct sup *sup_conn_sup(const struct conn *c);
+/* Accepts what waits on s->lfd; out of fds, stops watching it for a while. */
+void sup_accept(struct sup *s);
+/* Watches the listener again (its retry time came: s->listen_retry_at). */
+void sup_listen_resume(struct sup *s);
 /* Closes idle connections; returns when to look again (0: no connection is open). */
 int64_t sup_conns_sweep(void);
-void sup_conn_event(int fd, uint32_t events);
+void sup_conn_event(struct sup *s, int fd, uint32_t events);
 void sup_conns_close(void);
 /* Job id has ended: each peer watching it gets its final status (a no-op if not final). */
-void sup_watch_notify(int64_t id);
+void sup_watch_notify(struct sup *s, int64_t id);
 
 /* autostop.c */
-void sup_autostop_load(void);
-void sup_autostop_check(void);
-void sup_autostop_activity(void);
-void sup_hook_reaped(pid_t pid, int status);
+void sup_autostop_load(struct sup *s);
+void sup_autostop_check(struct sup *s);
+void sup_autostop_activity(struct sup *s);
+void sup_hook_reaped(struct sup *s, pid_t pid, int status);
 void sup_op_autostop(struct conn *c, const struct msg *req);
 
 #endif

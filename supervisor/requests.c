@@ -23,7 +23,7 @@
 #include "lib/banned.h"
 
 /*
- * Bounds on what clients can make the supervisor hold. Connections: S.fds.conns at once
+ * Bounds on what clients can make the supervisor hold. Connections: s->fds.conns at once
  * (policy.h); one more is answered "busy" and closed. Memory: PROTO_MAX_MSG per unfinished
  * request, and INBUF_TOTAL_MAX for all of them together (a request that would pass it is
  * refused the same way). A connection that has no request under way and watches no job
@@ -37,6 +37,7 @@
 #define ACCEPT_RETRY_MS 100
 
 struct conn {
+	struct sup *s; /* the supervisor that serves it */
 	int fd;
 	struct buf in;
 	struct buf out;
@@ -54,10 +55,44 @@ static size_t inbuf_total; /* the capacity of every conn's in buffer */
 /* One each: a refusal of one kind must not hide the first of another (t0215 6-8). */
 static struct ratelimit accept_warned, busy_warned, inbuf_warned;
 
+/* The listener, not watched for retry_ms (no fd left to accept with): */
+static void listen_pause(struct sup *s, int retry_ms)
+{
+	struct epoll_event ev = {.events = 0, .data.u64 = SUP_TAG_LISTEN << SUP_TAG_SHIFT};
+
+	if (!epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev))
+		s->listen_retry_at = now_ms() + retry_ms;
+}
+
+/* ... until then or until a connection closes: watched again. */
+void sup_listen_resume(struct sup *s)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = SUP_TAG_LISTEN << SUP_TAG_SHIFT};
+
+	s->listen_retry_at = 0;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev))
+		s->listen_retry_at = now_ms() + 1000; /* try again rather than go deaf */
+}
+
+static int conn_watch(struct conn *c, int op, uint32_t events)
+{
+	struct epoll_event ev = {.events = events,
+	                         .data.u64 = (SUP_TAG_CONN << SUP_TAG_SHIFT) | (uint64_t)c->fd};
+
+	return epoll_ctl(c->s->epfd, op, c->fd, &ev);
+}
+
+struct sup *sup_conn_sup(const struct conn *c)
+{
+	return c->s;
+}
+
 static void conn_close(struct conn *c)
 {
+	struct sup *s = c->s;
+
 	if (c->watch)
-		S.nwatch--;
+		s->nwatch--;
 	conns[c->fd] = NULL;
 	close(c->fd);
 	inbuf_total -= c->in.cap;
@@ -66,8 +101,8 @@ static void conn_close(struct conn *c)
 	free(c);
 	nconns--;
 	/* A slot (and an fd) is free again. */
-	if (S.listen_retry_at)
-		sup_listen_resume();
+	if (s->listen_retry_at)
+		sup_listen_resume(s);
 }
 
 void sup_conns_close(void)
@@ -92,7 +127,7 @@ static void conn_flush(struct conn *c)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN) {
-				sup_ep_mod_conn(c->fd, EPOLLOUT | EPOLLRDHUP);
+				conn_watch(c, EPOLL_CTL_MOD, EPOLLOUT | EPOLLRDHUP);
 				return;
 			}
 			conn_close(c);
@@ -106,7 +141,7 @@ static void conn_flush(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	sup_ep_mod_conn(c->fd, EPOLLIN | EPOLLRDHUP);
+	conn_watch(c, EPOLL_CTL_MOD, EPOLLIN | EPOLLRDHUP);
 }
 
 void sup_reply(struct conn *c, const struct msg *m)
@@ -150,13 +185,13 @@ static void watch_reply(struct conn *c, const struct job *j)
 	msg_release(&m);
 }
 
-void sup_watch_notify(int64_t id)
+void sup_watch_notify(struct sup *s, int64_t id)
 {
 	struct job j;
 	size_t i;
 	int loaded = 0;
 
-	if (!S.nwatch)
+	if (!s->nwatch)
 		return;
 	for (i = 0; i < nconns_cap; i++) {
 		struct conn *c = conns[i];
@@ -164,7 +199,7 @@ void sup_watch_notify(int64_t id)
 		if (!c || c->watch != id)
 			continue;
 		if (!loaded) {
-			if (st_job_get(S.db, id, &j))
+			if (st_job_get(s->db, id, &j))
 				return;
 			if (!job_status_terminal(j.status)) {
 				job_free(&j);
@@ -172,7 +207,7 @@ void sup_watch_notify(int64_t id)
 			}
 			loaded = 1;
 		}
-		S.nwatch--;
+		s->nwatch--;
 		watch_reply(c, &j);
 	}
 	if (loaded)
@@ -184,7 +219,7 @@ void sup_watch_notify(int64_t id)
  * sent already is read first (a little, bounded), so that the close does not reset the
  * connection before the peer has read why.
  */
-static void refuse_busy(int fd)
+static void refuse_busy(struct sup *s, int fd)
 {
 	struct msg m;
 	unsigned char hdr[PROTO_HDR];
@@ -196,7 +231,7 @@ static void refuse_busy(int fd)
 	msg_addf(&m, "error",
 	         "the node supervisor is busy: it serves %zu connections at once (raise its "
 	         "open-file limit, ulimit -n, to serve more); try again",
-	         S.fds.conns);
+	         s->fds.conns);
 	proto_header(&m, hdr);
 	for (i = 0; i < 16 && recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
 		;
@@ -207,13 +242,13 @@ static void refuse_busy(int fd)
 	msg_release(&m);
 }
 
-void sup_accept(int lfd)
+void sup_accept(struct sup *s)
 {
 	for (;;) {
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct conn *c;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
@@ -224,19 +259,19 @@ void sup_accept(int lfd)
 				        "accept: %s (%zu connections open): pausing new "
 				        "connections",
 				        strerror(errno), nconns);
-				sup_listen_pause(ACCEPT_RETRY_MS);
+				listen_pause(s, ACCEPT_RETRY_MS);
 			} else if (errno != EAGAIN && errno != EINTR) {
 				warning_ratelimited(&accept_warned, "accept: %s", strerror(errno));
 			}
 			return;
 		}
-		if (nconns >= S.fds.conns) {
+		if (nconns >= s->fds.conns) {
 			warning_ratelimited(
 			        &busy_warned,
 			        "%zu connections open, the most this supervisor serves: "
 			        "refusing more",
 			        nconns);
-			refuse_busy(fd);
+			refuse_busy(s, fd);
 			continue;
 		}
 		/*
@@ -259,6 +294,7 @@ void sup_accept(int lfd)
 			nconns_cap = cap;
 		}
 		c = xcalloc(1, sizeof(*c));
+		c->s = s;
 		c->fd = fd;
 		c->denied = cred.uid != geteuid();
 		c->last_ms = now_ms();
@@ -266,7 +302,7 @@ void sup_accept(int lfd)
 		buf_init(&c->out, 0);
 		conns[fd] = c;
 		nconns++;
-		if (sup_ep_add_conn(fd))
+		if (conn_watch(c, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP))
 			conn_close(c);
 	}
 }
@@ -305,16 +341,16 @@ static void op_ping(struct conn *c, const struct msg *req)
 }
 
 /* For the active statuses only (< 4): the partial index answers without a table scan. */
-static int count_status(int status)
+static int count_status(struct sup *s, int status)
 {
 	sqlite3_stmt *st =
-	        st_prepare(S.db, "SELECT count(*) FROM jobs WHERE status < 4 AND status = ?");
+	        st_prepare(s->db, "SELECT count(*) FROM jobs WHERE status < 4 AND status = ?");
 	int n = 0;
 
 	if (!st)
 		return -1;
 	st_bind_int(st, 1, status);
-	if (st_step(S.db, st) == 1)
+	if (st_step(s->db, st) == 1)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_reset(st);
 	return n;
@@ -322,6 +358,7 @@ static int count_status(int status)
 
 static void op_status(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	struct msg m;
 
 	(void)req;
@@ -330,26 +367,26 @@ static void op_status(struct conn *c, const struct msg *req)
 	msg_add_int(&m, "pid", getpid());
 	msg_add(&m, "version", skiff_version);
 	msg_add(&m, "commit", skiff_commit);
-	msg_addf(&m, "started_at", "%.3f", S.started_at);
-	msg_addf(&m, "uptime", "%.3f", now_wall() - S.started_at);
-	msg_addf(&m, "cpus", "%g", S.cap.cpus);
-	msg_addf(&m, "memory", "%g", S.cap.memory);
-	msg_add_int(&m, "gpus", S.cap.gpus);
-	msg_addf(&m, "cpus_free", "%g", S.free.cpus);
-	msg_addf(&m, "memory_free", "%g", S.free.memory);
-	msg_add_int(&m, "gpus_free", S.free.gpus);
-	msg_add_int(&m, "running", count_status(JOB_RUNNING));
-	msg_add_int(&m, "setting_up", count_status(JOB_SETTING_UP));
-	msg_add_int(&m, "pending", count_status(JOB_PENDING));
-	msg_add_int(&m, "shims", (int64_t)S.nrun);
-	msg_addf(&m, "autostop_idle_minutes", "%.15g", S.idle_minutes);
-	msg_add_int(&m, "autostop_down", S.autostop_down);
+	msg_addf(&m, "started_at", "%.3f", s->started_at);
+	msg_addf(&m, "uptime", "%.3f", now_wall() - s->started_at);
+	msg_addf(&m, "cpus", "%g", s->cap.cpus);
+	msg_addf(&m, "memory", "%g", s->cap.memory);
+	msg_add_int(&m, "gpus", s->cap.gpus);
+	msg_addf(&m, "cpus_free", "%g", s->free.cpus);
+	msg_addf(&m, "memory_free", "%g", s->free.memory);
+	msg_add_int(&m, "gpus_free", s->free.gpus);
+	msg_add_int(&m, "running", count_status(s, JOB_RUNNING));
+	msg_add_int(&m, "setting_up", count_status(s, JOB_SETTING_UP));
+	msg_add_int(&m, "pending", count_status(s, JOB_PENDING));
+	msg_add_int(&m, "shims", (int64_t)s->nrun);
+	msg_addf(&m, "autostop_idle_minutes", "%.15g", s->idle_minutes);
+	msg_add_int(&m, "autostop_down", s->autostop_down);
 	msg_add(&m, "autostop_wait_for",
-	        S.wait_for == WAIT_JOBS   ? "jobs"
-	        : S.wait_for == WAIT_NONE ? "none"
-	                                  : "jobs_and_ssh");
-	msg_add_int(&m, "max_bypass", S.max_bypass);
-	msg_addf(&m, "cancel_grace", "%g", S.cancel_grace);
+	        s->wait_for == WAIT_JOBS   ? "jobs"
+	        : s->wait_for == WAIT_NONE ? "none"
+	                                   : "jobs_and_ssh");
+	msg_add_int(&m, "max_bypass", s->max_bypass);
+	msg_addf(&m, "cancel_grace", "%g", s->cancel_grace);
 	sup_reply(c, &m);
 	msg_release(&m);
 }
@@ -386,6 +423,7 @@ static int disk_full(void)
  */
 static void submit_reply(struct conn *c, const struct msg *req, const struct job *j, int existing)
 {
+	struct sup *s = c->s;
 	int fd = c->fd;
 	struct msg m;
 
@@ -398,17 +436,18 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	if (msg_get(req, "follow")) {
 		msg_add(&m, "follow", "1");
 		c->watch = j->id;
-		S.nwatch++;
+		s->nwatch++;
 	}
 	sup_reply(c, &m);
 	msg_release(&m);
 	/* c is gone if the reply could not be sent; a conn at its fd now is still c. */
 	if (existing && conns[fd] && conns[fd]->watch == j->id)
-		sup_watch_notify(j->id);
+		sup_watch_notify(s, j->id);
 }
 
 static void op_submit(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	struct job j = {0}, dup;
 	struct buf envs = BUF_INIT(PROTO_MAX_MSG), renv = BUF_INIT(PROTO_MAX_MSG);
 	struct sched_res want, cap;
@@ -417,7 +456,7 @@ static void op_submit(struct conn *c, const struct msg *req)
 	char *log_dir = NULL;
 
 	j.cpus = 0.5;
-	j.cancel_grace = S.cancel_grace;
+	j.cancel_grace = s->cancel_grace;
 	if (msg_get(req, "cpus") && (msg_get_double(req, "cpus", &j.cpus) || j.cpus < 0))
 		return sup_reply_error(c, "bad cpus '%s': expected a number >= 0",
 		                       msg_get(req, "cpus"));
@@ -440,14 +479,14 @@ static void op_submit(struct conn *c, const struct msg *req)
 	if (!msg_get(req, "run") && !msg_get(req, "setup"))
 		return sup_reply_error(c, "nothing to run: the job has neither run nor setup");
 	want = (struct sched_res){j.cpus, j.memory, j.gpus};
-	cap = (struct sched_res){S.cap.cpus, S.cap.memory, S.cap.gpus};
+	cap = (struct sched_res){s->cap.cpus, s->cap.memory, s->cap.gpus};
 	if (!sched_fits(&cap, &want)) {
 		/* "too_big": no wait makes it fit here (a managed job fails its precheck). */
 		struct msg m;
-		char *why =
-		        xasprintf("the job asks for %g CPUs, %g GiB and %d GPUs, but this "
-		                  "node has %g CPUs, %.1f GiB and %d GPUs in all",
-		                  j.cpus, j.memory, j.gpus, S.cap.cpus, S.cap.memory, S.cap.gpus);
+		char *why = xasprintf("the job asks for %g CPUs, %g GiB and %d GPUs, but this "
+		                      "node has %g CPUs, %.1f GiB and %d GPUs in all",
+		                      j.cpus, j.memory, j.gpus, s->cap.cpus, s->cap.memory,
+		                      s->cap.gpus);
 
 		msg_init(&m);
 		msg_add(&m, "error", why);
@@ -487,7 +526,7 @@ static void op_submit(struct conn *c, const struct msg *req)
 		return sup_reply_error(c, "bad submit_key: expected 1 to %d bytes", SUBMIT_KEY_MAX);
 	}
 	/* The same key again (a launcher that retries, or asks after a crash): the same job. */
-	if (j.submit_key && !st_job_find_key(S.db, j.submit_key, &dup)) {
+	if (j.submit_key && !st_job_find_key(s->db, j.submit_key, &dup)) {
 		buf_release(&envs);
 		buf_release(&renv);
 		submit_reply(c, req, &dup, 1);
@@ -505,16 +544,16 @@ static void op_submit(struct conn *c, const struct msg *req)
 	j.envs_len = envs.len;
 	j.renv = renv.len ? renv.p : NULL;
 	j.renv_len = renv.len;
-	if (st_begin(S.db))
+	if (st_begin(s->db))
 		goto fail;
-	if (st_job_insert(S.db, &j))
+	if (st_job_insert(s->db, &j))
 		goto fail_tx;
 	if (!j.log_dir) {
 		log_dir = xasprintf("%s/%lld", node_paths()->logs, (long long)j.id);
-		if (st_job_set_log_dir(S.db, j.id, log_dir))
+		if (st_job_set_log_dir(s->db, j.id, log_dir))
 			goto fail_tx;
 	}
-	if (st_commit(S.db))
+	if (st_commit(s->db))
 		goto fail;
 	if (!j.log_dir)
 		j.log_dir = log_dir;
@@ -523,14 +562,14 @@ static void op_submit(struct conn *c, const struct msg *req)
 	 * Every job that fits was started by the last round, so a new job that does not fit
 	 * what is free cannot change anything: with a long queue, accepting stays O(1).
 	 */
-	if (sched_fits(&S.free, &want))
-		S.sched_needed = 1;
+	if (sched_fits(&s->free, &want))
+		s->sched_needed = 1;
 	free(log_dir);
 	buf_release(&envs);
 	buf_release(&renv);
 	return;
 fail_tx:
-	st_rollback(S.db);
+	st_rollback(s->db);
 fail:
 	free(log_dir);
 	buf_release(&envs);
@@ -544,6 +583,7 @@ fail:
 }
 
 struct cancel_ctx {
+	struct sup *s;
 	struct msg *m;
 	int all;
 	int64_t *ids;
@@ -558,13 +598,15 @@ struct cancel_ctx {
 
 static int cancel_one(struct cancel_ctx *cc, struct job *j)
 {
+	struct sup *s = cc->s;
+
 	if (job_status_terminal(j->status)) {
 		msg_add_int(cc->m, "finished", j->id);
 		return 0;
 	}
 	if (!j->shim_pid) {
 		/* Never dispatched: nothing runs, the row is the whole job. */
-		if (st_job_finish(S.db, j->id, JOB_CANCELLED, "", "cancelled by the user") == 0) {
+		if (st_job_finish(s->db, j->id, JOB_CANCELLED, "", "cancelled by the user") == 0) {
 			msg_add_int(cc->m, "cancelled", j->id);
 			cc->dropped = xgrow(cc->dropped, cc->ndropped, &cc->dropped_alloc,
 			                    sizeof(*cc->dropped));
@@ -572,7 +614,7 @@ static int cancel_one(struct cancel_ctx *cc, struct job *j)
 		}
 		return 0;
 	}
-	if (st_job_request_cancel(S.db, j->id))
+	if (st_job_request_cancel(s->db, j->id))
 		return -1;
 	/* As many as the database holds: it may know shims the running set does not. */
 	if (cc->nkill == cc->kill_alloc) {
@@ -595,8 +637,9 @@ static int cancel_one(struct cancel_ctx *cc, struct job *j)
  */
 static int cancel_key(struct cancel_ctx *cc, const char *key)
 {
+	struct sup *s = cc->s;
 	struct job j = {0};
-	int r = st_job_find_key(S.db, key, &j);
+	int r = st_job_find_key(s->db, key, &j);
 
 	if (!r) {
 		r = cancel_one(cc, &j);
@@ -607,9 +650,9 @@ static int cancel_key(struct cancel_ctx *cc, const char *key)
 		return r;
 	j.submit_key = (char *)key;
 	j.cpus = 0;
-	j.cancel_grace = S.cancel_grace;
-	if (st_job_insert(S.db, &j) ||
-	    st_job_finish(S.db, j.id, JOB_CANCELLED, "",
+	j.cancel_grace = s->cancel_grace;
+	if (st_job_insert(s->db, &j) ||
+	    st_job_finish(s->db, j.id, JOB_CANCELLED, "",
 	                  "never arrived: its submitter was gone, and the job was cancelled by "
 	                  "its key"))
 		return -1;
@@ -624,6 +667,7 @@ static int cancel_each(struct job *j, void *arg)
 
 static void op_cancel(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	struct cancel_ctx cc = {0};
 	struct msg m;
 	/* of_key: the ids given are cancelled only while their job is the one of that key. */
@@ -632,6 +676,7 @@ static void op_cancel(struct conn *c, const struct msg *req)
 	int r = 0;
 
 	msg_init(&m);
+	cc.s = s;
 	cc.m = &m;
 	cc.all = msg_get(req, "all") != NULL;
 	for (i = 0; i < req->n; i++) {
@@ -651,12 +696,12 @@ static void op_cancel(struct conn *c, const struct msg *req)
 		msg_release(&m);
 		return sup_reply_error(c, "bad of_key: expected 1 to %d bytes", SUBMIT_KEY_MAX);
 	}
-	if (st_begin(S.db)) {
+	if (st_begin(s->db)) {
 		r = -1;
 		goto out;
 	}
 	if (cc.all) {
-		r = st_job_each(S.db, JOB_MASK_ACTIVE, cancel_each, &cc);
+		r = st_job_each(s->db, JOB_MASK_ACTIVE, cancel_each, &cc);
 	} else {
 		for (i = 0; i < req->n && !r; i++) {
 			struct job j;
@@ -672,7 +717,7 @@ static void op_cancel(struct conn *c, const struct msg *req)
 				msg_add(&m, "missing", req->vals[i]);
 				continue;
 			}
-			if (st_job_get(S.db, id, &j)) {
+			if (st_job_get(s->db, id, &j)) {
 				msg_add_int(&m, "missing", id);
 				continue;
 			}
@@ -687,10 +732,10 @@ static void op_cancel(struct conn *c, const struct msg *req)
 		}
 	}
 	if (r) {
-		st_rollback(S.db);
+		st_rollback(s->db);
 		goto out;
 	}
-	if (st_commit(S.db)) {
+	if (st_commit(s->db)) {
 		r = -1;
 		goto out;
 	}
@@ -699,8 +744,8 @@ static void op_cancel(struct conn *c, const struct msg *req)
 		if (proc_is(cc.kill_pids[i], cc.kill_starts[i]))
 			kill(cc.kill_pids[i], SIGTERM);
 	for (i = 0; i < cc.ndropped; i++)
-		sup_watch_notify(cc.dropped[i]);
-	S.sched_needed = 1;
+		sup_watch_notify(s, cc.dropped[i]);
+	s->sched_needed = 1;
 out:
 	free(cc.kill_pids);
 	free(cc.kill_starts);
@@ -722,6 +767,7 @@ out:
  */
 static void op_watch(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	struct job j;
 	struct msg m;
 	int64_t id;
@@ -731,7 +777,7 @@ static void op_watch(struct conn *c, const struct msg *req)
 	if (c->watch)
 		return sup_reply_error(c, "watch: this connection watches job %lld already",
 		                       (long long)c->watch);
-	if (st_job_get(S.db, id, &j))
+	if (st_job_get(s->db, id, &j))
 		return sup_reply_error(c, "job %lld not found", (long long)id);
 	if (job_status_terminal(j.status)) {
 		watch_reply(c, &j);
@@ -740,7 +786,7 @@ static void op_watch(struct conn *c, const struct msg *req)
 	}
 	job_free(&j);
 	c->watch = id;
-	S.nwatch++;
+	s->nwatch++;
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	msg_add(&m, "watching", "1");
@@ -751,6 +797,7 @@ static void op_watch(struct conn *c, const struct msg *req)
 /* Validates every value, then stores them all in one transaction: all or nothing. */
 static void op_config(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	static const char *const keys[] = {"cpus", "memory", "gpus", "max_bypass", "cancel_grace"};
 	struct msg m;
 	size_t i;
@@ -764,7 +811,7 @@ static void op_config(struct conn *c, const struct msg *req)
 			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i],
 			                       val);
 	}
-	if (st_begin(S.db))
+	if (st_begin(s->db))
 		return sup_reply_error(c, "cannot store the settings: node database error (see "
 		                          "supervisor.log)");
 	for (i = 0; i < ARRAY_SIZE(keys) && !r; i++) {
@@ -772,15 +819,15 @@ static void op_config(struct conn *c, const struct msg *req)
 
 		/* "" goes back to the detected value. */
 		if (val)
-			r = st_kv_set(S.db, keys[i], *val ? val : NULL);
+			r = st_kv_set(s->db, keys[i], *val ? val : NULL);
 	}
-	if (r || st_commit(S.db)) {
+	if (r || st_commit(s->db)) {
 		if (r)
-			st_rollback(S.db);
+			st_rollback(s->db);
 		return sup_reply_error(c, "cannot store the settings (none was changed): node "
 		                          "database error (see supervisor.log)");
 	}
-	sup_reload_config();
+	s->reload_needed = 1; /* the loop applies them once this request is answered */
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	sup_reply(c, &m);
@@ -789,16 +836,17 @@ static void op_config(struct conn *c, const struct msg *req)
 
 static void op_shutdown(struct conn *c, const struct msg *req)
 {
+	struct sup *s = c->s;
 	struct msg m;
 
 	(void)req;
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "pid", getpid());
-	msg_add_int(&m, "running", (int64_t)S.nrun);
+	msg_add_int(&m, "running", (int64_t)s->nrun);
 	sup_reply(c, &m);
 	msg_release(&m);
-	S.stopping = 1;
+	s->stopping = 1;
 }
 
 static const struct {
@@ -829,9 +877,11 @@ static void handle(struct conn *c, const struct msg *req)
 	sup_reply_error(c, "unknown op '%.32s' (a newer client? upgrade the node's skiff)", op);
 }
 
-void sup_conn_event(int fd, uint32_t events)
+void sup_conn_event(struct sup *s, int fd, uint32_t events)
 {
 	struct conn *c = (size_t)fd < nconns_cap ? conns[fd] : NULL;
+
+	(void)s; /* each connection holds its supervisor (c->s) */
 
 	if (!c)
 		return;
