@@ -580,9 +580,13 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 		boot_spare_close(sp);
 		return -EAGAIN;
 	}
+	/*
+	 * The request is one frame, read by its length: the node needs no EOF after it, and
+	 * stdin stays open until the node has answered and ended (spare_end()). Closed at
+	 * once, it raced the request through kubectl exec: the node saw EOF first, now and
+	 * then under load, and ended without an answer (exit status 0).
+	 */
 	rc = write_all(sp->to, in, in_len);
-	close(sp->to);
-	sp->to = -1;
 	if (rc == -EPIPE) {
 		/* It went away before it had read the whole request: nothing was done. */
 		boot_spare_close(sp);
