@@ -206,6 +206,74 @@ int st_col_is_null(sqlite3_stmt *st, int i)
 	return sqlite3_column_type(st, i) == SQLITE_NULL;
 }
 
+static const size_t col_size[] = {
+        [ST_COL_TEXT] = sizeof(char *),
+        [ST_COL_INT] = sizeof(int),
+        [ST_COL_INT64] = sizeof(int64_t),
+        [ST_COL_DOUBLE] = sizeof(double),
+};
+
+void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row)
+{
+	char *base = row;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char *m = base + cols[i].off;
+		int iv;
+		int64_t lv;
+		double dv;
+		char *sv;
+
+		if (cols[i].size != col_size[cols[i].type])
+			die("BUG: column '%s' is %zu bytes in its struct, not %zu", cols[i].name,
+			    cols[i].size, col_size[cols[i].type]);
+		switch (cols[i].type) {
+		case ST_COL_TEXT:
+			sv = xstrdup(st_col_text(st, (int)i));
+			memcpy(m, &sv, sizeof(sv));
+			break;
+		case ST_COL_INT:
+			iv = sqlite3_column_int(st, (int)i);
+			memcpy(m, &iv, sizeof(iv));
+			break;
+		case ST_COL_INT64:
+			lv = sqlite3_column_int64(st, (int)i);
+			memcpy(m, &lv, sizeof(lv));
+			break;
+		case ST_COL_DOUBLE:
+			dv = sqlite3_column_double(st, (int)i);
+			memcpy(m, &dv, sizeof(dv));
+			break;
+		}
+	}
+}
+
+void st_row_free(const struct st_col *cols, size_t n, void *row)
+{
+	char *base = row, *sv;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (cols[i].type != ST_COL_TEXT)
+			continue;
+		memcpy(&sv, base + cols[i].off, sizeof(sv));
+		free(sv);
+		sv = NULL;
+		memcpy(base + cols[i].off, &sv, sizeof(sv));
+	}
+}
+
+char *st_cols_text(const struct st_col *cols, size_t n)
+{
+	struct buf b = BUF_INIT(0);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf_addf(&b, "%s%s", i ? ", " : "", cols[i].name);
+	return buf_detach(&b, NULL);
+}
+
 int64_t st_changes(struct st_db *db)
 {
 	return sqlite3_changes64(db->h);

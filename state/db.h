@@ -77,6 +77,34 @@ void st_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n);
 const char *st_col_text(sqlite3_stmt *st, int i);
 int st_col_is_null(sqlite3_stmt *st, int i);
 
+/*
+ * A struct's row as a table of its columns, in the order of the SELECT that reads them
+ * (whose column list is written beside the table; st_cols_text() makes that list from the
+ * table, for the tests to compare). st_row_load() fills the struct's members from a
+ * stepped statement (the caller zeroes it first); st_row_free() frees the text members
+ * it made and sets them NULL. A member whose size is not its type's is a BUG, said at its
+ * first load (every table is loaded by the unit tests).
+ */
+enum st_col_type {
+	ST_COL_TEXT,   /* char *: a malloc'd copy, "" for NULL */
+	ST_COL_INT,    /* int, pid_t */
+	ST_COL_INT64,  /* int64_t, uint64_t */
+	ST_COL_DOUBLE, /* double */
+};
+struct st_col {
+	const char *name;
+	enum st_col_type type;
+	size_t off, size;
+};
+#define ST_COL(strct, member, type)                                                                \
+	{                                                                                          \
+#member, ST_COL_##type, offsetof(strct, member), sizeof(((strct *)0)->member)      \
+	}
+void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row);
+void st_row_free(const struct st_col *cols, size_t n, void *row);
+/* "a, b, c" of the columns' names (the caller frees it). */
+char *st_cols_text(const struct st_col *cols, size_t n);
+
 int64_t st_changes(struct st_db *db);
 int64_t st_last_rowid(struct st_db *db);
 /* The schema version stored in the file (PRAGMA user_version). */

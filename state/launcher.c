@@ -130,17 +130,62 @@ int st_launcher_open(unsigned flags, struct st_db **out)
 
 /* ---- structs ------------------------------------------------------------------------- */
 
+/* Each struct's row, in the order of its SELECTs' column list (CLUSTER_COLS, ...). */
+static const struct st_col st_cluster_cols[] = {
+        ST_COL(struct cluster, name, TEXT),
+        ST_COL(struct cluster, infra, TEXT),
+        ST_COL(struct cluster, status, INT),
+        ST_COL(struct cluster, num_nodes, INT),
+        ST_COL(struct cluster, resources, TEXT),
+        ST_COL(struct cluster, created_at, DOUBLE),
+        ST_COL(struct cluster, launched_at, DOUBLE),
+        ST_COL(struct cluster, autostop_minutes, INT),
+        ST_COL(struct cluster, autostop_down, INT),
+        ST_COL(struct cluster, last_task, TEXT),
+        ST_COL(struct cluster, head_ip, TEXT),
+        ST_COL(struct cluster, autostop_wait_for, TEXT),
+        ST_COL(struct cluster, ports, TEXT),
+};
+static const size_t st_cluster_ncols = ARRAY_SIZE(st_cluster_cols);
+
+static const struct st_col st_node_cols[] = {
+        ST_COL(struct cluster_node, cluster, TEXT),
+        ST_COL(struct cluster_node, rank, INT),
+        ST_COL(struct cluster_node, node_key, TEXT),
+        ST_COL(struct cluster_node, ip, TEXT),
+        ST_COL(struct cluster_node, user, TEXT),
+        ST_COL(struct cluster_node, port, INT),
+        ST_COL(struct cluster_node, identity_file, TEXT),
+        ST_COL(struct cluster_node, proxy_jump, TEXT),
+        ST_COL(struct cluster_node, home, TEXT),
+        ST_COL(struct cluster_node, skiff_exe, TEXT),
+        ST_COL(struct cluster_node, addr, TEXT),
+};
+static const size_t st_node_ncols = ARRAY_SIZE(st_node_cols);
+
+static const struct st_col st_job_cols[] = {
+        ST_COL(struct cluster_job, cluster, TEXT),
+        ST_COL(struct cluster_job, id, INT64),
+        ST_COL(struct cluster_job, name, TEXT),
+        ST_COL(struct cluster_job, num_nodes, INT),
+        ST_COL(struct cluster_job, submitted_at, DOUBLE),
+        ST_COL(struct cluster_job, node_job_ids, TEXT),
+        ST_COL(struct cluster_job, log_dir, TEXT),
+        ST_COL(struct cluster_job, entrypoint, TEXT),
+        ST_COL(struct cluster_job, final_status, INT),
+        ST_COL(struct cluster_job, submit_key, TEXT),
+        ST_COL(struct cluster_job, owner_pid, INT),
+        ST_COL(struct cluster_job, owner_start, INT64),
+        ST_COL(struct cluster_job, reason, TEXT),
+        ST_COL(struct cluster_job, git_commit, TEXT),
+};
+static const size_t st_job_ncols = ARRAY_SIZE(st_job_cols);
+
 void cluster_free(struct cluster *c)
 {
 	if (!c)
 		return;
-	free(c->name);
-	free(c->infra);
-	free(c->resources);
-	free(c->last_task);
-	free(c->head_ip);
-	free(c->autostop_wait_for);
-	free(c->ports);
+	st_row_free(st_cluster_cols, st_cluster_ncols, c);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -157,15 +202,7 @@ void cluster_node_free(struct cluster_node *n)
 {
 	if (!n)
 		return;
-	free(n->cluster);
-	free(n->node_key);
-	free(n->ip);
-	free(n->user);
-	free(n->identity_file);
-	free(n->proxy_jump);
-	free(n->home);
-	free(n->skiff_exe);
-	free(n->addr);
+	st_row_free(st_node_cols, st_node_ncols, n);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -182,14 +219,7 @@ void cluster_job_free(struct cluster_job *j)
 {
 	if (!j)
 		return;
-	free(j->cluster);
-	free(j->name);
-	free(j->node_job_ids);
-	free(j->log_dir);
-	free(j->entrypoint);
-	free(j->submit_key);
-	free(j->reason);
-	free(j->git_commit);
+	st_row_free(st_job_cols, st_job_ncols, j);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -219,6 +249,10 @@ static char *col_dup(sqlite3_stmt *st, int i)
 
 /* ---- clusters ------------------------------------------------------------------------ */
 
+#define NODE_COLS                                                                                  \
+	"cluster, rank, node_key, ip, user, port, identity_file, proxy_jump, home, skiff_exe, "    \
+	"addr"
+
 #define CLUSTER_COLS                                                                               \
 	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
 	"autostop_down, last_task, head_ip, autostop_wait_for, ports"
@@ -226,19 +260,7 @@ static char *col_dup(sqlite3_stmt *st, int i)
 static void load_cluster(sqlite3_stmt *st, struct cluster *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->name = col_dup(st, 0);
-	c->infra = col_dup(st, 1);
-	c->status = sqlite3_column_int(st, 2);
-	c->num_nodes = sqlite3_column_int(st, 3);
-	c->resources = col_dup(st, 4);
-	c->created_at = sqlite3_column_double(st, 5);
-	c->launched_at = sqlite3_column_double(st, 6);
-	c->autostop_minutes = sqlite3_column_int(st, 7);
-	c->autostop_down = sqlite3_column_int(st, 8);
-	c->last_task = col_dup(st, 9);
-	c->head_ip = col_dup(st, 10);
-	c->autostop_wait_for = col_dup(st, 11);
-	c->ports = col_dup(st, 12);
+	st_row_load(st, st_cluster_cols, st_cluster_ncols, c);
 }
 
 /* 1 if the cluster exists, 0 if not, or an error. */
@@ -457,9 +479,8 @@ int st_cluster_list(struct st_db *db, struct cluster **out, size_t *n)
 
 int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node **out, size_t *n)
 {
-	sqlite3_stmt *st = st_prepare(db, "SELECT cluster, rank, node_key, ip, user, port, "
-	                                  "identity_file, proxy_jump, home, skiff_exe, addr "
-	                                  "FROM cluster_nodes WHERE cluster = ? ORDER BY rank");
+	sqlite3_stmt *st = st_prepare(db, "SELECT " NODE_COLS " FROM cluster_nodes "
+	                                  "WHERE cluster = ? ORDER BY rank");
 	struct cluster_node *v = NULL;
 	size_t k = 0, alloc = 0;
 	int r;
@@ -474,17 +495,8 @@ int st_cluster_nodes(struct st_db *db, const char *cluster, struct cluster_node 
 
 		v = xgrow(v, k, &alloc, sizeof(*v));
 		c = &v[k++];
-		c->cluster = col_dup(st, 0);
-		c->rank = sqlite3_column_int(st, 1);
-		c->node_key = col_dup(st, 2);
-		c->ip = col_dup(st, 3);
-		c->user = col_dup(st, 4);
-		c->port = sqlite3_column_int(st, 5);
-		c->identity_file = col_dup(st, 6);
-		c->proxy_jump = col_dup(st, 7);
-		c->home = col_dup(st, 8);
-		c->skiff_exe = col_dup(st, 9);
-		c->addr = col_dup(st, 10);
+		memset(c, 0, sizeof(*c));
+		st_row_load(st, st_node_cols, st_node_ncols, c);
 	}
 	sqlite3_reset(st);
 	if (r < 0 || !k) {
@@ -636,23 +648,35 @@ int st_cluster_delete(struct st_db *db, const char *name)
 	"cluster, id, name, num_nodes, submitted_at, node_job_ids, log_dir, entrypoint, final_status, " \
 	"submit_key, owner_pid, owner_start, reason, git_commit"
 
+int st_launcher_cols_check(void)
+{
+	static const struct {
+		const char *what, *text;
+		const struct st_col *cols;
+		size_t n;
+	} t[] = {
+	        {"clusters", CLUSTER_COLS, st_cluster_cols, ARRAY_SIZE(st_cluster_cols)},
+	        {"cluster_nodes", NODE_COLS, st_node_cols, ARRAY_SIZE(st_node_cols)},
+	        {"cluster_jobs", JOB_COLS, st_job_cols, ARRAY_SIZE(st_job_cols)},
+	};
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		char *have = st_cols_text(t[i].cols, t[i].n);
+
+		if (strcmp(have, t[i].text))
+			r = error("%s: the row table reads '%s', the SELECT '%s'", t[i].what, have,
+			          t[i].text);
+		free(have);
+	}
+	return r;
+}
+
 static void load_job(sqlite3_stmt *st, struct cluster_job *j)
 {
 	memset(j, 0, sizeof(*j));
-	j->cluster = col_dup(st, 0);
-	j->id = sqlite3_column_int64(st, 1);
-	j->name = col_dup(st, 2);
-	j->num_nodes = sqlite3_column_int(st, 3);
-	j->submitted_at = sqlite3_column_double(st, 4);
-	j->node_job_ids = col_dup(st, 5);
-	j->log_dir = col_dup(st, 6);
-	j->entrypoint = col_dup(st, 7);
-	j->final_status = sqlite3_column_int(st, 8);
-	j->submit_key = col_dup(st, 9);
-	j->owner_pid = (pid_t)sqlite3_column_int64(st, 10);
-	j->owner_start = (uint64_t)sqlite3_column_int64(st, 11);
-	j->reason = col_dup(st, 12);
-	j->git_commit = col_dup(st, 13);
+	st_row_load(st, st_job_cols, st_job_ncols, j);
 }
 
 int st_cluster_job_add(struct st_db *db, const char *cluster, struct cluster_job *j)

@@ -75,6 +75,12 @@ struct cluster_node {
 	char *addr;          /* the address the node said it was reached at (ssh); "": ip */
 };
 
+/*
+ * For the tests: 0 if the row tables that load clusters, nodes and jobs name the columns
+ * of the SELECTs that read them, in their order; else an error (printed).
+ */
+int st_launcher_cols_check(void);
+
 void cluster_node_free(struct cluster_node *n);
 void cluster_nodes_free(struct cluster_node *v, size_t n);
 

@@ -69,6 +69,12 @@ static int count_rows(struct st_db *db, const char *sql)
 	return n;
 }
 
+static void test_row_tables(void)
+{
+	is_int(st_launcher_cols_check(), 0,
+	       "each row table names its SELECT's columns, in order (clusters, nodes, jobs)");
+}
+
 static void test_create_list_delete(void)
 {
 	struct st_db *db;
@@ -459,6 +465,7 @@ int main(void)
 		return 1;
 	}
 	db_path = xasprintf("%s/launcher.db", dir);
+	plan_run(test_row_tables);
 	plan_run(test_create_list_delete);
 	plan_run(test_bad_create);
 	plan_run(test_double_booking);
