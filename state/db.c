@@ -207,10 +207,9 @@ int st_col_is_null(sqlite3_stmt *st, int i)
 }
 
 static const size_t col_size[] = {
-        [ST_COL_TEXT] = sizeof(char *),
-        [ST_COL_INT] = sizeof(int),
-        [ST_COL_INT64] = sizeof(int64_t),
-        [ST_COL_DOUBLE] = sizeof(double),
+        [ST_COL_TEXT] = sizeof(char *),   [ST_COL_INT] = sizeof(int),
+        [ST_COL_INT64] = sizeof(int64_t), [ST_COL_DOUBLE] = sizeof(double),
+        [ST_COL_BLOB] = sizeof(char *),
 };
 
 void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row)
@@ -224,6 +223,7 @@ void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *ro
 		int64_t lv;
 		double dv;
 		char *sv;
+		size_t len;
 
 		if (cols[i].size != col_size[cols[i].type])
 			die("BUG: column '%s' is %zu bytes in its struct, not %zu", cols[i].name,
@@ -245,6 +245,15 @@ void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *ro
 			dv = sqlite3_column_double(st, (int)i);
 			memcpy(m, &dv, sizeof(dv));
 			break;
+		case ST_COL_BLOB:
+			len = (size_t)sqlite3_column_bytes(st, (int)i);
+			sv = xmalloc(len + 1);
+			if (len)
+				memcpy(sv, sqlite3_column_blob(st, (int)i), len);
+			sv[len] = '\0';
+			memcpy(m, &sv, sizeof(sv));
+			memcpy(base + cols[i].len_off, &len, sizeof(len));
+			break;
 		}
 	}
 }
@@ -255,7 +264,7 @@ void st_row_free(const struct st_col *cols, size_t n, void *row)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (cols[i].type != ST_COL_TEXT)
+		if (cols[i].type != ST_COL_TEXT && cols[i].type != ST_COL_BLOB)
 			continue;
 		memcpy(&sv, base + cols[i].off, sizeof(sv));
 		free(sv);

@@ -90,16 +90,21 @@ enum st_col_type {
 	ST_COL_INT,    /* int, pid_t */
 	ST_COL_INT64,  /* int64_t, uint64_t */
 	ST_COL_DOUBLE, /* double */
+	ST_COL_BLOB,   /* char *: a malloc'd copy with a NUL after it; its length in len_off */
 };
 struct st_col {
 	const char *name;
 	enum st_col_type type;
 	size_t off, size;
+	size_t len_off; /* ST_COL_BLOB: the size_t member that gets the length */
 };
-#define ST_COL(strct, member, type)                                                                \
-	{                                                                                          \
-#member, ST_COL_##type, offsetof(strct, member), sizeof(((strct *)0)->member)      \
-	}
+/* clang-format off */
+#define ST_COL(strct, member, type) \
+	{#member, ST_COL_##type, offsetof(strct, member), sizeof(((strct *)0)->member), 0}
+#define ST_COL_BLOB_OF(strct, member, len) \
+	{#member, ST_COL_BLOB, offsetof(strct, member), sizeof(((strct *)0)->member), \
+	 offsetof(strct, len)}
+/* clang-format on */
 void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row);
 void st_row_free(const struct st_col *cols, size_t n, void *row);
 /* "a, b, c" of the columns' names (the caller frees it). */

@@ -57,25 +57,54 @@ int mj_sched_parse(const char *name)
 
 const char *const st_jobs_migration = ST_JOBS_MIGRATION;
 
+/* struct mjob's row, in the order of MJ_COLS. */
+static const struct st_col mj_cols[] = {
+        ST_COL(struct mjob, id, INT64),
+        ST_COL(struct mjob, name, TEXT),
+        ST_COL(struct mjob, entry, TEXT),
+        ST_COL(struct mjob, spec, TEXT),
+        ST_COL(struct mjob, cwd, TEXT),
+        ST_COL(struct mjob, ovargs, TEXT),
+        ST_COL(struct mjob, infra, TEXT),
+        ST_COL(struct mjob, strategy, INT),
+        ST_COL(struct mjob, max_restarts, INT),
+        ST_COL(struct mjob, recover_codes, TEXT),
+        ST_COL(struct mjob, priority, INT),
+        ST_COL(struct mjob, status, INT),
+        ST_COL(struct mjob, sched, INT),
+        ST_COL(struct mjob, ntasks, INT),
+        ST_COL(struct mjob, task_index, INT),
+        ST_COL(struct mjob, recoveries, INT),
+        ST_COL(struct mjob, restarts, INT),
+        ST_COL(struct mjob, attempts, INT),
+        ST_COL(struct mjob, cluster, TEXT),
+        ST_COL(struct mjob, cluster_job, INT64),
+        ST_COL(struct mjob, pool, INT),
+        ST_COL(struct mjob, task_id, TEXT),
+        ST_COL(struct mjob, reason, TEXT),
+        ST_COL(struct mjob, submitted_at, DOUBLE),
+        ST_COL(struct mjob, started_at, DOUBLE),
+        ST_COL(struct mjob, ended_at, DOUBLE),
+        ST_COL(struct mjob, next_try_at, DOUBLE),
+        ST_COL(struct mjob, cancel_requested, INT),
+        ST_COL(struct mjob, node_status, INT),
+        ST_COL(struct mjob, exit_codes, TEXT),
+        ST_COL(struct mjob, probe_error, TEXT),
+        ST_COL(struct mjob, probe_failures, INT),
+        ST_COL_BLOB_OF(struct mjob, overrides, overrides_len),
+        ST_COL(struct mjob, resources, TEXT),
+        ST_COL(struct mjob, group_id, INT64),
+        ST_COL(struct mjob, group_task, INT),
+        ST_COL(struct mjob, group_primary, INT),
+        ST_COL(struct mjob, group_delay_s, INT64),
+        ST_COL(struct mjob, group_name, TEXT),
+};
+
 void mjob_free(struct mjob *j)
 {
 	if (!j)
 		return;
-	free(j->name);
-	free(j->entry);
-	free(j->spec);
-	free(j->cwd);
-	free(j->ovargs);
-	free(j->overrides);
-	free(j->infra);
-	free(j->recover_codes);
-	free(j->cluster);
-	free(j->task_id);
-	free(j->reason);
-	free(j->exit_codes);
-	free(j->probe_error);
-	free(j->resources);
-	free(j->group_name);
+	st_row_free(mj_cols, ARRAY_SIZE(mj_cols), j);
 	free(j->task_name);
 	memset(j, 0, sizeof(*j));
 }
@@ -312,56 +341,32 @@ fail:
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
 	"resources, group_id, group_task, group_primary, group_delay_s, group_name"
 
-static double col_real(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? 0 : sqlite3_column_double(st, i);
-}
-
+/* A row of MJ_COLS or MJ_COLS_LIGHT into j (zeroed by the caller). */
 static void read_row(sqlite3_stmt *st, struct mjob *j)
 {
-	j->id = sqlite3_column_int64(st, 0);
-	j->name = xstrdup(st_col_text(st, 1));
-	j->entry = xstrdup(st_col_text(st, 2));
-	j->spec = xstrdup(st_col_text(st, 3));
-	j->cwd = xstrdup(st_col_text(st, 4));
-	j->ovargs = xstrdup(st_col_text(st, 5));
-	j->infra = xstrdup(st_col_text(st, 6));
-	j->strategy = sqlite3_column_int(st, 7);
-	j->max_restarts = sqlite3_column_int(st, 8);
-	j->recover_codes = xstrdup(st_col_text(st, 9));
-	j->priority = sqlite3_column_int(st, 10);
-	j->status = sqlite3_column_int(st, 11);
-	j->sched = sqlite3_column_int(st, 12);
-	j->ntasks = sqlite3_column_int(st, 13);
-	j->task_index = sqlite3_column_int(st, 14);
-	j->recoveries = sqlite3_column_int(st, 15);
-	j->restarts = sqlite3_column_int(st, 16);
-	j->attempts = sqlite3_column_int(st, 17);
-	j->cluster = xstrdup(st_col_text(st, 18));
-	j->cluster_job = sqlite3_column_int64(st, 19);
-	j->pool = sqlite3_column_int(st, 20);
-	j->task_id = xstrdup(st_col_text(st, 21));
-	j->reason = xstrdup(st_col_text(st, 22));
-	j->submitted_at = col_real(st, 23);
-	j->started_at = col_real(st, 24);
-	j->ended_at = col_real(st, 25);
-	j->next_try_at = col_real(st, 26);
-	j->cancel_requested = sqlite3_column_int(st, 27);
-	j->node_status = sqlite3_column_int(st, 28);
-	j->exit_codes = xstrdup(st_col_text(st, 29));
-	j->probe_error = xstrdup(st_col_text(st, 30));
-	j->probe_failures = sqlite3_column_int(st, 31);
-	j->overrides_len = (size_t)sqlite3_column_bytes(st, 32);
-	j->overrides = xmalloc(j->overrides_len + 1);
-	if (j->overrides_len)
-		memcpy(j->overrides, sqlite3_column_blob(st, 32), j->overrides_len);
-	j->resources = xstrdup(st_col_text(st, 33));
-	j->group_id = sqlite3_column_int64(st, 34);
-	j->group_task = sqlite3_column_int(st, 35);
-	j->group_primary = sqlite3_column_int(st, 36);
-	j->group_delay_s = sqlite3_column_int(st, 37);
-	j->group_name = xstrdup(st_col_text(st, 38));
+	st_row_load(st, mj_cols, ARRAY_SIZE(mj_cols), j);
 	j->task_name = xstrdup("");
+}
+
+int mj_cols_check(void)
+{
+	char *have = st_cols_text(mj_cols, ARRAY_SIZE(mj_cols));
+	struct buf light = BUF_INIT(0);
+	const char *spec = strstr(have, ", spec, ");
+	int r = 0;
+
+	if (spec)
+		buf_addf(&light, "%.*s, '', %s", (int)(spec - have), have,
+		         spec + strlen(", spec, "));
+	if (strcmp(have, MJ_COLS))
+		r = error("managed_jobs: the row table reads '%s', the SELECT '%s'", have, MJ_COLS);
+	else if (!light.p || strcmp(light.p, MJ_COLS_LIGHT))
+		r = error(
+		        "managed_jobs: the light SELECT '%s' is not the full one without the spec",
+		        MJ_COLS_LIGHT);
+	buf_release(&light);
+	free(have);
+	return r;
 }
 
 int mj_group(struct st_db *db, int64_t gid, struct mjob **out, size_t *n)
@@ -1119,11 +1124,11 @@ int mj_tasks(struct st_db *db, int64_t min_id, struct mj_task **out, size_t *n)
 		t->task = sqlite3_column_int(st, 1);
 		t->name = xstrdup(st_col_text(st, 2));
 		t->requested = xstrdup(st_col_text(st, 3));
-		t->submitted_at = col_real(st, 4);
-		t->started_at = col_real(st, 5);
-		t->ended_at = col_real(st, 6);
-		t->run_s = col_real(st, 7);
-		t->run_since = col_real(st, 8);
+		t->submitted_at = sqlite3_column_double(st, 4);
+		t->started_at = sqlite3_column_double(st, 5);
+		t->ended_at = sqlite3_column_double(st, 6);
+		t->run_s = sqlite3_column_double(st, 7);
+		t->run_since = sqlite3_column_double(st, 8);
 		t->recoveries = sqlite3_column_int(st, 9);
 	}
 	sqlite3_reset(st);

@@ -115,6 +115,8 @@ struct mjob {
 };
 
 void mjob_free(struct mjob *j);
+/* For the tests: 0 if struct mjob's row table names the SELECT's columns, in order. */
+int mj_cols_check(void);
 
 /*
  * A task of a job (job_tasks): what `jobs queue` shows in a row of its own for a pipeline's

@@ -74,6 +74,11 @@ static void test_names(void)
 	   "CANCELLING is not terminal, FAILED_CONTROLLER is");
 }
 
+static void test_row_table(void)
+{
+	is_int(mj_cols_check(), 0, "struct mjob's row table names its SELECTs' columns, in order");
+}
+
 /* The clusters managed jobs run on: each name made is recognised, with its job's id. */
 static void test_cluster_names(void)
 {
@@ -548,6 +553,7 @@ int main(void)
 	log_set_level(LOG_ERROR);
 	plan_run(test_names);
 	plan_run(test_cluster_names);
+	plan_run(test_row_table);
 	plan_run(test_submit_and_claim);
 	plan_run(test_cancel);
 	plan_run(test_many);
