@@ -207,9 +207,13 @@ int st_col_is_null(sqlite3_stmt *st, int i)
 }
 
 static const size_t col_size[] = {
-        [ST_COL_TEXT] = sizeof(char *),   [ST_COL_INT] = sizeof(int),
-        [ST_COL_INT64] = sizeof(int64_t), [ST_COL_DOUBLE] = sizeof(double),
+        [ST_COL_TEXT] = sizeof(char *),
+        [ST_COL_INT] = sizeof(int),
+        [ST_COL_INT64] = sizeof(int64_t),
+        [ST_COL_DOUBLE] = sizeof(double),
         [ST_COL_BLOB] = sizeof(char *),
+        [ST_COL_TEXT_NULL] = sizeof(char *),
+        [ST_COL_CHARS] = 0, /* any: an array */
 };
 
 void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row)
@@ -225,7 +229,8 @@ void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *ro
 		char *sv;
 		size_t len;
 
-		if (cols[i].size != col_size[cols[i].type])
+		if (col_size[cols[i].type] ? cols[i].size != col_size[cols[i].type]
+		                           : cols[i].size < 2)
 			die("BUG: column '%s' is %zu bytes in its struct, not %zu", cols[i].name,
 			    cols[i].size, col_size[cols[i].type]);
 		switch (cols[i].type) {
@@ -244,6 +249,14 @@ void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *ro
 		case ST_COL_DOUBLE:
 			dv = sqlite3_column_double(st, (int)i);
 			memcpy(m, &dv, sizeof(dv));
+			break;
+		case ST_COL_TEXT_NULL:
+			sv = st_col_is_null(st, (int)i) ? NULL : xstrdup(st_col_text(st, (int)i));
+			memcpy(m, &sv, sizeof(sv));
+			break;
+		case ST_COL_CHARS:
+			xsnprintf(m, cols[i].size, "%.*s", (int)cols[i].size - 1,
+			          st_col_text(st, (int)i));
 			break;
 		case ST_COL_BLOB:
 			len = (size_t)sqlite3_column_bytes(st, (int)i);
@@ -264,7 +277,8 @@ void st_row_free(const struct st_col *cols, size_t n, void *row)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (cols[i].type != ST_COL_TEXT && cols[i].type != ST_COL_BLOB)
+		if (cols[i].type != ST_COL_TEXT && cols[i].type != ST_COL_BLOB &&
+		    cols[i].type != ST_COL_TEXT_NULL)
 			continue;
 		memcpy(&sv, base + cols[i].off, sizeof(sv));
 		free(sv);

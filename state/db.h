@@ -86,11 +86,13 @@ int st_col_is_null(sqlite3_stmt *st, int i);
  * first load (every table is loaded by the unit tests).
  */
 enum st_col_type {
-	ST_COL_TEXT,   /* char *: a malloc'd copy, "" for NULL */
-	ST_COL_INT,    /* int, pid_t */
-	ST_COL_INT64,  /* int64_t, uint64_t */
-	ST_COL_DOUBLE, /* double */
-	ST_COL_BLOB,   /* char *: a malloc'd copy with a NUL after it; its length in len_off */
+	ST_COL_TEXT,      /* char *: a malloc'd copy, "" for NULL */
+	ST_COL_INT,       /* int, pid_t */
+	ST_COL_INT64,     /* int64_t, uint64_t */
+	ST_COL_DOUBLE,    /* double */
+	ST_COL_BLOB,      /* char *: a malloc'd copy with a NUL after it; its length in len_off */
+	ST_COL_TEXT_NULL, /* char *: a malloc'd copy, NULL for NULL */
+	ST_COL_CHARS,     /* char[N]: the text, cut to N - 1 bytes */
 };
 struct st_col {
 	const char *name;

@@ -101,74 +101,64 @@ const struct st_schema st_node_schema = {"node", migrations, 5};
 	"job_pid, job_start, boot_id, cancel_requested, bypassed, cancel_grace, renv, "            \
 	"submit_key, failed_starts, cwd_optional, profile"
 
+/* struct job's row, in the order of JOB_COLS. */
+static const struct st_col job_cols[] = {
+        ST_COL(struct job, id, INT64),
+        ST_COL(struct job, name, TEXT),
+        ST_COL(struct job, status, INT),
+        ST_COL(struct job, priority, INT),
+        ST_COL(struct job, cpus, DOUBLE),
+        ST_COL(struct job, memory, DOUBLE),
+        ST_COL(struct job, gpus, INT),
+        ST_COL(struct job, setup, TEXT_NULL),
+        ST_COL(struct job, run, TEXT_NULL),
+        ST_COL(struct job, cwd, TEXT_NULL),
+        ST_COL(struct job, log_dir, TEXT),
+        ST_COL_BLOB_OF(struct job, envs, envs_len),
+        ST_COL(struct job, submitted_at, DOUBLE),
+        ST_COL(struct job, started_at, DOUBLE),
+        ST_COL(struct job, ended_at, DOUBLE),
+        ST_COL(struct job, exit_codes, TEXT),
+        ST_COL(struct job, gpu_ids, TEXT),
+        ST_COL(struct job, reason, TEXT),
+        ST_COL(struct job, shim_pid, INT),
+        ST_COL(struct job, shim_start, INT64),
+        ST_COL(struct job, job_pid, INT),
+        ST_COL(struct job, job_start, INT64),
+        ST_COL(struct job, boot_id, CHARS),
+        ST_COL(struct job, cancel_requested, INT),
+        ST_COL(struct job, bypassed, INT),
+        ST_COL(struct job, cancel_grace, DOUBLE),
+        ST_COL_BLOB_OF(struct job, renv, renv_len),
+        ST_COL(struct job, submit_key, TEXT_NULL),
+        ST_COL(struct job, failed_starts, INT),
+        ST_COL(struct job, cwd_optional, INT),
+        ST_COL(struct job, profile, INT),
+};
+
+int st_node_cols_check(void)
+{
+	char *have = st_cols_text(job_cols, ARRAY_SIZE(job_cols));
+	int r = 0;
+
+	if (strcmp(have, JOB_COLS))
+		r = error("jobs: the row table reads '%s', the SELECT '%s'", have, JOB_COLS);
+	free(have);
+	return r;
+}
+
 void job_free(struct job *j)
 {
 	if (!j)
 		return;
-	free(j->name);
-	free(j->setup);
-	free(j->run);
-	free(j->cwd);
-	free(j->log_dir);
-	free(j->envs);
-	free(j->exit_codes);
-	free(j->gpu_ids);
-	free(j->reason);
-	free(j->renv);
-	free(j->submit_key);
+	st_row_free(job_cols, ARRAY_SIZE(job_cols), j);
 	memset(j, 0, sizeof(*j));
-}
-
-static char *dup_col(sqlite3_stmt *st, int i)
-{
-	return st_col_is_null(st, i) ? NULL : xstrdup(st_col_text(st, i));
 }
 
 static void load_row(sqlite3_stmt *st, struct job *j)
 {
-	const void *blob;
-
 	memset(j, 0, sizeof(*j));
-	j->id = sqlite3_column_int64(st, 0);
-	j->name = xstrdup(st_col_text(st, 1));
-	j->status = sqlite3_column_int(st, 2);
-	j->priority = sqlite3_column_int(st, 3);
-	j->cpus = sqlite3_column_double(st, 4);
-	j->memory = sqlite3_column_double(st, 5);
-	j->gpus = sqlite3_column_int(st, 6);
-	j->setup = dup_col(st, 7);
-	j->run = dup_col(st, 8);
-	j->cwd = dup_col(st, 9);
-	j->log_dir = xstrdup(st_col_text(st, 10));
-	blob = sqlite3_column_blob(st, 11);
-	j->envs_len = (size_t)sqlite3_column_bytes(st, 11);
-	j->envs = xmalloc(j->envs_len + 1);
-	if (j->envs_len)
-		memcpy(j->envs, blob, j->envs_len);
-	j->envs[j->envs_len] = '\0';
-	j->submitted_at = sqlite3_column_double(st, 12);
-	j->started_at = sqlite3_column_double(st, 13);
-	j->ended_at = sqlite3_column_double(st, 14);
-	j->exit_codes = xstrdup(st_col_text(st, 15));
-	j->gpu_ids = xstrdup(st_col_text(st, 16));
-	j->reason = xstrdup(st_col_text(st, 17));
-	j->shim_pid = (pid_t)sqlite3_column_int64(st, 18);
-	j->shim_start = (uint64_t)sqlite3_column_int64(st, 19);
-	j->job_pid = (pid_t)sqlite3_column_int64(st, 20);
-	j->job_start = (uint64_t)sqlite3_column_int64(st, 21);
-	xsnprintf(j->boot_id, sizeof(j->boot_id), "%.36s", st_col_text(st, 22));
-	j->cancel_requested = sqlite3_column_int(st, 23);
-	j->bypassed = sqlite3_column_int(st, 24);
-	j->cancel_grace = sqlite3_column_double(st, 25);
-	blob = sqlite3_column_blob(st, 26);
-	j->renv_len = (size_t)sqlite3_column_bytes(st, 26);
-	j->renv = j->renv_len ? xmalloc(j->renv_len) : NULL;
-	if (j->renv_len)
-		memcpy(j->renv, blob, j->renv_len);
-	j->submit_key = dup_col(st, 27);
-	j->failed_starts = sqlite3_column_int(st, 28);
-	j->cwd_optional = sqlite3_column_int(st, 29);
-	j->profile = sqlite3_column_int(st, 30);
+	st_row_load(st, job_cols, ARRAY_SIZE(job_cols), j);
 }
 
 int st_job_insert(struct st_db *db, struct job *j)

@@ -70,6 +70,8 @@ struct job {
 };
 
 void job_free(struct job *j);
+/* For the tests: 0 if struct job's row table names the SELECT's columns, in order. */
+int st_node_cols_check(void);
 
 extern const struct st_schema st_node_schema;
 

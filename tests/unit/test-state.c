@@ -96,6 +96,10 @@ static void test_jobs(void)
 	ok(g.envs_len == sizeof(envs) - 1 && !memcmp(g.envs, envs, g.envs_len), "envs blob");
 	is_int(g.status, JOB_PENDING, "PENDING");
 	ok(g.setup == NULL, "no setup is NULL");
+	ok(g.submit_key == NULL && g.renv_len == 0 && g.boot_id[0] == '\0',
+	   "no key is NULL, no renv has length 0, no boot id is empty");
+	is_int(st_node_cols_check(), 0,
+	       "struct job's row table names its SELECT's columns, in order");
 	job_free(&g);
 	is_int(st_job_get(db, 99, &g), -ENOENT, "missing job");
 	ok(!st_job_set_status(db, 1, JOB_MASK(JOB_PENDING), JOB_RUNNING, NULL), "PENDING->RUNNING");
