@@ -123,6 +123,32 @@ test_expect_success 'the controller host holds the pool and key it was sent, 060
 	grep -q "jobs.controller.resources.infra .shh/ctl." err4
 '
 
+test_expect_success 'a job group through the controller host: both tasks run; queue and the logs of one task from here' '
+	cat >grp.yaml <<-\EOF &&
+	name: pair
+	execution: parallel
+	---
+	name: left
+	resources: {infra: ssh/work}
+	run: echo "left ran in $SKYPILOT_JOBGROUP_NAME"
+	---
+	name: right
+	resources: {infra: ssh/work}
+	run: echo "right ran in $SKYPILOT_JOBGROUP_NAME"
+	EOF
+	skiff jobs launch -d grp.yaml >id_g 2>err_g &&
+	G=$(head -n 1 id_g) &&
+	grep -q "^Managed job $G submitted: job group pair of 2 tasks" err_g &&
+	wait_for "test \"\$(ctl_field $G status)\" = SUCCEEDED" 90 &&
+	wait_for "test \"\$(ctl_field $((G + 1)) status)\" = SUCCEEDED" 90 &&
+	test "$(ctl_field $((G + 1)) group_id)" = "$G" &&
+	skiff jobs queue >gq &&
+	grep -q "^$G .*pair" gq &&
+	skiff jobs logs "$G" right >gl 2>&1 &&
+	grep -q "^right ran in pair\$" gl &&
+	! grep -q "left ran" gl
+'
+
 # The uploads under files/ on the controller host, one name per line, sorted.
 ctl_files() { nodes_ssh 1 "ls $CTL_HOME/files" | sort; }
 # Waits (up to $2 s) until ctl_files prints what file $1 holds.
