@@ -52,6 +52,25 @@ char *eng_gang_env(const char *cluster);
  */
 int eng_sync_task(struct clive *cl, const struct task *t, int with_mounts, char **commit);
 
+/* The resource alternatives (alternatives.c). */
+/* Alternative k of the task (NULL: it has no resources), and how many there are (>= 1). */
+const struct task_resources *eng_alternative(const struct task *t, size_t k);
+size_t eng_n_alternatives(const struct task *t);
+/* The infra alternative res launches on: --infra over what it names, else the default. */
+const char *eng_alternative_infra(const struct eng_launch *req, const struct task_resources *res);
+/* 0 when alternative res fits the cluster's ranks' nodes, else -ENOSPC with *why said. */
+int eng_check_fit(struct clive *cl, const struct eng_launch *req, const struct task_resources *res,
+                  struct buf *why);
+/* Why each of n alternatives was not taken: n bufs, freed with eng_whys_free(). */
+struct buf *eng_whys_new(size_t n);
+void eng_whys_free(struct buf *why, size_t n);
+/* The last error printed, as why. */
+void eng_why_last_error(struct buf *why);
+/* The one error when no alternative could be taken, each and why; -ENOSPC. */
+int eng_none_taken(const struct eng_launch *req, const struct buf *why);
+/* Seconds before --retry-until-up's attempt + 1: 5, doubling up to 60. */
+int eng_retry_wait_s(int attempt);
+
 /* eng_lock_cluster() that does not wait: -EBUSY while another holds it. */
 int eng_trylock_cluster(const char *name, const char *what);
 

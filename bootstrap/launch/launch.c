@@ -6,7 +6,8 @@
  *           mounts -> submit setup+run on every rank -> follow the logs
  *   exec:   sync workdir -> submit run only -> follow the logs
  *
- * The sync is task_sync.c's, a rank's submit message spec.c's.
+ * The sync is task_sync.c's, a rank's submit message spec.c's, the resource
+ * alternatives' helpers alternatives.c's.
  *
  * The cluster's lock is held from before the cluster is looked up until the job is
  * submitted; following the logs changes nothing and holds none.
@@ -492,153 +493,7 @@ static void undo_new_cluster(struct st_db *ldb, const char *name)
 		warning("cluster %s could not be taken down: run 'skiff down %s'", name, name);
 }
 
-/* ---- resource alternatives ------------------------------------------------------------ */
-
-/* --retry-until-up waits this long after the first failed attempt, doubling up to the max. */
-#define RETRY_UP_FIRST_S 5
-#define RETRY_UP_MAX_S 60
-
-static int retry_wait_s(int attempt)
-{
-	int s = RETRY_UP_FIRST_S;
-
-	while (--attempt > 0 && s < RETRY_UP_MAX_S)
-		s *= 2;
-	return s < RETRY_UP_MAX_S ? s : RETRY_UP_MAX_S;
-}
-
-/*
- * Why each alternative was not taken, for the summary when none is: one buf each (a node's
- * name or an infra string is the user's, of any length).
- */
-static struct buf *whys_new(size_t n)
-{
-	struct buf *why = xcalloc(n, sizeof(*why));
-	size_t k;
-
-	for (k = 0; k < n; k++)
-		buf_init(&why[k], 0);
-	return why;
-}
-
-static void whys_free(struct buf *why, size_t n)
-{
-	size_t k;
-
-	for (k = 0; why && k < n; k++)
-		buf_release(&why[k]);
-	free(why);
-}
-
-/* The last error printed, as why. */
-static void why_last_error(struct buf *why)
-{
-	char m[512];
-
-	log_last_error(m, sizeof(m));
-	buf_reset(why);
-	buf_adds(why, m);
-}
-
-static const struct task_resources *alternative(const struct task *t, size_t k)
-{
-	return t->nres ? &t->res[k] : NULL;
-}
-
-static size_t n_alternatives(const struct task *t)
-{
-	return t->nres ? t->nres : 1;
-}
-
-/* The infra alternative res launches on: --infra over what it names, else local. */
-static const char *alternative_infra(const struct eng_launch *req, const struct task_resources *res)
-{
-	return req->infra ? req->infra : res && res->infra ? res->infra : INFRA_DEFAULT;
-}
-
-/* Each of the first n nodes' capacity, from its supervisor; -errno (printed) otherwise. */
-static int node_capacities(struct clive *cl, size_t n, struct eng_res *caps)
-{
-	struct msg req, rep;
-	size_t i;
-	int r = 0;
-
-	msg_init(&req);
-	msg_add(&req, "op", "status");
-	for (i = 0; i < n && !r; i++) {
-		r = cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS);
-		if (!r && (msg_get_double(&rep, "cpus", &caps[i].cpus) ||
-		           msg_get_double(&rep, "memory", &caps[i].memory)))
-			r = error("node %s: its supervisor did not say its capacity",
-			          cl->nodes[i].name);
-		if (!r) {
-			int64_t g = 0;
-
-			msg_get_int(&rep, "gpus", &g);
-			caps[i].gpus = (int)g;
-		}
-		msg_release(&rep);
-	}
-	msg_release(&req);
-	return r;
-}
-
-/* 0 when alternative res fits the ranks' nodes, else -ENOSPC with *why said. */
-static int check_fit(struct clive *cl, const struct eng_launch *req,
-                     const struct task_resources *res, struct buf *why)
-{
-	const struct task *t = req->task;
-	size_t n = t->num_nodes > 0 ? (size_t)t->num_nodes : 1;
-	struct eng_res *caps, ask = eng_job_ask(res, req->no_default_cpus ? 0 : ENG_DEFAULT_CPUS);
-	int bad, r;
-
-	if (n > cl->n) {
-		buf_addf(why, "the task wants %zu nodes, the cluster has %zu", n, cl->n);
-		return -ENOSPC;
-	}
-	caps = xcalloc(n, sizeof(*caps));
-	r = node_capacities(cl, n, caps);
-	if (r) {
-		why_last_error(why);
-	} else if ((bad = eng_res_misfit(&ask, caps, n)) >= 0) {
-		buf_addf(why,
-		         "it asks each node for %g CPUs, %g GiB and %d GPUs, but node %s has %g "
-		         "CPUs, %.1f GiB and %d GPUs",
-		         ask.cpus, ask.memory, ask.gpus, cl->nodes[bad].name, caps[bad].cpus,
-		         caps[bad].memory, caps[bad].gpus);
-		r = -ENOSPC;
-	}
-	free(caps);
-	return r;
-}
-
-/* The one error when no alternative could be taken: each, and why. */
-static int none_taken(const struct eng_launch *req, const struct buf *why)
-{
-	const struct task *t = req->task;
-	struct buf b = BUF_INIT(0);
-	char text[128];
-	size_t k;
-
-	if (n_alternatives(t) == 1) {
-		eng_resources_text(alternative(t, 0), t->num_nodes > 0 ? (int)t->num_nodes : 1,
-		                   text, sizeof(text));
-		return error("the task's resources (%s on %s) cannot run: %s", text,
-		             alternative_infra(req, alternative(t, 0)), why[0].p),
-		       -ENOSPC;
-	}
-	buf_addf(&b, "none of the task's %zu resource alternatives can run:", n_alternatives(t));
-	for (k = 0; k < n_alternatives(t); k++) {
-		eng_resources_text(alternative(t, k), t->num_nodes > 0 ? (int)t->num_nodes : 1,
-		                   text, sizeof(text));
-		buf_addf(&b, "\n  %zu. %s on %s: %s", k + 1, text,
-		         alternative_infra(req, alternative(t, k)),
-		         why[k].len ? why[k].p : "refused");
-	}
-	error("%s", b.p);
-	buf_release(&b);
-	return -ENOSPC;
-}
+/* ---- resource alternatives (their helpers: alternatives.c) --------------------------- */
 
 /*
  * A new cluster for the first alternative that its infra can give nodes for and whose
@@ -650,14 +505,14 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
                       const char *entry, size_t *chosen, struct clive *out)
 {
 	const struct task *t = req->task;
-	size_t n = n_alternatives(t), k;
-	struct buf *why = whys_new(n);
+	size_t n = eng_n_alternatives(t), k;
+	struct buf *why = eng_whys_new(n);
 	char text[128];
 	int r = -EIO;
 
 	for (k = 0; k < n; k++) {
-		const struct task_resources *res = alternative(t, k);
-		const char *spec = alternative_infra(req, res);
+		const struct task_resources *res = eng_alternative(t, k);
+		const char *spec = eng_alternative_infra(req, res);
 		struct cluster c;
 		struct clive cl = {0};
 
@@ -675,7 +530,7 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			if (!r && (cl.ops->flags & INFRA_SHARED_HOSTS))
 				cancel_leftovers(&cl);
 			if (!r && n > 1)
-				r = check_fit(&cl, req, res, &why[k]);
+				r = eng_check_fit(&cl, req, res, &why[k]);
 			if (!r)
 				r = st_cluster_set_status(ldb, name, CLUSTER_MASK_ALL, CLUSTER_UP);
 			cluster_free(&c);
@@ -688,14 +543,14 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			break;
 		}
 		if (!why[k].len)
-			why_last_error(&why[k]);
+			eng_why_last_error(&why[k]);
 		if (n > 1 && r == -ENOSPC && !req->quiet)
 			fprintf(stderr, "  %s\n", why[k].p);
 		undo_new_cluster(ldb, name);
 	}
 	if (r && r != -EEXIST && n > 1)
-		r = none_taken(req, why);
-	whys_free(why, n);
+		r = eng_none_taken(req, why);
+	eng_whys_free(why, n);
 	return r;
 }
 
@@ -707,14 +562,14 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t *chosen)
 {
 	const struct task *t = req->task;
-	size_t n = n_alternatives(t), k;
+	size_t n = eng_n_alternatives(t), k;
 	struct buf *why;
 	int r = 0;
 
 	*chosen = 0;
-	why = whys_new(n);
+	why = eng_whys_new(n);
 	for (k = 0; k < n; k++) {
-		const struct task_resources *res = alternative(t, k);
+		const struct task_resources *res = eng_alternative(t, k);
 		struct infra inf;
 
 		/* An infra of "*" (and "*" with a region) asks for no infra in particular. */
@@ -722,7 +577,7 @@ static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t 
 			int same;
 
 			if (infra_parse(res->infra, &inf)) {
-				why_last_error(&why[k]);
+				eng_why_last_error(&why[k]);
 				continue;
 			}
 			same = inf.ops == cl->ops && !strcmp(inf.spec, cl->infra);
@@ -735,15 +590,15 @@ static int pick_existing(struct clive *cl, const struct eng_launch *req, size_t 
 			}
 		}
 		/* One alternative alone: its nodes say whether it fits, at the submit. */
-		r = n > 1 ? check_fit(cl, req, res, &why[k]) : 0;
+		r = n > 1 ? eng_check_fit(cl, req, res, &why[k]) : 0;
 		if (!r) {
 			*chosen = k;
 			break;
 		}
 	}
 	if (k == n)
-		r = none_taken(req, why);
-	whys_free(why, n);
+		r = eng_none_taken(req, why);
+	eng_whys_free(why, n);
 	return r;
 }
 
@@ -793,7 +648,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		/* Bootstrapped and UP when it returns: the rest is as for an existing one. */
 		r = launch_new(ldb, name, req, entry, &chosen, &cl);
 		for (k = 1; r && r != -EEXIST && r != -EINVAL && req->retry_until_up; k++) {
-			int wait = retry_wait_s((int)k);
+			int wait = eng_retry_wait_s((int)k);
 
 			fprintf(stderr,
 			        "Launch attempt %zu failed; trying again in %d s "
@@ -871,7 +726,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		/* As SkyPilot: nothing to run makes no job; the cluster is there to work on. */
 		created = 0;
 		if (!req->exec)
-			record_ports(ldb, &cl, alternative(t, chosen));
+			record_ports(ldb, &cl, eng_alternative(t, chosen));
 		if (!req->quiet)
 			fprintf(stderr,
 			        "Cluster %s is up; the task has nothing to run, so no job was "
@@ -886,16 +741,16 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		fl[k].pid = -1;
 		fl[k].fd = -1;
 	}
-	r = submit_job(ldb, &cl, req, alternative(t, chosen), !fast && !req->no_setup, commit, &job,
-	               req->detach ? NULL : fl);
+	r = submit_job(ldb, &cl, req, eng_alternative(t, chosen), !fast && !req->no_setup, commit,
+	               &job, req->detach ? NULL : fl);
 	if (r)
 		goto out;
 	created = 0; /* it has a job now: it stays, whatever comes */
 	if (!req->exec)
-		record_ports(ldb, &cl, alternative(t, chosen));
+		record_ports(ldb, &cl, eng_alternative(t, chosen));
 	if (as_due) {
 		as_due = 0;
-		if (launch_autostop(ldb, &cl, req, alternative(t, chosen), &c, stopped)) {
+		if (launch_autostop(ldb, &cl, req, eng_alternative(t, chosen), &c, stopped)) {
 			error("cluster %s: job %lld was submitted, but autostop could not be set "
 			      "(above); 'skiff autostop %s' sets it",
 			      name, (long long)job, name);
@@ -931,7 +786,7 @@ out:
 	free(fl);
 	/* Failed after its nodes were up: a cluster that stays still stops when idle. */
 	if (as_due && !created)
-		launch_autostop(ldb, &cl, req, alternative(t, chosen), &c, stopped);
+		launch_autostop(ldb, &cl, req, eng_alternative(t, chosen), &c, stopped);
 	if (have_c)
 		cluster_free(&c);
 	cl_close(&cl);
@@ -949,7 +804,7 @@ int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req)
 	struct cluster c;
 	char text[128];
 	int existed, nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1, setup;
-	size_t k, n = n_alternatives(t);
+	size_t k, n = eng_n_alternatives(t);
 
 	if (req->cluster && infra_validate_cluster_name(req->cluster))
 		return -EINVAL;
@@ -972,9 +827,9 @@ int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req)
 	printf("Resources: %s%s\n", n > 1 ? (t->res_ordered ? "in order: " : "any of: ") : "",
 	       existed ? "the first the cluster can run" : "the first that launches and fits");
 	for (k = 0; k < n; k++) {
-		eng_resources_text(alternative(t, k), nodes, text, sizeof(text));
+		eng_resources_text(eng_alternative(t, k), nodes, text, sizeof(text));
 		printf("  %zu. %s on %s\n", k + 1, text,
-		       existed ? c.infra : alternative_infra(req, alternative(t, k)));
+		       existed ? c.infra : eng_alternative_infra(req, eng_alternative(t, k)));
 	}
 	setup = !req->exec && !req->no_setup && t->setup &&
 	        !(req->fast && existed && c.status == CLUSTER_UP);
