@@ -86,9 +86,6 @@ static int open_db(struct st_db **db)
 	return st_launcher_open(0, db) ? -1 : 0;
 }
 
-/* How long `__jobs-remote` waits for a launcher's request once started. */
-#define JOBS_REMOTE_RECV_MS (60 * 1000)
-
 /* ---- jobs launch ---------------------------------------------------------------------- */
 
 static int jobs_launch(int argc, char **argv)
@@ -215,7 +212,7 @@ static int jobs_launch(int argc, char **argv)
 	}
 	if (open_db(&db))
 		goto out;
-	r = jobs_submit_n(db, &req, &tl, &ov, num_jobs, &id);
+	r = jobs_submit_n(db, &req, &tl, &ov, num_jobs, NULL, NULL, &id);
 	if (r) {
 		rc = r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
 		goto out;
@@ -253,11 +250,11 @@ struct queue_ctx {
 	int counts[MJS_N];
 	int max_launching, max_running;
 	double now;
-	struct buf details;    /* the row's, reused */
-	struct mj_task *tasks; /* every job's task rows, by job then task */
-	size_t ntasks, next;   /* next: the first one of a job not listed yet */
-	struct st_db *db;      /* a job group's members are read when its first one is listed */
-	int64_t last_group;    /* the group listed last: its other members are not rows again */
+	struct buf details;           /* the row's, reused */
+	const struct mj_task *tasks;  /* every job's task rows, by job then task */
+	size_t ntasks, next;          /* next: the first one of a job not listed yet */
+	const struct jobs_snap *snap; /* a job group's members are its members */
+	int64_t last_group; /* the group listed last: its other members are not rows again */
 };
 
 static int queue_running(const struct queue_ctx *q)
@@ -462,12 +459,18 @@ static const struct mj_task *task_row_of(const struct queue_ctx *q, int64_t id)
 static void group_rows(struct queue_ctx *q, int64_t gid)
 {
 	char id[32], sub[32], total[32], ran[32], idx[16];
-	struct mjob *m = NULL;
+	const struct mjob *m = NULL;
 	int *status = NULL, *primary = NULL, recoveries = 0, nprimary = 0;
 	double ended = 0, longest = -1;
 	size_t n = 0, k;
 
-	if (mj_group(q->db, gid, &m, &n) || !n)
+	/* Its members are consecutive in the snapshot's, by id. */
+	for (k = 0; k < q->snap->nmembers && !m; k++)
+		if (q->snap->members[k].group_id == gid)
+			m = &q->snap->members[k];
+	while (m && m + n < q->snap->members + q->snap->nmembers && m[n].group_id == gid)
+		n++;
+	if (!n)
 		goto out;
 	status = xcalloc(n, sizeof(*status));
 	primary = xcalloc(n, sizeof(*primary));
@@ -513,9 +516,6 @@ static void group_rows(struct queue_ctx *q, int64_t gid)
 		          q->details.p);
 	}
 out:
-	for (k = 0; k < n; k++)
-		mjob_free(&m[k]);
-	free(m);
 	free(status);
 	free(primary);
 }
@@ -575,21 +575,16 @@ static int queue_row(const struct mjob *j, void *arg)
 	return 0;
 }
 
-static int count_row(const struct mjob *j, void *arg)
-{
-	(void)j;
-	++*(int64_t *)arg;
-	return 0;
-}
-
 static int jobs_queue(int argc, char **argv)
 {
 	struct queue_ctx q = {0};
+	struct jobs_snap snap = {0};
 	struct buf out = BUF_INIT(0);
-	struct st_db *db;
-	char v[32];
+	struct st_db *db = NULL;
 	int i, as_json = 0, skip = 0, r;
 	long limit = 0;
+	char *ctl = NULL;
+	size_t k;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -616,39 +611,42 @@ static int jobs_queue(int argc, char **argv)
 			return usage_error("jobs queue", "unknown option '%s'", a);
 		}
 	}
-	r = st_launcher_open(ST_READONLY, &db);
-	if (r == -ENOENT) {
-		if (as_json)
-			return print_out("[]\n", 3) ? EXIT_FAIL : EXIT_OK;
-		printf("No managed jobs.\n");
-		return EXIT_OK;
-	}
-	if (r)
-		return EXIT_FAIL;
-	if (st_version(db) < 2) {
+	if (jobs_remote_infra(&ctl))
+		return EXIT_INVALID;
+	if (ctl) {
+		r = jobs_remote_queue(ctl, skip, &snap);
+		free(ctl);
+		if (r)
+			return r;
+	} else {
+		r = st_launcher_open(ST_READONLY, &db);
+		if (r == -ENOENT || (!r && st_version(db) < 2)) {
+			st_close(db);
+			if (as_json)
+				return print_out("[]\n", 3) ? EXIT_FAIL : EXIT_OK;
+			printf("No managed jobs.\n");
+			return EXIT_OK;
+		}
+		if (r)
+			return EXIT_FAIL;
+		jobs_ensure_controller(db);
+		r = jobs_snap_load(db, skip, &snap);
 		st_close(db);
-		if (as_json)
-			return print_out("[]\n", 3) ? EXIT_FAIL : EXIT_OK;
-		printf("No managed jobs.\n");
-		return EXIT_OK;
+		if (r)
+			return EXIT_FAIL;
 	}
 	q.out = &out;
 	buf_init(&q.details, 0);
-	q.now = now_wall();
-	mj_sched_counts(db, q.counts);
-	mj_meta_get(db, "max_launching", v, sizeof(v));
-	q.max_launching = (int)strtol(v, NULL, 10);
-	mj_meta_get(db, "max_running", v, sizeof(v));
-	q.max_running = (int)strtol(v, NULL, 10);
-	if (!q.max_launching) {
-		struct jobs_limits l;
-
-		jobs_limits_compute(&l);
-		q.max_launching = l.max_launching;
-		q.max_running = l.max_running;
-	}
+	q.snap = &snap;
+	q.now = snap.now;
+	memcpy(q.counts, snap.counts, sizeof(q.counts));
+	q.max_launching = snap.max_launching;
+	q.max_running = snap.max_running;
+	q.tasks = snap.tasks;
+	q.ntasks = snap.ntasks;
+	q.skip_rows = limit && (int64_t)snap.njobs > limit ? (int64_t)snap.njobs - limit : 0;
 	/* About 400 bytes a row: grown once, not copied over and over. */
-	buf_grow(&out, (size_t)(mj_count(db) + 16) * (as_json ? 400 : 160));
+	buf_grow(&out, (snap.njobs + 16) * (as_json ? 400 : 160));
 	if (as_json) {
 		q.as_json = 1;
 		json_init(&q.js, &out, 0);
@@ -659,27 +657,17 @@ static int jobs_queue(int argc, char **argv)
 		         "ID", "TASK", "NAME", "REQUESTED", "SUBMITTED", "TOT. DURATION",
 		         "JOB DURATION", "#RECOVERIES", "STATUS", "POOL", "DETAILS");
 	}
-	jobs_ensure_controller(db);
-	if (limit) {
-		int64_t total = 0;
-
-		mj_each(db, skip, MJ_ANY, count_row, &total);
-		q.skip_rows = total > limit ? total - limit : 0;
-	}
-	q.db = db;
-	r = mj_tasks(db, 0, &q.tasks, &q.ntasks);
-	if (!r)
-		r = mj_each(db, skip, MJ_ANY, queue_row, &q);
+	for (k = 0, r = 0; k < snap.njobs; k++)
+		queue_row(&snap.jobs[k], &q);
 	if (as_json) {
 		json_arr_end(&q.js);
-		if (!r && json_finish(&q.js))
+		if (json_finish(&q.js))
 			r = -ENOBUFS;
 		buf_addch(&out, '\n');
 	}
-	st_close(db);
 	if (!r && print_out(out.p, out.len))
 		r = -1;
-	mj_tasks_free(q.tasks, q.ntasks);
+	jobs_snap_free(&snap);
 	buf_release(&q.details);
 	buf_release(&out);
 	return r ? EXIT_FAIL : EXIT_OK;
@@ -692,6 +680,7 @@ static int cmd_jobs_cancel(int argc, char **argv)
 	int64_t *ids = xcalloc((size_t)argc, sizeof(*ids));
 	const char *name = NULL;
 	struct st_db *db = NULL;
+	char *ctl = NULL;
 	size_t n = 0;
 	int i, all = 0, found, done, rc = EXIT_FAIL;
 
@@ -719,10 +708,18 @@ static int cmd_jobs_cancel(int argc, char **argv)
 		rc = usage_error("jobs cancel", "expected job ids, -n NAME or -a");
 		goto out;
 	}
-	if (open_db(&db))
+	if (jobs_remote_infra(&ctl)) {
+		rc = EXIT_INVALID;
 		goto out;
-	if (jobs_cancel(db, ids, n, name, all, &found, &done))
+	}
+	if (ctl) {
+		rc = jobs_remote_cancel(ctl, ids, n, name, all, &found, &done);
+		if (rc)
+			goto out;
+		rc = EXIT_FAIL;
+	} else if (open_db(&db) || jobs_cancel(db, ids, n, name, all, &found, &done)) {
 		goto out;
+	}
 	if (!found && (n || name)) {
 		error("no managed job %s", name ? name : "with those ids");
 		rc = EXIT_JOB_NOT_FOUND;
@@ -734,66 +731,53 @@ static int cmd_jobs_cancel(int argc, char **argv)
 out:
 	st_close(db);
 	free(ids);
+	free(ctl);
 	return rc;
 }
 
 /* ---- jobs logs ------------------------------------------------------------------------ */
 
-/* Set by `__jobs-remote` for a launcher's sync-down: the logs go out as a tar stream. */
-static int logs_to_tar;
-
 static int jobs_logs(int argc, char **argv)
 {
-	int i, follow = 1, controller = 0, sync_down = 0;
-	const char *name = NULL, *task = NULL;
-	struct st_db *db;
-	struct mjob j;
-	long id = 0;
+	struct jobs_logs_req req = {.follow = 1};
+	char *ctl = NULL;
+	int64_t id;
+	long v = 0;
+	int i, rc;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
-			follow = 1;
+			req.follow = 1;
 		else if (!strcmp(argv[i], "--no-follow"))
-			follow = 0;
+			req.follow = 0;
 		else if (!strcmp(argv[i], "--controller"))
-			controller = 1;
+			req.controller = 1;
 		else if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--sync-down"))
-			sync_down = 1;
+			req.sync_down = 1;
 		else if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "--name")) && i + 1 < argc)
-			name = argv[++i];
-		else if (id && !task && argv[i][0] != '-')
-			task = argv[i]; /* a job group's task: its name or index */
-		else if (argv[i][0] == '-' || id || parse_long(argv[i], 1, LONG_MAX, &id))
+			req.name = argv[++i];
+		else if (req.id && !req.task && argv[i][0] != '-')
+			req.task = argv[i]; /* a job group's task: its name or index */
+		else if (argv[i][0] == '-' || req.id || parse_long(argv[i], 1, LONG_MAX, &v))
 			return usage_error("jobs logs", "unexpected '%s'", argv[i]);
+		else
+			req.id = v;
 	}
-	if (id && name)
+	if (req.id && req.name)
 		return usage_error("jobs logs", "a job id or -n NAME, not both");
-	if (task && (controller || sync_down))
+	if (req.task && (req.controller || req.sync_down))
 		return usage_error("jobs logs", "a TASK is for a job group's task logs, not with "
 		                                "--controller or --sync-down");
-	if (!id) {
-		/* SkyPilot's default: the newest job (of that name, with -n). */
-		if (open_db(&db))
-			return EXIT_FAIL;
-		id = (long)jobs_latest(db, name);
-		/* The newest of a job group's members stands for its group. */
-		if (id && !mj_get(db, id, &j)) {
-			if (j.group_id)
-				id = (long)j.group_id;
-			mjob_free(&j);
-		}
-		st_close(db);
-		if (!id) {
-			if (name)
-				error("no managed job named %s", name);
-			else
-				error("no managed jobs");
-			return EXIT_JOB_NOT_FOUND;
-		}
+	if (jobs_remote_infra(&ctl))
+		return EXIT_INVALID;
+	if (ctl) {
+		/* A controller on a cluster of its own: it resolves the job itself. */
+		rc = jobs_remote_logs(ctl, &req);
+		free(ctl);
+		return rc;
 	}
-	if (sync_down)
-		return logs_to_tar ? jobs_host_sync_down(id) : jobs_sync_down(id);
-	return controller ? jobs_controller_logs(id) : jobs_logs_task(id, task, follow);
+	rc = jobs_logs_resolve(&req, &id);
+	return rc ? rc : jobs_logs_run(&req, id, 0);
 }
 
 /* ---- the group ------------------------------------------------------------------------ */
@@ -805,16 +789,6 @@ static const struct cmd jobs_cmds[] = {
         {"queue", jobs_queue, 0, "list managed jobs", cmd_jobs_usage},
 };
 
-static int jobs_sub(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(jobs_cmds); i++)
-		if (!strcmp(jobs_cmds[i].name, name))
-			return 1;
-	return 0;
-}
-
 int cmd_jobs(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -825,87 +799,14 @@ int cmd_jobs(int argc, char **argv)
 		fputs(cmd_jobs_usage, stdout);
 		return EXIT_OK;
 	}
-	if (strcmp(argv[1], "launch") && jobs_sub(argv[1])) {
-		/* A controller on a cluster of its own answers queue, logs and cancel. */
-		char *infra;
-
-		if (jobs_remote_infra(&infra))
-			return EXIT_INVALID;
-		if (infra) {
-			int i, rc, sync = 0;
-
-			for (i = 2; i < argc && !strcmp(argv[1], "logs"); i++)
-				sync |= !strcmp(argv[i], "-s") || !strcmp(argv[i], "--sync-down");
-			rc = sync ? jobs_remote_sync_down(infra, argc, argv)
-			          : jobs_remote_cli(infra, argc, argv);
-
-			free(infra);
-			return rc;
-		}
-	}
 	return cmd_dispatch("jobs", jobs_cmds, ARRAY_SIZE(jobs_cmds), argc - 1, argv + 1);
 }
 
-/*
- * `skiff __jobs-remote` on a controller's host: one framed request on stdin from a
- * launcher (supervisor/jobs/remote.c), answered as the command it stands for would be,
- * in the controller's home: "submit" (jobs_host_submit()); "cli" with the `skiff jobs`
- * arguments (queue, logs, cancel); "sync_down" with those of `jobs logs --sync-down`
- * (the logs as a tar stream); "count" and "stop" for `down` of the controller's cluster.
- * The keeper is made sure of first (but for "stop").
- */
+/* `skiff __jobs-remote` on a controller's host: supervisor/jobs/serve.c answers. */
 int cmd___jobs_remote(int argc, char **argv)
 {
-	struct msg m;
-	const char *op;
-	char **args = NULL;
-	size_t i, n = 0;
-	int rc = EXIT_USAGE;
-
 	(void)argv;
 	if (argc > 1)
 		return usage_error("__jobs-remote", "no arguments: the request comes on stdin");
-	if (jobs_host_enter())
-		return EXIT_FAIL;
-	msg_init(&m);
-	if (proto_recv(0, &m, JOBS_REMOTE_RECV_MS) < 0) {
-		error("no request from the launcher");
-		goto out;
-	}
-	jobs_host_env(&m);
-	op = msg_get(&m, "op");
-	if (op && !strcmp(op, "stop")) {
-		rc = jobs_host_stop();
-		goto out;
-	}
-	if (jobs_host_keep())
-		warning("the jobs controller's keeper could not be started: a controller that "
-		        "dies waits for the next command");
-	if (op && !strcmp(op, "submit")) {
-		rc = jobs_host_submit(&m);
-		goto out;
-	}
-	if (op && !strcmp(op, "count")) {
-		rc = jobs_host_count();
-		goto out;
-	}
-	if (op && !strcmp(op, "sync_down"))
-		logs_to_tar = 1;
-	else if (!op || strcmp(op, "cli"))
-		goto bad;
-	args = xcalloc(m.n + 1, sizeof(*args));
-	for (i = 0; i < m.n; i++)
-		if (!strcmp(m.keys[i], "arg"))
-			args[n++] = (char *)m.vals[i];
-	if (n < 2 || strcmp(args[0], "jobs") || !strcmp(args[1], "launch") || !jobs_sub(args[1]) ||
-	    (logs_to_tar && strcmp(args[1], "logs")))
-		goto bad;
-	rc = cmd_jobs((int)n, args);
-	goto out;
-bad:
-	error("a malformed request from the launcher (op %s)", op ? op : "none");
-out:
-	free(args);
-	msg_release(&m);
-	return rc;
+	return jobs_host_serve();
 }

@@ -292,3 +292,26 @@ int proto_recv(int fd, struct msg *m, int timeout_ms)
 	buf_release(&b);
 	return r;
 }
+
+int proto_take(struct buf *b, struct msg *m, const char **why)
+{
+	size_t body, skip;
+
+	*why = NULL;
+	if (b->len < PROTO_HDR)
+		return 0;
+	if (proto_parse_header((const unsigned char *)b->p, &body)) {
+		*why = "a frame over the size limit";
+		return -EPROTO;
+	}
+	if (b->len - PROTO_HDR < body)
+		return 0;
+	msg_release(m);
+	msg_init(m);
+	if (msg_decode(m, b->p + PROTO_HDR, body, why))
+		return -EPROTO;
+	skip = PROTO_HDR + body;
+	memmove(b->p, b->p + skip, b->len - skip);
+	buf_setlen(b, b->len - skip);
+	return 1;
+}

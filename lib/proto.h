@@ -5,9 +5,10 @@
  * skiff's frames: how its processes talk, never by text a parser reads back. They carry
  * the control-socket protocol between the CLI and the supervisor (supervisor/client.c,
  * supervisor/requests.c); the launcher's protocol with a node over the runner's channel
- * (`node call`, cmd/node_call.c; `node up --frame`'s answer, install.c); the gang watcher's
- * watch; a jobs controller host's requests (`__jobs-remote`, whose argv they carry); and
- * data stored as fields (task_overrides_encode(), renv specs).
+ * (`node call`, cmd/node_call.c; `node up --frame`'s answer, install.c; the gang watcher's
+ * watch) and with a jobs controller's host (`__jobs-remote`, supervisor/jobs/serve.c),
+ * both through one client (bootstrap/infra/fcall.h); and data stored as fields
+ * (task_overrides_encode(), renv specs, a job's row: st_row_encode()).
  *
  * A message is a 4-byte big-endian length followed by that many bytes of fields, each
  * field being KEY NUL VALUE NUL. Keys are non-empty lowercase words ([a-z0-9_]); values
@@ -65,5 +66,11 @@ int proto_parse_header(const unsigned char hdr[PROTO_HDR], size_t *len);
 /* Blocking client side: send one message, receive one (timeout_ms < 0: wait forever). */
 int proto_send(int fd, const struct msg *m);
 int proto_recv(int fd, struct msg *m, int timeout_ms);
+/*
+ * Takes the first frame of the bytes in b (as read from a stream) into m (released
+ * first, so m must be initialised) and removes it from b: 1, 0 when b holds no whole
+ * frame yet, or -EPROTO with *why set (a frame over the limit, or malformed fields).
+ */
+int proto_take(struct buf *b, struct msg *m, const char **why);
 
 #endif

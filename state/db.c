@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -265,6 +267,94 @@ void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *ro
 				memcpy(sv, sqlite3_column_blob(st, (int)i), len);
 			sv[len] = '\0';
 			memcpy(m, &sv, sizeof(sv));
+			memcpy(base + cols[i].len_off, &len, sizeof(len));
+			break;
+		}
+	}
+}
+
+void st_row_encode(const struct st_col *cols, size_t n, const void *row, struct msg *m)
+{
+	const char *base = row;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const char *p = base + cols[i].off;
+		int iv;
+		int64_t lv;
+		double dv;
+		char *sv;
+
+		switch (cols[i].type) {
+		case ST_COL_TEXT:
+		case ST_COL_TEXT_NULL:
+			memcpy(&sv, p, sizeof(sv));
+			/* A value the frames cannot hold (a NUL in it) is left out: "" there. */
+			if (sv)
+				msg_add(m, cols[i].name, sv);
+			break;
+		case ST_COL_CHARS: msg_add(m, cols[i].name, p); break;
+		case ST_COL_INT:
+			memcpy(&iv, p, sizeof(iv));
+			msg_add_int(m, cols[i].name, iv);
+			break;
+		case ST_COL_INT64:
+			memcpy(&lv, p, sizeof(lv));
+			msg_add_int(m, cols[i].name, lv);
+			break;
+		case ST_COL_DOUBLE:
+			memcpy(&dv, p, sizeof(dv));
+			msg_addf(m, cols[i].name, "%.17g", dv);
+			break;
+		case ST_COL_BLOB: break; /* bytes stay where they are stored */
+		}
+	}
+}
+
+void st_row_decode(const struct st_col *cols, size_t n, const struct msg *m, void *row)
+{
+	char *base = row;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const char *v = msg_get(m, cols[i].name);
+		char *p = base + cols[i].off, *sv;
+		int64_t lv = 0;
+		double dv = 0;
+		int iv;
+		size_t len = 0;
+
+		switch (cols[i].type) {
+		case ST_COL_TEXT:
+			sv = xstrdup(v ? v : "");
+			memcpy(p, &sv, sizeof(sv));
+			break;
+		case ST_COL_TEXT_NULL:
+			sv = v ? xstrdup(v) : NULL;
+			memcpy(p, &sv, sizeof(sv));
+			break;
+		case ST_COL_CHARS:
+			xsnprintf(p, cols[i].size, "%.*s", (int)cols[i].size - 1, v ? v : "");
+			break;
+		case ST_COL_INT:
+			if (v && msg_get_int(m, cols[i].name, &lv))
+				lv = 0;
+			iv = lv < INT_MIN || lv > INT_MAX ? 0 : (int)lv;
+			memcpy(p, &iv, sizeof(iv));
+			break;
+		case ST_COL_INT64:
+			if (v && msg_get_int(m, cols[i].name, &lv))
+				lv = 0;
+			memcpy(p, &lv, sizeof(lv));
+			break;
+		case ST_COL_DOUBLE:
+			if (v && msg_get_double(m, cols[i].name, &dv))
+				dv = 0;
+			memcpy(p, &dv, sizeof(dv));
+			break;
+		case ST_COL_BLOB:
+			sv = xcalloc(1, 1);
+			memcpy(p, &sv, sizeof(sv));
 			memcpy(base + cols[i].len_off, &len, sizeof(len));
 			break;
 		}

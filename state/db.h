@@ -109,6 +109,14 @@ struct st_col {
 /* clang-format on */
 void st_row_load(sqlite3_stmt *st, const struct st_col *cols, size_t n, void *row);
 void st_row_free(const struct st_col *cols, size_t n, void *row);
+/*
+ * A row as the fields of a frame (lib/proto.h), one per column, named as the column
+ * (blobs stay out), and back: a field missing from m (a peer of another build) leaves
+ * its member zero, or "" (NULL for TEXT_NULL). The decoded row frees with st_row_free().
+ */
+struct msg;
+void st_row_encode(const struct st_col *cols, size_t n, const void *row, struct msg *m);
+void st_row_decode(const struct st_col *cols, size_t n, const struct msg *m, void *row);
 /* "a, b, c" of the columns' names (the caller frees it). */
 char *st_cols_text(const struct st_col *cols, size_t n);
 

@@ -8,6 +8,7 @@
 
 #include "state/jobs_schema.h"
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -133,15 +134,47 @@ static int add_event(struct st_db *db, int64_t id, double at, int status, int sc
 	return st_step_done(db, st);
 }
 
+/* struct mj_task's row, in the order of mj_tasks()' SELECT. */
+static const struct st_col mj_task_cols[] = {
+        ST_COL(struct mj_task, job_id, INT64),        ST_COL(struct mj_task, task, INT),
+        ST_COL(struct mj_task, name, TEXT),           ST_COL(struct mj_task, requested, TEXT),
+        ST_COL(struct mj_task, submitted_at, DOUBLE), ST_COL(struct mj_task, started_at, DOUBLE),
+        ST_COL(struct mj_task, ended_at, DOUBLE),     ST_COL(struct mj_task, run_s, DOUBLE),
+        ST_COL(struct mj_task, run_since, DOUBLE),    ST_COL(struct mj_task, recoveries, INT),
+};
+
 void mj_tasks_free(struct mj_task *v, size_t n)
 {
 	size_t i;
 
-	for (i = 0; v && i < n; i++) {
-		free(v[i].name);
-		free(v[i].requested);
-	}
+	for (i = 0; v && i < n; i++)
+		st_row_free(mj_task_cols, ARRAY_SIZE(mj_task_cols), &v[i]);
 	free(v);
+}
+
+void mj_encode(const struct mjob *j, struct msg *m)
+{
+	st_row_encode(mj_cols, ARRAY_SIZE(mj_cols), j, m);
+	if (j->task_name && *j->task_name)
+		msg_add(m, "task_name", j->task_name);
+}
+
+void mj_decode(const struct msg *m, struct mjob *j)
+{
+	memset(j, 0, sizeof(*j));
+	st_row_decode(mj_cols, ARRAY_SIZE(mj_cols), m, j);
+	j->task_name = xstrdup(msg_get(m, "task_name") ? msg_get(m, "task_name") : "");
+}
+
+void mj_task_encode(const struct mj_task *t, struct msg *m)
+{
+	st_row_encode(mj_task_cols, ARRAY_SIZE(mj_task_cols), t, m);
+}
+
+void mj_task_decode(const struct msg *m, struct mj_task *t)
+{
+	memset(t, 0, sizeof(*t));
+	st_row_decode(mj_task_cols, ARRAY_SIZE(mj_task_cols), m, t);
 }
 
 double mj_task_run_s(const struct mj_task *t, double now)
@@ -456,14 +489,14 @@ int mj_get(struct st_db *db, int64_t id, struct mjob *out)
 	return 0;
 }
 
-int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
-            int (*fn)(const struct mjob *j, void *arg), void *arg)
+int mj_list(struct st_db *db, int skip_finished, unsigned sched_mask, struct mjob **out, size_t *n)
 {
-	struct mjob *v = NULL;
-	size_t n = 0, cap = 0, i;
+	size_t cap = 0;
 	sqlite3_stmt *st;
-	int r, stop = 0;
+	int r;
 
+	*out = NULL;
+	*n = 0;
 	if (sched_mask == MJ_CANCEL_REQUESTED) {
 		st = st_prepare(db, "SELECT " MJ_COLS_LIGHT " FROM managed_jobs "
 		                    "WHERE sched != 6 AND cancel_requested != 0 AND status < 5 "
@@ -482,22 +515,42 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
 	}
 	if (!st)
 		return -EIO;
+	while ((r = st_step(db, st)) > 0) {
+		*out = xgrow(*out, *n, &cap, sizeof(**out));
+		read_row(st, &(*out)[(*n)++]);
+	}
+	sqlite3_reset(st);
+	if (r < 0) {
+		while (*n)
+			mjob_free(&(*out)[--*n]);
+		free(*out);
+		*out = NULL;
+		return r;
+	}
+	return 0;
+}
+
+int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
+            int (*fn)(const struct mjob *j, void *arg), void *arg)
+{
+	struct mjob *v;
+	size_t n, i;
+	int r, stop = 0;
+
 	/*
 	 * Rows are read first and handed out after the statement is reset: callers write
 	 * (transitions), and a write under a live read snapshot could fail to upgrade.
 	 */
-	while ((r = st_step(db, st)) > 0) {
-		v = xgrow(v, n, &cap, sizeof(*v));
-		read_row(st, &v[n++]);
-	}
-	sqlite3_reset(st);
+	r = mj_list(db, skip_finished, sched_mask, &v, &n);
+	if (r)
+		return r;
 	for (i = 0; i < n; i++) {
-		if (r >= 0 && !stop)
+		if (!stop)
 			stop = fn(&v[i], arg);
 		mjob_free(&v[i]);
 	}
 	free(v);
-	return r < 0 ? r : 0;
+	return 0;
 }
 
 /*
@@ -1120,16 +1173,8 @@ int mj_tasks(struct st_db *db, int64_t min_id, struct mj_task **out, size_t *n)
 
 		*out = xgrow(*out, *n, &cap, sizeof(**out));
 		t = &(*out)[(*n)++];
-		t->job_id = sqlite3_column_int64(st, 0);
-		t->task = sqlite3_column_int(st, 1);
-		t->name = xstrdup(st_col_text(st, 2));
-		t->requested = xstrdup(st_col_text(st, 3));
-		t->submitted_at = sqlite3_column_double(st, 4);
-		t->started_at = sqlite3_column_double(st, 5);
-		t->ended_at = sqlite3_column_double(st, 6);
-		t->run_s = sqlite3_column_double(st, 7);
-		t->run_since = sqlite3_column_double(st, 8);
-		t->recoveries = sqlite3_column_int(st, 9);
+		memset(t, 0, sizeof(*t));
+		st_row_load(st, mj_task_cols, ARRAY_SIZE(mj_task_cols), t);
 	}
 	sqlite3_reset(st);
 	return r < 0 ? r : 0;

@@ -133,6 +133,17 @@ struct mj_task {
 	int recoveries;
 };
 void mj_tasks_free(struct mj_task *v, size_t n);
+/*
+ * A job's row and a task's as a frame's fields (lib/proto.h; st_row_encode()), for a jobs
+ * controller's host answering a launcher, and back (free with mjob_free(), or one
+ * mj_task's members as mj_tasks_free() does). Fields a peer of another build lacks
+ * decode as zero or "".
+ */
+struct msg;
+void mj_encode(const struct mjob *j, struct msg *m);
+void mj_decode(const struct msg *m, struct mjob *j);
+void mj_task_encode(const struct mj_task *t, struct msg *m);
+void mj_task_decode(const struct msg *m, struct mj_task *t);
 /* Seconds task t ran (its runs, not the waits between them) until now; -1 if it never ran. */
 double mj_task_run_s(const struct mj_task *t, double now);
 /*
@@ -191,6 +202,8 @@ int mj_get(struct st_db *db, int64_t id, struct mjob *out);
  * MJ_CANCEL_REQUESTED the active jobs whose cancel was asked for. fn returning non-zero stops.
  */
 #define MJ_CANCEL_REQUESTED 0x80000000u /* sched_mask: active jobs with a cancel request */
+/* The same jobs as an array (*out, each freed with mjob_free(), then the array). 0 or -errno. */
+int mj_list(struct st_db *db, int skip_finished, unsigned sched_mask, struct mjob **out, size_t *n);
 int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
             int (*fn)(const struct mjob *j, void *arg), void *arg);
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
-#include "bootstrap/launch/cluster.h"
+#include "bootstrap/infra/live.h"
 #include "lib/buf.h"
 #include "lib/config.h"
 #include "lib/log.h"

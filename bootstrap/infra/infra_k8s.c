@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "bootstrap/infra/infra_internal.h"
-#include "bootstrap/launch/cluster.h"
+#include "bootstrap/infra/live.h"
 #include "lib/buf.h"
 #include "lib/config.h"
 #include "lib/json.h"

@@ -21,7 +21,7 @@
  * Functions print their errors and return 0 or a negative errno unless said otherwise.
  */
 
-#include "bootstrap/launch/cluster.h"
+#include "bootstrap/infra/live.h"
 #include "lib/buf.h"
 #include "state/launcher.h"
 

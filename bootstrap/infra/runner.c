@@ -138,7 +138,7 @@ static int node_error(struct runner *r, int code, const char *fmt, ...)
 
 /* --- one call: the argv, its environment, the transport's diag file -------------------- */
 
-struct call {
+struct runner_call {
 	struct argv av;
 	struct env env;
 	int has_env;
@@ -147,7 +147,7 @@ struct call {
 	const char *cwd;
 };
 
-static void call_release(struct call *c)
+static void call_release(struct runner_call *c)
 {
 	argv_release(&c->av);
 	if (c->has_env)
@@ -161,7 +161,7 @@ static void call_release(struct call *c)
 }
 
 static int call_prepare(struct runner *r, const char *script, int interactive, int want_diag,
-                        struct call *c)
+                        struct runner_call *c)
 {
 	int rc;
 
@@ -215,7 +215,7 @@ static int call_prepare(struct runner *r, const char *script, int interactive, i
  * status, and a message in its log other than the host-key notice of a first contact.
  * Then r->last_error holds the message (lines joined by "; ") and it is printed.
  */
-static int transport_failed(struct runner *r, struct call *c, int code)
+static int transport_failed(struct runner *r, struct runner_call *c, int code)
 {
 	struct buf log = BUF_INIT(DIAG_MAX);
 	char tmp[4096];
@@ -280,7 +280,7 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	struct spawn_io sio = {.timeout_ms = timeout_ms};
 	int raw = -1, rc, step = 0, code;
-	struct call c;
+	struct runner_call c;
 	int64_t t0 = now_ms();
 
 	buf_reset(&r->last_error);
@@ -354,7 +354,7 @@ int runner_spawn(struct runner *r, const char *script, int interactive, const st
                  pid_t *pid)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
-	struct call c;
+	struct runner_call c;
 	int rc, step = 0;
 
 	if (!io)
@@ -376,5 +376,119 @@ int runner_spawn(struct runner *r, const char *script, int interactive, const st
 		           strerror(-rc));
 out:
 	call_release(&c);
+	return rc;
+}
+
+/* Closes fd if open and marks it closed. */
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int runner_open(struct runner *r, const char *script, unsigned flags, struct runner_proc *p)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+	int rc, step = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->to = p->from = p->err = -1;
+	buf_reset(&r->last_error);
+	p->call = xcalloc(1, sizeof(*p->call));
+	rc = call_prepare(r, script, 0, 1, p->call);
+	if (rc)
+		goto fail;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
+	    ((flags & RUNNER_PROC_ERR) && pipe2(err, O_CLOEXEC))) {
+		rc = node_error(r, -errno, "cannot make a pipe: %s", strerror(errno));
+		goto fail;
+	}
+	o.argv = p->call->av.v;
+	o.envp = p->call->has_env ? p->call->env.v : NULL;
+	o.cwd = p->call->cwd;
+	o.fd_in = in[0];
+	o.fd_out = out[1];
+	o.fd_err = (flags & RUNNER_PROC_ERR) ? err[1] : io_fd(RUNNER_INHERIT, 2);
+	/*
+	 * No death signal: PR_SET_PDEATHSIG fires when the thread that spawned it ends, and a
+	 * session outlives the thread that opened it (a submit thread's follower).
+	 */
+	o.pgrp = SPAWN_PGRP_NEW;
+	o.failed_step = &step;
+	rc = spawn(&o, &p->pid);
+	if (rc) {
+		node_error(r, rc, "cannot run '%s' (%s): %s", p->call->av.v[0],
+		           spawn_step_name(step), strerror(-rc));
+		p->pid = -1;
+		goto fail;
+	}
+	close_fd(&in[0]);
+	close_fd(&out[1]);
+	close_fd(&err[1]);
+	p->to = in[1];
+	p->from = out[0];
+	p->err = err[0];
+	p->t0 = now_ms();
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		close_fd(&in[i]);
+		close_fd(&out[i]);
+		close_fd(&err[i]);
+	}
+	call_release(p->call);
+	free(p->call);
+	p->call = NULL;
+	return rc;
+}
+
+void runner_proc_kill(struct runner_proc *p)
+{
+	if (p->pid > 0)
+		kill(-p->pid, SIGKILL);
+}
+
+void runner_proc_forget(struct runner_proc *p)
+{
+	if (p->call) {
+		call_release(p->call);
+		free(p->call);
+		p->call = NULL;
+	}
+}
+
+int runner_close(struct runner *r, struct runner_proc *p, int *status)
+{
+	int raw = 0, rc = 0, code;
+
+	close_fd(&p->to);
+	close_fd(&p->from);
+	close_fd(&p->err);
+	if (p->pid <= 0) {
+		runner_proc_forget(p);
+		return -EINVAL;
+	}
+	if (p->reaped)
+		raw = p->raw;
+	else
+		rc = spawn_wait(p->pid, &raw);
+	p->pid = -1;
+	if (rc) {
+		runner_proc_forget(p);
+		return node_error(r, rc, "cannot wait for the %s process: %s", r->ops->kind,
+		                  strerror(-rc));
+	}
+	code = status_to_code(raw);
+	if (p->call && transport_failed(r, p->call, code)) {
+		rc = -EHOSTUNREACH;
+	} else {
+		*status = code;
+		debug("node %s: %s session took %lld ms, exit %d", r->name, r->ops->kind,
+		      (long long)(now_ms() - p->t0), code);
+	}
+	runner_proc_forget(p);
 	return rc;
 }

@@ -22,6 +22,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/buf.h"
@@ -127,6 +128,45 @@ int runner_capture(struct runner *r, const char *script, const char *in, size_t 
  */
 int runner_spawn(struct runner *r, const char *script, int interactive, const struct runner_io *io,
                  pid_t *pid);
+/*
+ * A process on the node that the caller talks with while it runs (a framed session:
+ * bootstrap/infra/fcall.h): its stdin and stdout are pipes whose other ends are `to` and
+ * `from`; its stderr is ours, or with RUNNER_PROC_ERR a third pipe, `err`. It runs in its
+ * own process group (with no death signal: it may outlive the thread that opened it;
+ * when we die, its next write to its stdout fails); ssh's own messages go to a diag file, so
+ * that runner_close() tells a transport failure from the script's exit status as
+ * runner_run() does. No timeout: the caller's reads have deadlines, and it kills the
+ * process (runner_proc_kill()) when one passes.
+ */
+enum runner_proc_flags {
+	RUNNER_PROC_ERR = 1 << 0, /* the script's stderr on a pipe (else ours) */
+};
+struct runner_proc {
+	pid_t pid;  /* its own process group; -1 once reaped */
+	int to;     /* its stdin (ours to close, for EOF; -1 once closed) */
+	int from;   /* its stdout */
+	int err;    /* its stderr with RUNNER_PROC_ERR, else -1 */
+	int64_t t0; /* now_ms() at the start */
+	int reaped; /* the caller reaped it (waitpid()): its raw wait status is in raw */
+	int raw;
+	struct runner_call *call; /* private: the argv and the transport's diag file */
+};
+/* 0, or -errno (printed); on failure nothing runs and no fd is open. */
+int runner_open(struct runner *r, const char *script, unsigned flags, struct runner_proc *p);
+/*
+ * Closes the fds still open, waits for the process (unless p->reaped), and returns as
+ * runner_run() does: 0 with its exit status in *status, -EHOSTUNREACH when the transport failed
+ * (printed), or another -errno (printed).
+ */
+int runner_close(struct runner *r, struct runner_proc *p, int *status);
+/* SIGKILL to its process group (a deadline passed); runner_close() then reaps it. */
+void runner_proc_kill(struct runner_proc *p);
+/*
+ * Drops what runner_close() would have used to tell a transport failure: the caller
+ * keeps p->pid and p->from and reaps the process itself (spawn_wait()), reading its
+ * exit status alone (a follower of a job's logs).
+ */
+void runner_proc_forget(struct runner_proc *p);
 void runner_free(struct runner *r);
 /*
  * A runner for another thread to use alongside r: the same node and transport (r's ops,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/fcall.h"
 #include "bootstrap/infra/infra_internal.h"
 #include "lib/log.h"
 #include "lib/spawn.h"
@@ -253,23 +254,28 @@ int infra_slurm_busy(struct clive *cl)
 
 	/* The supervisor's status, as its frame says it: a count not said is not known 0. */
 	for (i = 0; i < cl->n; i++) {
-		struct msg req, rep;
-		int active = 0;
+		struct cnode *nd = &cl->nodes[i];
+		struct msg req, *v = NULL;
+		char who[256], *script = nd->exe ? live_node_call_script(nd) : NULL;
+		int n = -1, active = 1;
 
 		msg_init(&req);
 		msg_add(&req, "op", "status");
-		if (cl_call(&cl->nodes[i], &req, &rep, CL_NODE_CALL_MS) || msg_get(&rep, "error")) {
-			active = 1;
-		} else {
+		xsnprintf(who, sizeof(who), "node %.200s", nd->name);
+		if (script)
+			n = fcall_many(nd->r, who, script, &req, &v, CL_NODE_CALL_MS);
+		if (n > 0 && !msg_get(&v[n - 1], "error")) {
+			active = 0;
 			for (k = 0; k < ARRAY_SIZE(keys); k++) {
-				int64_t v;
+				int64_t c;
 
-				active |= msg_get_int(&rep, keys[k], &v) || v != 0;
+				active |= msg_get_int(&v[n - 1], keys[k], &c) || c != 0;
 			}
 		}
 		busy += active;
+		fcall_replies_free(v, n);
 		msg_release(&req);
-		msg_release(&rep);
+		free(script);
 	}
 	return busy;
 }

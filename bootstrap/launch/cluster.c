@@ -1,16 +1,13 @@
 #include "bootstrap/launch/cluster.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/fcall.h"
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/cl_sync.h"
 #include "bootstrap/launch/install.h"
@@ -266,95 +263,83 @@ int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file)
 	return cl_sync_many(&nd, 1, src, dst, is_file);
 }
 
-/* Decodes the frames in out[0..len) into msgs, in order; returns how many, or -EPROTO. */
-static int frames_decode(const char *p, size_t len, struct msg **out)
-{
-	size_t n = 0, alloc = 0;
-	struct msg *v = NULL;
-
-	while (len) {
-		const char *why;
-		size_t body;
-
-		if (len < PROTO_HDR || proto_parse_header((const unsigned char *)p, &body) ||
-		    len - PROTO_HDR < body)
-			goto bad;
-		v = xgrow(v, n, &alloc, sizeof(*v));
-		msg_init(&v[n]);
-		if (msg_decode(&v[n], p + PROTO_HDR, body, &why)) {
-			msg_release(&v[n]);
-			goto bad;
-		}
-		n++;
-		p += PROTO_HDR + body;
-		len -= PROTO_HDR + body;
-	}
-	*out = v;
-	return (int)n;
-bad:
-	while (n)
-		msg_release(&v[--n]);
-	free(v);
-	*out = NULL;
-	return -EPROTO;
-}
-
 void cl_replies_free(struct msg *v, int n)
 {
-	while (n > 0)
-		msg_release(&v[--n]);
-	free(v);
+	fcall_replies_free(v, n);
+}
+
+/* The frames of what an install session's spare call wrote (out), into *replies. */
+static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *out, int status,
+                         struct msg **replies)
+{
+	size_t n = 0, alloc = 0;
+	struct msg *v = NULL, m;
+	const char *why;
+	int r;
+
+	msg_init(&m);
+	while ((r = proto_take(out, &m, &why)) > 0) {
+		v = xgrow(v, n, &alloc, sizeof(*v));
+		v[n++] = m;
+		msg_init(&m);
+	}
+	msg_release(&m);
+	if (!r && !out->len && n) {
+		*replies = v;
+		return (int)n;
+	}
+	fcall_replies_free(v, (int)n);
+	if (status == 127)
+		return -ENOEXEC;
+	buf_rtrim(out);
+	if (out->len)
+		error("node %s: no answer to '%s': %.*s", nd->name, msg_get(req, "op"),
+		      (int)(out->len > CL_WHY_MAX ? CL_WHY_MAX : out->len), out->p);
+	else
+		error("node %s: no answer to '%s' (exit status %d)", nd->name, msg_get(req, "op"),
+		      status);
+	return -EPROTO;
 }
 
 int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
 {
-	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR), out = BUF_INIT(CL_CALL_OUT_MAX);
-	struct buf err = BUF_INIT(1 << 16);
-	unsigned char hdr[PROTO_HDR];
+	char who[256];
 	char *script;
-	int status = 0, r, n = 0;
+	int r;
 
 	*replies = NULL;
 	if (need_exe(nd))
 		return -EINVAL;
-	proto_header(req, hdr);
-	buf_add(&in, hdr, sizeof(hdr));
-	buf_add(&in, req->raw.p, req->raw.len);
-	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
-	script = xasprintf("[ -x %s ] || exit 127; exec %s node call", nd->exe, nd->exe);
-	r = -EAGAIN;
 	if (nd->spare) {
 		/* The install session's channel, still open: no new one. */
+		struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR),
+		           out = BUF_INIT(CL_CALL_OUT_MAX);
+		unsigned char hdr[PROTO_HDR];
+		int status = 0;
+
+		proto_header(req, hdr);
+		buf_add(&in, hdr, sizeof(hdr));
+		buf_add(&in, req->raw.p, req->raw.len);
 		r = boot_spare_call(nd->spare, in.p, in.len, &out, timeout_ms, &status);
 		nd->spare = NULL;
-		if (r != -EAGAIN)
+		if (r != -EAGAIN) {
 			debug("node %s: '%s' went over the install session", nd->name,
 			      msg_get(req, "op"));
+			if (!r)
+				r = spare_replies(nd, req, &out, status, replies);
+		}
+		buf_release(&in);
+		buf_release(&out);
+		if (r != -EAGAIN)
+			return r;
 	}
-	if (r == -EAGAIN)
-		r = runner_capture(nd->r, script, in.p, in.len, &out, &err, timeout_ms, &status);
-	if (!r && status == 127) {
+	script = live_node_call_script(nd);
+	xsnprintf(who, sizeof(who), "node %.200s", nd->name);
+	r = fcall_many(nd->r, who, script, req, replies, timeout_ms);
+	if (r == -ENOEXEC)
 		debug("node %s: skiff is gone from the node", nd->name);
-		r = -ENOEXEC;
-	} else if (!r && (n = frames_decode(out.p, out.len, replies)) <= 0) {
-		/* What it said instead: its stderr, else what it wrote that is no frame. */
-		struct buf *why = err.len ? &err : &out;
-
-		buf_rtrim(why);
-		if (why->len)
-			r = error("node %s: no answer to '%s': %.*s", nd->name, msg_get(req, "op"),
-			          (int)(why->len > CL_WHY_MAX ? CL_WHY_MAX : why->len), why->p);
-		else
-			r = error("node %s: no answer to '%s' (exit status %d)", nd->name,
-			          msg_get(req, "op"), status);
-		if (n == 0)
-			r = -EPROTO;
-	}
 	free(script);
-	buf_release(&in);
-	buf_release(&out);
-	buf_release(&err);
-	return r ? r : n;
+	return r;
 }
 
 int cl_call(struct cnode *nd, const struct msg *req, struct msg *reply, int timeout_ms)
@@ -392,150 +377,83 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	return r;
 }
 
-/* Reads from fd until b holds one whole frame, EOF, an error or the deadline: 1, 0, -errno. */
-static int read_frame_until(int fd, struct buf *b, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd pf = {fd, POLLIN, 0};
-		char blk[4096];
-		int64_t left = deadline - now_ms();
-		size_t body;
-		ssize_t got;
-
-		if (b->len >= PROTO_HDR) {
-			if (proto_parse_header((unsigned char *)b->p, &body))
-				return -EPROTO;
-			if (b->len - PROTO_HDR >= body)
-				return 1;
-		}
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (poll(&pf, 1, (int)left) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		got = read(fd, blk, sizeof(blk));
-		if (got < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return 0;
-		if (buf_add(b, blk, (size_t)got))
-			return -ENOBUFS;
-	}
-}
-
 int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
                      struct cl_follower *f)
 {
-	struct runner_io io = {-1, -1, RUNNER_INHERIT};
-	unsigned char hdr[PROTO_HDR];
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, r, wst = 0;
 	struct msg rep, req;
+	struct fcall c;
 	char *script;
+	int64_t id;
+	int r, status = 0;
 
 	f->pid = -1;
 	f->fd = -1;
 	buf_init(&f->rest, PROTO_MAX_MSG + PROTO_HDR);
-	msg_init(&rep);
-	msg_init(&req);
 	if (need_exe(nd))
 		return -EINVAL;
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
-		r = error_errno("cannot make a pipe");
-		goto fail;
-	}
-	/* 127 without the shell's own "not found" line: the caller bootstraps quietly. */
-	script = xasprintf("[ -x %s ] || exit 127; exec %s node call", nd->exe, nd->exe);
-	io.in_fd = in[0];
-	io.out_fd = out[1];
-	r = runner_spawn(nd->r, script, 0, &io, &f->pid);
-	free(script);
-	close(in[0]);
-	close(out[1]);
-	in[0] = out[1] = -1;
-	if (r)
-		goto fail;
+	msg_init(&rep);
+	msg_init(&req);
 	/* The spec, and "follow": the node answers, then streams the job's logs. */
 	for (size_t k = 0; k < spec->n; k++)
 		msg_add(&req, spec->keys[k], spec->vals[k]);
 	msg_add(&req, "follow", "1");
-	proto_header(&req, hdr);
-	/* A node that quit early makes these fail (EPIPE): its exit status tells why. */
-	if (!write_all(in[1], hdr, sizeof(hdr)))
-		write_all(in[1], req.raw.p, req.raw.len);
-	close(in[1]);
-	in[1] = -1;
-	r = read_frame_until(out[0], &f->rest, now_ms() + SUBMIT_TIMEOUT_MS);
-	if (r == 1) {
-		const char *why;
-		size_t body, skip;
-		int64_t id;
-
-		proto_parse_header((unsigned char *)f->rest.p, &body);
-		if (msg_decode(&rep, f->rest.p + PROTO_HDR, body, &why)) {
-			r = error("node %s: a malformed answer to the submit: %s", nd->name, why);
-			goto fail;
-		}
-		if (msg_get(&rep, "error")) {
-			r = error("node %s: submit failed: %s", nd->name, msg_get(&rep, "error"));
-			if (msg_get(&rep, "too_big"))
-				r = -E2BIG; /* the node can never run it */
-			goto fail;
-		}
-		if (msg_get_int(&rep, "id", &id) || id <= 0) {
-			r = error("node %s: the submit's answer has no job id", nd->name);
-			goto fail;
-		}
-		*job_id = id;
-		/* What came after the answer is the job's log, already. */
-		skip = PROTO_HDR + body;
-		memmove(f->rest.p, f->rest.p + skip, f->rest.len - skip);
-		buf_setlen(&f->rest, f->rest.len - skip);
-		f->fd = out[0];
-		msg_release(&rep);
-		msg_release(&req);
-		return 0;
+	script = live_node_call_script(nd);
+	r = fcall_start(&c, nd->r, script, &req, 0);
+	free(script);
+	msg_release(&req);
+	if (r) {
+		fcall_release(&c);
+		buf_release(&f->rest);
+		return r;
 	}
-	if (r == -ETIMEDOUT) {
-		kill(-f->pid, SIGKILL);
+	r = fcall_recv(&c, &rep, now_ms() + SUBMIT_TIMEOUT_MS);
+	if (r == 1 && msg_get(&rep, "error")) {
+		r = error("node %s: submit failed: %s", nd->name, msg_get(&rep, "error"));
+		if (msg_get(&rep, "too_big"))
+			r = -E2BIG; /* the node can never run it */
+	} else if (r == 1 && (msg_get_int(&rep, "id", &id) || id <= 0)) {
+		r = error("node %s: the submit's answer has no job id", nd->name);
+	} else if (r == 1) {
+		/* The call goes on as the job's follower; what came after the answer is its log. */
+		*job_id = id;
+		buf_add(&f->rest, c.rx.p, c.rx.len);
+		f->pid = c.p.pid;
+		f->fd = c.p.from;
+		c.p.from = -1;
+		c.p.pid = -1;
+		runner_proc_forget(&c.p);
+		if (c.p.to >= 0)
+			close(c.p.to);
+		fcall_release(&c);
+		msg_release(&rep);
+		return 0;
+	} else if (r == -ETIMEDOUT) {
+		fcall_kill(&c);
 		r = error("node %s: no answer to the submit in %d s", nd->name,
 		          SUBMIT_TIMEOUT_MS / 1000);
 	} else if (r < 0) {
 		r = error("node %s: cannot read the submit's answer: %s", nd->name, strerror(-r));
 	}
-	while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
-		;
-	f->pid = -1;
-	if (r)
-		goto fail;
-	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 127) {
-		debug("node %s: skiff is gone from the node", nd->name);
-		r = -ENOEXEC;
-	} else if (WIFEXITED(wst) && WEXITSTATUS(wst) == nd->r->ops->transport_status &&
-	           nd->r->ops->transport_status) {
-		r = error("node %s: submit failed: the connection failed (see above)", nd->name);
+	if (r == 0) {
+		/* No answer: the process's end tells why. */
+		int rc = fcall_end(&c, &status);
+
+		if (rc == -EHOSTUNREACH)
+			r = error("node %s: submit failed: the connection failed (see above)",
+			          nd->name);
+		else if (rc)
+			r = rc;
+		else if (status == 127)
+			r = -ENOEXEC; /* skiff is gone from the node: the caller bootstraps */
+		else
+			r = error("node %s: submit failed (exit status %d)", nd->name, status);
 	} else {
-		r = error("node %s: submit failed (exit status %d)", nd->name,
-		          WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst));
+		/* A refusal (it ends by itself), or no answer in time: either way, it goes. */
+		fcall_kill(&c);
+		fcall_end(&c, &status);
 	}
-fail:
+	fcall_release(&c);
 	msg_release(&rep);
-	msg_release(&req);
-	if (f->pid > 0) {
-		kill(-f->pid, SIGTERM);
-		while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
-			;
-	}
-	f->pid = -1;
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-	}
 	buf_release(&f->rest);
 	return r;
 }

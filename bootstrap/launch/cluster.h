@@ -13,36 +13,10 @@
 
 #include <stdint.h>
 
+#include "bootstrap/infra/live.h"
 #include "bootstrap/infra/runner.h"
 #include "state/launcher.h"
 #include "lib/proto.h"
-
-/* How long a short call to a node's skiff (a query, a cancel, a stop) may take. */
-#define CL_NODE_CALL_MS 30000
-
-struct cnode {
-	int rank;
-	char *name; /* for messages */
-	char *ip;
-	struct runner *r;
-	char *exe;       /* shell word for skiff on the node ("$HOME/.skiff/bin/skiff-SHA") */
-	int copied;      /* bootstrap: the binary was sent (or linked) */
-	int linked;      /* bootstrap: as a hard link of the launcher's image */
-	int sup_started; /* bootstrap: the supervisor was started */
-	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
-	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless
-	                    the node said otherwise (ssh: see cmd/node.c) */
-	struct boot_spare *spare; /* bootstrap: the install session, waiting to carry the next
-	                             cl_call() (install.h); NULL once used */
-};
-
-struct clive {
-	char *name;
-	char *infra;                 /* the spec */
-	const struct infra_ops *ops; /* what the infra does (bootstrap/infra/infra.h) */
-	struct cnode *nodes;
-	size_t n;
-};
 
 /* Builds runners for the booked nodes (no I/O). */
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);

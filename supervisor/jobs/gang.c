@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/fcall.h"
 #include "bootstrap/launch/engine.h"
 #include "bootstrap/launch/gang.h"
 #include "lib/daemon.h"
@@ -36,78 +37,47 @@
 #include "lib/banned.h"
 
 struct rank_watch {
-	pid_t pid;         /* the `node call` watch, or -1 */
-	int fd;            /* its stdout, or -1 */
-	struct buf frames; /* what it sent so far */
-	char status[32];   /* the rank's final status once known; "" unknown */
-	int ended;         /* its stream is over */
-	int pending;       /* to be stopped once its node is back */
+	struct fcall call; /* the `node call` watch, while live */
+	int live;
+	char status[32]; /* the rank's final status once known; "" unknown */
+	int ended;       /* its stream is over */
+	int pending;     /* to be stopped once its node is back */
 };
 
 /* Starts rank k's watch: `node call` with {op: watch, id}; 0 or -1. */
 static int watch_start(struct cnode *nd, int64_t id, struct rank_watch *w)
 {
-	struct runner_io io = {-1, -1, RUNNER_NULL};
-	unsigned char hdr[PROTO_HDR];
-	int in[2], out[2], r;
 	struct msg req;
 	char *script;
+	int r;
 
-	w->fd = -1;
-	w->pid = -1;
-	if (!nd->exe || pipe2(in, O_CLOEXEC))
+	if (!nd->exe)
 		return -1;
-	if (pipe2(out, O_CLOEXEC)) {
-		close(in[0]);
-		close(in[1]);
-		return -1;
-	}
-	script = xasprintf("exec %s node call", nd->exe);
-	io.in_fd = in[0];
-	io.out_fd = out[1];
-	r = runner_spawn(nd->r, script, 0, &io, &w->pid);
-	free(script);
-	close(in[0]);
-	close(out[1]);
-	if (r) {
-		close(in[1]);
-		close(out[0]);
-		return -1;
-	}
 	msg_init(&req);
 	msg_add(&req, "op", "watch");
 	msg_add_int(&req, "id", id);
-	proto_header(&req, hdr);
-	if (!write_all(in[1], hdr, sizeof(hdr)))
-		write_all(in[1], req.raw.p, req.raw.len);
+	script = live_node_call_script(nd);
+	r = fcall_start(&w->call, nd->r, script, &req, 0);
+	free(script);
 	msg_release(&req);
-	close(in[1]);
-	w->fd = out[0];
+	if (r) {
+		fcall_release(&w->call);
+		return -1;
+	}
+	w->live = 1;
 	return 0;
 }
 
-/* The final status in the frames a watch sent ("" when none came: the node was lost). */
-static void watch_status(struct rank_watch *w)
+/* Takes the frames read so far: the final status, once the node sends it. */
+static void watch_frames(struct rank_watch *w)
 {
-	const char *p = w->frames.p;
-	size_t len = w->frames.len;
+	struct msg m;
 
-	w->status[0] = '\0';
-	while (len >= PROTO_HDR) {
-		struct msg m;
-		const char *why;
-		size_t body;
-
-		if (proto_parse_header((const unsigned char *)p, &body) || len - PROTO_HDR < body)
-			break;
-		msg_init(&m);
-		if (!msg_decode(&m, p + PROTO_HDR, body, &why) && msg_get(&m, "ended") &&
-		    msg_get(&m, "status"))
+	msg_init(&m);
+	while (fcall_take(&w->call, &m) > 0)
+		if (msg_get(&m, "ended") && msg_get(&m, "status"))
 			xsnprintf(w->status, sizeof(w->status), "%.31s", msg_get(&m, "status"));
-		msg_release(&m);
-		p += PROTO_HDR + body;
-		len -= PROTO_HDR + body;
-	}
+	msg_release(&m);
 }
 
 /* Cancels rank's node job if it is still ours; 0 when the node answered (whatever it said). */
@@ -150,39 +120,31 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job, const char *
 	w = xcalloc((size_t)(n ? n : 1), sizeof(*w));
 	fds = xcalloc((size_t)(n ? n : 1), sizeof(*fds));
 	for (i = 0; i < n; i++) {
-		buf_init(&w[i].frames, 1 << 16);
 		if (ids[i] && !watch_start(&cl.nodes[i], ids[i], &w[i]))
 			live++;
 		else
 			w[i].ended = 1;
 	}
 	while (live) {
-		int np = 0;
+		int np = 0, status;
 
 		for (i = 0; i < n; i++)
-			fds[np++].fd = w[i].fd;
+			fds[np++].fd = w[i].live ? fcall_fd(&w[i].call) : -1;
 		if (daemon_wait(fds, np, -1) < 0)
 			break;
 		for (i = 0; i < n; i++) {
-			char blk[4096];
-			ssize_t got;
-
-			if (w[i].fd < 0 || !fds[i].revents)
+			if (!w[i].live || !fds[i].revents)
 				continue;
-			got = read(w[i].fd, blk, sizeof(blk));
-			if (got > 0) {
-				buf_add(&w[i].frames, blk, (size_t)got);
+			if (fcall_read(&w[i].call) > 0) {
+				watch_frames(&w[i]);
 				continue;
 			}
-			if (got < 0 && errno == EINTR)
-				continue;
-			close(w[i].fd);
-			w[i].fd = -1;
-			while (waitpid(w[i].pid, NULL, 0) < 0 && errno == EINTR)
-				;
+			watch_frames(&w[i]);
+			fcall_end(&w[i].call, &status);
+			fcall_release(&w[i].call);
+			w[i].live = 0;
 			w[i].ended = 1;
 			live--;
-			watch_status(&w[i]);
 			/* No status: the node was lost, and its rank may still run there. */
 			if (!w[i].status[0])
 				w[i].pending = 1;
@@ -236,7 +198,13 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job, const char *
 		}
 	}
 	for (i = 0; i < n; i++)
-		buf_release(&w[i].frames);
+		if (w[i].live) {
+			int status;
+
+			fcall_kill(&w[i].call);
+			fcall_end(&w[i].call, &status);
+			fcall_release(&w[i].call);
+		}
 	free(w);
 	free(fds);
 	free(ids);

@@ -546,7 +546,7 @@ static int put_files(const struct msg *m)
 	return r;
 }
 
-int jobs_host_submit(const struct msg *m)
+int jobs_host_submit(const struct msg *m, void (*on_id)(int64_t id, void *arg), void *arg)
 {
 	struct task_overrides ov = TASK_OVERRIDES_INIT;
 	struct task_list tl = TASK_LIST_INIT;
@@ -611,7 +611,7 @@ int jobs_host_submit(const struct msg *m)
 	}
 	if (st_launcher_open(0, &db))
 		goto out;
-	r = jobs_submit_n(db, &req, &tl, &ov, (long)n, &id);
+	r = jobs_submit_n(db, &req, &tl, &ov, (long)n, on_id, arg, &id);
 	rc = !r ? EXIT_OK : r == -EINVAL ? EXIT_INVALID : EXIT_FAIL;
 out:
 	st_close(db);
@@ -642,17 +642,14 @@ int jobs_host_sync_down(int64_t id)
 	return rc;
 }
 
-int jobs_host_count(void)
+int64_t jobs_host_count(void)
 {
 	struct st_db *db;
 	int64_t n;
 
 	if (st_launcher_open(0, &db))
-		return EXIT_FAIL;
+		return -1;
 	n = jobs_unfinished(db);
 	st_close(db);
-	if (n < 0)
-		return EXIT_FAIL;
-	printf("%lld\n", (long long)n);
-	return EXIT_OK;
+	return n;
 }

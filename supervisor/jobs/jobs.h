@@ -76,12 +76,13 @@ struct jobs_submit_req {
 int jobs_submit(struct st_db *db, const struct jobs_submit_req *req, int64_t *id);
 /*
  * jobs_submit() n times (--num-jobs: each copy's envs say its SKYPILOT_JOB_RANK among
- * SKYPILOT_NUM_JOBS, set in tl and ov), req->tl and req->ov set to them; prints each id on
- * stdout and "Managed job N submitted" on stderr. 0 with the last id in *last, or
- * jobs_submit()'s error.
+ * SKYPILOT_NUM_JOBS, set in tl and ov), req->tl and req->ov set to them; each id goes to
+ * on_id (NULL: printed on stdout) and "Managed job N submitted" to stderr. 0 with the last
+ * id in *last, or jobs_submit()'s error.
  */
 int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_list *tl,
-                  struct task_overrides *ov, long n, int64_t *last);
+                  struct task_overrides *ov, long n, void (*on_id)(int64_t id, void *arg),
+                  void *arg, int64_t *last);
 /*
  * What task t asks for, as SkyPilot's `jobs queue` shows it in REQUESTED, appended to out:
  * "2x[H100:4]", the accelerators of its alternatives, else "1x[CPU:4+]" (the first's CPUs,
@@ -104,6 +105,34 @@ int64_t jobs_unfinished(struct st_db *db);
 void jobs_ensure_controller(struct st_db *db);
 
 /*
+ * What `jobs queue` shows, as data (queue.c): a controller's jobs at one moment, read from
+ * its db (jobs_snap_load()) or from a controller's host (jobs_remote_queue()); cmd/jobs.c
+ * formats it as SkyPilot's table or as JSON.
+ */
+struct jobs_snap {
+	double now;
+	int counts[MJS_N]; /* jobs per schedule state (mj_sched_counts()) */
+	int max_launching, max_running;
+	struct mjob *jobs; /* the jobs listed, by id (not the finished with skip_finished) */
+	size_t njobs;
+	struct mjob *members; /* every member of each job group listed, by id (task_name set) */
+	size_t nmembers;
+	struct mj_task *tasks; /* every job's task rows, by job then task */
+	size_t ntasks;
+};
+/* 0, or -EIO with nothing held. */
+int jobs_snap_load(struct st_db *db, int skip_finished, struct jobs_snap *s);
+void jobs_snap_free(struct jobs_snap *s);
+/*
+ * As frames: fn gets each one ({row: meta}, then one per job, member and task); fn's
+ * non-zero return stops and is returned. jobs_snap_take() adds one such frame to s
+ * (zeroed at first; alloc[3] zeroed too, the arrays' room); a row of another kind
+ * (a newer peer's) is passed over.
+ */
+int jobs_snap_send(const struct jobs_snap *s, int (*fn)(const struct msg *m, void *arg), void *arg);
+int jobs_snap_take(struct jobs_snap *s, const struct msg *m, size_t alloc[3]);
+
+/*
  * The job's task logs on stdout (logs.c): each cluster job it ran as (pipeline tasks,
  * recoveries) in order, following the current one until the job ends when follow. The
  * `logs` exit code (lib/exit.h: 0, 100 failed, 101 not finished, 102 not found, 103
@@ -120,6 +149,24 @@ int jobs_follow_logs(int64_t id, int follow);
 int jobs_logs_task(int64_t id, const char *task, int follow);
 /* Its transitions, then its launch and cleanup log; the exit code as jobs_follow_logs(). */
 int jobs_controller_logs(int64_t id);
+/* What `jobs logs` asks for (cmd/jobs.c parses it; a controller's host gets it as is). */
+struct jobs_logs_req {
+	int64_t id;       /* 0: the newest job (named name, when set) */
+	const char *name; /* -n NAME */
+	const char *task; /* a job group's task: its name or index */
+	int follow, controller, sync_down;
+};
+/*
+ * The job req names: 0 with *id (a job group's newest member stands for its group), or
+ * the exit code (printed: no such job).
+ */
+int jobs_logs_resolve(const struct jobs_logs_req *req, int64_t *id);
+/*
+ * `jobs logs` of job id (resolved): its task logs, the controller's log, or with
+ * sync_down every run's logs to ~/sky_logs (to_tar: as a tar stream on stdout, for a
+ * launcher: jobs_host_sync_down()). The `logs` exit code.
+ */
+int jobs_logs_run(const struct jobs_logs_req *req, int64_t id, int to_tar);
 /* The cluster jobs a managed job ran as, in order (from its events), at most JOBS_RUNS_MAX. */
 #define JOBS_RUNS_MAX 64
 struct jobs_runs {
@@ -219,11 +266,21 @@ int jobs_remote_infra(char **out);
 /* The controller cluster's name ($SKIFF_USER, else the login name, hashed). */
 void jobs_remote_cluster_name(char *out, size_t size);
 /*
- * `skiff jobs ARGV...` (argv[0] "jobs") run on the controller on infra, brought up first
- * when it is not (or upgraded to this binary). Its exit status; EXIT_UNAVAILABLE when the
- * controller cannot be reached (printed).
+ * The controller on infra, asked as the local one would be (remote.c, one framed request
+ * to `skiff __jobs-remote` on its head, answered by serve.c), brought up first when it is
+ * not, or upgraded to this binary. Each returns an exit status (lib/exit.h): the host's
+ * answer's, or EXIT_UNAVAILABLE when it cannot be reached (printed).
+ *
+ * jobs_remote_queue(): the snapshot `jobs queue` formats (0 with *out filled).
+ * jobs_remote_cancel(): jobs_cancel() there; *found and *done as it gives them.
+ * jobs_remote_logs(): jobs_logs_run() there, its output on our stdout (with sync_down,
+ * the logs come to ~/sky_logs here).
  */
-int jobs_remote_cli(const char *infra, int argc, char **argv);
+int jobs_remote_queue(const char *infra, int skip_finished, struct jobs_snap *out);
+int jobs_remote_cancel(const char *infra, const int64_t *ids, size_t n, const char *name, int all,
+                       int *found, int *done);
+struct jobs_logs_req;
+int jobs_remote_logs(const char *infra, const struct jobs_logs_req *req);
 /*
  * For `down` of the controller cluster named cluster (any other name: 0): how many managed
  * jobs its controller has that have not ended, or clusters to release; -1 when it cannot
@@ -235,8 +292,6 @@ int64_t jobs_remote_active(struct st_db *db, const char *cluster);
  * the host (jobs_host_stop()). 0, or -1 when the host did not answer (printed).
  */
 int jobs_remote_stop(struct st_db *db, const char *cluster);
-/* jobs_remote_cli() of `jobs logs --sync-down ...`: the logs come to ~/sky_logs here. */
-int jobs_remote_sync_down(const char *infra, int argc, char **argv);
 /*
  * jobs_submit_n() on the controller on infra: the tasks' local files are synced to it
  * first and ov maps the tasks' paths to them; the ssh pools the tasks name, and their
@@ -278,9 +333,17 @@ int jobs_files_gc(struct st_db *db);
  * jobs go on (the controller's restart loses nothing). 0 or -errno (printed).
  */
 int jobs_host_keep(void);
-/* A launcher's submit request (remote.c): its files, then jobs_submit_n(). An exit status. */
+/*
+ * A launcher's submit request (remote.c): its files, then jobs_submit_n(), each job's id
+ * to on_id. An exit status.
+ */
 struct msg;
-int jobs_host_submit(const struct msg *m);
+int jobs_host_submit(const struct msg *m, void (*on_id)(int64_t id, void *arg), void *arg);
+/*
+ * `skiff __jobs-remote` (serve.c): one framed request from a launcher on stdin, answered
+ * in frames on stdout, in the controller's home. The process's exit status.
+ */
+int jobs_host_serve(void);
 /*
  * `jobs logs --sync-down` of job id for a launcher: every run's logs (jobs_sync_down_to()
  * into a temp dir) as a tar stream of CLUSTER/JOB/rank-N/... on stdout. The `logs` exit
@@ -292,8 +355,8 @@ int jobs_host_sync_down(int64_t id);
  * the controller's home (its db, logs, keys and pools). An exit status.
  */
 int jobs_host_stop(void);
-/* Prints how many managed jobs have not ended, plus clusters to release. An exit status. */
-int jobs_host_count(void);
+/* How many managed jobs have not ended, plus clusters to release; -1 when unknown. */
+int64_t jobs_host_count(void);
 /* `skiff __jobs-keeper`: restarts the controller while it has work, until signalled. */
 int jobs_keeper_main(int argc, char **argv);
 

@@ -833,3 +833,40 @@ out:
 	st_close(db);
 	return rc;
 }
+
+int jobs_logs_resolve(const struct jobs_logs_req *req, int64_t *id)
+{
+	struct st_db *db;
+	struct mjob j;
+
+	*id = req->id;
+	if (*id)
+		return EXIT_OK;
+	/* SkyPilot's default: the newest job (of that name, with -n). */
+	if (st_launcher_open(0, &db))
+		return EXIT_FAIL;
+	*id = jobs_latest(db, req->name);
+	/* The newest of a job group's members stands for its group. */
+	if (*id && !mj_get(db, *id, &j)) {
+		if (j.group_id)
+			*id = j.group_id;
+		mjob_free(&j);
+	}
+	st_close(db);
+	if (*id)
+		return EXIT_OK;
+	if (req->name)
+		error("no managed job named %s", req->name);
+	else
+		error("no managed jobs");
+	return EXIT_JOB_NOT_FOUND;
+}
+
+int jobs_logs_run(const struct jobs_logs_req *req, int64_t id, int to_tar)
+{
+	if (req->sync_down)
+		return to_tar ? jobs_host_sync_down(id) : jobs_sync_down(id);
+	if (req->controller)
+		return jobs_controller_logs(id);
+	return jobs_logs_task(id, req->task, req->follow);
+}

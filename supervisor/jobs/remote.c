@@ -2,9 +2,11 @@
  * The launcher's side of a managed-jobs controller on a cluster of its own
  * (jobs.controller.resources.infra; docs/managed-jobs.md, "Placement"): the controller
  * cluster is brought up with the bootstrap of any cluster, the job's local files go to it
- * first (the two-hop), and every `skiff jobs` command becomes one framed request to
- * `skiff __jobs-remote` on its head over the runner, whose output and exit status are the
- * command's. The host's side is supervisor/jobs/host.c and cmd/jobs.c.
+ * first (the two-hop), and each `skiff jobs` command becomes one framed request to
+ * `skiff __jobs-remote` on its head (the frame client, bootstrap/infra/fcall.h), answered
+ * in frames by supervisor/jobs/serve.c: the data the command prints here (the queue's
+ * rows, the submitted ids, the cancel's counts), its exit status, or the logs' bytes after
+ * a stream answer. The host's other side is supervisor/jobs/host.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bootstrap/infra/fcall.h"
 #include "bootstrap/infra/infra.h"
-#include "bootstrap/infra/runner.h"
 #include "bootstrap/launch/cluster.h"
 #include "bootstrap/launch/engine.h"
 #include "bootstrap/launch/install.h"
@@ -90,7 +92,6 @@ struct ctl {
 	struct cluster c;
 	struct clive cl;
 	int open;
-	int out_fd; /* > 0: the remote command's stdout goes there (else ours) */
 };
 
 static void ctl_close(struct ctl *x)
@@ -225,64 +226,122 @@ static int unreachable(const struct ctl *x)
 }
 
 /*
- * Sends req to `skiff __jobs-remote` on the controller's head: its stdout is ours, or
- * captured into out. The remote command's exit status, or EXIT_UNAVAILABLE (printed).
+ * What one exchange with the host gives: each answer that is no end to row (a non-zero
+ * return stops), and with a stream answer, the bytes after it to stream_fd.
  */
-static int ctl_call(struct ctl *x, const struct msg *req, struct buf *out, int timeout_ms)
+struct exchange {
+	int (*row)(const struct msg *m, void *arg);
+	void *arg;
+	int stream_fd;
+};
+
+/* Copies what follows the stream answer (c->rx, then the pipe to EOF) to fd: 0 or -errno. */
+static int copy_stream(struct fcall *c, int fd)
 {
-	unsigned char hdr[PROTO_HDR];
-	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR);
-	struct cnode *nd = &x->cl.nodes[0];
-	char *script = xasprintf("exec %s __jobs-remote", nd->exe);
-	int r, status = 0, tries;
+	int r = 0;
 
-	proto_header(req, hdr);
-	buf_add(&in, (const char *)hdr, sizeof(hdr));
-	buf_add(&in, req->raw.p, req->raw.len);
-	for (tries = 0;; tries++) {
-		if (out) {
-			out->len = 0;
-			r = runner_capture(nd->r, script, in.p, in.len, out, NULL, timeout_ms,
-			                   &status);
-		} else {
-			char tmpl[] = "/tmp/skiff-jobreq.XXXXXX";
-			int fd = mkstemp(tmpl);
-			struct runner_io io = {fd, x->out_fd > 0 ? x->out_fd : RUNNER_INHERIT,
-			                       RUNNER_INHERIT};
+	if (c->rx.len && write_all(fd, c->rx.p, c->rx.len))
+		r = -errno;
+	buf_reset(&c->rx);
+	for (;;) {
+		int got = fcall_read(c);
 
-			if (fd < 0) {
-				r = error_errno("cannot make a temporary file");
-				break;
-			}
-			unlink(tmpl);
-			if (write_all(fd, in.p, in.len) || lseek(fd, 0, SEEK_SET) < 0) {
-				close(fd);
-				r = error_errno("cannot write a temporary file");
-				break;
-			}
-			r = runner_run(nd->r, script, &io, timeout_ms, &status);
-			close(fd);
-		}
-		/* 127: the host lost our binary (a wiped home): bootstrap it again, once. */
-		if (r || status != 127 || tries)
-			break;
-		ctl_close(x);
-		if (ctl_bring_up(x, 1) || eng_open(x->db, x->name, &x->c, &x->cl)) {
-			r = -EIO;
-			break;
-		}
-		x->open = 1;
-		nd = &x->cl.nodes[0];
-		free(script);
-		script = xasprintf("exec %s __jobs-remote", nd->exe);
+		if (got <= 0)
+			return got < 0 ? got : r;
+		/* A reader that went away (a closed pipe) still lets the host end. */
+		if (!r && c->rx.len && write_all(fd, c->rx.p, c->rx.len))
+			r = -errno;
+		buf_reset(&c->rx);
 	}
+}
+
+/*
+ * One try of req on the controller's head: the answer's exit status, or -errno for the
+ * transport (-ENOEXEC: our binary is gone from the host; -EPROTO printed).
+ */
+static int exchange_once(struct ctl *x, const struct msg *req, const struct exchange *ex,
+                         int timeout_ms)
+{
+	struct cnode *nd = &x->cl.nodes[0];
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	char *script = xasprintf("[ -x %s ] || exit 127; exec %s __jobs-remote", nd->exe, nd->exe);
+	int r, got, status = 0, code = -1, streamed = 0;
+	struct fcall c;
+	struct msg m;
+
+	r = fcall_start(&c, nd->r, script, req, 0);
 	free(script);
-	buf_release(&in);
+	if (r) {
+		fcall_release(&c);
+		return r;
+	}
+	msg_init(&m);
+	while ((got = fcall_recv(&c, &m, deadline)) > 0) {
+		int64_t v;
+
+		if (msg_get(&m, "error") || msg_get(&m, "end")) {
+			if (msg_get(&m, "error"))
+				error("the jobs controller %s: %s", x->name, msg_get(&m, "error"));
+			code = !msg_get_int(&m, "code", &v) && v >= 0 && v < 256 ? (int)v
+			                                                         : EXIT_FAIL;
+			break;
+		}
+		if (msg_get(&m, "stream")) {
+			got = copy_stream(&c, ex->stream_fd);
+			if (got)
+				warning("cannot write what the jobs controller sent: %s",
+				        strerror(-got));
+			streamed = 1;
+			break;
+		}
+		if (ex->row && ex->row(&m, ex->arg)) {
+			code = EXIT_FAIL;
+			break;
+		}
+	}
+	msg_release(&m);
+	if (got == -ETIMEDOUT)
+		fcall_kill(&c);
+	r = fcall_end(&c, &status);
+	if (!r && got == -ETIMEDOUT) {
+		r = -ETIMEDOUT;
+	} else if (!r && streamed) {
+		code = status; /* the stream's exit status is the command's */
+	} else if (!r && code < 0 && status == 127) {
+		r = -ENOEXEC;
+	} else if (!r && code < 0) {
+		buf_rtrim(&c.rx);
+		error("the jobs controller %s gave no answer (exit status %d)%s%.*s", x->name,
+		      status, c.rx.len ? ": " : "", (int)(c.rx.len > 512 ? 512 : c.rx.len), c.rx.p);
+		r = -EPROTO;
+	}
+	fcall_release(&c);
+	return r ? r : code;
+}
+
+/*
+ * Sends req to `skiff __jobs-remote` on the controller's head (serve.c): its answers as
+ * ex says. The exit status the host answered, EXIT_UNAVAILABLE (printed) when it cannot be
+ * reached, EXIT_FAIL for another failure (printed).
+ */
+static int ctl_call(struct ctl *x, const struct msg *req, const struct exchange *ex, int timeout_ms)
+{
+	int r = exchange_once(x, req, ex, timeout_ms);
+
+	if (r == -ENOEXEC) {
+		/* The host lost our binary (a wiped home): bootstrap it again, once. */
+		ctl_close(x);
+		if (ctl_bring_up(x, 1) || eng_open(x->db, x->name, &x->c, &x->cl))
+			return EXIT_FAIL;
+		x->open = 1;
+		r = exchange_once(x, req, ex, timeout_ms);
+	}
 	if (r == -EHOSTUNREACH || r == -ETIMEDOUT)
 		return unreachable(x);
-	if (r)
-		return EXIT_FAIL;
-	return status;
+	if (r == -ENOEXEC)
+		return error("the jobs controller %s: skiff is not on its host", x->name),
+		       EXIT_FAIL;
+	return r < 0 ? EXIT_FAIL : r;
 }
 
 /* A request for op, with the controller's knobs: they travel as they reach a local node. */
@@ -365,14 +424,30 @@ static int move_runs(const char *tmp, const char *root)
 	return r;
 }
 
-int jobs_remote_sync_down(const char *infra, int argc, char **argv)
+/* The request's fields for what `jobs logs` asks. */
+static void add_logs_req(struct msg *m, const struct jobs_logs_req *req)
+{
+	if (req->id)
+		msg_add_int(m, "id", req->id);
+	if (req->name)
+		msg_add(m, "name", req->name);
+	if (req->task)
+		msg_add(m, "task", req->task);
+	msg_add_int(m, "follow", req->follow);
+	msg_add_int(m, "controller", req->controller);
+	msg_add_int(m, "sync_down", req->sync_down);
+}
+
+/* `jobs logs --sync-down` of a controller on infra: its tar stream, unpacked in ~/sky_logs. */
+static int sync_down(const char *infra, const struct jobs_logs_req *lr)
 {
 	const char *home = user_home();
 	char *root, *tmp;
 	char tmpl[] = "/tmp/skiff-logs.XXXXXX";
+	struct exchange ex = {0};
 	struct msg req;
 	struct ctl x;
-	int i, rc, fd;
+	int rc, fd;
 
 	if (!home)
 		return error("no home directory to put ~/sky_logs in"), EXIT_FAIL;
@@ -388,11 +463,10 @@ int jobs_remote_sync_down(const char *infra, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto done;
 	}
-	request(&req, "sync_down");
-	for (i = 0; i < argc; i++)
-		msg_add(&req, "arg", argv[i]);
-	x.out_fd = fd;
-	rc = ctl_call(&x, &req, NULL, -1);
+	request(&req, "logs");
+	add_logs_req(&req, lr);
+	ex.stream_fd = fd;
+	rc = ctl_call(&x, &req, &ex, -1);
 	msg_release(&req);
 	ctl_end(&x);
 	if (rc != EXIT_UNAVAILABLE && rc != EXIT_USAGE && lseek(fd, 0, SEEK_SET) == 0) {
@@ -411,29 +485,103 @@ done:
 	return rc;
 }
 
-int jobs_remote_cli(const char *infra, int argc, char **argv)
+int jobs_remote_logs(const char *infra, const struct jobs_logs_req *lr)
 {
+	struct exchange ex = {.stream_fd = 1};
 	struct msg req;
 	struct ctl x;
-	int i, rc;
+	int rc;
 
+	if (lr->sync_down)
+		return sync_down(infra, lr);
 	if (ctl_begin(&x, infra))
 		return EXIT_FAIL;
-	request(&req, "cli");
-	for (i = 0; i < argc; i++)
-		if (msg_add(&req, "arg", argv[i])) {
-			msg_release(&req);
-			ctl_end(&x);
-			return error("jobs: an argument the controller cannot be sent"), EXIT_USAGE;
-		}
-	rc = ctl_call(&x, &req, NULL, strcmp(argv[1], "logs") ? REMOTE_CALL_MS : -1);
+	request(&req, "logs");
+	add_logs_req(&req, lr);
+	rc = ctl_call(&x, &req, &ex, -1);
 	msg_release(&req);
 	ctl_end(&x);
 	return rc;
 }
 
-/* One op on the controller of cluster (a known one); its exit status, output in out. */
-static int cluster_call(struct st_db *db, const char *cluster, const char *op, struct buf *out)
+static int snap_row(const struct msg *m, void *arg)
+{
+	void **a = arg;
+
+	return jobs_snap_take(a[0], m, a[1]);
+}
+
+int jobs_remote_queue(const char *infra, int skip_finished, struct jobs_snap *out)
+{
+	size_t alloc[3] = {0};
+	void *args[2] = {out, alloc};
+	struct exchange ex = {snap_row, args, -1};
+	struct msg req;
+	struct ctl x;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (ctl_begin(&x, infra))
+		return EXIT_FAIL;
+	request(&req, "queue");
+	msg_add_int(&req, "skip_finished", skip_finished);
+	rc = ctl_call(&x, &req, &ex, REMOTE_CALL_MS);
+	msg_release(&req);
+	ctl_end(&x);
+	if (rc)
+		jobs_snap_free(out);
+	return rc;
+}
+
+struct cancel_out {
+	int64_t found, done;
+	int answered;
+};
+
+static int cancel_row(const struct msg *m, void *arg)
+{
+	struct cancel_out *o = arg;
+
+	o->answered = !msg_get_int(m, "found", &o->found) && !msg_get_int(m, "done", &o->done);
+	return 0;
+}
+
+int jobs_remote_cancel(const char *infra, const int64_t *ids, size_t n, const char *name, int all,
+                       int *found, int *done)
+{
+	struct cancel_out o = {0};
+	struct exchange ex = {cancel_row, &o, -1};
+	struct msg req;
+	struct ctl x;
+	size_t i;
+	int rc;
+
+	if (ctl_begin(&x, infra))
+		return EXIT_FAIL;
+	request(&req, "cancel");
+	for (i = 0; i < n; i++)
+		msg_add_int(&req, "id", ids[i]);
+	if (name && msg_add(&req, "name", name)) {
+		msg_release(&req);
+		ctl_end(&x);
+		return error("jobs cancel: a name the controller cannot be sent"), EXIT_USAGE;
+	}
+	if (all)
+		msg_add(&req, "all", "1");
+	rc = ctl_call(&x, &req, &ex, REMOTE_CALL_MS);
+	msg_release(&req);
+	ctl_end(&x);
+	if (!rc && !o.answered)
+		rc = (error("the jobs controller %s: no count in its answer to the cancel", x.name),
+		      EXIT_FAIL);
+	*found = (int)o.found;
+	*done = (int)o.done;
+	return rc;
+}
+
+/* One op on the controller of cluster (a known one), its answers to ex. An exit status. */
+static int cluster_call(struct st_db *db, const char *cluster, const char *op,
+                        const struct exchange *ex)
 {
 	struct cluster c;
 	struct msg req;
@@ -450,7 +598,7 @@ static int cluster_call(struct st_db *db, const char *cluster, const char *op, s
 		x.open = 1;
 		request(&req, op);
 		if (x.cl.n && x.cl.nodes[0].exe)
-			rc = ctl_call(&x, &req, out, REMOTE_CALL_MS);
+			rc = ctl_call(&x, &req, ex, REMOTE_CALL_MS);
 		msg_release(&req);
 		ctl_close(&x);
 	}
@@ -458,32 +606,32 @@ static int cluster_call(struct st_db *db, const char *cluster, const char *op, s
 	return rc;
 }
 
+static int count_row(const struct msg *m, void *arg)
+{
+	if (msg_get_int(m, "count", arg))
+		*(int64_t *)arg = -1;
+	return 0;
+}
+
 int64_t jobs_remote_active(struct st_db *db, const char *cluster)
 {
-	struct buf out = BUF_INIT(4096);
-	long long n = -1;
+	int64_t n = -1;
+	struct exchange ex = {count_row, &n, -1};
 
 	if (!starts_with(cluster, JOBS_CONTROLLER_CLUSTER_PREFIX))
 		return 0;
-	if (cluster_call(db, cluster, "count", &out) != EXIT_OK ||
-	    sscanf(out.p ? out.p : "", "%lld", &n) != 1)
+	if (cluster_call(db, cluster, "count", &ex) != EXIT_OK)
 		n = -1;
-	buf_release(&out);
 	return n;
 }
 
 int jobs_remote_stop(struct st_db *db, const char *cluster)
 {
-	struct buf out = BUF_INIT(4096);
-	int rc;
+	struct exchange ex = {0};
 
 	if (!starts_with(cluster, JOBS_CONTROLLER_CLUSTER_PREFIX))
 		return 0;
-	rc = cluster_call(db, cluster, "stop", &out);
-	if (out.len)
-		fputs(out.p, stdout);
-	buf_release(&out);
-	return rc == EXIT_OK ? 0 : -1;
+	return cluster_call(db, cluster, "stop", &ex) == EXIT_OK ? 0 : -1;
 }
 
 /* ---- shipping a job --------------------------------------------------------------------- */
@@ -717,14 +865,33 @@ static void add_overrides(struct msg *req, const struct task_overrides *ov)
 	msg_release(&m);
 }
 
+struct submit_ids {
+	int64_t last;
+};
+
+/* A submitted job's id: on stdout, as `jobs launch` prints it here. */
+static int submit_row(const struct msg *m, void *arg)
+{
+	struct submit_ids *ids = arg;
+	int64_t id;
+
+	if (msg_get_int(m, "id", &id) || id <= 0)
+		return 0;
+	ids->last = id;
+	printf("%lld\n", (long long)id);
+	fflush(stdout);
+	return 0;
+}
+
 int jobs_remote_submit(const char *infra, struct jobs_submit_req *req, struct task_list *tl,
                        struct task_overrides *ov, long n, int detach)
 {
-	struct buf out = BUF_INIT((size_t)1 << 20);
+	struct jobs_logs_req lr = {.follow = 1};
+	struct submit_ids ids = {0};
+	struct exchange ex = {0};
 	struct msg m;
 	struct ctl x;
 	int rc = EXIT_FAIL;
-	char *last, *args[4];
 
 	/* What the controller needs is checked before anything is brought up or sent. */
 	request(&m, "submit");
@@ -756,29 +923,21 @@ int jobs_remote_submit(const char *infra, struct jobs_submit_req *req, struct ta
 		      req->entry);
 		goto out;
 	}
-	rc = ctl_call(&x, &m, &out, REMOTE_CALL_MS);
-	if (write_all(1, out.p, out.len))
-		rc = EXIT_FAIL;
-	if (rc || detach || n > 1)
+	ex.row = submit_row;
+	ex.arg = &ids;
+	rc = ctl_call(&x, &m, &ex, REMOTE_CALL_MS);
+	if (rc || detach || n > 1 || !ids.last)
 		goto out;
 	/* Follow the job as `jobs launch` does here: its logs, from the controller. */
-	while (out.len && out.p[out.len - 1] == '\n')
-		out.p[--out.len] = '\0';
-	last = strrchr(out.p, '\n');
-	last = last ? last + 1 : out.p;
-	args[0] = "jobs";
-	args[1] = "logs";
-	args[2] = last;
-	args[3] = NULL;
 	msg_release(&m);
-	request(&m, "cli");
-	msg_add(&m, "arg", args[0]);
-	msg_add(&m, "arg", args[1]);
-	msg_add(&m, "arg", args[2]);
-	rc = ctl_call(&x, &m, NULL, -1);
+	request(&m, "logs");
+	lr.id = ids.last;
+	add_logs_req(&m, &lr);
+	ex.row = NULL;
+	ex.stream_fd = 1;
+	rc = ctl_call(&x, &m, &ex, -1);
 out:
 	msg_release(&m);
-	buf_release(&out);
 	ctl_end(&x);
 	return rc;
 }

@@ -237,7 +237,8 @@ out:
 }
 
 int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_list *tl,
-                  struct task_overrides *ov, long n, int64_t *last)
+                  struct task_overrides *ov, long n, void (*on_id)(int64_t id, void *arg),
+                  void *arg, int64_t *last)
 {
 	const char *name = ov->name             ? ov->name
 	                   : tl->name           ? tl->name
@@ -271,8 +272,12 @@ int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_lis
 		r = jobs_submit(db, req, last);
 		if (r)
 			return r;
-		printf("%lld\n", (long long)*last);
-		fflush(stdout);
+		if (on_id) {
+			on_id(*last, arg);
+		} else {
+			printf("%lld\n", (long long)*last);
+			fflush(stdout);
+		}
 		if (tl->parallel)
 			fprintf(stderr,
 			        "Managed job %lld submitted: job group %s of %zu tasks "

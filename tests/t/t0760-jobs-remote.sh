@@ -301,4 +301,35 @@ import json,sys; print(json.load(sys.stdin)[0][\"name\"])") &&
 	! nodes_ssh 1 "test -e $CTL_HOME"
 '
 
+# The host answers in frames only (supervisor/jobs/serve.c): an op it does not know (a
+# launcher of another build) gets an error frame, never text a parser could misread.
+frames_py='
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+while data:
+    n = struct.unpack(">I", data[:4])[0]
+    f = data[4:4 + n].split(b"\0")
+    print(" ".join("%s=%s" % (f[i].decode(), f[i + 1].decode()) for i in range(0, len(f) - 1, 2)))
+    data = data[4 + n:]
+'
+frame_py='
+import struct, sys
+body = b"".join(a.encode() + b"\0" for a in sys.argv[1:])
+sys.stdout.buffer.write(struct.pack(">I", len(body)) + body)
+'
+test_expect_success 'a controller host answers an op it does not know, or a stop, in frames only' '
+	mkdir -p fh &&
+	python3 -c "$frame_py" op nosuch >req &&
+	expect_fail 2 env HOME=$PWD/fh "$SKIFF_BIN" __jobs-remote <req >ans 2>err &&
+	python3 -c "$frames_py" ans >f &&
+	test "$(wc -l <f)" = 1 &&
+	grep "^error=unknown op .nosuch. .* code=2 unknown_op=1$" f &&
+	python3 -c "$frame_py" op stop >req &&
+	HOME=$PWD/fh "$SKIFF_BIN" __jobs-remote <req >ans 2>err &&
+	python3 -c "$frames_py" ans >f &&
+	echo "end=1 code=0" >want &&
+	test_cmp want f &&
+	grep "jobs controller stopped" err
+'
+
 test_done

@@ -162,6 +162,12 @@ test_expect_success 'lint: every command table is sorted by name (skiff help lis
 	{ python3 "$SRC_DIR/tests/lint/cmdtables.py" >tables || { cat tables; false; }; }
 '
 
+test_expect_success 'lint: the folders include one another without a cycle (docs/architecture.md)' '
+	{ python3 "$SRC_DIR/tests/lint/layout.py" >graph || { cat graph; false; }; } &&
+	grep -q "^bootstrap/infra -> " graph &&
+	! grep -q "^bootstrap/infra -> .*bootstrap/launch" graph
+'
+
 # wait_for "! skiff X | grep -q Y" holds when skiff X itself fails (its output is empty):
 # the condition must check skiff'"'"'s exit, e.g. "skiff X >o && ! grep -q Y o".
 test_expect_success 'lint: no test negates a pipe from skiff (a failing skiff would pass it)' '

@@ -10,6 +10,7 @@
 
 #include "lib/buf.h"
 #include "lib/log.h"
+#include "lib/proto.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/db.h"
@@ -544,6 +545,116 @@ static void test_groups(void)
 	st_close(db);
 }
 
+struct taker {
+	struct jobs_snap *s;
+	size_t alloc[3];
+};
+
+static int take_frame(const struct msg *m, void *arg)
+{
+	struct taker *t = arg;
+	struct msg d;
+	const char *why;
+	int r;
+
+	/* Through the wire's bytes, as a host's answer comes. */
+	msg_init(&d);
+	r = msg_decode(&d, m->raw.p, m->raw.len, &why) ? -1 : jobs_snap_take(t->s, &d, t->alloc);
+	msg_release(&d);
+	return r;
+}
+
+/*
+ * The queue as data (supervisor/jobs/queue.c): a controller's snapshot, sent as frames
+ * and taken back, is the same snapshot (what a launcher formats from a controller host).
+ */
+static void test_snapshot_frames(void)
+{
+	struct st_db *db = open_db();
+	struct jobs_snap a, b = {0};
+	struct mjob v[2] = {{0}};
+	struct mj_task t[2] = {{0}};
+	size_t alloc[3] = {0}, k;
+	struct taker tk = {&b, {0}};
+	const char *hostile = "a\tb \"c\" <img src=x> \xe2\x86\xb3 $(x)";
+	int64_t lone, pipe_id;
+
+	ok(db != NULL, "db");
+	if (!db)
+		return;
+	lone = submit(db, hostile, 7);
+	for (k = 0; k < 2; k++) {
+		v[k].name = v[k].group_name = "g";
+		v[k].entry = "g.yaml";
+		v[k].ntasks = 1;
+		v[k].group_task = (int)k;
+		v[k].group_primary = 1;
+		t[k].name = k ? "two" : "one";
+		t[k].requested = "1x[CPU:1+]";
+	}
+	ok(!mj_submit_group(db, v, 2, t), "a group of two");
+	pipe_id = submit(db, "after", 0);
+	ok(!mj_transition(db, lone, MJ_ACTIVE_MASK, MJ_ANY, MJ_SUCCEEDED, MJS_DONE, "done"),
+	   "the lone job ends");
+	ok(!jobs_snap_load(db, 0, &a), "the snapshot loads");
+	is_int(a.njobs, 4, "  four jobs listed");
+	is_int(a.nmembers, 2, "  the group's two members");
+	ok(!jobs_snap_send(&a, take_frame, &tk), "sent as frames and taken back");
+	is_int(b.njobs, a.njobs, "  as many jobs");
+	is_int(b.nmembers, a.nmembers, "  as many members");
+	is_int(b.ntasks, a.ntasks, "  as many task rows");
+	ok(b.now == a.now && b.max_launching == a.max_launching && b.max_running == a.max_running &&
+	           !memcmp(b.counts, a.counts, sizeof(a.counts)),
+	   "  the same time, limits and counts (exactly)");
+	for (k = 0; k < a.njobs && k < b.njobs; k++)
+		ok(b.jobs[k].id == a.jobs[k].id && !strcmp(b.jobs[k].name, a.jobs[k].name) &&
+		           b.jobs[k].status == a.jobs[k].status &&
+		           b.jobs[k].submitted_at == a.jobs[k].submitted_at &&
+		           b.jobs[k].ended_at == a.jobs[k].ended_at &&
+		           b.jobs[k].priority == a.jobs[k].priority &&
+		           b.jobs[k].group_id == a.jobs[k].group_id &&
+		           !strcmp(b.jobs[k].reason, a.jobs[k].reason),
+		   "  job %lld the same", (long long)a.jobs[k].id);
+	ok(b.njobs && !strcmp(b.jobs[0].name, hostile), "  a hostile name verbatim");
+	ok(b.nmembers == 2 && !strcmp(b.members[1].task_name, "two") &&
+	           b.members[1].group_task == 1,
+	   "  the members' task names and places");
+	ok(b.ntasks == a.ntasks && b.ntasks &&
+	           !strcmp(b.tasks[b.ntasks - 1].requested, a.tasks[a.ntasks - 1].requested) &&
+	           b.tasks[0].job_id == a.tasks[0].job_id,
+	   "  the task rows");
+	jobs_snap_free(&b);
+	jobs_snap_free(&a);
+	ok(!jobs_snap_load(db, 1, &a) && a.njobs == 3 && a.jobs[0].id != lone,
+	   "skip_finished leaves the ended job out");
+	ok(a.njobs == 3 && a.jobs[2].id == pipe_id, "  the others in id order");
+	jobs_snap_free(&a);
+	{
+		struct msg m;
+		struct mjob j;
+
+		msg_init(&m);
+		msg_add(&m, "row", "job");
+		msg_add(&m, "id", "9");
+		msg_add(&m, "name", "older host");
+		msg_add(&m, "a_field_of_a_newer_host", "x");
+		memset(&b, 0, sizeof(b));
+		memset(alloc, 0, sizeof(alloc));
+		jobs_snap_take(&b, &m, alloc);
+		msg_release(&m);
+		msg_init(&m);
+		msg_add(&m, "row", "a_row_of_a_newer_host");
+		ok(!jobs_snap_take(&b, &m, alloc), "a row of an unknown kind is passed over");
+		msg_release(&m);
+		j = b.njobs ? b.jobs[0] : (struct mjob){0};
+		ok(b.njobs == 1 && j.id == 9 && !strcmp(j.name, "older host") && !*j.entry &&
+		           j.status == 0 && j.submitted_at == 0,
+		   "a row with fields missing (another build): zero and empty, no crash");
+		jobs_snap_free(&b);
+	}
+	st_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -562,6 +673,7 @@ int main(void)
 	plan_run(test_tasks);
 	plan_run(test_requested);
 	plan_run(test_groups);
+	plan_run(test_snapshot_frames);
 	{
 		char *cmd = xasprintf("rm -rf %s", dir);
 

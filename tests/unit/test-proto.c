@@ -102,11 +102,60 @@ static void test_socketpair(void)
 	msg_release(&r);
 }
 
+/* proto_take(): frames out of a byte stream, as they arrive in pieces. */
+static void test_take(void)
+{
+	struct msg a, b, m;
+	struct buf s = BUF_INIT(0);
+	unsigned char hdr[PROTO_HDR];
+	const char *why;
+	size_t whole;
+
+	msg_init(&a);
+	msg_init(&b);
+	msg_init(&m);
+	msg_add(&a, "op", "one");
+	msg_add(&b, "row", "two");
+	msg_add_int(&b, "id", 7);
+	proto_header(&a, hdr);
+	buf_add(&s, hdr, sizeof(hdr));
+	buf_add(&s, a.raw.p, a.raw.len);
+	proto_header(&b, hdr);
+	buf_add(&s, hdr, sizeof(hdr));
+	buf_add(&s, b.raw.p, b.raw.len);
+	whole = s.len;
+	buf_setlen(&s, 2);
+	is_int(proto_take(&s, &m, &why), 0, "half a header: no frame yet");
+	buf_setlen(&s, whole - 1);
+	is_int(proto_take(&s, &m, &why), 1, "the first frame");
+	is_str(msg_get(&m, "op"), "one", "  its field");
+	is_int(proto_take(&s, &m, &why), 0, "the second, one byte short: not yet");
+	buf_setlen(&s, s.len + 1);
+	is_int(proto_take(&s, &m, &why), 1, "once whole, the second");
+	ok(!strcmp(msg_get(&m, "row"), "two") && !msg_get(&m, "op"), "  its fields alone");
+	is_int((int)s.len, 0, "  nothing left");
+	buf_reset(&s);
+	buf_add(&s, "\xff\xff\xff\xff", 4);
+	is_int(proto_take(&s, &m, &why), -EPROTO, "a header over the limit");
+	ok(why != NULL, "  says why");
+	buf_reset(&s);
+	buf_add(&s, "\0\0\0\3op\0", 7);
+	is_int(proto_take(&s, &m, &why), -EPROTO, "a field cut short");
+	buf_reset(&s);
+	buf_add(&s, "hello world\n", 12);
+	is_int(proto_take(&s, &m, &why), -EPROTO, "text where a frame belongs");
+	msg_release(&a);
+	msg_release(&b);
+	msg_release(&m);
+	buf_release(&s);
+}
+
 int main(void)
 {
 	plan_run(test_roundtrip);
 	plan_run(test_many_fields);
 	plan_run(test_hostile);
 	plan_run(test_socketpair);
+	plan_run(test_take);
 	return done_testing();
 }
