@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,8 +96,16 @@ int msg_add(struct msg *m, const char *key, const char *val)
 int msg_vaddf(struct msg *m, const char *key, const char *fmt, va_list ap)
 {
 	struct buf b = BUF_INIT(PROTO_MAX_MSG);
-	int r;
+	char small[128];
+	va_list cp;
+	int r, n;
 
+	/* Most values are short (numbers): no allocation for those. */
+	va_copy(cp, ap);
+	n = vsnprintf(small, sizeof(small), fmt, cp);
+	va_end(cp);
+	if (n >= 0 && (size_t)n < sizeof(small))
+		return msg_add(m, key, small);
 	r = buf_vaddf(&b, fmt, ap);
 	if (!r)
 		r = msg_add(m, key, b.p);
@@ -117,14 +126,30 @@ int msg_addf(struct msg *m, const char *key, const char *fmt, ...)
 
 int msg_add_int(struct msg *m, const char *key, int64_t v)
 {
-	return msg_addf(m, key, "%lld", (long long)v);
+	char s[24];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t i = sizeof(s) - 1;
+
+	s[i] = '\0';
+	do
+		s[--i] = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (v < 0)
+		s[--i] = '-';
+	return msg_add(m, key, s + i);
+}
+
+void msg_reset(struct msg *m)
+{
+	buf_reset(&m->raw);
+	m->n = 0;
 }
 
 int msg_decode(struct msg *m, const char *data, size_t len, const char **why)
 {
 	size_t off = 0, fields = 0;
 
-	msg_release(m);
+	msg_reset(m); /* its room kept: a stream of frames decodes without allocating */
 	if (len > PROTO_MAX_MSG) {
 		*why = "message too large";
 		return -EPROTO;
@@ -306,8 +331,6 @@ int proto_take(struct buf *b, struct msg *m, const char **why)
 	}
 	if (b->len - PROTO_HDR < body)
 		return 0;
-	msg_release(m);
-	msg_init(m);
 	if (msg_decode(m, b->p + PROTO_HDR, body, why))
 		return -EPROTO;
 	skip = PROTO_HDR + body;

@@ -41,6 +41,8 @@ struct msg {
 
 void msg_init(struct msg *m);
 void msg_release(struct msg *m);
+/* Empties m and keeps its room, for the next message built in it. */
+void msg_reset(struct msg *m);
 /* Appends a field; -EINVAL for a bad key or a value with NUL, -ENOBUFS past the limit. */
 int msg_add(struct msg *m, const char *key, const char *val);
 int msg_addf(struct msg *m, const char *key, const char *fmt, ...)

@@ -314,10 +314,18 @@ void st_row_encode(const struct st_col *cols, size_t n, const void *row, struct 
 void st_row_decode(const struct st_col *cols, size_t n, const struct msg *m, void *row)
 {
 	char *base = row;
-	size_t i;
+	size_t i, k = 0;
 
 	for (i = 0; i < n; i++) {
-		const char *v = msg_get(m, cols[i].name);
+		const char *v;
+
+		/* st_row_encode() writes the columns in order: the next field is this one's. */
+		while (k < m->n && !strcmp(m->keys[k], "row"))
+			k++;
+		if (k < m->n && !strcmp(m->keys[k], cols[i].name))
+			v = m->vals[k++];
+		else
+			v = msg_get(m, cols[i].name);
 		char *p = base + cols[i].off, *sv;
 		int64_t lv = 0;
 		double dv = 0;
@@ -337,19 +345,16 @@ void st_row_decode(const struct st_col *cols, size_t n, const struct msg *m, voi
 			xsnprintf(p, cols[i].size, "%.*s", (int)cols[i].size - 1, v ? v : "");
 			break;
 		case ST_COL_INT:
-			if (v && msg_get_int(m, cols[i].name, &lv))
-				lv = 0;
+			lv = v ? strtoll(v, NULL, 10) : 0;
 			iv = lv < INT_MIN || lv > INT_MAX ? 0 : (int)lv;
 			memcpy(p, &iv, sizeof(iv));
 			break;
 		case ST_COL_INT64:
-			if (v && msg_get_int(m, cols[i].name, &lv))
-				lv = 0;
+			lv = v ? strtoll(v, NULL, 10) : 0;
 			memcpy(p, &lv, sizeof(lv));
 			break;
 		case ST_COL_DOUBLE:
-			if (v && msg_get_double(m, cols[i].name, &dv))
-				dv = 0;
+			dv = v ? strtod(v, NULL) : 0;
 			memcpy(p, &dv, sizeof(dv));
 			break;
 		case ST_COL_BLOB:

@@ -97,15 +97,13 @@ int jobs_snap_send(const struct jobs_snap *s, int (*fn)(const struct msg *m, voi
 	for (i = 0; !r && i < s->njobs + s->nmembers; i++) {
 		int member = i >= s->njobs;
 
-		msg_release(&m);
-		msg_init(&m);
+		msg_reset(&m);
 		msg_add(&m, "row", member ? "member" : "job");
 		mj_encode(member ? &s->members[i - s->njobs] : &s->jobs[i], &m);
 		r = fn(&m, arg);
 	}
 	for (i = 0; !r && i < s->ntasks; i++) {
-		msg_release(&m);
-		msg_init(&m);
+		msg_reset(&m);
 		msg_add(&m, "row", "task");
 		mj_task_encode(&s->tasks[i], &m);
 		r = fn(&m, arg);

@@ -37,18 +37,32 @@
 /* How long the launcher has to send its request. */
 #define SERVE_RECV_MS (60 * 1000)
 
+/* Frames are written in blocks of about this much (a queue of 10,000 jobs is 20,000). */
+#define SERVE_WRITE_BLOCK ((size_t)64 << 10)
+
 struct server {
 	int out; /* where the frames go: our stdout as we started */
 	int failed;
+	struct buf pending; /* frames not written yet */
 };
+
+static int flush_frames(struct server *sv)
+{
+	if (!sv->failed && sv->pending.len && write_all(sv->out, sv->pending.p, sv->pending.len))
+		sv->failed = 1; /* the launcher went away: nothing to tell it any more */
+	buf_reset(&sv->pending);
+	return sv->failed;
+}
 
 static int send_frame(const struct msg *m, void *arg)
 {
 	struct server *sv = arg;
+	unsigned char hdr[PROTO_HDR];
 
-	if (!sv->failed && proto_send(sv->out, m))
-		sv->failed = 1; /* the launcher went away: nothing to tell it any more */
-	return sv->failed;
+	proto_header(m, hdr);
+	buf_add(&sv->pending, hdr, sizeof(hdr));
+	buf_add(&sv->pending, m->raw.p, m->raw.len);
+	return sv->pending.len >= SERVE_WRITE_BLOCK ? flush_frames(sv) : sv->failed;
 }
 
 static int send_end(struct server *sv, int code)
@@ -157,7 +171,7 @@ static int serve_logs(struct server *sv, const struct msg *req)
 	msg_add_int(&m, "id", id);
 	send_frame(&m, sv);
 	msg_release(&m);
-	if (sv->failed)
+	if (flush_frames(sv))
 		return EXIT_FAIL;
 	/* From here our stdout is the stream's. */
 	fflush(stdout);
@@ -228,7 +242,7 @@ static int serve(struct server *sv, const struct msg *req)
 
 int jobs_host_serve(void)
 {
-	struct server sv = {-1, 0};
+	struct server sv = {-1, 0, BUF_INIT(0)};
 	struct msg req;
 	int rc;
 
@@ -242,12 +256,17 @@ int jobs_host_serve(void)
 	msg_init(&req);
 	if (proto_recv(0, &req, SERVE_RECV_MS) < 0) {
 		msg_release(&req);
-		return send_error(&sv, EXIT_USAGE, "no request from the launcher", 0);
+		rc = send_error(&sv, EXIT_USAGE, "no request from the launcher", 0);
+		flush_frames(&sv);
+		buf_release(&sv.pending);
+		return rc;
 	}
 	jobs_host_env(&req);
 	rc = serve(&sv, &req);
 	msg_release(&req);
 	fflush(stdout);
+	flush_frames(&sv);
+	buf_release(&sv.pending);
 	close(sv.out);
 	return rc;
 }
