@@ -96,6 +96,11 @@ TEMPLATES := $(sort $(wildcard supervisor/templates/*/*))
 $(B)/obj/supervisor/templates.o $(B)/asan/obj/supervisor/templates.o \
 $(B)/tsan/obj/supervisor/templates.o $(B)/fuzz/obj/supervisor/templates.o: $(TEMPLATES)
 
+# cmd/dashboard.c embeds the dashboard's page, script and style (.incbin, as above).
+DASH_ASSETS := $(sort $(wildcard cmd/dashboard/*))
+$(B)/obj/cmd/dashboard.o $(B)/asan/obj/cmd/dashboard.o \
+$(B)/tsan/obj/cmd/dashboard.o $(B)/fuzz/obj/cmd/dashboard.o: $(DASH_ASSETS)
+
 $(B)/libskiff.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^

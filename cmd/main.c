@@ -61,6 +61,8 @@ static const struct cmd commands[] = {
         {"autostop", cmd_autostop, 0, "stop or tear down a cluster when idle", cmd_autostop_usage},
         {"cancel", cmd_cancel, 0, "cancel jobs on a cluster", cmd_cancel_usage},
         {"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
+        {"dashboard", cmd_dashboard, 0, "clusters, jobs and logs in a browser",
+         cmd_dashboard_usage},
         {"down", cmd_down, 0, "tear clusters down", cmd_down_usage},
         {"exec", cmd_exec, 0, "run a task on an existing cluster (no setup)", cmd_exec_usage},
         {"help", cmd_help, 0, "show help for skiff or a command", cmd_help_usage},

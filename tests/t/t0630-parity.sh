@@ -62,7 +62,7 @@ test_expect_success 'launch with no task: a cluster, the workdir synced, no job;
 	skiff launch -c dev --workdir dwd -i 300 >out 2>err &&
 	grep -q "Cluster dev is up; the task has nothing to run, so no job was submitted" err &&
 	skiff queue --json dev >q.json &&
-	test "$(python3 -c "import json; print(len(json.load(open(\"q.json\"))))")" = 0 &&
+	test "$(python3 -c "import json,sys; print(len(json.load(sys.stdin)))" <q.json)" = 0 &&
 	test "$(jfield dev "c[\"autostop\"][\"idle_minutes\"]")" = 300 &&
 	test "$(skiff exec dev "cat f.txt; basename \$PWD" 2>/dev/null)" = "payload
 sky_workdir" &&

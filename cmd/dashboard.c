@@ -1,0 +1,819 @@
+/*
+ * `skiff dashboard`: the clusters, their jobs and logs, and the managed jobs in a browser,
+ * served by this binary (docs/dashboard.md).
+ *
+ * One process and one poll loop: the listening socket, each browser's connection, and
+ * the workers answering API requests. Every answer with data is the CLI's own: a worker
+ * is this binary run with the command the route names (`status --json`, `queue --json C`,
+ * `logs C J`, `cancel -y C J`...), its stdout the answer (JSON, or a log streamed as it
+ * comes), its exit code the HTTP status (dash_http_status()), its stderr the error. The
+ * page is embedded (cmd/dashboard/: index.html, app.js, app.css; nothing fetched from
+ * elsewhere), and draws what the API gives with textContent only.
+ *
+ * Safety (a browser is a hostile client): loopback only unless told otherwise; a random
+ * token per start, in the printed URL, swapped for an HttpOnly SameSite=Strict cookie;
+ * the Host must be ours (DNS rebinding) and a mutation a POST from our Origin (CSRF):
+ * dash_admit(). Bounded: connections, a request's head and body, workers at once, a JSON
+ * answer's size, and what a stream holds for a slow browser (its worker then waits; the
+ * loop never does). Changes are pushed as server-sent events when the launcher's
+ * database changes (one stat per DASH_EVENT_POLL_MS, no node is asked).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/dashboard.h"
+#include "lib/buf.h"
+#include "lib/daemon.h"
+#include "lib/http.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
+#include "lib/util.h"
+#include "lib/banned.h"
+
+#define DASH_DEFAULT_PORT 46590
+#define DASH_MAX_CONNS 128                 /* browsers' connections at once */
+#define DASH_MAX_WORKERS 16                /* API requests being answered at once */
+#define DASH_MAX_STREAMS 32                /* of the connections, logs and events streams */
+#define DASH_BODY_MAX ((size_t)4096)       /* a POST's body (actions take none) */
+#define DASH_JSON_MAX ((size_t)256 << 20)  /* a JSON answer */
+#define DASH_ERR_MAX ((size_t)64 << 10)    /* a worker's stderr kept for the error */
+#define DASH_STREAM_HOLD ((size_t)1 << 20) /* unsent bytes before a stream's worker waits */
+#define DASH_HEAD_MS 10000                 /* to send a whole request */
+#define DASH_EVENT_POLL_MS 250             /* the launcher db looked at for changes */
+#define DASH_PING_MS 15000                 /* an events stream's keep-alive comment */
+#define DASH_REAP_MS 100                   /* a worker whose pipes closed, until it is reaped */
+
+__asm__(".section .rodata.skiff_dashboard,\"a\"\n"
+        "dash_index_html:\n"
+        ".incbin \"cmd/dashboard/index.html\"\n"
+        "dash_index_html_end:\n"
+        "dash_app_js:\n"
+        ".incbin \"cmd/dashboard/app.js\"\n"
+        "dash_app_js_end:\n"
+        "dash_app_css:\n"
+        ".incbin \"cmd/dashboard/app.css\"\n"
+        "dash_app_css_end:\n"
+        ".previous\n");
+extern const char dash_index_html[], dash_index_html_end[];
+extern const char dash_app_js[], dash_app_js_end[];
+extern const char dash_app_css[], dash_app_css_end[];
+
+const char cmd_dashboard_usage[] =
+        "usage: skiff dashboard [--host ADDR] [--port N] [--no-open] [--insecure-http]\n"
+        "\n"
+        "Serves skiff's web dashboard from this binary: the clusters (refreshed from their\n"
+        "nodes on demand), each cluster's nodes, jobs and live logs, the managed jobs, and\n"
+        "the infras; cancel, stop, start and down with a confirmation. Prints the URL to\n"
+        "open, with a token that is new at every start (the page swaps it for a cookie).\n"
+        "Runs until interrupted.\n"
+        "\n"
+        "  --host ADDR       the address to listen on (default 127.0.0.1); another than\n"
+        "                    loopback needs --insecure-http (TLS is not served yet)\n"
+        "  --port N          the port (default 46590; 0: any free one)\n"
+        "  --no-open         do not open a browser (the default where there is no display)\n"
+        "  --insecure-http   allow a non-loopback --host over plain HTTP\n"
+        "\n"
+        "The JSON API under /api/v1/ (docs/dashboard.md) gives what the CLI's --json gives.\n";
+
+enum conn_state {
+	C_READ,   /* the request is coming */
+	C_WAIT,   /* a worker computes the answer */
+	C_STREAM, /* the answer streams (logs, events) */
+	C_DONE,   /* the answer is in out: send it, then close */
+};
+
+struct worker {
+	pid_t pid; /* its own process group */
+	int out, err;
+	struct buf errb;
+	int code; /* its exit code, once reaped; -1 before */
+};
+
+struct conn {
+	int fd;
+	enum conn_state st;
+	struct buf in;
+	struct buf out; /* unsent bytes */
+	size_t out_off;
+	struct worker w;  /* w.pid > 0: its worker */
+	int stream;       /* the worker's stdout goes out as it comes */
+	int events;       /* a server-sent events stream */
+	int action;       /* the worker's answer is an action's */
+	int64_t deadline; /* C_READ: the whole request by then */
+	int64_t ping;     /* events: the next keep-alive */
+	int64_t sent_version;
+};
+
+struct dash {
+	int lfd;
+	struct dash_conf conf;
+	char token[DASH_TOKEN_HEX + 1];
+	char hosts[3][80];
+	struct conn *conns[DASH_MAX_CONNS];
+	int nconns, nworkers, nstreams;
+	int64_t version; /* bumped at each change of the launcher db */
+	char *db_path, *wal_path;
+	struct stat db_st, wal_st;
+	int64_t next_poll;
+	const char *self;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* ---- responses ---------------------------------------------------------------------- */
+
+static void head(struct buf *b, int code, const char *ctype, long long len, const char *extra)
+{
+	buf_addf(
+	        b,
+	        "HTTP/1.1 %s\r\n"
+	        "Content-Type: %s\r\n"
+	        "Cache-Control: no-store\r\n"
+	        "X-Content-Type-Options: nosniff\r\n"
+	        "X-Frame-Options: DENY\r\n"
+	        "Referrer-Policy: no-referrer\r\n"
+	        "Content-Security-Policy: default-src 'self'; img-src 'self' data:; "
+	        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'\r\n"
+	        "Connection: close\r\n",
+	        http_status_text(code), ctype);
+	if (len >= 0)
+		buf_addf(b, "Content-Length: %lld\r\n", len);
+	if (extra)
+		buf_adds(b, extra);
+	buf_adds(b, "\r\n");
+}
+
+static void respond(struct conn *c, int code, const char *ctype, const char *body, size_t len,
+                    const char *extra)
+{
+	head(&c->out, code, ctype, (long long)len, extra);
+	buf_add(&c->out, body, len);
+	c->st = C_DONE;
+}
+
+/* An error as JSON: {"error": why, "exit_code": code or null}. */
+static void respond_error(struct conn *c, int status, const char *why, size_t len, int code)
+{
+	struct buf b = BUF_INIT(0);
+	struct json js;
+
+	json_init(&js, &b, 0);
+	json_obj_begin(&js);
+	json_key(&js, "error");
+	json_strn(&js, why, len);
+	json_key(&js, "exit_code");
+	if (code >= 0)
+		json_int(&js, code);
+	else
+		json_null(&js);
+	json_obj_end(&js);
+	json_finish(&js);
+	buf_addch(&b, '\n');
+	respond(c, status, "application/json", b.p, b.len, NULL);
+	buf_release(&b);
+}
+
+static void respond_msg(struct conn *c, int status, const char *why)
+{
+	respond_error(c, status, why, strlen(why), -1);
+}
+
+/* ---- workers ------------------------------------------------------------------------ */
+
+static int start_worker(struct dash *d, struct conn *c, const struct dash_route *rt)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, r;
+	char *argv[DASH_ARGS_MAX + 2];
+	int i;
+
+	argv[0] = (char *)d->self;
+	for (i = 0; i < rt->argc; i++)
+		argv[i + 1] = rt->argv[i];
+	argv[rt->argc + 1] = NULL;
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		r = -errno;
+		goto fail;
+	}
+	o.argv = argv;
+	o.fd_out = out[1];
+	o.fd_err = err[1];
+	o.pgrp = SPAWN_PGRP_NEW;
+	o.death_sig = SIGTERM;
+	r = spawn(&o, &c->w.pid);
+	if (r)
+		goto fail;
+	close(out[1]);
+	close(err[1]);
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(err[0], F_SETFL, O_NONBLOCK);
+	c->w.out = out[0];
+	c->w.err = err[0];
+	c->w.code = -1;
+	buf_init(&c->w.errb, DASH_ERR_MAX);
+	d->nworkers++;
+	debug("dashboard: worker %d: %s %s", (int)c->w.pid, rt->argv[0],
+	      rt->argc > 1 ? rt->argv[1] : "");
+	return 0;
+fail:
+	for (i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	c->w.pid = 0;
+	return r;
+}
+
+static void worker_kill(struct dash *d, struct conn *c)
+{
+	if (c->w.pid <= 0)
+		return;
+	kill(-c->w.pid, SIGKILL);
+	spawn_wait(c->w.pid, NULL);
+	c->w.pid = 0;
+	d->nworkers--;
+	if (c->w.out >= 0)
+		close(c->w.out);
+	if (c->w.err >= 0)
+		close(c->w.err);
+	c->w.out = c->w.err = -1;
+	buf_release(&c->w.errb);
+}
+
+/* Reads what the worker wrote; a whole JSON answer is kept in c->in (reused). */
+static void worker_read(struct conn *c, int which)
+{
+	int *fd = which ? &c->w.err : &c->w.out;
+	char blk[65536];
+
+	for (;;) {
+		ssize_t n;
+
+		if (!which && c->stream && c->out.len - c->out_off > DASH_STREAM_HOLD)
+			return; /* a slow browser: the worker waits, not us */
+		n = read(*fd, blk, sizeof(blk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			close(*fd);
+			*fd = -1;
+			return;
+		}
+		if (which) {
+			if (c->w.errb.len < DASH_ERR_MAX - 1)
+				buf_add(&c->w.errb, blk,
+				        (size_t)n < DASH_ERR_MAX - 1 - c->w.errb.len
+				                ? (size_t)n
+				                : DASH_ERR_MAX - 1 - c->w.errb.len);
+		} else if (c->stream) {
+			buf_add(&c->out, blk, (size_t)n);
+		} else if (buf_add(&c->in, blk, (size_t)n)) {
+			kill(-c->w.pid, SIGKILL); /* over DASH_JSON_MAX: refused below */
+			c->w.code = -2;
+		}
+	}
+}
+
+/* The worker's stderr as the error's text: its lines, "skiff: error: " taken off. */
+static void error_text(struct buf *e, struct buf *out)
+{
+	const char *p = e->len ? e->p : "";
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (len >= 14 && !strncmp(p, "skiff: error: ", 14)) {
+			p += 14;
+			len -= 14;
+		}
+		if (len) {
+			if (out->len)
+				buf_addch(out, '\n');
+			buf_add(out, p, len);
+		}
+		p += len + (nl ? 1 : 0);
+	}
+}
+
+/* The worker ended: its answer. */
+static void worker_done(struct dash *d, struct conn *c, int raw)
+{
+	int code = c->w.code == -2 ? -2 : status_to_code(raw);
+	struct buf why = BUF_INIT(0);
+
+	c->w.pid = 0;
+	d->nworkers--;
+	error_text(&c->w.errb, &why);
+	if (c->stream) {
+		/* Its output went out as it came; the stream ends here. */
+		c->st = C_DONE;
+	} else if (code == -2) {
+		respond_msg(c, 500, "the answer is over the dashboard's limit");
+	} else if (code == 0 && c->action) {
+		struct buf b = BUF_INIT(0);
+		struct json js;
+
+		json_init(&js, &b, 0);
+		json_obj_begin(&js);
+		json_key(&js, "ok");
+		json_bool(&js, 1);
+		json_key(&js, "output");
+		json_strn(&js, c->in.len ? c->in.p : "", c->in.len);
+		json_key(&js, "messages");
+		json_strn(&js, why.len ? why.p : "", why.len);
+		json_obj_end(&js);
+		json_finish(&js);
+		buf_addch(&b, '\n');
+		respond(c, 200, "application/json", b.p, b.len, NULL);
+		buf_release(&b);
+	} else if (code == 0) {
+		respond(c, 200, "application/json", c->in.len ? c->in.p : "", c->in.len, NULL);
+	} else {
+		if (!why.len)
+			buf_addf(&why, "the command failed (exit code %d)", code);
+		respond_error(c, dash_http_status(code), why.p, why.len, code);
+	}
+	buf_release(&why);
+	buf_release(&c->w.errb);
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+static int stat_changed(const char *path, struct stat *old)
+{
+	struct stat st;
+	int changed;
+
+	if (stat(path, &st))
+		memset(&st, 0, sizeof(st));
+	changed = st.st_size != old->st_size || st.st_mtim.tv_sec != old->st_mtim.tv_sec ||
+	          st.st_mtim.tv_nsec != old->st_mtim.tv_nsec || st.st_ino != old->st_ino;
+	*old = st;
+	return changed;
+}
+
+static void events_poll(struct dash *d)
+{
+	int64_t now = now_ms();
+	int i;
+
+	if (now < d->next_poll)
+		return;
+	d->next_poll = now + DASH_EVENT_POLL_MS;
+	/* Both: the WAL takes every commit, the main file each checkpoint. */
+	if (stat_changed(d->db_path, &d->db_st) | stat_changed(d->wal_path, &d->wal_st))
+		d->version++;
+	for (i = 0; i < d->nconns; i++) {
+		struct conn *c = d->conns[i];
+
+		if (!c->events)
+			continue;
+		if (c->sent_version != d->version) {
+			buf_addf(&c->out, "event: change\ndata: %lld\n\n", (long long)d->version);
+			c->sent_version = d->version;
+			c->ping = now + DASH_PING_MS;
+		} else if (now >= c->ping) {
+			buf_adds(&c->out, ": ping\n\n");
+			c->ping = now + DASH_PING_MS;
+		}
+	}
+}
+
+/* ---- requests ----------------------------------------------------------------------- */
+
+static void serve_asset(struct conn *c, const char *name)
+{
+	if (!strcmp(name, "app.js"))
+		respond(c, 200, "text/javascript; charset=utf-8", dash_app_js,
+		        (size_t)(dash_app_js_end - dash_app_js), NULL);
+	else
+		respond(c, 200, "text/css; charset=utf-8", dash_app_css,
+		        (size_t)(dash_app_css_end - dash_app_css), NULL);
+}
+
+/* The URL without its token= parameter (the rest of the query kept). */
+static void without_token(const struct http_req *r, struct buf *out)
+{
+	const char *q = r->query;
+	int first = 1;
+
+	buf_adds(out, r->path);
+	while (*q) {
+		const char *e = strchr(q, '&');
+		size_t len = e ? (size_t)(e - q) : strlen(q);
+
+		if (len && strncmp(q, "token=", 6)) {
+			buf_addch(out, first ? '?' : '&');
+			buf_add(out, q, len);
+			first = 0;
+		}
+		q += len + (e ? 1 : 0);
+	}
+}
+
+static void handle(struct dash *d, struct conn *c, const struct http_req *r)
+{
+	struct dash_route rt;
+	struct buf extra = BUF_INIT(0);
+	int rc;
+
+	switch (dash_admit(&d->conf, r)) {
+	case DASH_BAD_HOST:
+		respond_msg(c, 421, "this dashboard does not answer to that Host");
+		return;
+	case DASH_NO_AUTH:
+		respond_msg(c, 401, "open the URL that `skiff dashboard` printed (its token)");
+		return;
+	case DASH_BAD_ORIGIN:
+		respond_msg(c, 403, "a change must come from the dashboard's own page");
+		return;
+	case DASH_SET_COOKIE:
+		buf_addf(&extra,
+		         "Set-Cookie: " DASH_COOKIE "=%s; HttpOnly; SameSite=Strict; Path=/%s\r\n"
+		         "Location: ",
+		         d->token, d->conf.tls ? "; Secure" : "");
+		without_token(r, &extra);
+		buf_adds(&extra, "\r\n");
+		respond(c, 302, "text/plain; charset=utf-8", "", 0, extra.p);
+		buf_release(&extra);
+		return;
+	case DASH_PASS: break;
+	}
+	dash_route(r, &rt);
+	switch (rt.kind) {
+	case DASH_NONE: respond_msg(c, 404, "no such page"); return;
+	case DASH_METHOD: respond_msg(c, 405, "not with that method"); return;
+	case DASH_PAGE:
+		respond(c, 200, "text/html; charset=utf-8", dash_index_html,
+		        (size_t)(dash_index_html_end - dash_index_html), NULL);
+		return;
+	case DASH_ASSET: serve_asset(c, rt.asset); return;
+	case DASH_EVENTS:
+		if (d->nstreams >= DASH_MAX_STREAMS) {
+			respond_msg(c, 503, "too many open streams");
+			return;
+		}
+		head(&c->out, 200, "text/event-stream", -1, NULL);
+		buf_adds(&c->out, "retry: 1000\n\n");
+		c->events = 1;
+		c->sent_version = -1; /* the first look sends the current version */
+		c->st = C_STREAM;
+		d->nstreams++;
+		d->next_poll = 0;
+		return;
+	case DASH_JSON:
+	case DASH_STREAM:
+	case DASH_ACTION: break;
+	}
+	if (d->nworkers >= DASH_MAX_WORKERS ||
+	    (rt.kind == DASH_STREAM && d->nstreams >= DASH_MAX_STREAMS)) {
+		respond_msg(c, 503, "the dashboard is busy: try again");
+		return;
+	}
+	rc = start_worker(d, c, &rt);
+	if (rc) {
+		respond_msg(c, 500, "cannot start the command");
+		return;
+	}
+	buf_release(&c->in);
+	buf_init(&c->in, DASH_JSON_MAX);
+	c->action = rt.kind == DASH_ACTION;
+	if (rt.kind == DASH_STREAM) {
+		c->stream = 1;
+		d->nstreams++;
+		head(&c->out, 200, "text/plain; charset=utf-8", -1, NULL);
+		c->st = C_STREAM;
+	} else {
+		c->st = C_WAIT;
+	}
+}
+
+/* Parses what came so far; handles the request once it is whole. */
+static void conn_read(struct dash *d, struct conn *c)
+{
+	char blk[8192];
+	struct http_req r;
+	const char *why;
+	size_t used;
+	int got;
+
+	for (;;) {
+		ssize_t n = read(c->fd, blk, sizeof(blk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			c->st = C_DONE; /* gone before asking: nothing to send */
+			buf_reset(&c->out);
+			return;
+		}
+		if (buf_add(&c->in, blk, (size_t)n)) {
+			respond_msg(c, 431, "the request is too big");
+			return;
+		}
+	}
+	got = http_req_parse(c->in.p, c->in.len, DASH_BODY_MAX, &r, &used, &why);
+	if (got == 0)
+		return;
+	if (got < 0) {
+		respond_msg(c, got == -E2BIG ? 431 : 400, why);
+		return;
+	}
+	if (c->in.len - used < r.content_length) {
+		http_req_release(&r); /* the body is still coming */
+		return;
+	}
+	handle(d, c, &r);
+	http_req_release(&r);
+}
+
+static void conn_free(struct dash *d, int i)
+{
+	struct conn *c = d->conns[i];
+
+	worker_kill(d, c);
+	if (c->stream || c->events)
+		d->nstreams--;
+	close(c->fd);
+	buf_release(&c->in);
+	buf_release(&c->out);
+	free(c);
+	d->conns[i] = d->conns[--d->nconns];
+}
+
+/* Sends what is pending: 0, or -1 when the browser is gone. */
+static int conn_write(struct conn *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t n =
+		        send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0)
+			return -1;
+		c->out_off += (size_t)n;
+	}
+	buf_reset(&c->out);
+	c->out_off = 0;
+	return 0;
+}
+
+static void accept_all(struct dash *d)
+{
+	for (;;) {
+		int fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		if (d->nconns >= DASH_MAX_CONNS) {
+			close(fd);
+			continue;
+		}
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		c->st = C_READ;
+		c->w.out = c->w.err = -1;
+		buf_init(&c->in, HTTP_HEAD_MAX + DASH_BODY_MAX);
+		buf_init(&c->out, 0);
+		c->deadline = now_ms() + DASH_HEAD_MS;
+		d->conns[d->nconns++] = c;
+	}
+}
+
+/* ---- the loop ----------------------------------------------------------------------- */
+
+static void loop(struct dash *d)
+{
+	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS, sizeof(*pf));
+	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS, sizeof(*who));
+
+	while (!stop) {
+		int np = 0, i, timeout = DASH_EVENT_POLL_MS;
+		int64_t now = now_ms();
+
+		pf[np] = (struct pollfd){d->lfd, POLLIN, 0};
+		who[np++] = -1;
+		for (i = 0; i < d->nconns; i++) {
+			struct conn *c = d->conns[i];
+			short ev = 0;
+
+			if (c->st == C_READ)
+				ev |= POLLIN;
+			if (c->out.len > c->out_off)
+				ev |= POLLOUT;
+			/* A stream's end shows as a hang-up even with nothing to read. */
+			pf[np] = (struct pollfd){c->fd, ev ? ev : POLLRDHUP, 0};
+			who[np++] = i * 3;
+			if (c->w.out >= 0 &&
+			    !(c->stream && c->out.len - c->out_off > DASH_STREAM_HOLD)) {
+				pf[np] = (struct pollfd){c->w.out, POLLIN, 0};
+				who[np++] = i * 3 + 1;
+			}
+			if (c->w.err >= 0) {
+				pf[np] = (struct pollfd){c->w.err, POLLIN, 0};
+				who[np++] = i * 3 + 2;
+			}
+			if (c->w.pid > 0 && c->w.out < 0 && c->w.err < 0)
+				timeout = DASH_REAP_MS;
+		}
+		if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR)
+			break;
+		now = now_ms();
+		if (pf[0].revents)
+			accept_all(d);
+		for (i = 1; i < np; i++) {
+			struct conn *c;
+			int k = who[i] / 3, part = who[i] % 3;
+
+			if (!pf[i].revents || k >= d->nconns)
+				continue;
+			c = d->conns[k];
+			if (part == 0 && (pf[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
+			    c->st != C_READ) {
+				c->st = C_DONE; /* the browser went away */
+				buf_reset(&c->out);
+				c->out_off = 0;
+				worker_kill(d, c);
+			} else if (part == 0 && (pf[i].revents & POLLIN) && c->st == C_READ) {
+				conn_read(d, c);
+			} else if (part == 1 || part == 2) {
+				worker_read(c, part - 1);
+			}
+		}
+		events_poll(d);
+		/* Reap the workers whose pipes closed; send; close what is done. */
+		for (i = 0; i < d->nconns; i++) {
+			struct conn *c = d->conns[i];
+			int raw;
+
+			if (c->w.pid > 0 && c->w.out < 0 && c->w.err < 0 &&
+			    waitpid(c->w.pid, &raw, WNOHANG) == c->w.pid)
+				worker_done(d, c, raw);
+			if (c->st == C_READ && now > c->deadline)
+				respond_msg(c, 408, "the request took too long");
+			if (conn_write(c) < 0 ||
+			    (c->st == C_DONE && c->out.len <= c->out_off && c->w.pid <= 0))
+				conn_free(d, i--);
+		}
+	}
+	while (d->nconns)
+		conn_free(d, d->nconns - 1);
+	free(pf);
+	free(who);
+}
+
+/* ---- the command -------------------------------------------------------------------- */
+
+static int listen_on(const char *host, int port, int *lfd, int *bound)
+{
+	struct sockaddr_in a = {0};
+	socklen_t alen = sizeof(a);
+	int fd, one = 1;
+
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		return error("--host '%s' is not an IPv4 address", host);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return error_errno("cannot make a socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64) ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen)) {
+		int e = error_errno("cannot listen on %s:%d", host, port);
+
+		close(fd);
+		return e;
+	}
+	*lfd = fd;
+	*bound = ntohs(a.sin_port);
+	return 0;
+}
+
+static int loopback(const char *host)
+{
+	return !strncmp(host, "127.", 4);
+}
+
+/* Opens url in a browser where there is a display to show one; quiet otherwise. */
+static void open_browser(const char *url)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char *argv[] = {"xdg-open", (char *)url, NULL};
+	pid_t pid;
+
+	if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
+		return;
+	o.argv = argv;
+	o.pgrp = SPAWN_SESSION_NEW;
+	if (!spawn(&o, &pid))
+		spawn_wait(pid, NULL);
+}
+
+int cmd_dashboard(int argc, char **argv)
+{
+	struct dash d = {0};
+	const char *host = "127.0.0.1";
+	long port = DASH_DEFAULT_PORT;
+	int i, no_open = 0, insecure = 0, bound = 0;
+	struct sigaction sa = {0};
+	char url[256];
+
+	if (wants_help(argc, argv)) {
+		fputs(cmd_dashboard_usage, stdout);
+		return EXIT_OK;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--host") && i + 1 < argc) {
+			host = argv[++i];
+		} else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
+			if (parse_long(argv[++i], 0, 65535, &port))
+				return usage_error("dashboard", "--port needs 0..65535, not '%s'",
+				                   argv[i]);
+		} else if (!strcmp(argv[i], "--no-open")) {
+			no_open = 1;
+		} else if (!strcmp(argv[i], "--insecure-http")) {
+			insecure = 1;
+		} else {
+			return usage_error("dashboard", "unexpected '%s'", argv[i]);
+		}
+	}
+	if (strlen(host) > 60)
+		return usage_error("dashboard", "--host '%.60s...' is too long", host);
+	if (!loopback(host) && !insecure)
+		return usage_error("dashboard",
+		                   "--host %s is reachable from other machines: the dashboard "
+		                   "serves plain HTTP only for now, so say --insecure-http to "
+		                   "allow it (its token and cookie then cross the network in "
+		                   "the clear)",
+		                   host);
+	d.self = self_exec_path();
+	if (!d.self)
+		return error("cannot find this executable to run the API's commands"), EXIT_FAIL;
+	if (!skiff_home())
+		return EXIT_FAIL;
+	if (listen_on(host, (int)port, &d.lfd, &bound))
+		return EXIT_FAIL;
+	random_hex(d.token, DASH_TOKEN_HEX / 2);
+	d.conf.token = d.token;
+	xsnprintf(d.hosts[0], sizeof(d.hosts[0]), "%s:%d", host, bound);
+	d.conf.hosts[d.conf.nhosts++] = d.hosts[0];
+	if (loopback(host)) {
+		xsnprintf(d.hosts[1], sizeof(d.hosts[1]), "localhost:%d", bound);
+		d.conf.hosts[d.conf.nhosts++] = d.hosts[1];
+	}
+	d.db_path = xasprintf("%s/launcher.db", skiff_home());
+	d.wal_path = xasprintf("%s/launcher.db-wal", skiff_home());
+	stat_changed(d.db_path, &d.db_st);
+	stat_changed(d.wal_path, &d.wal_st);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	xsnprintf(url, sizeof(url), "http://%s/?token=%s", d.hosts[0], d.token);
+	/* The token goes to the terminal only: never into a log. */
+	printf("skiff dashboard: %s\n", url);
+	fflush(stdout);
+	fprintf(stderr, "(Ctrl-C stops it; the URL works until then, on this machine%s)\n",
+	        loopback(host) ? "" : " and from others");
+	if (!no_open)
+		open_browser(url);
+	loop(&d);
+	close(d.lfd);
+	free(d.db_path);
+	free(d.wal_path);
+	return EXIT_OK;
+}

@@ -1,0 +1,358 @@
+// skiff dashboard: the page's code (served by `skiff dashboard`, cmd/dashboard.c).
+// Everything shown comes from the JSON API under /api/v1/ and is put in the page as
+// text (textContent, text nodes): no string from the API is ever parsed as HTML.
+"use strict";
+
+const app = document.getElementById("app");
+let view = null;      // the current page: {render(), stop()}
+let reloadTimer = 0;
+
+// ---- small helpers ------------------------------------------------------------------
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "onclick") e.addEventListener("click", v);
+    else if (k === "oninput") e.addEventListener("input", v);
+    else if (k === "onchange") e.addEventListener("change", v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+// Replaces node's children with kids (null, undefined and false left out).
+function put(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false));
+}
+
+function link(href, text) {
+  return el("a", {href: href, "data-link": true}, text);
+}
+
+function ago(t) {
+  if (!t) return "-";
+  const s = Math.max(0, Date.now() / 1000 - t);
+  if (s < 60) return Math.floor(s) + "s ago";
+  if (s < 3600) return Math.floor(s / 60) + "m ago";
+  if (s < 86400) return Math.floor(s / 3600) + "h ago";
+  return Math.floor(s / 86400) + "d ago";
+}
+
+function span(s) {
+  if (s === null || s === undefined || s < 0) return "-";
+  s = Math.floor(s);
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+  if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+  return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+}
+
+function status(s) {
+  const cls = /RUNNING|UP|SUCCEEDED|enabled/.test(s) ? "ok"
+            : /FAIL|ERROR|disabled/.test(s) ? "bad"
+            : /CANCEL|STOPPED|ENDED/.test(s) ? "off" : "wait";
+  return el("span", {class: "status " + cls, "data-status": s}, s);
+}
+
+async function api(path, opts) {
+  const r = await fetch(path, Object.assign({credentials: "same-origin"}, opts || {}));
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (r.status === 401) throw new Error("not signed in: open the URL that `skiff dashboard` printed");
+  if (!r.ok) throw new Error((body && body.error) || ("HTTP " + r.status));
+  return body;
+}
+
+function problem(msg) {
+  return el("div", {class: "error", role: "alert"}, msg);
+}
+
+// An action (POST): confirmed first; its error shown as the CLI says it.
+async function act(what, path, done) {
+  if (!window.confirm(what + "?")) return;
+  const note = document.getElementById("note");
+  try {
+    await api(path, {method: "POST"});
+    if (note) put(note, el("div", {class: "done"}, what + ": done"));
+  } catch (e) {
+    if (note) put(note, problem(what + ": " + e.message));
+  }
+  if (done) done();
+}
+
+function table(cols, rows, empty) {
+  if (!rows.length) return el("p", {class: "muted"}, empty);
+  return el("table", {},
+    el("thead", {}, el("tr", {}, cols.map(c => el("th", {}, c)))),
+    el("tbody", {}, rows));
+}
+
+// ---- ANSI colours in logs -----------------------------------------------------------
+
+const ANSI = /\x1b\[([0-9;]*)m|\x1b\[[0-9;?]*[A-Za-z]|\r/g;
+
+function ansiAppend(pre, text, state) {
+  let last = 0, m;
+  const put = (s) => {
+    if (!s) return;
+    if (!state.cls.length) { pre.append(document.createTextNode(s)); return; }
+    pre.append(el("span", {class: state.cls.join(" ")}, s));
+  };
+  ANSI.lastIndex = 0;
+  while ((m = ANSI.exec(text))) {
+    put(text.slice(last, m.index));
+    last = ANSI.lastIndex;
+    if (m[1] === undefined) continue;        // another escape: dropped
+    for (const p of (m[1] || "0").split(";")) {
+      const n = Number(p || 0);
+      if (n === 0) state.cls = [];
+      else if (n === 1) state.cls.push("b");
+      else if ((n >= 30 && n <= 37) || (n >= 90 && n <= 97))
+        state.cls = state.cls.filter(c => !c.startsWith("c")).concat("c" + n);
+      else if (n === 39) state.cls = state.cls.filter(c => !c.startsWith("c"));
+    }
+  }
+  put(text.slice(last));
+}
+
+// Streams a log into pre: the tail first (a big log is not loaded whole), then what comes.
+function streamLog(pre, url, follow, onEnd) {
+  const ctl = new AbortController();
+  const state = {cls: []};
+  put(pre);
+  (async () => {
+    try {
+      const r = await fetch(url, {credentials: "same-origin", signal: ctl.signal});
+      if (!r.ok) {
+        let why = "HTTP " + r.status;
+        try { why = (await r.json()).error; } catch (e) { /* not JSON */ }
+        pre.append(problem(why));
+        return;
+      }
+      const rd = r.body.getReader(), dec = new TextDecoder();
+      for (;;) {
+        const {value, done} = await rd.read();
+        if (done) break;
+        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        ansiAppend(pre, dec.decode(value, {stream: true}), state);
+        if (follow() && atEnd) pre.scrollTop = pre.scrollHeight;
+      }
+    } catch (e) {
+      if (e.name !== "AbortError") pre.append(problem(e.message));
+    }
+    if (onEnd) onEnd();
+  })();
+  return ctl;
+}
+
+// ---- pages --------------------------------------------------------------------------
+
+function clustersPage() {
+  const filt = {name: "", status: "", infra: ""};
+  let data = [], err = null, refreshing = false;
+  const body = el("div");
+  const load = async (refresh) => {
+    try {
+      refreshing = !!refresh;
+      draw();
+      data = await api("/api/v1/clusters" + (refresh ? "?refresh=1" : ""));
+      err = null;
+    } catch (e) { err = e.message; }
+    refreshing = false;
+    draw();
+  };
+  const draw = () => {
+    const rows = data.filter(c =>
+      c.name.includes(filt.name) && (!filt.status || c.status === filt.status) &&
+      (c.infra || "").includes(filt.infra)).map(c => el("tr", {"data-cluster": c.name},
+        el("td", {}, link("/clusters/" + encodeURIComponent(c.name), c.name)),
+        el("td", {}, c.infra), el("td", {}, c.resources || "-"),
+        el("td", {}, String(c.num_nodes)), el("td", {}, status(c.status)),
+        el("td", {}, c.autostop ? (c.autostop.idle_minutes + "m" + (c.autostop.down ? " (down)" : "")) : "-"),
+        el("td", {}, ago(c.launched_at)),
+        el("td", {}, ((c.nodes || [])[0] || {}).user || "-")));
+    put(body,
+      err ? problem(err) : null,
+      table(["NAME", "INFRA", "RESOURCES", "NODES", "STATUS", "AUTOSTOP", "LAUNCHED", "USER"],
+            rows, data.length ? "No cluster matches." : "No clusters. Launch one with `skiff launch`."));
+  };
+  const statuses = el("select", {id: "f-status", onchange: e => { filt.status = e.target.value; draw(); }},
+    ["", "UP", "INIT", "STOPPED", "ENDED"].map(s => el("option", {value: s}, s || "any status")));
+  put(app,
+    el("h1", {}, "Clusters"),
+    el("div", {class: "bar"},
+      el("input", {id: "f-name", placeholder: "name", oninput: e => { filt.name = e.target.value; draw(); }}),
+      statuses,
+      el("input", {id: "f-infra", placeholder: "infra", oninput: e => { filt.infra = e.target.value; draw(); }}),
+      el("button", {id: "refresh", onclick: () => load(true)}, "Refresh from the nodes")),
+    el("div", {id: "note"}), body);
+  load(false);
+  return {render: () => { if (!refreshing) load(false); }, stop() {}};
+}
+
+function clusterPage(name) {
+  let cl = null, jobs = [], err = null, jerr = null, logCtl = null, logJob = null;
+  const info = el("div"), jobsBox = el("div"), logBox = el("div", {class: "logs"});
+  const follow = el("input", {type: "checkbox", id: "follow", checked: true});
+  const base = "/api/v1/clusters/" + encodeURIComponent(name);
+  const load = async () => {
+    try { cl = (await api(base))[0] || null; err = null; } catch (e) { err = e.message; }
+    try { jobs = await api(base + "/jobs"); jerr = null; } catch (e) { jerr = e.message; }
+    draw();
+  };
+  const openLog = (id, all) => {
+    if (logCtl) logCtl.abort();
+    logJob = id;
+    const pre = el("pre", {id: "log"});
+    put(logBox,
+      el("h2", {}, "Job " + id + " logs"),
+      el("div", {class: "bar"}, el("label", {}, follow, " follow"),
+        all ? null : el("button", {onclick: () => openLog(id, true)}, "Show the whole log"),
+        el("span", {class: "muted"}, all ? "the whole log" : "the last 2000 lines first")),
+      pre);
+    logCtl = streamLog(pre, base + "/jobs/" + id + "/logs?follow=1" + (all ? "" : "&tail=2000"),
+                       () => follow.checked);
+  };
+  const draw = () => {
+    put(info, err ? problem(err) : !cl ? el("p", {class: "muted"}, "No such cluster.") :
+      el("div", {},
+        el("p", {}, status(cl.status), " on ", cl.infra, " \u00b7 ", cl.resources || "",
+           " \u00b7 launched ", ago(cl.launched_at),
+           cl.autostop ? " \u00b7 autostop " + cl.autostop.idle_minutes + "m" : ""),
+        el("div", {class: "bar"},
+          el("button", {onclick: () => act("Stop cluster " + name, base + "/stop", load)}, "Stop"),
+          el("button", {onclick: () => act("Start cluster " + name, base + "/start", load)}, "Start"),
+          el("button", {class: "danger", onclick: () => act("Tear down cluster " + name, base + "/down", load)}, "Down")),
+        el("h2", {}, "Nodes"),
+        table(["RANK", "IP", "ADDRESS", "USER", "PORT", "NODE"], (cl.nodes || []).map(n =>
+          el("tr", {}, el("td", {}, String(n.rank)), el("td", {}, n.ip || "-"),
+             el("td", {}, n.address || "-"), el("td", {}, n.user || "-"),
+             el("td", {}, n.port ? String(n.port) : "-"), el("td", {}, n.node || "-"))), "No nodes.")));
+    put(jobsBox, el("h2", {}, "Jobs"), jerr ? problem(jerr) :
+      table(["ID", "NAME", "USER", "SUBMITTED", "DURATION", "STATUS", "EXIT CODES", ""],
+        jobs.slice().reverse().map(j => el("tr", {"data-job": j.id},
+          el("td", {}, String(j.id)), el("td", {class: "name"}, j.name || "-"),
+          el("td", {}, j.user || "-"), el("td", {}, ago(j.submitted_at)),
+          el("td", {}, j.started_at ? span((j.ended_at || Date.now() / 1000) - j.started_at) : "-"),
+          el("td", {}, status(j.status)),
+          el("td", {}, (j.exit_codes || []).map(c => c === null ? "-" : String(c)).join(",") || "-"),
+          el("td", {},
+            el("button", {onclick: () => openLog(j.id, false)}, "Logs"),
+            /RUNNING|PENDING|SETTING_UP|INIT/.test(j.status) ?
+              el("button", {class: "danger", onclick: () => act("Cancel job " + j.id + " on " + name,
+                base + "/jobs/" + j.id + "/cancel", load)}, "Cancel") : null))),
+        "No jobs."));
+  };
+  put(app, el("h1", {}, "Cluster ", el("span", {class: "name"}, name)),
+                      el("div", {id: "note"}), info, jobsBox, logBox);
+  load();
+  return {render: load, stop() { if (logCtl) logCtl.abort(); }};
+}
+
+function jobsPage() {
+  let data = [], err = null;
+  const body = el("div");
+  const load = async () => {
+    try { data = await api("/api/v1/jobs"); err = null; } catch (e) { err = e.message; }
+    put(body, err ? problem(err) :
+      table(["ID", "NAME", "REQUESTED", "SUBMITTED", "JOB DURATION", "#RECOVERIES", "STATUS", "CLUSTER", "DETAILS", ""],
+        data.slice().reverse().map(j => el("tr", {"data-job": j.id},
+          el("td", {}, link("/jobs/" + j.id, String(j.id))), el("td", {class: "name"}, j.name || "-"),
+          el("td", {}, j.requested || "-"), el("td", {}, ago(j.submitted_at)),
+          el("td", {}, span(j.job_duration)), el("td", {}, String(j.recoveries)),
+          el("td", {}, status(j.status)), el("td", {}, j.cluster || "-"),
+          el("td", {class: "details"}, j.details || ""),
+          el("td", {}, /SUCCEEDED|FAILED|CANCELLED/.test(j.status) ? null :
+            el("button", {class: "danger", onclick: () => act("Cancel managed job " + j.id,
+              "/api/v1/jobs/" + j.id + "/cancel", load)}, "Cancel")))),
+        "No managed jobs. Submit one with `skiff jobs launch`."));
+  };
+  put(app, el("h1", {}, "Managed jobs"), el("div", {id: "note"}), body);
+  load();
+  return {render: load, stop() {}};
+}
+
+function jobPage(id) {
+  let j = null, err = null, logCtl = null;
+  const info = el("div"), pre = el("pre", {id: "log"});
+  const follow = el("input", {type: "checkbox", id: "follow", checked: true});
+  const load = async () => {
+    try { j = (await api("/api/v1/jobs")).find(x => String(x.id) === String(id)) || null; err = null; }
+    catch (e) { err = e.message; }
+    put(info, err ? problem(err) : !j ? el("p", {class: "muted"}, "No such managed job.") :
+      el("div", {},
+        el("p", {}, status(j.status), " \u00b7 ", j.name || "-", " \u00b7 submitted ", ago(j.submitted_at),
+           " \u00b7 recoveries ", String(j.recoveries), j.cluster ? " \u00b7 on " + j.cluster : ""),
+        j.details ? el("p", {class: "details"}, j.details) : null,
+        el("h2", {}, "Tasks"),
+        table(["TASK", "NAME", "REQUESTED", "STATUS", "JOB DURATION", "#RECOVERIES"],
+          (j.task_rows || []).map(t => el("tr", {}, el("td", {}, String(t.task)),
+            el("td", {class: "name"}, t.name || "-"), el("td", {}, t.requested || "-"),
+            el("td", {}, status(t.status)), el("td", {}, span(t.job_duration)),
+            el("td", {}, String(t.recoveries)))), "No task rows.")));
+  };
+  put(app, el("h1", {}, "Managed job " + id), el("div", {id: "note"}), info,
+    el("h2", {}, "Logs"), el("div", {class: "bar"}, el("label", {}, follow, " follow")), pre);
+  load();
+  logCtl = streamLog(pre, "/api/v1/jobs/" + id + "/logs?follow=1", () => follow.checked);
+  return {render: load, stop() { if (logCtl) logCtl.abort(); }};
+}
+
+function infraPage() {
+  const body = el("div", {}, el("p", {class: "muted"}, "Asking each infra (at most 5 s)\u2026"));
+  put(app, el("h1", {}, "Infra"), body);
+  const load = async () => {
+    try {
+      const v = await api("/api/v1/infra");
+      put(body, table(["INFRA", "STATE", "WHY"], v.map(i => el("tr", {},
+        el("td", {}, i.infra), el("td", {}, status(i.enabled ? "enabled" : "disabled")),
+        el("td", {}, i.reason || ""))), "No infra."));
+    } catch (e) { put(body, problem(e.message)); }
+  };
+  load();
+  return {render() {}, stop() {}};
+}
+
+// ---- routing and live updates --------------------------------------------------------
+
+function route() {
+  if (view) view.stop();
+  const p = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  for (const a of document.querySelectorAll("[data-nav]"))
+    a.classList.toggle("on", a.dataset.nav === (p[0] || "clusters"));
+  if (p[0] === "clusters" && p[1]) view = clusterPage(p[1]);
+  else if (p[0] === "jobs" && p[1]) view = jobPage(p[1]);
+  else if (p[0] === "jobs") view = jobsPage();
+  else if (p[0] === "infra") view = infraPage();
+  else view = clustersPage();
+  document.title = "skiff \u00b7 " + (p.join(" ") || "clusters");
+}
+
+document.addEventListener("click", e => {
+  const a = e.target.closest && e.target.closest("a[data-link]");
+  if (!a || e.ctrlKey || e.metaKey || e.button !== 0) return;
+  e.preventDefault();
+  history.pushState(null, "", a.getAttribute("href"));
+  route();
+});
+window.addEventListener("popstate", route);
+
+// A change of the launcher's state (a job ends, a cluster goes) redraws the page.
+function live() {
+  const dot = document.getElementById("live");
+  const es = new EventSource("/api/v1/events");
+  es.addEventListener("change", () => {
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(() => { if (view) view.render(); }, 50);
+  });
+  es.onopen = () => dot.classList.add("on");
+  es.onerror = () => dot.classList.remove("on");
+}
+
+route();
+live();

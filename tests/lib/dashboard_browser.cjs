@@ -1,0 +1,104 @@
+// The dashboard in a real Chromium (t0830): one step per run, its findings on stdout.
+//
+//   node dashboard_browser.cjs URL STEP ARGS...
+//
+// URL is the one `skiff dashboard` printed (with its token). Every step opens it first
+// (the page swaps the token for a cookie), fails (exit 1, the reason on stderr) when a
+// JavaScript dialog other than an expected confirm() opens, and when the page logs an
+// error. Steps:
+//   row PATH SELECTOR TEXT       PATH shows an element SELECTOR whose text has TEXT
+//   text PATH SELECTOR           prints SELECTOR's textContent (the first one) at PATH
+//   noscript PATH                no <img>, <script> or onerror= came from the data
+//   wait-text PATH SELECTOR TEXT READY_FILE
+//                                touches READY_FILE once the page is up, then waits (no
+//                                reload) until SELECTOR has TEXT; prints the ms it took
+//   logs CLUSTER JOB TEXT        the job's log panel streams TEXT; prints the log's text
+//   click PATH SELECTOR accept|dismiss WAIT_SELECTOR WAIT_TEXT
+//                                clicks (a confirm() follows) and waits for WAIT_TEXT
+//   shot PATH FILE [SELECTOR [CLICK]]
+//                                a screenshot of PATH (after SELECTOR shows, CLICK clicked)
+"use strict";
+const {chromium} = require("playwright-core");
+
+const [url, step, ...args] = process.argv.slice(2);
+const base = url.replace(/\/\?token=.*/, "");
+const WAIT = 20000;
+
+function fail(msg) {
+  process.stderr.write("dashboard_browser: " + msg + "\n");
+  process.exit(1);
+}
+
+(async () => {
+  const browser = await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
+                                         args: ["--no-sandbox", "--disable-gpu"]});
+  const page = await browser.newPage({viewport: {width: 1280, height: 800}});
+  let confirmAnswer = null;
+  const problems = [];
+  page.on("dialog", async d => {
+    if (d.type() === "confirm" && confirmAnswer !== null) {
+      process.stdout.write("confirm: " + d.message() + "\n");
+      if (confirmAnswer) await d.accept(); else await d.dismiss();
+      return;
+    }
+    problems.push("unexpected " + d.type() + " dialog: " + d.message());
+    await d.dismiss();
+  });
+  page.on("pageerror", e => problems.push("page error: " + e.message));
+  try {
+    // The token URL: the cookie is set, the token leaves the address bar.
+    await page.goto(url, {waitUntil: "domcontentloaded"});
+    if (page.url().includes("token=")) fail("the token stayed in the URL: " + page.url());
+    const go = async p => page.goto(base + p, {waitUntil: "domcontentloaded"});
+    if (step === "row") {
+      await go(args[0]);
+      await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: WAIT});
+      process.stdout.write("found\n");
+    } else if (step === "text") {
+      await go(args[0]);
+      const loc = page.locator(args[1]).first();
+      await loc.waitFor({timeout: WAIT});
+      process.stdout.write((await loc.textContent()) + "\n");
+    } else if (step === "noscript") {
+      await go(args[0]);
+      await page.locator("table").first().waitFor({timeout: WAIT});
+      await page.waitForTimeout(300);
+      const n = await page.evaluate(() =>
+        document.querySelectorAll("main img, main script, main [onerror]").length);
+      process.stdout.write("injected elements: " + n + "\n");
+    } else if (step === "wait-text") {
+      await go(args[0]);
+      await page.locator("table, p.muted").first().waitFor({timeout: WAIT});
+      require("fs").writeFileSync(args[3], "ready\n");
+      const t0 = Date.now();
+      await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: 60000});
+      process.stdout.write("shown after " + (Date.now() - t0) + " ms\n");
+    } else if (step === "logs") {
+      await go("/clusters/" + args[0]);
+      await page.locator(`tr[data-job="${args[1]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
+      await page.locator("pre#log", {hasText: args[2]}).waitFor({timeout: WAIT});
+      process.stdout.write(await page.locator("pre#log").innerHTML() + "\n");
+    } else if (step === "click") {
+      await go(args[0]);
+      confirmAnswer = args[2] === "accept";
+      await page.locator(args[1]).first().click({timeout: WAIT});
+      await page.locator(args[3], {hasText: args[4]}).first().waitFor({timeout: 60000});
+      const note = await page.locator("#note").textContent();
+      process.stdout.write("note: " + note + "\n");
+    } else if (step === "shot") {
+      await go(args[0]);
+      if (args[2]) await page.locator(args[2]).first().waitFor({timeout: WAIT});
+      if (args[3]) await page.locator(args[3]).first().click({timeout: WAIT});
+      await page.waitForTimeout(args[3] ? 3000 : 500);
+      await page.screenshot({path: args[1], fullPage: false});
+      process.stdout.write("shot " + args[1] + "\n");
+    } else {
+      fail("unknown step " + step);
+    }
+  } catch (e) {
+    await browser.close();
+    fail(e.message + (problems.length ? "\n" + problems.join("\n") : ""));
+  }
+  await browser.close();
+  if (problems.length) fail(problems.join("\n"));
+})();

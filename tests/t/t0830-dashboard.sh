@@ -1,0 +1,224 @@
+#!/bin/sh
+# `skiff dashboard` (docs/dashboard.md): its API against the CLI's own --json, its
+# guards against a hostile browser (token, Host, Origin, methods, sizes), live changes,
+# and the pages in a real Chromium driven by playwright-core (tests/lib/browser.sh):
+# rows, live updates without a reload, logs streaming with their colours, confirmed
+# actions, and names that are markup shown as text.
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/browser.sh
+. "$SRC_DIR/tests/lib/browser.sh"
+
+test_cleanup_hook() {
+	[ -z "${DASH_PID:-}" ] || kill "$DASH_PID" 2>/dev/null
+	for c in $(skiff status --json 2>/dev/null | python3 -c "import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
+		skiff down "$c" >/dev/null 2>&1
+	done
+	pkill -KILL -f "$TRASH" 2>/dev/null
+}
+
+# A job whose name is markup, and a log with colours and a closing script tag.
+XSS=$(printf '<img src=x onerror=alert(1)></script>\042q')
+cat >"$TRASH/xss.yaml" <<-\EOF
+name: "<img src=x onerror=alert(1)></script>\"q"
+run: printf '\033[31mred-line\033[0m </script><b>bold</b>\n'
+EOF
+
+# The dashboard, on a free port; its URL (with the token) in $TRASH/url.
+# Its pid in dash.pid, and its exit status in dash.rc once it ends.
+(cd "$TRASH" && { "$SKIFF_BIN" dashboard --port 0 --no-open >dash.out 2>dash.err &
+	echo $! >dash.pid; wait $!; echo $? >dash.rc; }) &
+wait_for "grep -qs '^skiff dashboard: http' '$TRASH/dash.out'" 10 || {
+	cat "$TRASH/dash.err" >&2
+	test_skip_all "the dashboard did not start"
+}
+DASH_PID=$(cat "$TRASH/dash.pid")
+URL=$(sed -n 's/^skiff dashboard: //p' "$TRASH/dash.out")
+BASE=${URL%%/?token=*}
+TOKEN=${URL##*token=}
+HOSTPORT=${BASE#http://}
+
+# curl with the cookie; writes the body to $1, prints the status code.
+get() {
+	curl -s -o "$1" -w "%{http_code}" -H "Cookie: skiff_dashboard=$TOKEN" "$BASE$2"
+}
+post() {
+	curl -s -o "$1" -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TOKEN" \
+		-H "Origin: http://$HOSTPORT" "$BASE$2"
+}
+same_json() {
+	python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a != b)" "$1" "$2"
+}
+
+test_expect_success 'the URL holds a fresh 128-bit token; the page swaps it for an HttpOnly SameSite=Strict cookie' '
+	echo "$TOKEN" | grep -qx "[0-9a-f]\{32\}" &&
+	curl -s -D - -o /dev/null "$URL" | tr -d "\r" >h &&
+	grep -q "^HTTP/1.1 302" h &&
+	grep -qix "set-cookie: skiff_dashboard=$TOKEN; HttpOnly; SameSite=Strict; Path=/" h &&
+	grep -qix "location: /" h &&
+	curl -s -D - -o /dev/null "$BASE/clusters/web1?x=1&token=$TOKEN" | tr -d "\r" >h2 &&
+	grep -qix "location: /clusters/web1?x=1" h2
+'
+
+test_expect_success 'no token, a wrong one, or a token in the query of an API call: 401' '
+	test "$(curl -s -o b -w "%{http_code}" "$BASE/api/v1/clusters")" = 401 &&
+	grep -q "token" b &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" "$BASE/")" = 401 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -H "Cookie: skiff_dashboard=0$TOKEN" "$BASE/api/v1/clusters")" = 401 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -H "Cookie: skiff_dashboard=" "$BASE/api/v1/clusters")" = 401 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" "$BASE/api/v1/clusters?token=$TOKEN")" = 401 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $TOKEN" "$BASE/api/v1/clusters")" = 200
+'
+
+test_expect_success 'a foreign Host (DNS rebinding): 421; a mutation without our Origin, or a GET of one: 403, 405' '
+	test "$(curl -s -o /dev/null -w "%{http_code}" -H "Host: evil.example:${HOSTPORT#*:}" -H "Cookie: skiff_dashboard=$TOKEN" "$BASE/api/v1/clusters")" = 421 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -H "Host: localhost:${HOSTPORT#*:}" -H "Cookie: skiff_dashboard=$TOKEN" "$BASE/api/v1/clusters")" = 200 &&
+	test "$(curl -s -o b -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TOKEN" "$BASE/api/v1/clusters/web1/down")" = 403 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TOKEN" -H "Origin: http://evil.example" "$BASE/api/v1/clusters/web1/down")" = 403 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TOKEN" -H "Origin: http://$HOSTPORT.evil.example" "$BASE/api/v1/clusters/web1/down")" = 403 &&
+	test "$(get b /api/v1/clusters/web1/down)" = 405 &&
+	test "$(get b /api/v1/nope)" = 404 &&
+	test "$(get b "/api/v1/clusters/-rf/jobs")" = 404 &&
+	test "$(get b "/api/v1/clusters/web1/jobs/1%2f..%2f/logs")" = 404 &&
+	test "$(get b "/clusters/a%00b")" = 400
+'
+
+# A head past the limit; 20 connections that send half a request and wait.
+cat >"$TRASH/bighead.py" <<-\EOF
+import socket, sys
+host, port = sys.argv[1].split(":")
+s = socket.create_connection((host, int(port)))
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+r = s.recv(100)
+assert r.startswith(b"HTTP/1.1 431"), r
+EOF
+cat >"$TRASH/slow.py" <<-\EOF
+import socket, sys, urllib.request
+host, port = sys.argv[1].split(":")
+slow = [socket.create_connection((host, int(port))) for _ in range(20)]
+for s in slow:
+    s.sendall(b"GET /api/v1/clusters HTTP/1.1\r\nHost: ")
+req = urllib.request.Request("http://%s/api/v1/jobs" % sys.argv[1],
+                             headers={"Cookie": "skiff_dashboard=" + sys.argv[2]})
+assert urllib.request.urlopen(req, timeout=20).status == 200
+EOF
+
+test_expect_success 'bounded: a huge head is refused (431); a browser that sends half a request holds up nobody' '
+	python3 bighead.py "$HOSTPORT" &&
+	python3 slow.py "$HOSTPORT" "$TOKEN"
+'
+
+test_expect_success 'the API gives what the CLI gives: clusters, a cluster, its jobs, managed jobs' '
+	skiff launch -c web1 xss.yaml >launch.out 2>&1 &&
+	skiff launch -c web2 -d "sleep 300" >/dev/null 2>&1 &&
+	test "$(get api.json /api/v1/clusters)" = 200 &&
+	skiff status --json >cli.json && same_json cli.json api.json &&
+	test "$(get api.json /api/v1/clusters/web1)" = 200 &&
+	skiff status --json web1 >cli.json && same_json cli.json api.json &&
+	test "$(get api.json /api/v1/clusters/web1/jobs)" = 200 &&
+	skiff queue --json web1 >cli.json && same_json cli.json api.json &&
+	python3 -c "import json,sys; j=json.load(open(\"api.json\"))[0]; assert j[\"name\"] == sys.argv[1], j" "$XSS" &&
+	test "$(get api.json /api/v1/jobs)" = 200 &&
+	skiff jobs queue --json >cli.json && same_json cli.json api.json &&
+	test "$(get b /api/v1/clusters/nosuch/jobs)" != 200 &&
+	grep -q "nosuch" b
+'
+
+test_expect_success 'a job log streams as text, ANSI and markup as they are' '
+	test "$(get log.txt "/api/v1/clusters/web1/jobs/1/logs?follow=0")" = 200 &&
+	grep -q "red-line" log.txt && grep -q "</script><b>bold</b>" log.txt &&
+	curl -s -D h -o /dev/null -H "Cookie: skiff_dashboard=$TOKEN" "$BASE/api/v1/clusters/web1/jobs/1/logs?follow=0" &&
+	grep -qi "^content-type: text/plain" h && grep -qi "^x-content-type-options: nosniff" h &&
+	grep -qi "^content-security-policy: default-src .self." h
+'
+
+test_expect_success 'a change of state is pushed as an event (no page asks the nodes)' '
+	(curl -s -N -H "Cookie: skiff_dashboard=$TOKEN" "$BASE/api/v1/events" >events &) &&
+	wait_for "grep -q \"^event: change\" events" 10 &&
+	n=$(grep -c "^event: change" events) &&
+	skiff exec web1 -d "true" >/dev/null 2>&1 &&
+	wait_for "test \$(grep -c \"^event: change\" events) -gt $n" 10 &&
+	{ pkill -f "curl -s -N -H Cookie: skiff_dashboard=$TOKEN" || :; }
+'
+
+test_expect_success 'actions run as the CLI: cancel a job; down refuses a cluster that is not there' '
+	J=$(skiff queue --json web2 | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
+	test "$(post a.json "/api/v1/clusters/web2/jobs/$J/cancel")" = 200 &&
+	python3 -c "import json; d=json.load(open(\"a.json\")); assert d[\"ok\"] is True, d" &&
+	wait_for "skiff queue --json web2 | grep -q CANCELLED" 20 &&
+	test "$(post a.json /api/v1/clusters/nosuch/down)" != 200 &&
+	python3 -c "import json; d=json.load(open(\"a.json\")); assert \"nosuch\" in d[\"error\"] and d[\"exit_code\"], d"
+'
+
+test_expect_success 'the token is in no file of skiff home, the user home or the logs' '
+	! grep -rqs "$TOKEN" "$SKIFF_HOME" "$HOME" &&
+	! grep -qs "$TOKEN" dash.err
+'
+
+# Last: the dashboard stops cleanly (under ASan, its leaks and errors show here).
+dashboard_ends() {
+	test_expect_success 'SIGTERM ends the dashboard (exit 0); its stderr holds no bug report' '
+		kill -TERM "$DASH_PID" &&
+		wait_for "test -s dash.rc" 20 &&
+		test "$(cat dash.rc)" = 0 &&
+		! grep -E "AddressSanitizer|LeakSanitizer|runtime error|BUG:" dash.err
+	'
+}
+
+if ! browser_setup; then
+	test_skip 'pages in Chromium' "$browser_why"
+	dashboard_ends
+	test_done
+fi
+pw() {
+	browser_run "$SRC_DIR/tests/lib/dashboard_browser.cjs" "$URL" "$@"
+}
+# pw in the background: its output in live.out and live.err, its status in live.rc.
+pw_background() {
+	(pw "$@" >live.out 2>live.err; echo $? >live.rc) &
+}
+
+test_expect_success 'Chromium: the clusters page lists the clusters with their status' '
+	pw row /clusters "tr[data-cluster=web1]" UP >out &&
+	pw row /clusters "tr[data-cluster=web2]" UP >out
+'
+
+test_expect_success 'Chromium: markup in a job name is text: no element made, no dialog' '
+	pw text /clusters/web1 "tr[data-job=\"1\"] td.name" >name &&
+	printf "%s\n" "$XSS" >want && test_cmp want name &&
+	pw noscript /clusters/web1 >inj && grep -qx "injected elements: 0" inj
+'
+
+test_expect_success 'Chromium: a job started from the CLI shows, and ends, without a reload' '
+	rm -f ready &&
+	pw_background wait-text /clusters/web1 "tr[data-job=\"3\"]" SUCCEEDED "$TRASH/ready" &&
+	wait_for "test -f ready" 30 &&
+	skiff exec web1 "echo third" >/dev/null &&
+	wait_for "test -f live.rc" 60 &&
+	cat live.out live.err && test "$(cat live.rc)" = 0 &&
+	grep -q "^shown after" live.out
+'
+
+test_expect_success 'Chromium: logs stream with colours drawn and markup as text' '
+	pw logs web1 1 red-line >log.html &&
+	grep -q "<span class=\"c31\">red-line</span>" log.html &&
+	grep -q "&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" log.html
+'
+
+test_expect_success 'Chromium: cancel needs the confirmation; once given, the job is CANCELLED' '
+	skiff exec web2 -d "sleep 301" >/dev/null 2>&1 &&
+	J=$(skiff queue --json web2 | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
+	pw click /clusters/web2 "tr[data-job=\"$J\"] button.danger" dismiss "tr[data-job=\"$J\"]" RUNNING >c1 &&
+	skiff queue --json web2 | python3 -c "import json,sys; j=[j for j in json.load(sys.stdin) if j[\"id\"] == $J][0]; assert j[\"status\"] == \"RUNNING\", j" &&
+	pw click /clusters/web2 "tr[data-job=\"$J\"] button.danger" accept "#note" done >c2 &&
+	grep -q "confirm: Cancel job $J on web2?" c2 &&
+	wait_for "skiff queue --json web2 | python3 -c \"import json,sys; sys.exit(not [j for j in json.load(sys.stdin) if j[\\\"id\\\"] == $J and j[\\\"status\\\"] == \\\"CANCELLED\\\"])\"" 20
+'
+
+test_expect_success 'Chromium: down from the page takes the cluster away' '
+	pw click /clusters/web2 "button.danger" accept "#note" done >d &&
+	grep -q "confirm: Tear down cluster web2?" d &&
+	wait_for "skiff status --json >st.json && ! grep -q \"\\\"web2\\\"\" st.json" 30
+'
+
+dashboard_ends
+test_done
