@@ -60,6 +60,7 @@ int cmd_find_clusters(struct st_db *ldb, char **names, size_t n, unsigned flags,
 	int cmd_##n(int argc, char **argv);                                                        \
 	extern const char cmd_##n##_usage[]
 
+DECLARE_CMD(__dash_watch);
 DECLARE_CMD(__fetch);
 DECLARE_CMD(__gang);
 DECLARE_CMD(__renv_build);

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "bootstrap/launch/engine.h"
 #include "cmd/dashboard.h"
 #include "lib/buf.h"
 #include "lib/daemon.h"
@@ -57,6 +58,8 @@
 #define DASH_EVENT_POLL_MS 250             /* the launcher db looked at for changes */
 #define DASH_PING_MS 15000                 /* an events stream's keep-alive comment */
 #define DASH_REAP_MS 100                   /* a worker whose pipes closed, until it is reaped */
+#define DASH_WATCH_RETRY_MS 5000           /* a cluster's watcher that failed, started again */
+#define DASH_WATCH_MS "600000"             /* a watcher's own limit (it is started again) */
 
 __asm__(".section .rodata.skiff_dashboard,\"a\"\n"
         "dash_index_html:\n"
@@ -117,6 +120,26 @@ struct conn {
 	int64_t deadline; /* C_READ: the whole request by then */
 	int64_t ping;     /* events: the next keep-alive */
 	int64_t sent_version;
+	char cluster[64]; /* events: the cluster whose jobs' ends it is told too ("" none) */
+};
+
+/*
+ * A cluster's watcher, while a page of the cluster is open: `skiff __dash-watch C`, which
+ * ends when one of its running jobs ends (the nodes' own watch, eng_watch_end()).
+ */
+enum watch_state {
+	W_RUNNING,
+	W_IDLE,  /* nothing runs there: started again at the next change of the db */
+	W_RETRY, /* it failed: started again at retry_at */
+};
+
+struct watcher {
+	char cluster[64];
+	enum watch_state st;
+	pid_t pid;
+	int out;
+	int64_t version; /* W_IDLE: the db's version then */
+	int64_t retry_at;
 };
 
 struct dash {
@@ -131,6 +154,8 @@ struct dash {
 	struct stat db_st, wal_st;
 	int64_t next_poll;
 	const char *self;
+	struct watcher watchers[DASH_MAX_STREAMS];
+	int nwatchers;
 };
 
 static volatile sig_atomic_t stop;
@@ -405,6 +430,129 @@ static void events_poll(struct dash *d)
 	}
 }
 
+/* Tells the pages of cluster (every page when NULL) that something changed. */
+static void notify(struct dash *d, const char *cluster)
+{
+	int i;
+
+	for (i = 0; i < d->nconns; i++) {
+		struct conn *c = d->conns[i];
+
+		if (c->events && (!cluster || !strcmp(c->cluster, cluster))) {
+			buf_addf(&c->out, "event: change\ndata: %lld\n\n", (long long)d->version);
+			c->ping = now_ms() + DASH_PING_MS;
+		}
+	}
+}
+
+static void watcher_start(struct dash *d, struct watcher *w)
+{
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	char *argv[] = {(char *)d->self, "__dash-watch", w->cluster, DASH_WATCH_MS, NULL};
+	int out[2];
+
+	w->pid = 0;
+	w->out = -1;
+	if (pipe2(out, O_CLOEXEC)) {
+		w->st = W_RETRY;
+		w->retry_at = now_ms() + DASH_WATCH_RETRY_MS;
+		return;
+	}
+	o.argv = argv;
+	o.fd_out = out[1];
+	o.pgrp = SPAWN_PGRP_NEW;
+	o.death_sig = SIGTERM;
+	if (spawn(&o, &w->pid)) {
+		close(out[0]);
+		w->pid = 0;
+		w->st = W_RETRY;
+		w->retry_at = now_ms() + DASH_WATCH_RETRY_MS;
+	} else {
+		w->out = out[0];
+		w->st = W_RUNNING;
+	}
+	close(out[1]);
+}
+
+static void watcher_stop(struct watcher *w)
+{
+	if (w->pid > 0) {
+		kill(-w->pid, SIGKILL);
+		spawn_wait(w->pid, NULL);
+	}
+	if (w->out >= 0)
+		close(w->out);
+	w->pid = 0;
+	w->out = -1;
+}
+
+/* Its output ended: what it says, and what it does next. */
+static void watcher_ended(struct dash *d, struct watcher *w)
+{
+	int raw = 0, code;
+
+	close(w->out);
+	w->out = -1;
+	spawn_wait(w->pid, &raw);
+	w->pid = 0;
+	code = status_to_code(raw);
+	if (code == EXIT_OK) {
+		notify(d, w->cluster); /* a job ended: watch the others */
+		watcher_start(d, w);
+	} else if (code == EXIT_JOB_NOT_FOUND) {
+		w->st = W_IDLE; /* none runs: a new one comes with a change of the db */
+		w->version = d->version;
+	} else if (code == EXIT_JOB_NOT_FINISHED) {
+		watcher_start(d, w); /* its own limit */
+	} else {
+		w->st = W_RETRY;
+		w->retry_at = now_ms() + DASH_WATCH_RETRY_MS;
+	}
+}
+
+/* A watcher for each cluster a page shows, none for the others. */
+static void watchers_tend(struct dash *d)
+{
+	int64_t now = now_ms();
+	int i, k;
+
+	for (k = 0; k < d->nwatchers; k++) {
+		int wanted = 0;
+
+		for (i = 0; i < d->nconns && !wanted; i++)
+			wanted = d->conns[i]->events &&
+			         !strcmp(d->conns[i]->cluster, d->watchers[k].cluster);
+		if (!wanted) {
+			watcher_stop(&d->watchers[k]);
+			d->watchers[k--] = d->watchers[--d->nwatchers];
+		}
+	}
+	for (i = 0; i < d->nconns; i++) {
+		struct conn *c = d->conns[i];
+		struct watcher *w = NULL;
+
+		if (!c->events || !*c->cluster)
+			continue;
+		for (k = 0; k < d->nwatchers && !w; k++)
+			if (!strcmp(d->watchers[k].cluster, c->cluster))
+				w = &d->watchers[k];
+		if (!w && d->nwatchers < DASH_MAX_STREAMS) {
+			w = &d->watchers[d->nwatchers++];
+			memset(w, 0, sizeof(*w));
+			w->out = -1;
+			xsnprintf(w->cluster, sizeof(w->cluster), "%s", c->cluster);
+			watcher_start(d, w);
+		}
+	}
+	for (k = 0; k < d->nwatchers; k++) {
+		struct watcher *w = &d->watchers[k];
+
+		if ((w->st == W_IDLE && w->version != d->version) ||
+		    (w->st == W_RETRY && now >= w->retry_at))
+			watcher_start(d, w);
+	}
+}
+
 /* ---- requests ----------------------------------------------------------------------- */
 
 static void serve_asset(struct conn *c, const char *name)
@@ -478,6 +626,13 @@ static void handle(struct dash *d, struct conn *c, const struct http_req *r)
 		if (d->nstreams >= DASH_MAX_STREAMS) {
 			respond_msg(c, 503, "too many open streams");
 			return;
+		}
+		{
+			char name[64];
+
+			if (!http_query_get(r->query, "cluster", name, sizeof(name)) &&
+			    dash_cluster_name_ok(name, strlen(name)))
+				xsnprintf(c->cluster, sizeof(c->cluster), "%s", name);
 		}
 		head(&c->out, 200, "text/event-stream", -1, NULL);
 		buf_adds(&c->out, "retry: 1000\n\n");
@@ -616,8 +771,8 @@ static void accept_all(struct dash *d)
 
 static void loop(struct dash *d)
 {
-	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS, sizeof(*pf));
-	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS, sizeof(*who));
+	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_STREAMS, sizeof(*pf));
+	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_STREAMS, sizeof(*who));
 
 	while (!stop) {
 		int np = 0, i, timeout = DASH_EVENT_POLL_MS;
@@ -648,6 +803,11 @@ static void loop(struct dash *d)
 			if (c->w.pid > 0 && c->w.out < 0 && c->w.err < 0)
 				timeout = DASH_REAP_MS;
 		}
+		for (i = 0; i < d->nwatchers; i++)
+			if (d->watchers[i].out >= 0) {
+				pf[np] = (struct pollfd){d->watchers[i].out, POLLIN, 0};
+				who[np++] = -2 - i;
+			}
 		if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR)
 			break;
 		now = now_ms();
@@ -657,6 +817,14 @@ static void loop(struct dash *d)
 			struct conn *c;
 			int k = who[i] / 3, part = who[i] % 3;
 
+			if (pf[i].revents && who[i] <= -2) {
+				struct watcher *w = &d->watchers[-2 - who[i]];
+				char blk[256];
+
+				if (read(w->out, blk, sizeof(blk)) <= 0)
+					watcher_ended(d, w);
+				continue;
+			}
 			if (!pf[i].revents || k >= d->nconns)
 				continue;
 			c = d->conns[k];
@@ -673,6 +841,7 @@ static void loop(struct dash *d)
 			}
 		}
 		events_poll(d);
+		watchers_tend(d);
 		/* Reap the workers whose pipes closed; send; close what is done. */
 		for (i = 0; i < d->nconns; i++) {
 			struct conn *c = d->conns[i];
@@ -690,6 +859,8 @@ static void loop(struct dash *d)
 	}
 	while (d->nconns)
 		conn_free(d, d->nconns - 1);
+	while (d->nwatchers)
+		watcher_stop(&d->watchers[--d->nwatchers]);
 	free(pf);
 	free(who);
 }
@@ -815,5 +986,35 @@ int cmd_dashboard(int argc, char **argv)
 	close(d.lfd);
 	free(d.db_path);
 	free(d.wal_path);
+	return EXIT_OK;
+}
+
+const char cmd___dash_watch_usage[] =
+        "usage: skiff __dash-watch CLUSTER [TIMEOUT_MS]\n"
+        "\n"
+        "The dashboard's watcher of a cluster: waits until one of its running jobs ends\n"
+        "(the nodes' own watch) and prints 'ended JOB'. Exit 0 then, 102 when none runs,\n"
+        "101 at TIMEOUT_MS, 1 on an error.\n";
+
+int cmd___dash_watch(int argc, char **argv)
+{
+	struct st_db *ldb;
+	long timeout = -1;
+	int64_t job = 0;
+	int r;
+
+	if (argc < 2 || argc > 3 || (argc == 3 && parse_long(argv[2], 1, INT_MAX, &timeout)))
+		return usage_error("__dash-watch", "expected CLUSTER [TIMEOUT_MS]");
+	if (cmd_open_ldb(&ldb))
+		return EXIT_FAIL;
+	r = eng_watch_end(ldb, argv[1], (int)timeout, &job);
+	st_close(ldb);
+	if (r == -ENOENT)
+		return EXIT_JOB_NOT_FOUND;
+	if (r == -ETIMEDOUT)
+		return EXIT_JOB_NOT_FINISHED;
+	if (r)
+		return EXIT_FAIL;
+	printf("ended %lld\n", (long long)job);
 	return EXIT_OK;
 }

@@ -64,6 +64,9 @@ struct dash_route {
  */
 void dash_route(const struct http_req *r, struct dash_route *out);
 
+/* A cluster's name as `launch` takes it: [a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?, <= 63. */
+int dash_cluster_name_ok(const char *s, size_t len);
+
 /* The HTTP status for a command's exit code (lib/exit.h). */
 int dash_http_status(int exit_code);
 

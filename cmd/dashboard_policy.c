@@ -60,8 +60,7 @@ enum dash_verdict dash_admit(const struct dash_conf *c, const struct http_req *r
 	return DASH_PASS;
 }
 
-/* A cluster's name as `launch` takes it: [a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?, <= 63. */
-static int cluster_name_ok(const char *s, size_t len)
+int dash_cluster_name_ok(const char *s, size_t len)
 {
 	size_t i;
 
@@ -178,7 +177,7 @@ static void api_route(const struct http_req *r, const char **s, size_t *l, int n
 	} else if (n == 3 && seg_is(s[2], l[2], "infra")) {
 		want = DASH_JSON;
 		args(out, (const char *const[]){"check", "--json", NULL});
-	} else if (n >= 4 && seg_is(s[2], l[2], "clusters") && cluster_name_ok(s[3], l[3])) {
+	} else if (n >= 4 && seg_is(s[2], l[2], "clusters") && dash_cluster_name_ok(s[3], l[3])) {
 		if (n == 4) {
 			want = DASH_JSON;
 			args(out, (const char *const[]){"status", "--json", NULL});
@@ -265,7 +264,7 @@ void dash_route(const struct http_req *r, struct dash_route *out)
 	if (n == 0 ||
 	    (n == 1 && (seg_is(s[0], l[0], "clusters") || seg_is(s[0], l[0], "jobs") ||
 	                seg_is(s[0], l[0], "infra"))) ||
-	    (n == 2 && seg_is(s[0], l[0], "clusters") && cluster_name_ok(s[1], l[1])) ||
+	    (n == 2 && seg_is(s[0], l[0], "clusters") && dash_cluster_name_ok(s[1], l[1])) ||
 	    (n == 2 && seg_is(s[0], l[0], "jobs") && id_ok(s[1], l[1])))
 		out->kind = strcmp(r->method, "GET") ? DASH_METHOD : DASH_PAGE;
 	else

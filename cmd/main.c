@@ -18,6 +18,8 @@
 
 /* Sorted by name (strcmp: tests/lint/cmdtables.py): `skiff help` lists them in this order. */
 static const struct cmd commands[] = {
+        {"__dash-watch", cmd___dash_watch, CMD_HIDDEN,
+         "wait until one of a cluster's running jobs ends (internal)", cmd___dash_watch_usage},
         {"__fetch", cmd___fetch, CMD_HIDDEN, "download a URL into a cache (internal)",
          cmd___fetch_usage},
         {"__gang", cmd___gang, CMD_HIDDEN, "watch a multi-node job (internal)", cmd___gang_usage},

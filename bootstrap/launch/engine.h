@@ -230,6 +230,13 @@ int eng_lock_cluster(const char *name, const char *what);
 
 /* The cluster's live view (runners for its booked nodes); -ENOENT printed. */
 int eng_open(struct st_db *ldb, const char *name, struct cluster *c, struct clive *cl);
+/*
+ * Waits until one of the cluster's jobs that are running ends (bootstrap/launch/watch.c),
+ * told by the nodes' `watch`, no node polled: 0 with that job's id in *job; -ENOENT when
+ * none runs (or the cluster is not there), -ETIMEDOUT after timeout_ms (< 0: none), or
+ * another -errno.
+ */
+int eng_watch_end(struct st_db *ldb, const char *cluster, int timeout_ms, int64_t *job);
 
 /*
  * A shell on the cluster's head (command NULL: interactive, on a pty when tty), its

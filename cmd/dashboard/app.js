@@ -331,6 +331,7 @@ function route() {
   else if (p[0] === "infra") view = infraPage();
   else view = clustersPage();
   document.title = "skiff \u00b7 " + (p.join(" ") || "clusters");
+  live(p[0] === "clusters" && p[1] ? p[1] : null);
 }
 
 document.addEventListener("click", e => {
@@ -342,10 +343,13 @@ document.addEventListener("click", e => {
 });
 window.addEventListener("popstate", route);
 
-// A change of the launcher's state (a job ends, a cluster goes) redraws the page.
-function live() {
+// A change of the launcher's state (a job ends, a cluster goes) redraws the page; on a
+// cluster's page, so does the end of one of its jobs (the dashboard watches its nodes).
+let es = null;
+function live(cluster) {
   const dot = document.getElementById("live");
-  const es = new EventSource("/api/v1/events");
+  if (es) es.close();
+  es = new EventSource("/api/v1/events" + (cluster ? "?cluster=" + encodeURIComponent(cluster) : ""));
   es.addEventListener("change", () => {
     clearTimeout(reloadTimer);
     reloadTimer = setTimeout(() => { if (view) view.render(); }, 50);
@@ -355,4 +359,3 @@ function live() {
 }
 
 route();
-live();

@@ -198,6 +198,15 @@ test_expect_success 'Chromium: a job started from the CLI shows, and ends, witho
 	grep -q "^shown after" live.out
 '
 
+test_expect_success 'Chromium: a detached job that ends on its node shows it, told by the node (no reload)' '
+	rm -f ready live.rc &&
+	pw_background wait-text /clusters/web1 "tr[data-job=\"4\"]" SUCCEEDED "$TRASH/ready" &&
+	wait_for "test -f ready" 30 &&
+	skiff exec -d web1 "sleep 3" >/dev/null 2>&1 &&
+	wait_for "test -f live.rc" 60 &&
+	cat live.out live.err && test "$(cat live.rc)" = 0
+'
+
 test_expect_success 'Chromium: logs stream with colours drawn and markup as text' '
 	pw logs web1 1 red-line >log.html &&
 	grep -q "<span class=\"c31\">red-line</span>" log.html &&
