@@ -77,7 +77,8 @@ extern const char dash_app_js[], dash_app_js_end[];
 extern const char dash_app_css[], dash_app_css_end[];
 
 const char cmd_dashboard_usage[] =
-        "usage: skiff dashboard [--host ADDR] [--port N] [--no-open] [--insecure-http]\n"
+        "usage: skiff dashboard [--host ADDR] [--port N] [--no-open]\n"
+        "                       [--tls | --cert FILE --key FILE | --insecure-http]\n"
         "\n"
         "Serves skiff's web dashboard from this binary: the clusters (refreshed from their\n"
         "nodes on demand), each cluster's nodes, jobs and live logs, the managed jobs, and\n"
@@ -85,11 +86,17 @@ const char cmd_dashboard_usage[] =
         "open, with a token that is new at every start (the page swaps it for a cookie).\n"
         "Runs until interrupted.\n"
         "\n"
-        "  --host ADDR       the address to listen on (default 127.0.0.1); another than\n"
-        "                    loopback needs --insecure-http (TLS is not served yet)\n"
+        "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1); another\n"
+        "                    than loopback is served over TLS\n"
         "  --port N          the port (default 46590; 0: any free one)\n"
         "  --no-open         do not open a browser (the default where there is no display)\n"
-        "  --insecure-http   allow a non-loopback --host over plain HTTP\n"
+        "  --tls             serve HTTPS on loopback too\n"
+        "  --cert FILE --key FILE\n"
+        "                    HTTPS with this certificate and key (PEM); without them\n"
+        "                    HTTPS uses a self-signed certificate made on first use in\n"
+        "                    $SKIFF_HOME/dashboard/\n"
+        "  --insecure-http   a non-loopback --host over plain HTTP (the token and the\n"
+        "                    cookie then cross the network in the clear)\n"
         "\n"
         "The JSON API under /api/v1/ (docs/dashboard.md) gives what the CLI's --json gives.\n";
 
@@ -109,6 +116,7 @@ struct worker {
 
 struct conn {
 	int fd;
+	struct dash_tls_conn *tls; /* its TLS session, when served over TLS */
 	enum conn_state st;
 	struct buf in;
 	struct buf out; /* unsent bytes */
@@ -156,6 +164,7 @@ struct dash {
 	const char *self;
 	struct watcher watchers[DASH_MAX_STREAMS];
 	int nwatchers;
+	struct dash_tls *tls; /* NULL: plain HTTP */
 };
 
 static volatile sig_atomic_t stop;
@@ -669,6 +678,31 @@ static void handle(struct dash *d, struct conn *c, const struct http_req *r)
 	}
 }
 
+/* The browser's bytes, over TLS or not: > 0, 0 at its end, -EAGAIN, or -EIO. */
+static ssize_t conn_recv(struct conn *c, void *p, size_t n)
+{
+	ssize_t r;
+
+	if (c->tls)
+		return dash_tls_read(c->tls, p, n);
+	r = read(c->fd, p, n);
+	if (r < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -EIO;
+	return r;
+}
+
+static ssize_t conn_send(struct conn *c, const void *p, size_t n)
+{
+	ssize_t r;
+
+	if (c->tls)
+		return dash_tls_write(c->tls, p, n);
+	r = send(c->fd, p, n, MSG_NOSIGNAL);
+	if (r < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -EIO;
+	return r;
+}
+
 /* Parses what came so far; handles the request once it is whole. */
 static void conn_read(struct dash *d, struct conn *c)
 {
@@ -679,11 +713,9 @@ static void conn_read(struct dash *d, struct conn *c)
 	int got;
 
 	for (;;) {
-		ssize_t n = read(c->fd, blk, sizeof(blk));
+		ssize_t n = conn_recv(c, blk, sizeof(blk));
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		if (n == -EAGAIN)
 			break;
 		if (n <= 0) {
 			c->st = C_DONE; /* gone before asking: nothing to send */
@@ -717,6 +749,7 @@ static void conn_free(struct dash *d, int i)
 	worker_kill(d, c);
 	if (c->stream || c->events)
 		d->nstreams--;
+	dash_tls_close(c->tls);
 	close(c->fd);
 	buf_release(&c->in);
 	buf_release(&c->out);
@@ -728,14 +761,11 @@ static void conn_free(struct dash *d, int i)
 static int conn_write(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n =
-		        send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+		ssize_t n = conn_send(c, c->out.p + c->out_off, c->out.len - c->out_off);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		if (n == -EAGAIN)
 			return 0;
-		if (n < 0)
+		if (n <= 0)
 			return -1;
 		c->out_off += (size_t)n;
 	}
@@ -758,6 +788,11 @@ static void accept_all(struct dash *d)
 		}
 		c = xcalloc(1, sizeof(*c));
 		c->fd = fd;
+		if (d->tls && !(c->tls = dash_tls_accept(d->tls, fd))) {
+			close(fd);
+			free(c);
+			continue;
+		}
 		c->st = C_READ;
 		c->w.out = c->w.err = -1;
 		buf_init(&c->in, HTTP_HEAD_MAX + DASH_BODY_MAX);
@@ -918,9 +953,10 @@ int cmd_dashboard(int argc, char **argv)
 	struct dash d = {0};
 	const char *host = "127.0.0.1";
 	long port = DASH_DEFAULT_PORT;
-	int i, no_open = 0, insecure = 0, bound = 0;
+	const char *cert = NULL, *key = NULL;
+	int i, no_open = 0, insecure = 0, tls = 0, bound = 0;
 	struct sigaction sa = {0};
-	char url[256];
+	char url[256], *made = NULL;
 
 	if (wants_help(argc, argv)) {
 		fputs(cmd_dashboard_usage, stdout);
@@ -937,26 +973,37 @@ int cmd_dashboard(int argc, char **argv)
 			no_open = 1;
 		} else if (!strcmp(argv[i], "--insecure-http")) {
 			insecure = 1;
+		} else if (!strcmp(argv[i], "--tls")) {
+			tls = 1;
+		} else if (!strcmp(argv[i], "--cert") && i + 1 < argc) {
+			cert = argv[++i];
+		} else if (!strcmp(argv[i], "--key") && i + 1 < argc) {
+			key = argv[++i];
 		} else {
 			return usage_error("dashboard", "unexpected '%s'", argv[i]);
 		}
 	}
 	if (strlen(host) > 60)
 		return usage_error("dashboard", "--host '%.60s...' is too long", host);
-	if (!loopback(host) && !insecure)
-		return usage_error("dashboard",
-		                   "--host %s is reachable from other machines: the dashboard "
-		                   "serves plain HTTP only for now, so say --insecure-http to "
-		                   "allow it (its token and cookie then cross the network in "
-		                   "the clear)",
-		                   host);
+	if (!cert != !key)
+		return usage_error("dashboard", "--cert and --key go together");
+	if (insecure && (tls || cert))
+		return usage_error("dashboard", "--insecure-http is plain HTTP: not with --tls "
+		                                "or --cert");
+	/* Reachable from other machines: over TLS, unless told otherwise. */
+	tls = tls || cert || (!loopback(host) && !insecure);
 	d.self = self_exec_path();
 	if (!d.self)
 		return error("cannot find this executable to run the API's commands"), EXIT_FAIL;
 	if (!skiff_home())
 		return EXIT_FAIL;
-	if (listen_on(host, (int)port, &d.lfd, &bound))
+	if (tls && dash_tls_setup(&d.tls, cert, key, host, &made))
 		return EXIT_FAIL;
+	if (listen_on(host, (int)port, &d.lfd, &bound)) {
+		dash_tls_free(d.tls);
+		return EXIT_FAIL;
+	}
+	d.conf.tls = tls;
 	random_hex(d.token, DASH_TOKEN_HEX / 2);
 	d.conf.token = d.token;
 	xsnprintf(d.hosts[0], sizeof(d.hosts[0]), "%s:%d", host, bound);
@@ -974,7 +1021,14 @@ int cmd_dashboard(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	xsnprintf(url, sizeof(url), "http://%s/?token=%s", d.hosts[0], d.token);
+	xsnprintf(url, sizeof(url), "%s://%s/?token=%s", tls ? "https" : "http", d.hosts[0],
+	          d.token);
+	if (made)
+		fprintf(stderr,
+		        "(a self-signed certificate was made for %s: %s; a browser asks you to "
+		        "trust it once, or give yours with --cert and --key)\n",
+		        host, made);
+	free(made);
 	/* The token goes to the terminal only: never into a log. */
 	printf("skiff dashboard: %s\n", url);
 	fflush(stdout);
@@ -984,6 +1038,7 @@ int cmd_dashboard(int argc, char **argv)
 		open_browser(url);
 	loop(&d);
 	close(d.lfd);
+	dash_tls_free(d.tls);
 	free(d.db_path);
 	free(d.wal_path);
 	return EXIT_OK;

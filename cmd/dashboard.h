@@ -8,6 +8,7 @@
  */
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "lib/http.h"
 
@@ -69,5 +70,25 @@ int dash_cluster_name_ok(const char *s, size_t len);
 
 /* The HTTP status for a command's exit code (lib/exit.h). */
 int dash_http_status(int exit_code);
+
+/*
+ * TLS (cmd/dashboard_tls.c). dash_tls_setup(): the server's certificate and key from
+ * cert and key (PEM files), or, both NULL, the self-signed ones of host in
+ * $SKIFF_HOME/dashboard/ (made on first use: ECDSA P-256, 0600; *made then names the new
+ * certificate, the caller frees it). 0, or -1 (printed).
+ * A connection's session over its non-blocking socket: read and write give bytes, 0 at
+ * the peer's end (read), -EAGAIN to wait for the socket, -EIO when the session failed.
+ */
+struct dash_tls;
+struct dash_tls_conn;
+int dash_tls_setup(struct dash_tls **t, const char *cert, const char *key, const char *host,
+                   char **made);
+void dash_tls_free(struct dash_tls *t);
+struct dash_tls_conn *dash_tls_accept(struct dash_tls *t, int fd);
+ssize_t dash_tls_read(struct dash_tls_conn *c, void *p, size_t n);
+ssize_t dash_tls_write(struct dash_tls_conn *c, const void *p, size_t n);
+/* Bytes already decrypted and not read (poll() does not see them). */
+size_t dash_tls_pending(struct dash_tls_conn *c);
+void dash_tls_close(struct dash_tls_conn *c);
 
 #endif

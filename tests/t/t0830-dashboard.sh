@@ -149,6 +149,35 @@ test_expect_success 'actions run as the CLI: cancel a job; down refuses a cluste
 	python3 -c "import json; d=json.load(open(\"a.json\")); assert \"nosuch\" in d[\"error\"] and d[\"exit_code\"], d"
 '
 
+# another_dashboard NAME ARGS...: a dashboard in the background; NAME.out, .err, .pid.
+another_dashboard() {
+	_n=$1
+	shift
+	"$SKIFF_BIN" dashboard "$@" >"$_n.out" 2>"$_n.err" &
+	echo $! >"$_n.pid"
+}
+
+test_expect_success 'over TLS (--tls; any non-loopback host): a self-signed certificate made once, 0600; a Secure cookie; an https Origin' '
+	another_dashboard tls --tls --port 0 --no-open &&
+	wait_for "grep -qs \"^skiff dashboard: https://\" tls.out" 10 &&
+	TURL=$(sed -n "s/^skiff dashboard: //p" tls.out) && TB=${TURL%%/?token=*} && TT=${TURL##*token=} &&
+	grep -q "self-signed certificate was made" tls.err &&
+	test "$(stat -c %a "$SKIFF_HOME/dashboard/key-127.0.0.1.pem")" = 600 &&
+	openssl x509 -in "$SKIFF_HOME/dashboard/cert-127.0.0.1.pem" -noout -subject | grep -q "CN *= *127.0.0.1" &&
+	curl -sk -D - -o /dev/null "$TURL" | tr -d "\r" >th &&
+	grep -qix "set-cookie: skiff_dashboard=$TT; HttpOnly; SameSite=Strict; Path=/; Secure" th &&
+	test "$(curl -sk -o tj -w "%{http_code}" -H "Cookie: skiff_dashboard=$TT" "$TB/api/v1/jobs")" = 200 &&
+	test "$(curl -sk -o /dev/null -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TT" -H "Origin: http://${TB#https://}" "$TB/api/v1/jobs/1/cancel")" = 403 &&
+	! curl -s -o /dev/null "http://${TB#https://}/api/v1/jobs" &&
+	kill "$(cat tls.pid)" &&
+	another_dashboard tls2 --tls --port 0 --no-open &&
+	wait_for "grep -qs \"^skiff dashboard: https://\" tls2.out" 10 &&
+	! grep -q "self-signed certificate was made" tls2.err &&
+	kill "$(cat tls2.pid)" &&
+	expect_fail 2 "$SKIFF_BIN" dashboard --tls --insecure-http 2>e &&
+	expect_fail 2 "$SKIFF_BIN" dashboard --cert c.pem 2>e && grep -q "together" e
+'
+
 test_expect_success 'the token is in no file of skiff home, the user home or the logs' '
 	! grep -rqs "$TOKEN" "$SKIFF_HOME" "$HOME" &&
 	! grep -qs "$TOKEN" dash.err
