@@ -85,6 +85,7 @@ DECLARE_CMD(__verify_self);
 DECLARE_CMD(autostop);
 DECLARE_CMD(cancel);
 DECLARE_CMD(check);
+DECLARE_CMD(config);
 DECLARE_CMD(dashboard);
 DECLARE_CMD(down);
 DECLARE_CMD(exec);

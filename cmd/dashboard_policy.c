@@ -177,6 +177,9 @@ static void api_route(const struct http_req *r, const char **s, size_t *l, int n
 	} else if (n == 3 && seg_is(s[2], l[2], "infra")) {
 		want = DASH_JSON;
 		args(out, (const char *const[]){"check", "--json", NULL});
+	} else if (n == 3 && seg_is(s[2], l[2], "config")) {
+		want = DASH_JSON;
+		args(out, (const char *const[]){"config", "--json", NULL});
 	} else if (n >= 4 && seg_is(s[2], l[2], "clusters") && dash_cluster_name_ok(s[3], l[3])) {
 		if (n == 4) {
 			want = DASH_JSON;
@@ -263,7 +266,7 @@ void dash_route(const struct http_req *r, struct dash_route *out)
 	/* The app's pages: each URL a person can share. */
 	if (n == 0 ||
 	    (n == 1 && (seg_is(s[0], l[0], "clusters") || seg_is(s[0], l[0], "jobs") ||
-	                seg_is(s[0], l[0], "infra"))) ||
+	                seg_is(s[0], l[0], "infra") || seg_is(s[0], l[0], "config"))) ||
 	    (n == 2 && seg_is(s[0], l[0], "clusters") && dash_cluster_name_ok(s[1], l[1])) ||
 	    (n == 2 && seg_is(s[0], l[0], "jobs") && id_ok(s[1], l[1])))
 		out->kind = strcmp(r->method, "GET") ? DASH_METHOD : DASH_PAGE;

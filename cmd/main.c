@@ -63,6 +63,7 @@ static const struct cmd commands[] = {
         {"autostop", cmd_autostop, 0, "stop or tear down a cluster when idle", cmd_autostop_usage},
         {"cancel", cmd_cancel, 0, "cancel jobs on a cluster", cmd_cancel_usage},
         {"check", cmd_check, 0, "validate task YAML files", cmd_check_usage},
+        {"config", cmd_config, 0, "the layered config in effect, key by key", cmd_config_usage},
         {"dashboard", cmd_dashboard, 0, "clusters, jobs and logs in a browser",
          cmd_dashboard_usage},
         {"down", cmd_down, 0, "tear clusters down", cmd_down_usage},

@@ -318,6 +318,30 @@ function infraPage() {
   return {render() {}, stop() {}};
 }
 
+function configPage() {
+  const body = el("div");
+  put(app, el("h1", {}, "Config"), body);
+  const where = k => k.file ? k.file + (k.line ? ":" + k.line + ":" + k.col : "") : "-";
+  const load = async () => {
+    try {
+      const c = await api("/api/v1/config");
+      put(body,
+        el("p", {}, "Config file: ", el("span", {class: "name"}, c.file || "(none)"),
+           el("span", {class: "muted"}, " \u00b7 then each --config; a task's own config: goes between them")),
+        (c.errors || []).map(e => problem(where(e) + ": " + e.why)),
+        el("h2", {}, "Keys set"),
+        table(["KEY", "VALUE", "FROM"], c.keys.map(k => el("tr", {"data-key": k.key},
+          el("td", {class: "name"}, k.key), el("td", {class: "name"}, k.value),
+          el("td", {class: "muted"}, where(k)))), "No key is set: every default applies."),
+        el("h2", {}, "Read and ignored"),
+        table(["WHERE", "WHY"], (c.ignored || []).map(i => el("tr", {},
+          el("td", {class: "muted"}, where(i)), el("td", {}, i.why))), "Nothing is ignored."));
+    } catch (e) { put(body, problem(e.message)); }
+  };
+  load();
+  return {render: load, stop() {}};
+}
+
 // ---- routing and live updates --------------------------------------------------------
 
 function route() {
@@ -329,6 +353,7 @@ function route() {
   else if (p[0] === "jobs" && p[1]) view = jobPage(p[1]);
   else if (p[0] === "jobs") view = jobsPage();
   else if (p[0] === "infra") view = infraPage();
+  else if (p[0] === "config") view = configPage();
   else view = clustersPage();
   document.title = "skiff \u00b7 " + (p.join(" ") || "clusters");
   live(p[0] === "clusters" && p[1] ? p[1] : null);

@@ -149,6 +149,30 @@ test_expect_success 'check --json reports config errors and warnings with the ta
 	rm -f "$CFG"
 '
 
+test_expect_success 'skiff config: each key with where it was written, --config over the file, the ignored ones with why' '
+	printf "kubernetes:\n  provision_timeout: 60\njobs:\n  controller:\n    resources:\n      disk_size: 50\n" >"$CFG" &&
+	skiff config >out &&
+	grep -qx "config file: $CFG" out &&
+	grep -qx "kubernetes.provision_timeout = 60    ($CFG:2:22)" out &&
+	grep -q "^ignored: $CFG:6:7: config key .jobs.controller.resources.disk_size. is ignored: " out &&
+	skiff config --json --config kubernetes.provision_timeout=120 >c.json &&
+	python3 - "$CFG" <<-\EOF &&
+	import json, sys
+	c = json.load(open("c.json"))
+	assert c["file"] == sys.argv[1], c
+	k = {x["key"]: x for x in c["keys"]}
+	assert k["kubernetes.provision_timeout"]["value"] == "120", k
+	assert k["kubernetes.provision_timeout"]["file"] == "--config", k
+	assert k["jobs.controller.resources.disk_size"]["line"] == 6, k
+	assert [i["line"] for i in c["ignored"]] == [6] and c["errors"] == [], c
+	EOF
+	printf "kubernetes:\n  provison_timeout: 1\n" >"$CFG" &&
+	expect_fail 3 skiff config --json >bad.json 2>err &&
+	python3 -c "import json; e=json.load(open(\"bad.json\"))[\"errors\"]; assert e and e[0][\"line\"] == 2, e" &&
+	rm -f "$CFG" &&
+	skiff config >out && grep -qx "(no key set)" out
+'
+
 test_expect_success 'jobs.controller.resources size the managed-jobs controller'"'"'s limits' '
 	printf "jobs:\n  controller:\n    resources: {cpus: 3, memory: 2, disk_size: 50}\n" \
 		>"$CFG" &&

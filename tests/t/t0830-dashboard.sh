@@ -123,6 +123,13 @@ test_expect_success 'the API gives what the CLI gives: clusters, a cluster, its 
 	grep -q "nosuch" b
 '
 
+test_expect_success 'the config page'"'"'s API is `skiff config --json`: each key and where it was written' '
+	printf "kubernetes:\n  provision_timeout: 60\n" >"$SKIFF_HOME/config.yaml" &&
+	test "$(get api.json /api/v1/config)" = 200 &&
+	skiff config --json >cli.json && same_json cli.json api.json &&
+	grep -q "provision_timeout" api.json
+'
+
 test_expect_success 'a job log streams as text, ANSI and markup as they are' '
 	test "$(get log.txt "/api/v1/clusters/web1/jobs/1/logs?follow=0")" = 200 &&
 	grep -q "red-line" log.txt && grep -q "</script><b>bold</b>" log.txt &&
@@ -215,6 +222,10 @@ test_expect_success 'Chromium: markup in a job name is text: no element made, no
 	pw text /clusters/web1 "tr[data-job=\"1\"] td.name" >name &&
 	printf "%s\n" "$XSS" >want && test_cmp want name &&
 	pw noscript /clusters/web1 >inj && grep -qx "injected elements: 0" inj
+'
+
+test_expect_success 'Chromium: the config page shows a key, its value and its file and line' '
+	pw row /config "tr[data-key=\"kubernetes.provision_timeout\"]" "config.yaml:2:22" >out
 '
 
 test_expect_success 'Chromium: a job started from the CLI shows, and ends, without a reload' '

@@ -273,6 +273,8 @@ static void test_route(void)
 	        {"POST", "/api/v1/jobs/7/cancel", DASH_ACTION, "jobs cancel -y 7"},
 	        {"POST", "/api/v1/jobs/-a/cancel", DASH_NONE, ""},
 	        {"GET", "/api/v1/infra", DASH_JSON, "check --json"},
+	        {"GET", "/api/v1/config", DASH_JSON, "config --json"},
+	        {"GET", "/config", DASH_PAGE, ""},
 	        {"GET", "/api/v1/events", DASH_EVENTS, ""},
 	        {"POST", "/api/v1/events", DASH_METHOD, ""},
 	        {"GET", "/api/v2/clusters", DASH_NONE, ""},
