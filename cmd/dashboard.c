@@ -58,8 +58,10 @@
 #define DASH_EVENT_POLL_MS 250             /* the launcher db looked at for changes */
 #define DASH_PING_MS 15000                 /* an events stream's keep-alive comment */
 #define DASH_REAP_MS 100                   /* a worker whose pipes closed, until it is reaped */
-#define DASH_WATCH_RETRY_MS 5000           /* a cluster's watcher that failed, started again */
-#define DASH_WATCH_MS "600000"             /* a watcher's own limit (it is started again) */
+#define DASH_EVENT_CLUSTERS 16   /* clusters one events stream follows (a browser's tabs) */
+#define DASH_MAX_WATCHERS 32     /* clusters watched at once (the pages' clusters) */
+#define DASH_WATCH_RETRY_MS 5000 /* a cluster's watcher that failed, started again */
+#define DASH_WATCH_MS "600000"   /* a watcher's own limit (it is started again) */
 
 __asm__(".section .rodata.skiff_dashboard,\"a\"\n"
         "dash_index_html:\n"
@@ -71,10 +73,14 @@ __asm__(".section .rodata.skiff_dashboard,\"a\"\n"
         "dash_app_css:\n"
         ".incbin \"cmd/dashboard/app.css\"\n"
         "dash_app_css_end:\n"
+        "dash_events_js:\n"
+        ".incbin \"cmd/dashboard/events.js\"\n"
+        "dash_events_js_end:\n"
         ".previous\n");
 extern const char dash_index_html[], dash_index_html_end[];
 extern const char dash_app_js[], dash_app_js_end[];
 extern const char dash_app_css[], dash_app_css_end[];
+extern const char dash_events_js[], dash_events_js_end[];
 
 const char cmd_dashboard_usage[] =
         "usage: skiff dashboard [--host ADDR] [--port N] [--no-open]\n"
@@ -128,7 +134,9 @@ struct conn {
 	int64_t deadline; /* C_READ: the whole request by then */
 	int64_t ping;     /* events: the next keep-alive */
 	int64_t sent_version;
-	char cluster[64]; /* events: the cluster whose jobs' ends it is told too ("" none) */
+	/* events: the clusters whose jobs' ends it is told too */
+	char clusters[DASH_EVENT_CLUSTERS][64];
+	int nclusters;
 };
 
 /*
@@ -162,7 +170,7 @@ struct dash {
 	struct stat db_st, wal_st;
 	int64_t next_poll;
 	const char *self;
-	struct watcher watchers[DASH_MAX_STREAMS];
+	struct watcher watchers[DASH_MAX_WATCHERS];
 	int nwatchers;
 	struct dash_tls *tls; /* NULL: plain HTTP */
 };
@@ -439,6 +447,17 @@ static void events_poll(struct dash *d)
 	}
 }
 
+/* Whether the events stream c follows cluster. */
+static int follows(const struct conn *c, const char *cluster)
+{
+	int i;
+
+	for (i = 0; i < c->nclusters; i++)
+		if (!strcmp(c->clusters[i], cluster))
+			return 1;
+	return 0;
+}
+
 /* Tells the pages of cluster (every page when NULL) that something changed. */
 static void notify(struct dash *d, const char *cluster)
 {
@@ -447,7 +466,7 @@ static void notify(struct dash *d, const char *cluster)
 	for (i = 0; i < d->nconns; i++) {
 		struct conn *c = d->conns[i];
 
-		if (c->events && (!cluster || !strcmp(c->cluster, cluster))) {
+		if (c->events && (!cluster || follows(c, cluster))) {
 			buf_addf(&c->out, "event: change\ndata: %lld\n\n", (long long)d->version);
 			c->ping = now_ms() + DASH_PING_MS;
 		}
@@ -529,8 +548,8 @@ static void watchers_tend(struct dash *d)
 		int wanted = 0;
 
 		for (i = 0; i < d->nconns && !wanted; i++)
-			wanted = d->conns[i]->events &&
-			         !strcmp(d->conns[i]->cluster, d->watchers[k].cluster);
+			wanted =
+			        d->conns[i]->events && follows(d->conns[i], d->watchers[k].cluster);
 		if (!wanted) {
 			watcher_stop(&d->watchers[k]);
 			d->watchers[k--] = d->watchers[--d->nwatchers];
@@ -538,18 +557,20 @@ static void watchers_tend(struct dash *d)
 	}
 	for (i = 0; i < d->nconns; i++) {
 		struct conn *c = d->conns[i];
-		struct watcher *w = NULL;
+		int j;
 
-		if (!c->events || !*c->cluster)
-			continue;
-		for (k = 0; k < d->nwatchers && !w; k++)
-			if (!strcmp(d->watchers[k].cluster, c->cluster))
-				w = &d->watchers[k];
-		if (!w && d->nwatchers < DASH_MAX_STREAMS) {
+		for (j = 0; c->events && j < c->nclusters; j++) {
+			struct watcher *w = NULL;
+
+			for (k = 0; k < d->nwatchers && !w; k++)
+				if (!strcmp(d->watchers[k].cluster, c->clusters[j]))
+					w = &d->watchers[k];
+			if (w || d->nwatchers >= DASH_MAX_WATCHERS)
+				continue;
 			w = &d->watchers[d->nwatchers++];
 			memset(w, 0, sizeof(*w));
 			w->out = -1;
-			xsnprintf(w->cluster, sizeof(w->cluster), "%s", c->cluster);
+			xsnprintf(w->cluster, sizeof(w->cluster), "%s", c->clusters[j]);
 			watcher_start(d, w);
 		}
 	}
@@ -569,6 +590,9 @@ static void serve_asset(struct conn *c, const char *name)
 	if (!strcmp(name, "app.js"))
 		respond(c, 200, "text/javascript; charset=utf-8", dash_app_js,
 		        (size_t)(dash_app_js_end - dash_app_js), NULL);
+	else if (!strcmp(name, "events.js"))
+		respond(c, 200, "text/javascript; charset=utf-8", dash_events_js,
+		        (size_t)(dash_events_js_end - dash_events_js), NULL);
 	else
 		respond(c, 200, "text/css; charset=utf-8", dash_app_css,
 		        (size_t)(dash_app_css_end - dash_app_css), NULL);
@@ -637,11 +661,21 @@ static void handle(struct dash *d, struct conn *c, const struct http_req *r)
 			return;
 		}
 		{
-			char name[64];
+			/* clusters=A,B,...: the clusters the browser's pages show. */
+			char list[DASH_EVENT_CLUSTERS * 64];
+			const char *p = list;
 
-			if (!http_query_get(r->query, "cluster", name, sizeof(name)) &&
-			    dash_cluster_name_ok(name, strlen(name)))
-				xsnprintf(c->cluster, sizeof(c->cluster), "%s", name);
+			if (http_query_get(r->query, "clusters", list, sizeof(list)))
+				list[0] = '\0';
+			while (*p && c->nclusters < DASH_EVENT_CLUSTERS) {
+				size_t len = strcspn(p, ",");
+
+				if (dash_cluster_name_ok(p, len) && len < 64) {
+					memcpy(c->clusters[c->nclusters], p, len);
+					c->clusters[c->nclusters++][len] = '\0';
+				}
+				p += len + (p[len] == ',');
+			}
 		}
 		head(&c->out, 200, "text/event-stream", -1, NULL);
 		buf_adds(&c->out, "retry: 1000\n\n");
@@ -806,8 +840,8 @@ static void accept_all(struct dash *d)
 
 static void loop(struct dash *d)
 {
-	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_STREAMS, sizeof(*pf));
-	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_STREAMS, sizeof(*who));
+	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_WATCHERS, sizeof(*pf));
+	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_WATCHERS, sizeof(*who));
 
 	while (!stop) {
 		int np = 0, i, timeout = DASH_EVENT_POLL_MS;

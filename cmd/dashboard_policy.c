@@ -249,7 +249,8 @@ void dash_route(const struct http_req *r, struct dash_route *out)
 
 	memset(out, 0, sizeof(*out));
 	out->kind = DASH_PAGE; /* until arg() refuses */
-	if (!strcmp(r->path, "/static/app.js") || !strcmp(r->path, "/static/app.css")) {
+	if (!strcmp(r->path, "/static/app.js") || !strcmp(r->path, "/static/app.css") ||
+	    !strcmp(r->path, "/static/events.js")) {
 		out->kind = strcmp(r->method, "GET") ? DASH_METHOD : DASH_ASSET;
 		out->asset = r->path + 8;
 		return;

@@ -370,17 +370,35 @@ window.addEventListener("popstate", route);
 
 // A change of the launcher's state (a job ends, a cluster goes) redraws the page; on a
 // cluster's page, so does the end of one of its jobs (the dashboard watches its nodes).
-let es = null;
+// One events stream serves every tab of the browser (a SharedWorker, /static/events.js):
+// a stream per tab would take one of the browser's 6 connections to the dashboard each.
+let es = null, chan = null;
+function changed() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => { if (view) view.render(); }, 50);
+}
+function dot(on) {
+  document.getElementById("live").classList.toggle("on", on);
+}
 function live(cluster) {
-  const dot = document.getElementById("live");
+  if (window.SharedWorker) {
+    if (!chan) {
+      chan = new SharedWorker("/static/events.js").port;
+      chan.onmessage = m => {
+        if (m.data.type === "change") changed();
+        else dot(m.data.type === "open");
+      };
+      chan.start();
+      window.addEventListener("pagehide", () => chan.postMessage({type: "bye"}));
+    }
+    chan.postMessage({type: "watch", cluster: cluster || ""});
+    return;
+  }
   if (es) es.close();
-  es = new EventSource("/api/v1/events" + (cluster ? "?cluster=" + encodeURIComponent(cluster) : ""));
-  es.addEventListener("change", () => {
-    clearTimeout(reloadTimer);
-    reloadTimer = setTimeout(() => { if (view) view.render(); }, 50);
-  });
-  es.onopen = () => dot.classList.add("on");
-  es.onerror = () => dot.classList.remove("on");
+  es = new EventSource("/api/v1/events" + (cluster ? "?clusters=" + encodeURIComponent(cluster) : ""));
+  es.addEventListener("change", changed);
+  es.onopen = () => dot(true);
+  es.onerror = () => dot(false);
 }
 
 route();

@@ -15,6 +15,7 @@
 //   logs CLUSTER JOB TEXT        the job's log panel streams TEXT; prints the log's text
 //   click PATH SELECTOR accept|dismiss WAIT_SELECTOR WAIT_TEXT
 //                                clicks (a confirm() follows) and waits for WAIT_TEXT
+//   tabs N PATH SELECTOR         N tabs of PATH open at once, each showing SELECTOR
 //   shot PATH FILE [SELECTOR [CLICK]]
 //                                a screenshot of PATH (after SELECTOR shows, CLICK clicked)
 "use strict";
@@ -32,7 +33,7 @@ function fail(msg) {
 (async () => {
   const browser = await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
                                          args: ["--no-sandbox", "--disable-gpu"]});
-  const page = await browser.newPage({viewport: {width: 1280, height: 800}});
+  const page = await (await browser.newContext({viewport: {width: 1280, height: 800}})).newPage();
   let confirmAnswer = null;
   const problems = [];
   page.on("dialog", async d => {
@@ -85,6 +86,14 @@ function fail(msg) {
       await page.locator(args[3], {hasText: args[4]}).first().waitFor({timeout: 60000});
       const note = await page.locator("#note").textContent();
       process.stdout.write("note: " + note + "\n");
+    } else if (step === "tabs") {
+      const tabs = [page];
+      for (let i = 1; i < Number(args[0]); i++) tabs.push(await page.context().newPage());
+      for (const t of tabs) {
+        await t.goto(base + args[1], {waitUntil: "domcontentloaded", timeout: WAIT});
+        await t.locator(args[2]).first().waitFor({timeout: WAIT});
+      }
+      process.stdout.write(tabs.length + " tabs drawn\n");
     } else if (step === "shot") {
       await go(args[0]);
       if (args[2]) await page.locator(args[2]).first().waitFor({timeout: WAIT});

@@ -228,6 +228,11 @@ test_expect_success 'Chromium: the config page shows a key, its value and its fi
 	pw row /config "tr[data-key=\"kubernetes.provision_timeout\"]" "config.yaml:2:22" >out
 '
 
+test_expect_success 'Chromium: 10 tabs open at once all load (one events stream for the browser, not one per tab)' '
+	pw tabs 10 /clusters "tr[data-cluster=web1]" >out &&
+	grep -qx "10 tabs drawn" out
+'
+
 test_expect_success 'Chromium: a job started from the CLI shows, and ends, without a reload' '
 	rm -f ready &&
 	pw_background wait-text /clusters/web1 "tr[data-job=\"3\"]" SUCCEEDED "$TRASH/ready" &&

@@ -250,6 +250,7 @@ static void test_route(void)
 	        {"GET", "/jobs/012", DASH_NONE, ""},
 	        {"GET", "//clusters", DASH_NONE, ""},
 	        {"GET", "/static/app.js", DASH_ASSET, ""},
+	        {"GET", "/static/events.js", DASH_ASSET, ""},
 	        {"GET", "/static/../cmd", DASH_NONE, ""},
 	        {"GET", "/api/v1/clusters", DASH_JSON, "status --json"},
 	        {"GET", "/api/v1/clusters?refresh=1", DASH_JSON, "status --json -r"},
