@@ -222,7 +222,11 @@ static void api_route(const struct http_req *r, const char **s, size_t *l, int n
 			want = DASH_STREAM;
 			args(out, (const char *const[]){"jobs", "logs", NULL});
 			arg(out, s[3], l[3]);
-			if (!flag(r->query, "follow", 1))
+			/* The controller's side: the job's transitions, its launches and
+			 * recoveries. */
+			if (flag(r->query, "controller", 0))
+				arg(out, "--controller", 12);
+			else if (!flag(r->query, "follow", 1))
 				arg(out, "--no-follow", 11);
 		} else if (n == 5 && seg_is(s[4], l[4], "cancel")) {
 			want = DASH_ACTION;

@@ -272,7 +272,14 @@ function jobsPage() {
               "/api/v1/jobs/" + j.id + "/cancel", load)}, "Cancel")))),
         "No managed jobs. Submit one with `skiff jobs launch`."));
   };
-  put(app, el("h1", {}, "Managed jobs"), el("div", {id: "note"}), body);
+  const place = el("p", {class: "muted"});
+  put(app, el("h1", {}, "Managed jobs"), place, el("div", {id: "note"}), body);
+  api("/api/v1/config").then(c => {
+    const k = (c.keys || []).find(k => k.key === "jobs.controller.resources.infra");
+    put(place, "The controller runs ", k ? el("span", {class: "name"}, "on its own cluster on " + k.value)
+                                           : "on this machine",
+        k ? " (jobs.controller.resources.infra, " + (k.file || "") + ")" : "");
+  }).catch(() => {});
   load();
   return {render: load, stop() {}};
 }
@@ -296,10 +303,18 @@ function jobPage(id) {
             el("td", {}, status(t.status)), el("td", {}, span(t.job_duration)),
             el("td", {}, String(t.recoveries)))), "No task rows.")));
   };
+  const which = el("select", {id: "which", onchange: () => open()},
+    el("option", {value: "task"}, "the task's logs"),
+    el("option", {value: "controller"}, "the controller's: launches, recoveries and why"));
+  const open = () => {
+    if (logCtl) logCtl.abort();
+    logCtl = streamLog(pre, "/api/v1/jobs/" + id + "/logs?" +
+                       (which.value === "controller" ? "controller=1" : "follow=1"), () => follow.checked);
+  };
   put(app, el("h1", {}, "Managed job " + id), el("div", {id: "note"}), info,
-    el("h2", {}, "Logs"), el("div", {class: "bar"}, el("label", {}, follow, " follow")), pre);
+    el("h2", {}, "Logs"), el("div", {class: "bar"}, which, el("label", {}, follow, " follow")), pre);
   load();
-  logCtl = streamLog(pre, "/api/v1/jobs/" + id + "/logs?follow=1", () => follow.checked);
+  open();
   return {render: load, stop() { if (logCtl) logCtl.abort(); }};
 }
 

@@ -130,6 +130,16 @@ test_expect_success 'the config page'"'"'s API is `skiff config --json`: each ke
 	grep -q "provision_timeout" api.json
 '
 
+test_expect_success 'a managed job: its task log, and the controller'"'"'s (its transitions and why)' '
+	skiff jobs launch -n mj "echo managed-out" >/dev/null 2>&1 &&
+	MJ=$(skiff jobs queue --json | python3 -c "import json,sys; print([j[\"id\"] for j in json.load(sys.stdin) if j[\"name\"] == \"mj\"][0])") &&
+	test "$(get ml.txt "/api/v1/jobs/$MJ/logs?follow=0")" = 200 &&
+	grep -q "managed-out" ml.txt &&
+	test "$(get cl.txt "/api/v1/jobs/$MJ/logs?controller=1")" = 200 &&
+	grep -q "transitions of managed job $MJ" cl.txt &&
+	grep -q "SUCCEEDED *DONE" cl.txt
+'
+
 test_expect_success 'a job log streams as text, ANSI and markup as they are' '
 	test "$(get log.txt "/api/v1/clusters/web1/jobs/1/logs?follow=0")" = 200 &&
 	grep -q "red-line" log.txt && grep -q "</script><b>bold</b>" log.txt &&
@@ -231,6 +241,12 @@ test_expect_success 'Chromium: the config page shows a key, its value and its fi
 test_expect_success 'Chromium: 10 tabs open at once all load (one events stream for the browser, not one per tab)' '
 	pw tabs 10 /clusters "tr[data-cluster=web1]" >out &&
 	grep -qx "10 tabs drawn" out
+'
+
+test_expect_success 'Chromium: the managed jobs page says where the controller runs; a job'"'"'s page streams its log' '
+	pw row /jobs "p" "The controller runs on this machine" >out &&
+	MJ=$(skiff jobs queue --json | python3 -c "import json,sys; print([j[\"id\"] for j in json.load(sys.stdin) if j[\"name\"] == \"mj\"][0])") &&
+	pw row "/jobs/$MJ" "pre#log" "managed-out" >out
 '
 
 test_expect_success 'Chromium: a job started from the CLI shows, and ends, without a reload' '

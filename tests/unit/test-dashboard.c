@@ -271,6 +271,8 @@ static void test_route(void)
 	        {"GET", "/api/v1/jobs", DASH_JSON, "jobs queue --json"},
 	        {"GET", "/api/v1/jobs/7/logs", DASH_STREAM, "jobs logs 7"},
 	        {"GET", "/api/v1/jobs/7/logs?follow=false", DASH_STREAM, "jobs logs 7 --no-follow"},
+	        {"GET", "/api/v1/jobs/7/logs?controller=1", DASH_STREAM,
+	         "jobs logs 7 --controller"},
 	        {"POST", "/api/v1/jobs/7/cancel", DASH_ACTION, "jobs cancel -y 7"},
 	        {"POST", "/api/v1/jobs/-a/cancel", DASH_NONE, ""},
 	        {"GET", "/api/v1/infra", DASH_JSON, "check --json"},
