@@ -8,7 +8,7 @@
 #                          runs a node script that imports playwright-core (its
 #                          chromium is $BROWSER_CHROMIUM)
 
-BROWSER_PW_VERSION=1.65.1
+BROWSER_PW_VERSION=1.57.0
 BROWSER_CACHE=${SKIFF_TEST_CACHE:-/var/cache/skiff-test}/npm/playwright-core-$BROWSER_PW_VERSION
 BROWSER_CHROMIUM=/usr/bin/chromium
 
