@@ -838,17 +838,26 @@ static void accept_all(struct dash *d)
 
 /* ---- the loop ----------------------------------------------------------------------- */
 
+/* What one pollfd of the loop is for: the listener, a connection, its worker's stdout or
+ * stderr, or a cluster's watcher; i indexes d->conns or d->watchers. */
+enum slot_what { SLOT_LISTEN, SLOT_CONN, SLOT_WORKER_OUT, SLOT_WORKER_ERR, SLOT_WATCHER };
+
+struct slot {
+	enum slot_what what;
+	int i;
+};
+
 static void loop(struct dash *d)
 {
 	struct pollfd *pf = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_WATCHERS, sizeof(*pf));
-	int *who = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_WATCHERS, sizeof(*who));
+	struct slot *who = xcalloc(1 + 3 * DASH_MAX_CONNS + DASH_MAX_WATCHERS, sizeof(*who));
 
 	while (!stop) {
 		int np = 0, i, timeout = DASH_EVENT_POLL_MS;
 		int64_t now = now_ms();
 
 		pf[np] = (struct pollfd){d->lfd, POLLIN, 0};
-		who[np++] = -1;
+		who[np++] = (struct slot){SLOT_LISTEN, 0};
 		for (i = 0; i < d->nconns; i++) {
 			struct conn *c = d->conns[i];
 			short ev = 0;
@@ -859,15 +868,15 @@ static void loop(struct dash *d)
 				ev |= POLLOUT;
 			/* A stream's end shows as a hang-up even with nothing to read. */
 			pf[np] = (struct pollfd){c->fd, ev ? ev : POLLRDHUP, 0};
-			who[np++] = i * 3;
+			who[np++] = (struct slot){SLOT_CONN, i};
 			if (c->w.out >= 0 &&
 			    !(c->stream && c->out.len - c->out_off > DASH_STREAM_HOLD)) {
 				pf[np] = (struct pollfd){c->w.out, POLLIN, 0};
-				who[np++] = i * 3 + 1;
+				who[np++] = (struct slot){SLOT_WORKER_OUT, i};
 			}
 			if (c->w.err >= 0) {
 				pf[np] = (struct pollfd){c->w.err, POLLIN, 0};
-				who[np++] = i * 3 + 2;
+				who[np++] = (struct slot){SLOT_WORKER_ERR, i};
 			}
 			if (c->w.pid > 0 && c->w.out < 0 && c->w.err < 0)
 				timeout = DASH_REAP_MS;
@@ -875,7 +884,7 @@ static void loop(struct dash *d)
 		for (i = 0; i < d->nwatchers; i++)
 			if (d->watchers[i].out >= 0) {
 				pf[np] = (struct pollfd){d->watchers[i].out, POLLIN, 0};
-				who[np++] = -2 - i;
+				who[np++] = (struct slot){SLOT_WATCHER, i};
 			}
 		if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR)
 			break;
@@ -884,29 +893,30 @@ static void loop(struct dash *d)
 			accept_all(d);
 		for (i = 1; i < np; i++) {
 			struct conn *c;
-			int k = who[i] / 3, part = who[i] % 3;
+			enum slot_what what = who[i].what;
 
-			if (pf[i].revents && who[i] <= -2) {
-				struct watcher *w = &d->watchers[-2 - who[i]];
+			if (pf[i].revents && what == SLOT_WATCHER) {
+				struct watcher *w = &d->watchers[who[i].i];
 				char blk[256];
 
 				if (read(w->out, blk, sizeof(blk)) <= 0)
 					watcher_ended(d, w);
 				continue;
 			}
-			if (!pf[i].revents || k >= d->nconns)
+			if (!pf[i].revents || who[i].i >= d->nconns)
 				continue;
-			c = d->conns[k];
-			if (part == 0 && (pf[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
-			    c->st != C_READ) {
+			c = d->conns[who[i].i];
+			if (what == SLOT_CONN &&
+			    (pf[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) && c->st != C_READ) {
 				c->st = C_DONE; /* the browser went away */
 				buf_reset(&c->out);
 				c->out_off = 0;
 				worker_kill(d, c);
-			} else if (part == 0 && (pf[i].revents & POLLIN) && c->st == C_READ) {
+			} else if (what == SLOT_CONN && (pf[i].revents & POLLIN) &&
+			           c->st == C_READ) {
 				conn_read(d, c);
-			} else if (part == 1 || part == 2) {
-				worker_read(c, part - 1);
+			} else if (what == SLOT_WORKER_OUT || what == SLOT_WORKER_ERR) {
+				worker_read(c, what == SLOT_WORKER_ERR);
 			}
 		}
 		events_poll(d);

@@ -162,6 +162,25 @@ int fcall_recv(struct fcall *c, struct msg *m, int64_t deadline)
 	}
 }
 
+int fcall_detach(struct fcall *c, pid_t *pid, int *fd, struct buf *rest)
+{
+	int r = buf_add(rest, c->rx.p, c->rx.len);
+
+	if (r)
+		return r;
+	*pid = c->p.pid;
+	*fd = c->p.from;
+	c->p.pid = -1;
+	c->p.from = -1;
+	runner_proc_forget(&c->p);
+	if (c->p.to >= 0) {
+		close(c->p.to);
+		c->p.to = -1;
+	}
+	fcall_release(c);
+	return 0;
+}
+
 void fcall_kill(struct fcall *c)
 {
 	runner_proc_kill(&c->p);

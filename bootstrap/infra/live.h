@@ -43,4 +43,16 @@ struct clive {
 /* The script that runs `node call` with the node's skiff (exit 127 when it is gone). */
 char *live_node_call_script(const struct cnode *nd);
 
+struct fcall;
+struct msg;
+
+/*
+ * Starts `node call` on nd and sends it req (fcall_start() with flags): 0, or -ENOENT
+ * (not printed) when the node's skiff is not known yet, or fcall_start()'s error; on
+ * error nothing runs and c needs no fcall_release().
+ */
+int live_node_call_start(struct cnode *nd, struct fcall *c, const struct msg *req, unsigned flags);
+/* live_node_call_start() of {op: watch, id: node_job}: the node answers when it ends. */
+int live_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job);
+
 #endif

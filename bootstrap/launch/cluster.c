@@ -382,7 +382,6 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 {
 	struct msg rep, req;
 	struct fcall c;
-	char *script;
 	int64_t id;
 	int r, status = 0;
 
@@ -397,12 +396,9 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	for (size_t k = 0; k < spec->n; k++)
 		msg_add(&req, spec->keys[k], spec->vals[k]);
 	msg_add(&req, "follow", "1");
-	script = live_node_call_script(nd);
-	r = fcall_start(&c, nd->r, script, &req, 0);
-	free(script);
+	r = live_node_call_start(nd, &c, &req, 0);
 	msg_release(&req);
 	if (r) {
-		fcall_release(&c);
 		buf_release(&f->rest);
 		return r;
 	}
@@ -415,18 +411,14 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		r = error("node %s: the submit's answer has no job id", nd->name);
 	} else if (r == 1) {
 		/* The call goes on as the job's follower; what came after the answer is its log. */
-		*job_id = id;
-		buf_add(&f->rest, c.rx.p, c.rx.len);
-		f->pid = c.p.pid;
-		f->fd = c.p.from;
-		c.p.from = -1;
-		c.p.pid = -1;
-		runner_proc_forget(&c.p);
-		if (c.p.to >= 0)
-			close(c.p.to);
-		fcall_release(&c);
-		msg_release(&rep);
-		return 0;
+		r = fcall_detach(&c, &f->pid, &f->fd, &f->rest);
+		if (!r) {
+			*job_id = id;
+			msg_release(&rep);
+			return 0;
+		}
+		r = error("node %s: cannot keep the job's first log bytes: %s", nd->name,
+		          strerror(-r));
 	} else if (r == -ETIMEDOUT) {
 		fcall_kill(&c);
 		r = error("node %s: no answer to the submit in %d s", nd->name,

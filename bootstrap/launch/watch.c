@@ -27,23 +27,8 @@ struct one {
 
 static int start(struct cnode *nd, int64_t node_job, struct one *w)
 {
-	struct msg req;
-	char *script;
-	int r;
-
-	if (!nd->exe)
+	if (live_node_watch(nd, &w->call, node_job))
 		return -1;
-	msg_init(&req);
-	msg_add(&req, "op", "watch");
-	msg_add_int(&req, "id", node_job);
-	script = live_node_call_script(nd);
-	r = fcall_start(&w->call, nd->r, script, &req, 0);
-	free(script);
-	msg_release(&req);
-	if (r) {
-		fcall_release(&w->call);
-		return -1;
-	}
 	w->live = 1;
 	return 0;
 }

@@ -47,23 +47,8 @@ struct rank_watch {
 /* Starts rank k's watch: `node call` with {op: watch, id}; 0 or -1. */
 static int watch_start(struct cnode *nd, int64_t id, struct rank_watch *w)
 {
-	struct msg req;
-	char *script;
-	int r;
-
-	if (!nd->exe)
+	if (live_node_watch(nd, &w->call, id))
 		return -1;
-	msg_init(&req);
-	msg_add(&req, "op", "watch");
-	msg_add_int(&req, "id", id);
-	script = live_node_call_script(nd);
-	r = fcall_start(&w->call, nd->r, script, &req, 0);
-	free(script);
-	msg_release(&req);
-	if (r) {
-		fcall_release(&w->call);
-		return -1;
-	}
 	w->live = 1;
 	return 0;
 }

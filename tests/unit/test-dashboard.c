@@ -115,16 +115,17 @@ static void test_query_cookie(void)
 	       "a cookie's suffix is not it");
 }
 
-/* dash_admit() of a request built from its parts. */
-static enum dash_verdict admit(const char *method, const char *target, const char *host,
-                               const char *cookie, const char *auth, const char *origin)
+/*
+ * Parses a request built from its parts (a header NULL: not sent) into r: 1, or 0 when
+ * it does not parse (then r needs no release).
+ */
+static int build(struct http_req *r, const char *method, const char *target, const char *host,
+                 const char *cookie, const char *auth, const char *origin)
 {
-	static const struct dash_conf c = {TOKEN, {"127.0.0.1:46590", "localhost:46590"}, 2, 0};
 	struct buf b = BUF_INIT(0);
-	struct http_req r;
 	const char *why;
 	size_t used;
-	enum dash_verdict v;
+	int ok;
 
 	buf_addf(&b, "%s %s HTTP/1.1\r\n", method, target);
 	if (host)
@@ -136,13 +137,23 @@ static enum dash_verdict admit(const char *method, const char *target, const cha
 	if (origin)
 		buf_addf(&b, "Origin: %s\r\n", origin);
 	buf_adds(&b, "\r\n");
-	if (http_req_parse(b.p, b.len, 0, &r, &used, &why) != 1) {
-		buf_release(&b);
+	ok = http_req_parse(b.p, b.len, 0, r, &used, &why) == 1;
+	buf_release(&b);
+	return ok;
+}
+
+/* dash_admit() of a request built from its parts. */
+static enum dash_verdict admit(const char *method, const char *target, const char *host,
+                               const char *cookie, const char *auth, const char *origin)
+{
+	static const struct dash_conf c = {TOKEN, {"127.0.0.1:46590", "localhost:46590"}, 2, 0};
+	struct http_req r;
+	enum dash_verdict v;
+
+	if (!build(&r, method, target, host, cookie, auth, origin))
 		return (enum dash_verdict) - 1;
-	}
 	v = dash_admit(&c, &r);
 	http_req_release(&r);
-	buf_release(&b);
 	return v;
 }
 
@@ -210,25 +221,18 @@ static void test_admit(void)
 /* The route of method and target: its kind, and its argv joined by spaces. */
 static enum dash_kind route(const char *method, const char *target, char *argv_out, size_t size)
 {
-	struct buf b = BUF_INIT(0);
 	struct http_req r;
 	struct dash_route rt;
-	const char *why;
-	size_t used;
 	int i;
 
-	buf_addf(&b, "%s %s HTTP/1.1\r\nHost: h\r\n\r\n", method, target);
-	if (http_req_parse(b.p, b.len, 0, &r, &used, &why) != 1) {
-		buf_release(&b);
+	if (!build(&r, method, target, "h", NULL, NULL, NULL))
 		return (enum dash_kind) - 1;
-	}
 	dash_route(&r, &rt);
 	argv_out[0] = '\0';
 	for (i = 0; i < rt.argc; i++)
 		snprintf(argv_out + strlen(argv_out), size - strlen(argv_out), "%s%s", i ? " " : "",
 		         rt.argv[i]);
 	http_req_release(&r);
-	buf_release(&b);
 	return rt.kind;
 }
 
