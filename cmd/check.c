@@ -3,6 +3,7 @@
  * and print the normalized tasks as JSON; without a FILE, say which infras can be used
  * from here (bootstrap/infra/infra_probe.c) and check the config.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
+#include "state/launcher.h"
 #include "lib/banned.h"
 
 const char cmd_check_usage[] =
@@ -42,7 +44,11 @@ const char cmd_check_usage[] =
         "\"INFRA: disabled: WHY\" on standard output: the ssh pool file parses (its errors\n"
         "on standard error, FILE:LINE:COL) and ssh is there; podman, docker answer `info`;\n"
         "kubectl reaches the context's API server, which allows pods/exec; sinfo answers.\n"
-        "Infras are probed at once, each within 5 s. --json: [{infra, enabled, reason}].\n"
+        "Infras are probed at once, each within 5 s. Under an enabled infra, what it has:\n"
+        "ssh: its pools' hosts; podman, docker: the containers labelled skiff.pool; slurm:\n"
+        "the partitions; k8s: kubeconfig's contexts and the pods labelled skiff.node; what\n"
+        "clusters book shows the cluster that holds it, or 'free'. --json: [{infra,\n"
+        "enabled, reason, inventory: [{of, error, rows: [{COLUMN: value, cluster}]}]}].\n"
         "An argument is an infra when it names one and is no file here.\n"
         "\n"
         "Overrides, applied as `skiff launch` applies them:\n" TASK_OVERRIDES_HELP "\n"
@@ -132,12 +138,161 @@ static int check_config_only(const struct task_overrides *o, int json)
 }
 
 /*
+ * Who books each row of an inventory table: holders[i] is the cluster holding row i, NULL
+ * when it is free or not something clusters book. Free with free_holders().
+ */
+static char **inv_holders(struct st_db *ldb, const struct infra_inv *inv)
+{
+	char **holders = xcalloc(inv->nrows ? inv->nrows : 1, sizeof(*holders));
+	size_t i;
+
+	for (i = 0; ldb && i < inv->nrows; i++) {
+		const struct infra_inv_row *row = &inv->rows[i];
+
+		if (row->node_key &&
+		    st_node_holder(ldb, row->node_key, row->ip, row->port, &holders[i]))
+			holders[i] = NULL;
+	}
+	return holders;
+}
+
+static void free_holders(char **holders, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(holders[i]);
+	free(holders);
+}
+
+/* s as one cell of a text table: control bytes as '?', nothing as "-". */
+static void add_cell(struct buf *out, const char *s, int width)
+{
+	int len = 0;
+
+	if (!*s)
+		s = "-";
+	for (; *s; s++, len++)
+		buf_addch(out, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	while (len++ < width)
+		buf_addch(out, ' ');
+}
+
+/* One table under its infra's line: "  OF:" and aligned rows, or why there are none. */
+static void inv_text(const struct infra_inv *inv, char *const *holders, struct buf *out)
+{
+	int *w = xcalloc(inv->ncols ? inv->ncols : 1, sizeof(*w));
+	size_t i, c;
+	int booked = 0;
+
+	for (i = 0; i < inv->nrows; i++)
+		booked |= inv->rows[i].node_key != NULL;
+	buf_addf(out, "  %s:", inv->of);
+	if (!inv->nrows) {
+		buf_addf(out, " %s\n", inv->said.len ? inv->said.p : "none");
+		free(w);
+		return;
+	}
+	buf_addch(out, '\n');
+	for (c = 0; c < inv->ncols; c++)
+		w[c] = (int)strlen(inv->cols[c]);
+	for (i = 0; i < inv->nrows; i++) {
+		for (c = 0; c < inv->ncols; c++)
+			if ((int)strlen(inv->rows[i].cells[c]) > w[c])
+				w[c] = (int)strlen(inv->rows[i].cells[c]);
+	}
+	buf_adds(out, "   ");
+	for (c = 0; c < inv->ncols; c++) {
+		const char *col = inv->cols[c];
+		int k, len = (int)strlen(col);
+
+		buf_addch(out, ' ');
+		for (k = 0; k < len || k < w[c]; k++)
+			buf_addch(out, k < len ? (char)toupper((unsigned char)col[k]) : ' ');
+	}
+	if (booked)
+		buf_adds(out, " CLUSTER");
+	buf_rtrim(out);
+	buf_addch(out, '\n');
+	for (i = 0; i < inv->nrows; i++) {
+		const struct infra_inv_row *row = &inv->rows[i];
+
+		buf_adds(out, "   ");
+		for (c = 0; c < inv->ncols; c++) {
+			buf_addch(out, ' ');
+			add_cell(out, row->cells[c], w[c]);
+		}
+		if (booked) {
+			buf_addch(out, ' ');
+			add_cell(out, row->node_key ? (holders[i] ? holders[i] : "free") : "", 0);
+		}
+		buf_rtrim(out);
+		buf_addch(out, '\n');
+	}
+	if (inv->said.len)
+		buf_addf(out, "    (%s)\n", inv->said.p);
+	free(w);
+}
+
+/* The same as JSON: {of, error, rows: [{COL: value, ..., cluster}]}, cluster where booked. */
+static void inv_json(const struct infra_inv *inv, char *const *holders, struct json *j)
+{
+	size_t i, c;
+
+	json_obj_begin(j);
+	json_key(j, "of");
+	json_str(j, inv->of);
+	json_key(j, "error");
+	json_str(j, inv->said.len ? inv->said.p : NULL);
+	json_key(j, "rows");
+	json_arr_begin(j);
+	for (i = 0; i < inv->nrows; i++) {
+		json_obj_begin(j);
+		for (c = 0; c < inv->ncols; c++) {
+			json_key(j, inv->cols[c]);
+			json_str(j, inv->rows[i].cells[c]);
+		}
+		if (inv->rows[i].node_key) {
+			json_key(j, "cluster");
+			json_str(j, holders[i]);
+		}
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+/* What a usable infra has (struct infra_inv), as JSON (j) or as lines (text). */
+static void inventory(const struct infra_probe *p, struct st_db *ldb, struct json *j,
+                      struct buf *text)
+{
+	size_t t;
+
+	if (j) {
+		json_key(j, "inventory");
+		json_arr_begin(j);
+	}
+	for (t = 0; t < INFRA_INV_TABLES && p->inv[t].of; t++) {
+		char **holders = inv_holders(ldb, &p->inv[t]);
+
+		if (j)
+			inv_json(&p->inv[t], holders, j);
+		else
+			inv_text(&p->inv[t], holders, text);
+		free_holders(holders, p->inv[t].nrows);
+	}
+	if (j)
+		json_arr_end(j);
+}
+
+/*
  * Without a FILE: each infra of specs[0..n) (none: every one skiff has) enabled or
  * disabled, with why, then the config. EXIT_* status.
  */
 static int check_infras(const char **specs, size_t n, int json, const struct task_overrides *o)
 {
 	const char **all = NULL;
+	struct st_db *ldb = NULL;
 	struct infra_probe *v;
 	struct buf reason = BUF_INIT(0), out = BUF_INIT(0);
 	struct json j;
@@ -157,6 +312,9 @@ static int check_infras(const char **specs, size_t n, int json, const struct tas
 		status = usage_error("check", "%s", v[0].said.p);
 		goto out;
 	}
+	/* Who books what: none is booked before the launcher's db exists. */
+	if (st_launcher_open(ST_READONLY, &ldb))
+		ldb = NULL;
 	json_init(&j, &out, 1);
 	if (json)
 		json_arr_begin(&j);
@@ -173,9 +331,17 @@ static int check_infras(const char **specs, size_t n, int json, const struct tas
 			json_bool(&j, on);
 			json_key(&j, "reason");
 			json_str(&j, reason.p);
+			if (on)
+				inventory(&v[i], ldb, &j, NULL);
 			json_obj_end(&j);
 		} else {
-			printf("%s: %s: %s\n", v[i].spec, on ? "enabled" : "disabled", reason.p);
+			struct buf inv = BUF_INIT(0);
+
+			if (on)
+				inventory(&v[i], ldb, NULL, &inv);
+			printf("%s: %s: %s\n%s", v[i].spec, on ? "enabled" : "disabled", reason.p,
+			       inv.p);
+			buf_release(&inv);
 		}
 		/* The pool file's problems, each at its FILE:LINE:COL. */
 		fflush(stdout);
@@ -192,6 +358,7 @@ static int check_infras(const char **specs, size_t n, int json, const struct tas
 	fflush(stdout);
 	status = check_config_only(o, json);
 out:
+	st_close(ldb);
 	for (i = 0; i < n; i++)
 		infra_probe_release(&v[i]);
 	free(v);

@@ -28,8 +28,31 @@ const char cmd_status_usage[] =
         "  -a, -u            accepted: every cluster here is this user's\n"
         "\n"
         "--json gives per cluster name, status, infra, resources, num_nodes, head, nodes\n"
-        "(rank, ip, address, user, port, node), autostop (null or {idle_minutes, down,\n"
-        "wait_for}), launched_at, last_task and ports.\n";
+        "(rank, ip, address, user, port, node, supervisor: with -r, what the node's\n"
+        "supervisor said, {answers, pid, version} or {answers, why}; else null), autostop\n"
+        "(null or {idle_minutes, down, wait_for}), launched_at, last_task and ports.\n";
+
+/* -r: what a node's supervisor said ({answers, pid, version} or {answers, why}); null. */
+static void supervisor_json(const struct cl_ping *p, struct json *j)
+{
+	if (!p) {
+		json_null(j);
+		return;
+	}
+	json_obj_begin(j);
+	json_key(j, "answers");
+	json_bool(j, p->answered);
+	if (p->answered) {
+		json_key(j, "pid");
+		json_int(j, p->pid);
+		json_key(j, "version");
+		json_str(j, p->version);
+	} else {
+		json_key(j, "why");
+		json_str(j, p->why);
+	}
+	json_obj_end(j);
+}
 
 static void status_json(const struct eng_cluster *v, size_t n, struct buf *out)
 {
@@ -73,6 +96,8 @@ static void status_json(const struct eng_cluster *v, size_t n, struct buf *out)
 			json_int(&j, nd->port);
 			json_key(&j, "node");
 			json_str(&j, nd->node_key);
+			json_key(&j, "supervisor");
+			supervisor_json(v[i].asked ? &v[i].asked[k] : NULL, &j);
 			json_obj_end(&j);
 		}
 		json_arr_end(&j);

@@ -363,6 +363,32 @@ enum infra_probe_outcome {
 	INFRA_PROBE_UNUSABLE,   /* it answered, and that makes the infra unusable; said: why */
 };
 
+/*
+ * What an enabled infra has, as `skiff check` lists it under the infra: a table of its
+ * pools' hosts, its pools' containers, its partitions, its contexts. A row that clusters
+ * book names its node key, so that the caller can say which cluster holds it.
+ */
+struct infra_inv_row {
+	char **cells;   /* one per column, each owned ("" for none) */
+	char *node_key; /* owned; NULL: not something a cluster books */
+	char *ip;       /* ssh: the host and port, which st_node_holder() also matches */
+	int port;
+};
+
+struct infra_inv {
+	const char *of;          /* what the rows are ("hosts"); static; NULL: an unused table */
+	const char *const *cols; /* the columns' names, also their JSON keys; static */
+	size_t ncols;
+	struct infra_inv_row *rows;
+	size_t nrows, alloc;
+	struct buf said; /* why the rows could not be had; "" when they were */
+};
+
+/* The most tables one infra's inventory has (k8s: the contexts, and the labelled pods). */
+#define INFRA_INV_TABLES 2
+/* The most rows one table keeps: a list past it is cut, and says so. */
+#define INFRA_INV_ROWS_MAX 10000
+
 struct infra_probe {
 	char *spec; /* the infra, canonical (as infra_parse() makes it); owned */
 	enum infra_probe_outcome outcome;
@@ -372,6 +398,8 @@ struct infra_probe {
 	int timeout_ms;
 	struct buf said;     /* one line, at most INFRA_PROBE_LINE_MAX, printable */
 	struct yerrors errs; /* INVALID: the file's problems at their FILE:LINE:COL */
+	/* When it is OK: what the infra has (an infra with nothing to list: none used). */
+	struct infra_inv inv[INFRA_INV_TABLES];
 };
 
 void infra_probe_init(struct infra_probe *p);

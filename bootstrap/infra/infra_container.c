@@ -626,6 +626,49 @@ static int container_teardown(const struct infra *inf, struct st_db *ldb, struct
 }
 
 /* Usable when the engine answers `info` (docker: its daemon; podman: its storage). */
+/*
+ * The containers of its pools (labelled skiff.pool; the one named pool's own), any state,
+ * for `skiff check`, booked by node key as container_pick() books them. A container
+ * named as a one-container pool carries no label: it is not listed.
+ */
+static void probe_pools(const struct infra *inf, int64_t deadline, struct infra_probe *out)
+{
+	static const char *const cols[] = {"pool", "container", "status", "image"};
+	struct infra_inv *inv = infra_inv_table(out, "containers", cols, ARRAY_SIZE(cols));
+	const char *engine = engine_of(inf);
+	/* docker's ps formats its labels as one string, with .Label to pick one. */
+	const char *label = inf->kind == INFRA_DOCKER ? "{{.Label \"skiff.pool\"}}"
+	                                              : "{{index .Labels \"skiff.pool\"}}";
+	char *filter = inf->pool ? xasprintf("label=skiff.pool=%s", inf->pool)
+	                         : xstrdup("label=skiff.pool");
+	char *format = xasprintf("%s\t{{.Names}}\t{{.Status}}\t{{.Image}}", label);
+	char *subject = xasprintf("%s ps", engine);
+	char *argv[] = {(char *)engine, "ps", "-a", "--filter", filter, "--format", format, NULL};
+	struct buf text = BUF_INIT(CTR_OUT_MAX);
+	char **lines;
+	size_t n = 0, i;
+
+	if (infra_inv_run(inv, subject, argv, deadline, &text))
+		goto out;
+	lines = split_lines(text.p, &n);
+	if (n)
+		qsort(lines, n, sizeof(*lines), cmp_str); /* by pool, then name: rank order */
+	for (i = 0; i < n; i++) {
+		char *f[4], *key;
+
+		infra_inv_fields(lines[i], '\t', f, ARRAY_SIZE(f));
+		key = xasprintf("%s/%s", engine, f[1]);
+		infra_inv_add(inv, key, NULL, 0, (const char *const *)f);
+		free(key);
+	}
+	free_lines(lines, n);
+out:
+	buf_release(&text);
+	free(subject);
+	free(format);
+	free(filter);
+}
+
 static void container_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
 {
 	const char *engine = engine_of(inf);
@@ -639,6 +682,7 @@ static void container_probe(const struct infra *inf, int64_t deadline, struct in
 		buf_rtrim(&version);
 		infra_probe_say(out, "%s %s answers", engine,
 		                version.len ? version.p : "(version unknown)");
+		probe_pools(inf, deadline, out);
 	}
 	buf_release(&version);
 	free(subject);

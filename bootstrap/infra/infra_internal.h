@@ -27,4 +27,29 @@ void infra_probe_say(struct infra_probe *p, const char *fmt, ...) SKIFF_PRINTF(2
 int infra_probe_run(struct infra_probe *p, const char *subject, char *const *argv, int64_t deadline,
                     struct buf *out);
 
+/*
+ * The next unused table of p's inventory, of rows called of with ncols columns cols
+ * (both static); NULL when all INFRA_INV_TABLES are used (a bug: BUG() says so).
+ */
+struct infra_inv *infra_inv_table(struct infra_probe *p, const char *of, const char *const *cols,
+                                  size_t ncols);
+/*
+ * Adds a row of inv->ncols cells (copied; NULL as ""), booked as node_key (NULL: not
+ * booked; ip, port: an ssh host's). 0, or -ENOBUFS past INFRA_INV_ROWS_MAX (inv->said
+ * says the list is cut).
+ */
+int infra_inv_add(struct infra_inv *inv, const char *node_key, const char *ip, int port,
+                  const char *const *cells);
+/*
+ * Splits one line of a command's table in place at each sep into f[0..max), the last
+ * field holding the rest; fields not there are "". Returns how many the line had.
+ */
+size_t infra_inv_fields(char *line, char sep, char **f, size_t max);
+/*
+ * infra_probe_run() for an inventory: the table's said gets what went wrong, and the
+ * probe's own outcome (the infra is usable) is left as it is.
+ */
+int infra_inv_run(struct infra_inv *inv, const char *subject, char *const *argv, int64_t deadline,
+                  struct buf *out);
+
 #endif

@@ -834,30 +834,113 @@ static int k8s_hook_fired(struct st_db *ldb, const struct clive *cl)
 }
 
 /*
- * A probe's kubectl [--context C] [-n NS] ARGS, its request timeout what is left until
- * deadline; stdout into out (may be NULL). infra_probe_run()'s result.
+ * A probe's kubectl [--context C] [-n NS] ARGS into av, its request timeout what is left
+ * until deadline, and the words that name it in messages ("kubectl auth can-i").
  */
+static void probe_argv(const struct infra *inf, const char *const *args, int64_t deadline,
+                       struct argv *av, struct buf *subject)
+{
+	int64_t left_s = (deadline - now_ms() + 999) / 1000;
+	size_t i;
+
+	kubectl_argv(inf, av);
+	argv_pushf(av, "--request-timeout=%llds", (long long)(left_s > 0 ? left_s : 1));
+	buf_adds(subject, "kubectl");
+	for (i = 0; args[i]; i++) {
+		argv_push(av, args[i]);
+		if (i < 2 && args[i][0] != '-')
+			buf_addf(subject, " %s", args[i]);
+	}
+}
+
+/* A probe's kubectl ARGS (probe_argv()), stdout into out (may be NULL): infra_probe_run(). */
 static int k8s_probe_run(const struct infra *inf, const char *const *args, int64_t deadline,
                          struct infra_probe *p, struct buf *out)
 {
 	struct buf subject = BUF_INIT(0);
-	int64_t left_s = (deadline - now_ms() + 999) / 1000;
 	struct argv av;
-	size_t i;
 	int r;
 
-	kubectl_argv(inf, &av);
-	argv_pushf(&av, "--request-timeout=%llds", (long long)(left_s > 0 ? left_s : 1));
-	buf_adds(&subject, "kubectl");
-	for (i = 0; args[i]; i++) {
-		argv_push(&av, args[i]);
-		if (i < 2 && args[i][0] != '-')
-			buf_addf(&subject, " %s", args[i]);
-	}
+	probe_argv(inf, args, deadline, &av, &subject);
 	r = infra_probe_run(p, subject.p, av.v, deadline, out);
 	argv_release(&av);
 	buf_release(&subject);
 	return r;
+}
+
+/* The same for an inventory table: infra_inv_run(). */
+static int k8s_inv_run(const struct infra *inf, const char *const *args, int64_t deadline,
+                       struct infra_inv *inv, struct buf *out)
+{
+	struct buf subject = BUF_INIT(0);
+	struct argv av;
+	int r;
+
+	probe_argv(inf, args, deadline, &av, &subject);
+	r = infra_inv_run(inv, subject.p, av.v, deadline, out);
+	argv_release(&av);
+	buf_release(&subject);
+	return r;
+}
+
+#define CONTEXTS_JSONPATH                                                                          \
+	"jsonpath={range .contexts[*]}{.name}{\"\\t\"}{.context.cluster}{\"\\t\"}"                 \
+	"{.context.namespace}{\"\\n\"}{end}"
+
+/*
+ * For `skiff check`: kubeconfig's contexts (used: the one this infra uses), and the pods
+ * labelled skiff.node in the context probed (ctx), booked as pick_existing() books them.
+ */
+static void probe_inventory(const struct infra *inf, const char *ctx, int64_t deadline,
+                            struct infra_probe *out)
+{
+	static const char *const ctx_cols[] = {"context", "used", "kube_cluster", "namespace"};
+	static const char *const pod_cols[] = {"pod", "phase", "ip"};
+	const char *view[] = {"config", "view", "-o", CONTEXTS_JSONPATH, NULL};
+	const char *pods_args[] = {"get", "pods", "-l", "skiff.node", "-o", PODS_JSONPATH, NULL};
+	struct infra_inv *contexts =
+	        infra_inv_table(out, "contexts", ctx_cols, ARRAY_SIZE(ctx_cols));
+	struct infra_inv *labelled = infra_inv_table(out, "pods", pod_cols, ARRAY_SIZE(pod_cols));
+	struct buf text = BUF_INIT(K8S_OUT_MAX);
+	char *line, *next;
+	struct pod *pods;
+	size_t n = 0, i;
+
+	if (!k8s_inv_run(inf, view, deadline, contexts, &text)) {
+		for (line = text.p; line && *line; line = next) {
+			char *f[3];
+			const char *cells[4];
+
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			infra_inv_fields(line, '\t', f, ARRAY_SIZE(f));
+			if (!*f[0])
+				continue;
+			cells[0] = f[0];
+			cells[1] = !strcmp(f[0], ctx) ? "yes" : "";
+			cells[2] = f[1];
+			cells[3] = f[2];
+			infra_inv_add(contexts, NULL, NULL, 0, cells);
+		}
+	}
+	buf_reset(&text);
+	if (k8s_inv_run(inf, pods_args, deadline, labelled, &text))
+		goto out;
+	pods = parse_pods(text.p, &n);
+	if (n)
+		qsort(pods, n, sizeof(*pods), cmp_pod);
+	for (i = 0; i < n; i++) {
+		const char *cells[] = {pods[i].name, pods[i].phase, pods[i].ip};
+		char *key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
+		                      inf->ns ? inf->ns : "", pods[i].name);
+
+		infra_inv_add(labelled, key, NULL, 0, cells);
+		free(key);
+	}
+	free_pods(pods, n);
+out:
+	buf_release(&text);
 }
 
 /*
@@ -895,6 +978,7 @@ static void k8s_probe(const struct infra *inf, int64_t deadline, struct infra_pr
 	}
 	infra_probe_say(out, "context %s: the API server answers; pods/exec allowed in %s%s", ctx.p,
 	                ns_word, ns);
+	probe_inventory(inf, ctx.p, deadline, out);
 out:
 	buf_release(&ctx);
 	buf_release(&answer);

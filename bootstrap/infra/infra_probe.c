@@ -25,19 +25,118 @@
 
 void infra_probe_init(struct infra_probe *p)
 {
+	size_t t;
+
 	memset(p, 0, sizeof(*p));
 	buf_init(&p->said, 0);
+	for (t = 0; t < INFRA_INV_TABLES; t++)
+		buf_init(&p->inv[t].said, 0);
+}
+
+static void inv_release(struct infra_inv *inv)
+{
+	size_t i, c;
+
+	for (i = 0; i < inv->nrows; i++) {
+		for (c = 0; c < inv->ncols; c++)
+			free(inv->rows[i].cells[c]);
+		free(inv->rows[i].cells);
+		free(inv->rows[i].node_key);
+		free(inv->rows[i].ip);
+	}
+	free(inv->rows);
+	buf_release(&inv->said);
 }
 
 void infra_probe_release(struct infra_probe *p)
 {
+	size_t t;
+
 	if (!p)
 		return;
 	free(p->spec);
 	free(p->subject);
 	buf_release(&p->said);
 	yerr_release(&p->errs);
+	for (t = 0; t < INFRA_INV_TABLES; t++)
+		inv_release(&p->inv[t]);
 	infra_probe_init(p);
+}
+
+struct infra_inv *infra_inv_table(struct infra_probe *p, const char *of, const char *const *cols,
+                                  size_t ncols)
+{
+	size_t t;
+
+	for (t = 0; t < INFRA_INV_TABLES; t++)
+		if (!p->inv[t].of)
+			break;
+	if (t == INFRA_INV_TABLES) {
+		/* The ops' probes list a fixed number of tables: this is a bug of theirs. */
+		error("BUG: an infra's inventory has more than %d tables", INFRA_INV_TABLES);
+		abort();
+	}
+	p->inv[t].of = of;
+	p->inv[t].cols = cols;
+	p->inv[t].ncols = ncols;
+	return &p->inv[t];
+}
+
+int infra_inv_add(struct infra_inv *inv, const char *node_key, const char *ip, int port,
+                  const char *const *cells)
+{
+	struct infra_inv_row *row;
+	size_t c;
+
+	if (inv->nrows == INFRA_INV_ROWS_MAX) {
+		if (!inv->said.len)
+			buf_addf(&inv->said, "more than %d %s: the list is cut", INFRA_INV_ROWS_MAX,
+			         inv->of);
+		return -ENOBUFS;
+	}
+	inv->rows = xgrow(inv->rows, inv->nrows, &inv->alloc, sizeof(*inv->rows));
+	row = &inv->rows[inv->nrows++];
+	row->cells = xcalloc(inv->ncols ? inv->ncols : 1, sizeof(*row->cells));
+	for (c = 0; c < inv->ncols; c++)
+		row->cells[c] = xstrdup(cells[c] ? cells[c] : "");
+	row->node_key = node_key ? xstrdup(node_key) : NULL;
+	row->ip = ip ? xstrdup(ip) : NULL;
+	row->port = port;
+	return 0;
+}
+
+size_t infra_inv_fields(char *line, char sep, char **f, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max) {
+		char *end = n + 1 < max ? strchr(line, sep) : NULL;
+
+		f[n++] = line;
+		if (!end)
+			break;
+		*end = '\0';
+		line = end + 1;
+	}
+	for (size_t i = n; i < max; i++)
+		f[i] = "";
+	return n;
+}
+
+int infra_inv_run(struct infra_inv *inv, const char *subject, char *const *argv, int64_t deadline,
+                  struct buf *out)
+{
+	struct infra_probe scratch;
+	int r;
+
+	infra_probe_init(&scratch);
+	r = infra_probe_run(&scratch, subject, argv, deadline, out);
+	if (r) {
+		buf_reset(&inv->said);
+		infra_probe_judge(&scratch, &inv->said);
+	}
+	infra_probe_release(&scratch);
+	return r;
 }
 
 void infra_probe_set(struct infra_probe *p, enum infra_probe_outcome outcome, const char *subject)

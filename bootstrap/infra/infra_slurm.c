@@ -480,41 +480,62 @@ static int slurm_busy(struct clive *cl)
 
 /*
  * Usable when sinfo answers with the partitions (the one named among them): salloc, srun
- * and squeue speak to the same controller.
+ * and squeue speak to the same controller. What sinfo says of each partition is the
+ * inventory: a row per partition and kind of node (sinfo splits a partition whose nodes
+ * differ in CPUs, memory or GRES).
  */
 static void slurm_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
 {
-	char *argv[] = {"sinfo", "--noheader", "--format=%P", NULL};
-	struct buf text = BUF_INIT(1 << 16), list = BUF_INIT(4096);
-	char *line, *next;
+	static const char *const cols[] = {"partition", "default",   "avail", "nodes",
+	                                   "cpus",      "memory_mb", "gres",  "timelimit"};
+	/* %F: nodes allocated/idle/other/total. The fields are sinfo's, cols' order. */
+	char *argv[] = {"sinfo", "--noheader", "--format=%P|%a|%F|%c|%m|%G|%l", NULL};
+	struct buf text = BUF_INIT(1 << 20), list = BUF_INIT(4096);
+	struct infra_inv *inv;
+	char *line, *next, *last = "";
 	size_t n = 0;
 	int found = 0;
 
 	if (infra_probe_run(out, "sinfo", argv, deadline, &text))
 		goto out;
+	inv = infra_inv_table(out, "partitions", cols, ARRAY_SIZE(cols));
 	for (line = text.p; line && *line; line = next) {
+		char *f[7];
+		const char *cells[8];
 		size_t len;
 		int dflt;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		len = strcspn(line, " \t\r");
+		line[strcspn(line, "\r")] = '\0';
+		infra_inv_fields(line, '|', f, ARRAY_SIZE(f));
+		len = strlen(f[0]);
 		if (!len)
 			continue;
-		dflt = line[len - 1] == '*'; /* sinfo marks the default partition */
-		line[len - dflt] = '\0';
-		if (!line[0])
+		dflt = f[0][len - 1] == '*'; /* sinfo marks the default partition */
+		f[0][len - dflt] = '\0';
+		if (!f[0][0])
 			continue;
-		if (inf->pool && !strcmp(line, inf->pool))
-			found = 1;
-		if (n < 8)
-			buf_addf(&list, "%s%s%s", n ? ", " : "", line, dflt ? " (default)" : "");
-		n++;
+		/* The same partition again is another kind of its nodes. */
+		if (strcmp(f[0], last)) {
+			if (n < 8)
+				buf_addf(&list, "%s%s%s", n ? ", " : "", f[0],
+				         dflt ? " (default)" : "");
+			n++;
+		}
+		last = f[0];
+		if (inf->pool && strcmp(f[0], inf->pool))
+			continue;
+		found = 1;
+		cells[0] = f[0];
+		cells[1] = dflt ? "yes" : "";
+		memcpy(cells + 2, f + 1, sizeof(*f) * 6);
+		infra_inv_add(inv, NULL, NULL, 0, cells);
 	}
 	if (n > 8)
 		buf_adds(&list, ", ...");
-	if (!n || (inf->pool && !found)) {
+	if (!found) {
 		infra_probe_set(out, INFRA_PROBE_UNUSABLE, "sinfo");
 		if (!n)
 			infra_probe_say(out, "sinfo lists no partitions");

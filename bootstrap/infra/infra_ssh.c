@@ -751,6 +751,33 @@ static struct runner *ssh_runner(const struct infra *inf, const struct cluster_n
  * Usable when the pool file parses (its errors kept, at their FILE:LINE:COL), names the
  * pool (or has any, for a bare ssh) and ssh is there to reach the hosts.
  */
+/* The hosts of each pool (the one named: its own) for `skiff check`, booked by node key. */
+static void probe_hosts(const struct infra_pools *pools, const char *only, struct infra_probe *out)
+{
+	static const char *const cols[] = {"pool", "host", "port", "user"};
+	struct infra_inv *inv = infra_inv_table(out, "hosts", cols, ARRAY_SIZE(cols));
+	size_t i, h;
+
+	for (i = 0; i < pools->n; i++) {
+		const struct infra_pool *p = &pools->v[i];
+
+		if (only && strcmp(only, p->name))
+			continue;
+		for (h = 0; h < p->nhosts; h++) {
+			const struct infra_host *ho = &p->hosts[h];
+			char port[16], *key = infra_host_key(p->name, ho);
+			const char *cells[] = {p->name, ho->ip, port, ho->user};
+			int r;
+
+			xsnprintf(port, sizeof(port), "%d", ho->port);
+			r = infra_inv_add(inv, key, ho->ip, ho->port, cells);
+			free(key);
+			if (r)
+				return;
+		}
+	}
+}
+
 static void ssh_probe(const struct infra *inf, int64_t deadline, struct infra_probe *out)
 {
 	char *argv[] = {"ssh", "-V", NULL};
@@ -797,6 +824,7 @@ static void ssh_probe(const struct infra *inf, int64_t deadline, struct infra_pr
 	}
 	if (infra_probe_run(out, "ssh -V", argv, deadline, NULL))
 		goto out;
+	probe_hosts(&pools, inf->pool, out);
 	if (pool)
 		infra_probe_say(out, "pool '%s' of '%s': %zu host%s", pool->name, path,
 		                pool->nhosts, pool->nhosts == 1 ? "" : "s");

@@ -110,6 +110,7 @@ struct ping_job {
 	struct cnode *nd;
 	int timeout_ms;
 	int r;
+	struct cl_ping *out;
 	pthread_t th;
 	int started;
 };
@@ -118,24 +119,33 @@ static void *ping_thread(void *arg)
 {
 	struct ping_job *j = arg;
 	struct msg req, rep;
+	const char *version;
 
 	msg_init(&req);
 	msg_add(&req, "op", "ping");
 	j->r = cl_call(j->nd, &req, &rep, j->timeout_ms);
+	if (!j->r) {
+		version = msg_get(&rep, "version");
+		j->out->version = xstrdup(version ? version : "");
+		if (msg_get_int(&rep, "pid", &j->out->pid))
+			j->out->pid = 0;
+	}
 	msg_release(&rep);
 	msg_release(&req);
 	return NULL;
 }
 
-size_t cl_ping_all(struct clive *cl, int timeout_ms, int *answered)
+size_t cl_ping_all(struct clive *cl, int timeout_ms, struct cl_ping *out)
 {
 	struct ping_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	size_t i, silent = 0;
 
+	memset(out, 0, cl->n * sizeof(*out));
 	for (i = 0; i < cl->n; i++) {
 		jobs[i].nd = &cl->nodes[i];
 		jobs[i].timeout_ms = timeout_ms;
 		jobs[i].r = -EAGAIN;
+		jobs[i].out = &out[i];
 		jobs[i].started = !pthread_create(&jobs[i].th, NULL, ping_thread, &jobs[i]);
 		/* Out of threads: this one is asked here, the others go on. */
 		if (!jobs[i].started)
@@ -144,16 +154,28 @@ size_t cl_ping_all(struct clive *cl, int timeout_ms, int *answered)
 	for (i = 0; i < cl->n; i++) {
 		if (jobs[i].started)
 			pthread_join(jobs[i].th, NULL);
-		answered[i] = !jobs[i].r;
+		out[i].answered = !jobs[i].r;
 		if (jobs[i].r) {
 			silent++;
+			out[i].why = xstrdup(jobs[i].r == -ENOEXEC ? "its skiff is gone"
+			                                           : strerror(-jobs[i].r));
 			warning("cluster %s: node %s (rank %d) does not answer: %s", cl->name,
-			        cl->nodes[i].name, cl->nodes[i].rank,
-			        jobs[i].r == -ENOEXEC ? "its skiff is gone" : strerror(-jobs[i].r));
+			        cl->nodes[i].name, cl->nodes[i].rank, out[i].why);
 		}
 	}
 	free(jobs);
 	return silent;
+}
+
+void cl_pings_free(struct cl_ping *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++) {
+		free(v[i].version);
+		free(v[i].why);
+	}
+	free(v);
 }
 
 /*

@@ -44,12 +44,21 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 int cl_call(struct cnode *nd, const struct msg *req, struct msg *reply, int timeout_ms);
 void cl_replies_free(struct msg *v, int n);
 
+/* What one node's supervisor said when asked (cl_ping_all()). */
+struct cl_ping {
+	int answered;
+	int64_t pid;   /* it answered: its supervisor's pid, on the node */
+	char *version; /* its skiff's version ("" when it did not say); owned */
+	char *why;     /* it did not: why ("its skiff is gone", the call's error); owned */
+};
+
 /*
  * Asks every node at once whether its supervisor answers (op=ping, one thread a node):
- * answered[i] says it for node i. Returns how many did not answer; each of those is
- * printed as a warning that names the node, its rank and the cluster.
+ * out[i] says it for node i (cl_pings_free() them). Returns how many did not answer;
+ * each of those is printed as a warning that names the node, its rank and the cluster.
  */
-size_t cl_ping_all(struct clive *cl, int timeout_ms, int *answered);
+size_t cl_ping_all(struct clive *cl, int timeout_ms, struct cl_ping *out);
+void cl_pings_free(struct cl_ping *v, size_t n);
 
 /* Submits one rank's job (an op=submit message); the node's job id in *job_id. */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);

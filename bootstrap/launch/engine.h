@@ -171,6 +171,9 @@ struct eng_cluster {
 	struct cluster_node *nodes; /* its nodes, in rank order */
 	size_t nnodes;
 	const char *shown; /* its status in words: INIT, UP, STOPPED, or ENDED */
+	/* ENG_STATUS_REFRESH of an UP cluster: what each node's supervisor said, asked[i] of
+	 * nodes[i]; NULL when the nodes were not asked. */
+	struct cl_ping *asked;
 };
 
 /* eng_status() flags. */

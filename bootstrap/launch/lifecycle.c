@@ -138,6 +138,7 @@ void eng_clusters_free(struct eng_cluster *v, size_t n)
 
 	for (i = 0; i < n; i++) {
 		cluster_free(&v[i].c);
+		cl_pings_free(v[i].asked, v[i].nnodes);
 		cluster_nodes_free(v[i].nodes, v[i].nnodes);
 	}
 	free(v);
@@ -158,13 +159,14 @@ static int named(const char *name, char *const *names, size_t n)
 /*
  * -r: every node of an UP cluster is asked; one that does not answer makes the cluster
  * INIT, SkyPilot's abnormal cluster (a dead worker host is as much a broken cluster as a
- * dead head). Each such node is named in a warning.
+ * dead head). Each such node is named in a warning; what each said goes in ec->asked,
+ * by rank (a node the cluster records but cannot open is one that did not answer).
  */
 static const char *refreshed(struct st_db *ldb, struct eng_cluster *ec)
 {
+	struct cl_ping *got;
 	struct clive cl;
-	size_t silent;
-	int *answered;
+	size_t silent, i, k;
 
 	if (ec->c.status != CLUSTER_UP || strcmp(ec->shown, "UP") || !ec->c.num_nodes)
 		return ec->shown;
@@ -175,9 +177,20 @@ static const char *refreshed(struct st_db *ldb, struct eng_cluster *ec)
 		warning("cluster %s: no node is recorded: shown INIT", ec->c.name);
 		return "INIT";
 	}
-	answered = xcalloc(cl.n, sizeof(*answered));
-	silent = cl_ping_all(&cl, ENG_REFRESH_CALL_MS, answered);
-	free(answered);
+	got = xcalloc(cl.n, sizeof(*got));
+	silent = cl_ping_all(&cl, ENG_REFRESH_CALL_MS, got);
+	ec->asked = xcalloc(ec->nnodes ? ec->nnodes : 1, sizeof(*ec->asked));
+	for (k = 0; k < ec->nnodes; k++) {
+		for (i = 0; i < cl.n && cl.nodes[i].rank != ec->nodes[k].rank; i++)
+			;
+		if (i < cl.n) {
+			ec->asked[k] = got[i];
+			memset(&got[i], 0, sizeof(got[i]));
+		} else {
+			ec->asked[k].why = xstrdup("not opened");
+		}
+	}
+	cl_pings_free(got, cl.n);
 	cl_close(&cl);
 	if (silent)
 		warning("cluster %s: %zu of its %d nodes do not answer: shown INIT", ec->c.name,

@@ -53,7 +53,7 @@ function span(s) {
 }
 
 function status(s) {
-  const cls = /RUNNING|UP|SUCCEEDED|enabled/.test(s) ? "ok"
+  const cls = /RUNNING|UP|SUCCEEDED|enabled|free/.test(s) ? "ok"
             : /FAIL|ERROR|disabled/.test(s) ? "bad"
             : /CANCEL|STOPPED|ENDED/.test(s) ? "off" : "wait";
   return el("span", {class: "status " + cls, "data-status": s}, s);
@@ -121,7 +121,7 @@ function ansiAppend(pre, text, state) {
 }
 
 // Streams a log into pre: the tail first (a big log is not loaded whole), then what comes.
-function streamLog(pre, url, follow, onEnd) {
+function streamOnce(pre, url, follow, onEnd) {
   const ctl = new AbortController();
   const state = {cls: []};
   put(pre);
@@ -143,11 +143,42 @@ function streamLog(pre, url, follow, onEnd) {
         if (follow() && atEnd) pre.scrollTop = pre.scrollHeight;
       }
     } catch (e) {
-      if (e.name !== "AbortError") pre.append(problem(e.message));
+      if (e.name === "AbortError") return;
+      pre.append(problem(e.message));
     }
     if (onEnd) onEnd();
   })();
   return ctl;
+}
+
+// A log streamed into pre. A followed log holds one of the 6 connections a browser gives
+// this host, so a tab that is hidden lets go of its stream, and takes it up again (the
+// same URL: the tail, or the whole log) when it is shown: people switch tabs; what is
+// open at once in view is a few.
+function streamLog(pre, url, follow, onEnd) {
+  let ctl = null, ended = false, paused = false;
+  const start = () => {
+    ctl = streamOnce(pre, url, follow, () => { ended = true; if (onEnd) onEnd(); });
+  };
+  const onVisibility = () => {
+    if (ended) return;
+    if (document.visibilityState === "hidden" && !paused) {
+      paused = true;
+      ctl.abort();
+      pre.setAttribute("data-paused", "");
+    } else if (document.visibilityState === "visible" && paused) {
+      paused = false;
+      pre.removeAttribute("data-paused");
+      start();
+    }
+  };
+  document.addEventListener("visibilitychange", onVisibility);
+  start();
+  return {abort() {
+    ended = true;
+    document.removeEventListener("visibilitychange", onVisibility);
+    ctl.abort();
+  }};
 }
 
 // ---- pages --------------------------------------------------------------------------
@@ -200,11 +231,29 @@ function clusterPage(name) {
   const info = el("div"), jobsBox = el("div"), logBox = el("div", {class: "logs"});
   const follow = el("input", {type: "checkbox", id: "follow", checked: true});
   const base = "/api/v1/clusters/" + encodeURIComponent(name);
+  let asked = false;
   const load = async () => {
-    try { cl = (await api(base))[0] || null; err = null; } catch (e) { err = e.message; }
+    try {
+      const got = (await api(base))[0] || null;
+      // What the nodes said when asked stays until they are asked again.
+      if (got && cl) (got.nodes || []).forEach((n, i) => {
+        const was = (cl.nodes || [])[i];
+        if (!n.supervisor && was && was.node === n.node) n.supervisor = was.supervisor;
+      });
+      cl = got; err = null;
+    } catch (e) { err = e.message; }
     try { jobs = await api(base + "/jobs"); jerr = null; } catch (e) { jerr = e.message; }
     draw();
+    if (!asked && cl && cl.status === "UP") { asked = true; askNodes(); }
   };
+  // status -r of this cluster: each node's supervisor asked (a dead one takes seconds).
+  const askNodes = async () => {
+    try { cl = (await api(base + "?refresh=1"))[0] || cl; err = null; } catch (e) { err = e.message; }
+    draw();
+  };
+  const supervisor = s => !s ? el("span", {class: "muted"}, "not asked")
+    : s.answers ? [status("UP"), " pid " + s.pid + ", skiff " + (s.version || "?")]
+    : [el("span", {class: "status bad", "data-status": "NO ANSWER"}, "NO ANSWER"), " " + (s.why || "")];
   const openLog = (id, all) => {
     if (logCtl) logCtl.abort();
     logJob = id;
@@ -229,10 +278,12 @@ function clusterPage(name) {
           el("button", {onclick: () => act("Start cluster " + name, base + "/start", load)}, "Start"),
           el("button", {class: "danger", onclick: () => act("Tear down cluster " + name, base + "/down", load)}, "Down")),
         el("h2", {}, "Nodes"),
-        table(["RANK", "IP", "ADDRESS", "USER", "PORT", "NODE"], (cl.nodes || []).map(n =>
-          el("tr", {}, el("td", {}, String(n.rank)), el("td", {}, n.ip || "-"),
+        el("div", {class: "bar"}, el("button", {id: "ask-nodes", onclick: askNodes}, "Ask the nodes")),
+        table(["RANK", "IP", "ADDRESS", "USER", "PORT", "NODE", "SUPERVISOR"], (cl.nodes || []).map(n =>
+          el("tr", {"data-rank": n.rank}, el("td", {}, String(n.rank)), el("td", {}, n.ip || "-"),
              el("td", {}, n.address || "-"), el("td", {}, n.user || "-"),
-             el("td", {}, n.port ? String(n.port) : "-"), el("td", {}, n.node || "-"))), "No nodes.")));
+             el("td", {}, n.port ? String(n.port) : "-"), el("td", {}, n.node || "-"),
+             el("td", {class: "supervisor"}, supervisor(n.supervisor)))), "No nodes.")));
     put(jobsBox, el("h2", {}, "Jobs"), jerr ? problem(jerr) :
       table(["ID", "NAME", "USER", "SUBMITTED", "DURATION", "STATUS", "EXIT CODES", ""],
         jobs.slice().reverse().map(j => el("tr", {"data-job": j.id},
@@ -324,9 +375,25 @@ function infraPage() {
   const load = async () => {
     try {
       const v = await api("/api/v1/infra");
+      // What each usable infra has (skiff check's inventory): a table each, with the
+      // cluster that books a row where clusters book them.
+      const tables = [];
+      for (const i of v)
+        for (const t of i.inventory || []) {
+          const cols = t.rows.length ? Object.keys(t.rows[0]).filter(c => c !== "cluster") : [];
+          const booked = t.rows.some(r => "cluster" in r);
+          const head = cols.map(c => c.toUpperCase()).concat(booked ? ["CLUSTER"] : []);
+          const rows = t.rows.map(r => el("tr", {"data-row": i.infra + "/" + cols.map(c => r[c]).slice(0, 2).join("/")},
+            cols.map(c => el("td", {}, r[c] || "-")).concat(booked ? [el("td", {},
+              r.cluster ? link("/clusters/" + encodeURIComponent(r.cluster), r.cluster)
+                        : "cluster" in r ? status("free") : "-")] : [])));
+          tables.push(el("h2", {}, i.infra + ": " + t.of),
+                      t.error ? problem(t.error) : null,
+                      table(head, rows, "None."));
+        }
       put(body, table(["INFRA", "STATE", "WHY"], v.map(i => el("tr", {},
         el("td", {}, i.infra), el("td", {}, status(i.enabled ? "enabled" : "disabled")),
-        el("td", {}, i.reason || ""))), "No infra."));
+        el("td", {}, i.reason || ""))), "No infra."), tables);
     } catch (e) { put(body, problem(e.message)); }
   };
   load();

@@ -285,7 +285,13 @@ test_expect_success "$ENGINE/pool1: two existing containers, by name; down leave
 	grep -qx "(worker1, rank=1, pid=[0-9]*, ip=$(ctr_addr ex-b)) rank 1 on $($CE exec ex-b hostname)" out &&
 	expect_fail 1 skiff launch -c ex2 --infra $ENGINE/pool1 true >out 2>err &&
 	grep -q "infra $ENGINE/pool1 has 2 running containers, 2 in use by other clusters; need 1" err &&
+	skiff check --infra $ENGINE/pool1 >ck.txt && cat ck.txt &&
+	grep -q "^    pool1 *ex-a *Up .* [^ ]*sk-busybox[^ ]* *ex$" ck.txt &&
+	skiff check --json --infra $ENGINE >ck.json &&
+	test "$(json "[(r[\"container\"], r[\"cluster\"]) for r in d[0][\"inventory\"][0][\"rows\"]]" ck.json)" = "[[\"ex-a\", \"ex\"], [\"ex-b\", \"ex\"]]" &&
 	skiff down ex >/dev/null &&
+	skiff check --json --infra $ENGINE >ck.json &&
+	test "$(json "[r[\"cluster\"] for r in d[0][\"inventory\"][0][\"rows\"]]" ck.json)" = "[null, null]" &&
 	test "$(ctr_names status=running)" = "bystander ex-a ex-b " &&
 	for c in ex-a ex-b; do
 		$CE exec $c ps >ps && cat ps && ! grep -q __supervisor ps || exit 1

@@ -16,6 +16,10 @@
 //   click PATH SELECTOR accept|dismiss WAIT_SELECTOR WAIT_TEXT
 //                                clicks (a confirm() follows) and waits for WAIT_TEXT
 //   tabs N PATH SELECTOR         N tabs of PATH open at once, each showing SELECTOR
+//   log-tabs N CLUSTER JOB TEXT  N tabs, one after the other, each follows the job's log
+//                                until it shows TEXT, then is hidden (as when the person
+//                                switches to the next tab); then the first is shown again
+//                                and shows TEXT again
 //   shot PATH FILE [SELECTOR [CLICK]]
 //                                a screenshot of PATH (after SELECTOR shows, CLICK clicked)
 "use strict";
@@ -94,6 +98,25 @@ function fail(msg) {
         await t.locator(args[2]).first().waitFor({timeout: WAIT});
       }
       process.stdout.write(tabs.length + " tabs drawn\n");
+    } else if (step === "log-tabs") {
+      // document.visibilityState as a tab switch sets it (headless tabs are all "visible").
+      const show = (t, state) => t.evaluate(v => {
+        Object.defineProperty(document, "visibilityState", {configurable: true, get: () => v});
+        document.dispatchEvent(new Event("visibilitychange"));
+      }, state);
+      const tabs = [];
+      for (let i = 0; i < Number(args[0]); i++) {
+        const t = i ? await page.context().newPage() : page;
+        await t.goto(base + "/clusters/" + args[0 + 1], {waitUntil: "domcontentloaded", timeout: WAIT});
+        await t.locator(`tr[data-job="${args[2]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
+        await t.locator("pre#log", {hasText: args[3]}).waitFor({timeout: WAIT});
+        await show(t, "hidden");
+        await t.locator("pre#log[data-paused]").waitFor({timeout: WAIT});
+        tabs.push(t);
+      }
+      await show(tabs[0], "visible");
+      await tabs[0].locator("pre#log:not([data-paused])", {hasText: args[3]}).waitFor({timeout: WAIT});
+      process.stdout.write(tabs.length + " tabs followed the log\n");
     } else if (step === "shot") {
       await go(args[0]);
       if (args[2]) await page.locator(args[2]).first().waitFor({timeout: WAIT});

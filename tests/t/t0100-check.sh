@@ -296,7 +296,7 @@ test_expect_success 'no FILE: every infra enabled or disabled with why; local en
 	cat out &&
 	grep -qx "local: enabled: nodes run on this machine, under $SKIFF_HOME/local" out &&
 	test "$(grep -c "^[a-z0-9]*: [a-z]*abled: ." out)" = 6 &&
-	test "$(wc -l <out)" = 6 &&
+	test "$(grep -vc "^  " out)" = 6 &&
 	grep -q "^ssh: disabled: no file .$SKIFF_HOME/ssh_node_pools.yaml.; write one" out &&
 	grep -q "^podman: " out && grep -q "^docker: " out && grep -q "^k8s: " out &&
 	grep -q "^slurm: " out &&
@@ -391,10 +391,12 @@ test_expect_success 'no FILE, kubectl and sinfo that answer: the context, RBAC, 
 	*current-context*) echo ctx-a ;;
 	*"--context deny"*"auth can-i"*) echo no; exit 1 ;;
 	*"auth can-i"*) echo yes ;;
+	*"config view"*) printf "ctx-a\tkind-a\tml\nctx-b\tkind-b\t\n" ;;
+	*"get pods"*) printf "nb-1\t10.1.2.4\tPending\nnb-0\t10.1.2.3\tRunning\n" ;;
 	*) echo "Server Version: v1.30.0" ;;
 	esac
 	END_OF_FAKE_KUBECTL
-	printf "#!/bin/sh\nprintf \"debug*\\\\ngpu\\\\n\"\n" >okbin/sinfo &&
+	printf "#!/bin/sh\nprintf \"debug*|up|1/1/0/2|4|8000|(null)|infinite\\\\ngpu|up|0/2/0/2|8|64000|gpu:h100:8|1-00:00:00\\\\ngpu|down|0/0/1/1|8|32000|gpu:h100:8|1-00:00:00\\\\n\"\n" >okbin/sinfo &&
 	chmod +x okbin/* &&
 	(PATH="$TRASH/okbin" && export PATH &&
 		"$SKIFF_BIN" check k8s k8s/deny/team slurm slurm/gpu slurm/cpu) >out 2>err &&
@@ -403,7 +405,19 @@ test_expect_success 'no FILE, kubectl and sinfo that answer: the context, RBAC, 
 	grep -qx "k8s/deny/team: disabled: context deny: RBAC does not let this user create pods/exec in namespace team (kubectl auth can-i says no); skiff reaches every pod with kubectl exec" out &&
 	grep -qx "slurm: enabled: Slurm answers; partitions: debug (default), gpu" out &&
 	grep -qx "slurm/gpu: enabled: Slurm answers; partition gpu is there" out &&
-	grep -qx "slurm/cpu: disabled: no partition .cpu.; sinfo lists debug (default), gpu" out
+	grep -qx "slurm/cpu: disabled: no partition .cpu.; sinfo lists debug (default), gpu" out &&
+	(PATH="$TRASH/okbin" && export PATH && "$SKIFF_BIN" check slurm/gpu k8s) >out 2>err &&
+	cat out &&
+	test "$(sed -n "/^slurm/,/^k8s/p" out | grep -c "^    gpu  *- *\(up\|down\) ")" = 2 &&
+	grep -q "^    gpu  *- *up *0/2/0/2 *8 *64000 *gpu:h100:8 *1-00:00:00$" out &&
+	! grep -q "^    debug" out &&
+	grep -qx "  contexts:" out &&
+	grep -q "^    CONTEXT *USED *KUBE_CLUSTER *NAMESPACE$" out &&
+	grep -q "^    ctx-a *yes *kind-a *ml$" out &&
+	grep -q "^    ctx-b *- *kind-b *-$" out &&
+	grep -q "^    POD *PHASE *IP *CLUSTER$" out &&
+	grep -q "^    nb-0 *Running *10.1.2.3 *free$" out &&
+	grep -q "^    nb-1 *Pending *10.1.2.4 *free$" out
 '
 
 test_expect_success 'no FILE: the config is checked after the infras, when there is one' '

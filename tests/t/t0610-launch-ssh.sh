@@ -250,7 +250,11 @@ test_expect_success 'no double booking: a 1-node cluster is refused, naming the 
 	grep -q "error: pool .$NODES_POOL. has 3 nodes, 3 are in use by cluster s1; need 1" err &&
 	! grep -q never out &&
 	skiff status --json >st.json &&
-	test "$(json "[c[\"name\"] for c in d]" st.json)" = "[\"s1\"]"
+	test "$(json "[c[\"name\"] for c in d]" st.json)" = "[\"s1\"]" &&
+	skiff check --json ssh >ck.json &&
+	test "$(json "sorted(set(r[\"cluster\"] for r in d[0][\"inventory\"][0][\"rows\"] if r[\"pool\"] == \"$NODES_POOL\"))" ck.json)" = "[\"s1\"]" &&
+	skiff check ssh >ck.txt && cat ck.txt &&
+	test "$(grep -c "^    $NODES_POOL .* s1$" ck.txt)" = 3
 '
 
 test_expect_success 'down frees the hosts and stops their supervisors' '

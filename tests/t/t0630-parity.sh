@@ -184,6 +184,17 @@ test_expect_success 'status -r: a worker that does not answer makes the cluster 
 	grep -q "cluster gw: node .* (rank 2) does not answer" err &&
 	! grep -q "(rank [01])" err &&
 	grep -q "1 of its 3 nodes do not answer" err &&
+	skiff status --json gw >st.json &&
+	python3 -c "import json; n = json.load(open(\"st.json\"))[0][\"nodes\"]; assert [x[\"supervisor\"] for x in n] == [None] * 3, n" &&
+	skiff status -r --json gw >st.json 2>/dev/null &&
+	python3 -c "
+import json
+n = json.load(open(\"st.json\"))[0][\"nodes\"]
+s = [x[\"supervisor\"] for x in n]
+assert [x[\"answers\"] for x in s] == [True, True, False], s
+assert all(x[\"pid\"] > 1 and x[\"version\"] for x in s[:2]), s
+assert s[2] == {\"answers\": False, \"why\": \"its skiff is gone\"}, s
+" &&
 	skiff down --purge gw >/dev/null 2>&1
 '
 

@@ -41,6 +41,16 @@ test_expect_success 'Slurm with four nodes is up' '
 	grep -q "^solo\* 1 idle" sinfo && grep -q "^gang 3 idle" sinfo
 '
 
+test_expect_success 'check lists the partitions as sinfo has them' '
+	skiff check --infra slurm >out && cat out &&
+	grep -qx "slurm: enabled: Slurm answers; partitions: solo (default), gang" out &&
+	grep -q "^    PARTITION *DEFAULT *AVAIL *NODES *CPUS *MEMORY_MB *GRES *TIMELIMIT$" out &&
+	grep -q "^    solo *yes *up *0/1/0/1 " out &&
+	grep -q "^    gang *- *up *0/3/0/3 " out &&
+	skiff check --json --infra slurm/gang >ck.json &&
+	python3 -c "import json; r = json.load(open(\"ck.json\"))[0][\"inventory\"][0][\"rows\"]; assert [(x[\"partition\"], x[\"nodes\"]) for x in r] == [(\"gang\", \"0/3/0/3\")], r"
+'
+
 test_expect_success 'a partition Slurm does not have: salloc says so, nothing is booked' '
 	! skiff launch -c nope --infra slurm/nosuch true 2>err &&
 	grep -q "salloc for cluster nope on slurm/nosuch failed" err &&

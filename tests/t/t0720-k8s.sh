@@ -289,7 +289,13 @@ test_expect_success 'existing pods labelled skiff.node: used in name order, left
 	cat err out &&
 	grep -q "^(head, rank=0, pid=[0-9]*) on ex-a\$" out &&
 	grep -q "^(worker1, rank=1, pid=[0-9]*, ip=[0-9.]*) on ex-b\$" out &&
+	skiff check --json $INFRA >ck.json &&
+	test "$(json "json.dumps([(t[\"of\"], t[\"error\"]) for t in d[0][\"inventory\"]])" ck.json)" = "[[\"contexts\", null], [\"pods\", null]]" &&
+	test "$(json "json.dumps([(r[\"context\"], r[\"namespace\"]) for r in d[0][\"inventory\"][0][\"rows\"] if r[\"used\"] == \"yes\"])" ck.json)" = "[[\"$CTX\", \"default\"]]" &&
+	test "$(json "json.dumps([(r[\"pod\"], r[\"phase\"], r[\"cluster\"]) for r in d[0][\"inventory\"][1][\"rows\"]])" ck.json)" = "[[\"ex-a\", \"Running\", \"ex\"], [\"ex-b\", \"Running\", \"ex\"]]" &&
 	skiff down ex >/dev/null 2>&1 &&
+	skiff check --json $INFRA >ck.json &&
+	test "$(json "json.dumps([r[\"cluster\"] for r in d[0][\"inventory\"][1][\"rows\"]])" ck.json)" = "[null, null]" &&
 	k8s_kubectl get pods ex-a ex-b ex-c -o jsonpath="{.items[*].status.phase}" >ph &&
 	test "$(cat ph)" = "Running Running Running" &&
 	# (A pod whose PID 1 does not reap keeps the stopped supervisor as a zombie.)

@@ -7,6 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/lib/browser.sh
 . "$SRC_DIR/tests/lib/browser.sh"
+# shellcheck source=tests/lib/dashboard.sh
+. "$SRC_DIR/tests/lib/dashboard.sh"
 
 test_cleanup_hook() {
 	[ -z "${DASH_PID:-}" ] || kill "$DASH_PID" 2>/dev/null
@@ -23,28 +25,9 @@ name: "<img src=x onerror=alert(1)></script>\"q"
 run: printf '\033[31mred-line\033[0m </script><b>bold</b>\n'
 EOF
 
-# The dashboard, on a free port; its URL (with the token) in $TRASH/url.
-# Its pid in dash.pid, and its exit status in dash.rc once it ends.
-(cd "$TRASH" && { "$SKIFF_BIN" dashboard --port 0 --no-open >dash.out 2>dash.err &
-	echo $! >dash.pid; wait $!; echo $? >dash.rc; }) &
-wait_for "grep -qs '^skiff dashboard: http' '$TRASH/dash.out'" 10 || {
-	cat "$TRASH/dash.err" >&2
-	test_skip_all "the dashboard did not start"
-}
-DASH_PID=$(cat "$TRASH/dash.pid")
-URL=$(sed -n 's/^skiff dashboard: //p' "$TRASH/dash.out")
-BASE=${URL%%/?token=*}
-TOKEN=${URL##*token=}
-HOSTPORT=${BASE#http://}
+# The dashboard, on a free port (tests/lib/dashboard.sh).
+dash_start
 
-# curl with the cookie; writes the body to $1, prints the status code.
-get() {
-	curl -s -o "$1" -w "%{http_code}" -H "Cookie: skiff_dashboard=$TOKEN" "$BASE$2"
-}
-post() {
-	curl -s -o "$1" -w "%{http_code}" -X POST -H "Cookie: skiff_dashboard=$TOKEN" \
-		-H "Origin: http://$HOSTPORT" "$BASE$2"
-}
 same_json() {
 	python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a != b)" "$1" "$2"
 }
@@ -200,28 +183,11 @@ test_expect_success 'the token is in no file of skiff home, the user home or the
 	! grep -qs "$TOKEN" dash.err
 '
 
-# Last: the dashboard stops cleanly (under ASan, its leaks and errors show here).
-dashboard_ends() {
-	test_expect_success 'SIGTERM ends the dashboard (exit 0); its stderr holds no bug report' '
-		kill -TERM "$DASH_PID" &&
-		wait_for "test -s dash.rc" 20 &&
-		test "$(cat dash.rc)" = 0 &&
-		! grep -E "AddressSanitizer|LeakSanitizer|runtime error|BUG:" dash.err
-	'
-}
-
 if ! browser_setup; then
 	test_skip 'pages in Chromium' "$browser_why"
-	dashboard_ends
+	dash_ends
 	test_done
 fi
-pw() {
-	browser_run "$SRC_DIR/tests/lib/dashboard_browser.cjs" "$URL" "$@"
-}
-# pw in the background: its output in live.out and live.err, its status in live.rc.
-pw_background() {
-	(pw "$@" >live.out 2>live.err; echo $? >live.rc) &
-}
 
 test_expect_success 'Chromium: the clusters page lists the clusters with their status' '
 	pw row /clusters "tr[data-cluster=web1]" UP >out &&
@@ -243,10 +209,36 @@ test_expect_success 'Chromium: 10 tabs open at once all load (one events stream 
 	grep -qx "10 tabs drawn" out
 '
 
+test_expect_success 'Chromium: a hidden tab lets go of its followed log: 8 tabs follow one by one, the first resumes' '
+	skiff exec web2 -d "echo tab-line; sleep 300" >/dev/null 2>&1 &&
+	TJ=$(skiff queue --json web2 | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
+	pw log-tabs 8 web2 "$TJ" tab-line >out &&
+	grep -qx "8 tabs followed the log" out &&
+	skiff cancel -y web2 "$TJ" >/dev/null 2>&1
+'
+
 test_expect_success 'Chromium: the managed jobs page says where the controller runs; a job'"'"'s page streams its log' '
 	pw row /jobs "p" "The controller runs on this machine" >out &&
 	MJ=$(skiff jobs queue --json | python3 -c "import json,sys; print([j[\"id\"] for j in json.load(sys.stdin) if j[\"name\"] == \"mj\"][0])") &&
 	pw row "/jobs/$MJ" "pre#log" "managed-out" >out
+'
+
+test_expect_success 'Chromium: the infra page lists each ssh pool host and who books it' '
+	printf "lab:\n  hosts:\n    - ip: 10.9.9.1\n    - ip: 10.9.9.2\n      user: bob\n      port: 2222\n" >"$SKIFF_HOME/ssh_node_pools.yaml" &&
+	skiff check --json ssh >ck.json &&
+	python3 -c "import json; t=json.load(open(\"ck.json\"))[0][\"inventory\"][0]; assert t[\"of\"] == \"hosts\" and [(r[\"pool\"], r[\"user\"], r[\"cluster\"]) for r in t[\"rows\"]] == [(\"lab\", \"\", None), (\"lab\", \"bob\", None)], t" &&
+	pw text /infra "tr[data-row=\"ssh/lab/10.9.9.2\"]" >out && cat out &&
+	grep -q "^lab10.9.9.22222bobfree$" out &&
+	rm -f "$SKIFF_HOME/ssh_node_pools.yaml"
+'
+
+test_expect_success 'Chromium: a cluster page asks its nodes: each supervisor, or why it does not answer' '
+	skiff launch -c sv --num-nodes 2 -d true >/dev/null 2>&1 &&
+	pw row /clusters/sv "tr[data-rank=\"1\"] td.supervisor" "pid " >out &&
+	rm -f "$SKIFF_HOME"/local/sv/1/.skiff/bin/skiff-* &&
+	pw row /clusters/sv "tr[data-rank=\"1\"] td.supervisor" "NO ANSWER its skiff is gone" >out &&
+	pw row /clusters/sv "tr[data-rank=\"0\"] td.supervisor" "UP pid " >out &&
+	skiff down --purge sv >/dev/null 2>&1
 '
 
 test_expect_success 'Chromium: a job started from the CLI shows, and ends, without a reload' '
@@ -290,5 +282,5 @@ test_expect_success 'Chromium: down from the page takes the cluster away' '
 	wait_for "skiff status --json >st.json && ! grep -q \"\\\"web2\\\"\" st.json" 30
 '
 
-dashboard_ends
+dash_ends
 test_done

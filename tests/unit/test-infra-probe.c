@@ -153,6 +153,47 @@ static void test_run(void)
 	buf_release(&out);
 }
 
+/* The inventory: a table's rows, fields split from a command's line, and the cut. */
+static void test_inventory(void)
+{
+	static const char *const cols[] = {"pool", "container", "status"};
+	char line[] = "lab\tc1\tUp 3 seconds ago\textra", empty[] = "", *f[3];
+	char *fail[] = {"sh", "-c", "echo no engine >&2; exit 125", NULL};
+	const char *cells[] = {"lab", NULL, "Exited (0)"};
+	struct infra_inv *inv;
+	struct infra_probe p;
+	int i, r = 0;
+
+	is_int(infra_inv_fields(line, '\t', f, 3), 3, "three fields");
+	ok(!strcmp(f[0], "lab") && !strcmp(f[1], "c1") && !strcmp(f[2], "Up 3 seconds ago\textra"),
+	   "the last holds the rest");
+	is_int(infra_inv_fields(empty, '\t', f, 3), 1, "an empty line is one empty field");
+	ok(!*f[0] && !*f[1] && !*f[2], "the fields not there are empty");
+
+	infra_probe_init(&p);
+	inv = infra_inv_table(&p, "containers", cols, 3);
+	ok(inv == &p.inv[0] && p.inv[0].of && !p.inv[1].of, "the first table is taken");
+	is_int(infra_inv_add(inv, "podman/c1", NULL, 0, cells), 0, "a row");
+	ok(!strcmp(inv->rows[0].cells[1], "") && !strcmp(inv->rows[0].node_key, "podman/c1") &&
+	           !inv->rows[0].ip,
+	   "a NULL cell is empty; the node key kept");
+	for (i = 1; i <= INFRA_INV_ROWS_MAX && !r; i++)
+		r = infra_inv_add(inv, NULL, NULL, 0, cells);
+	is_int(r, -ENOBUFS, "rows past the bound are refused");
+	is_int((int)inv->nrows, INFRA_INV_ROWS_MAX, "after %d rows", INFRA_INV_ROWS_MAX);
+	ok(strstr(inv->said.p, "the list is cut") != NULL, "and the table says so: %s",
+	   inv->said.p);
+
+	inv = infra_inv_table(&p, "pods", cols, 2);
+	p.outcome = INFRA_PROBE_OK;
+	is_int(infra_inv_run(inv, "podman ps", fail, now_ms() + INFRA_PROBE_TIMEOUT_MS, NULL), -1,
+	       "a listing that fails");
+	is_str(inv->said.p, "'podman ps' failed (exit 125): no engine", "says why in its table");
+	is_int(p.outcome, INFRA_PROBE_OK, "and leaves the infra usable");
+	infra_probe_release(&p);
+	ok(!p.inv[0].of && !p.inv[0].nrows, "released");
+}
+
 /* infra_probe_specs(): every infra by name, a cloud, a bad spec. */
 static void test_specs(void)
 {
@@ -276,6 +317,7 @@ int main(void)
 	plan_run(test_judge);
 	plan_run(test_say);
 	plan_run(test_run);
+	plan_run(test_inventory);
 	plan_run(test_specs);
 	plan_run(test_ignored);
 	return done_testing();
