@@ -12,7 +12,8 @@
 //   wait-text PATH SELECTOR TEXT READY_FILE
 //                                touches READY_FILE once the page is up, then waits (no
 //                                reload) until SELECTOR has TEXT; prints the ms it took
-//   logs CLUSTER JOB TEXT        the job's log panel streams TEXT; prints the log's text
+//   logs CLUSTER JOB TEXT...     the job's log panel streams each TEXT (in any order);
+//                                prints the log's text
 //   click PATH SELECTOR accept|dismiss WAIT_SELECTOR WAIT_TEXT
 //                                clicks (a confirm() follows) and waits for WAIT_TEXT
 //   tabs N PATH SELECTOR         N tabs of PATH open at once, each showing SELECTOR
@@ -81,7 +82,8 @@ function fail(msg) {
     } else if (step === "logs") {
       await go("/clusters/" + args[0]);
       await page.locator(`tr[data-job="${args[1]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
-      await page.locator("pre#log", {hasText: args[2]}).waitFor({timeout: WAIT});
+      for (const text of args.slice(2))
+        await page.locator("pre#log", {hasText: text}).waitFor({timeout: WAIT});
       process.stdout.write(await page.locator("pre#log").innerHTML() + "\n");
     } else if (step === "click") {
       await go(args[0]);

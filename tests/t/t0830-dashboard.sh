@@ -276,6 +276,22 @@ test_expect_success 'Chromium: cancel needs the confirmation; once given, the jo
 	wait_for "skiff queue --json web2 | python3 -c \"import json,sys; sys.exit(not [j for j in json.load(sys.stdin) if j[\\\"id\\\"] == $J and j[\\\"status\\\"] == \\\"CANCELLED\\\"])\"" 20
 '
 
+test_expect_success 'Chromium: stop and start from the page, each confirmed; a managed job cancelled from its row' '
+	skiff launch -c web3 -d true >/dev/null 2>&1 &&
+	pw click /clusters/web3 "button:text-is(\"Stop\")" accept "#note" done >s1 &&
+	grep -q "confirm: Stop cluster web3?" s1 &&
+	wait_for "skiff status --json web3 | grep -q STOPPED" 30 &&
+	pw click /clusters/web3 "button:text-is(\"Start\")" accept "#note" done >s2 &&
+	grep -q "confirm: Start cluster web3?" s2 &&
+	wait_for "skiff status --json web3 | grep -q \"\\\"UP\\\"\"" 60 &&
+	skiff down web3 >/dev/null 2>&1 &&
+	skiff jobs launch -d -n mjc "sleep 300" >/dev/null 2>&1 &&
+	MC=$(skiff jobs queue --json | python3 -c "import json,sys; print([j[\"id\"] for j in json.load(sys.stdin) if j[\"name\"] == \"mjc\"][0])") &&
+	pw click /jobs "tr[data-job=\"$MC\"] button.danger" accept "#note" done >c &&
+	grep -q "confirm: Cancel managed job $MC?" c &&
+	wait_for "skiff jobs queue --json | grep -q CANCELLED" 60
+'
+
 test_expect_success 'Chromium: down from the page takes the cluster away' '
 	pw click /clusters/web2 "button.danger" accept "#note" done >d &&
 	grep -q "confirm: Tear down cluster web2?" d &&

@@ -92,7 +92,7 @@ test_expect_success 'Chromium: the infra page shows the pool hosts booked by the
 
 # SkyPilot's prefixes, sky/skylet/log_lib.py: (head, rank=0, pid=N), (worker1, ...).
 test_expect_success 'Chromium: the gang job log streams from both nodes, with the rank prefixes' '
-	pw logs sg 1 "rank 1 says hello" >log.html &&
+	pw logs sg 1 "rank 0 says hello" "rank 1 says hello" >log.html &&
 	grep -q "(head, rank=0, pid=[0-9]*) rank 0 says hello" log.html &&
 	grep -q "(worker1, rank=1, pid=[0-9]*, ip=10.200.0.12) rank 1 says hello" log.html
 '
