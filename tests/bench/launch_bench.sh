@@ -3,6 +3,7 @@
 #
 #   tests/bench/launch_bench.sh [--skiff build/skiff] [--runs 50] [--fresh-runs 15]
 #                               [--local-runs 30] [--only exec,launch,fresh,gang,local]
+#                               [--home-dir DIR]
 #
 # Root only: it starts three real sshd nodes with tests/lib/nodes.sh (network namespaces,
 # see docs/testing.md) and tears them down at the end. Every figure is measured in this
@@ -119,8 +120,10 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.sk = os.path.abspath(a.skiff)
-        # Short: skiff's ControlPath sockets go to $SKIFF_HOME/ssh (<= 25 bytes, else /tmp).
-        self.home = tempfile.mkdtemp(prefix="skb.", dir="/tmp")
+        # Short: skiff's ControlPath sockets go to $SKIFF_HOME/ssh (<= 25 bytes, else
+        # /tmp/skiff-ssh.UID). --home-dir puts it elsewhere, as a user's own home does.
+        os.makedirs(a.home_dir, exist_ok=True)
+        self.home = tempfile.mkdtemp(prefix="skb.", dir=a.home_dir)
         self.env = dict(os.environ, SKIFF_HOME=self.home, SKIFF_SSH_NODE_POOLS=os.environ[
             "NODES_POOL_FILE"], NO_COLOR="1")
         self.env.pop("SKIFF_DEBUG", None)
@@ -530,6 +533,8 @@ def main():
     ap.add_argument("--fresh-runs", type=int, default=15)
     ap.add_argument("--local-runs", type=int, default=30)
     ap.add_argument("--only", default="exec,fresh,gang,local")
+    ap.add_argument("--home-dir", default="/tmp",
+                    help="where the run's SKIFF_HOME is made (a long one: sockets in /tmp)")
     a = ap.parse_args()
     if not os.access(a.skiff, os.X_OK):
         sys.exit(f"launch_bench: no executable {a.skiff} (build it first)")
