@@ -1109,6 +1109,20 @@ int mj_cleanup_count(struct st_db *db)
 	return n;
 }
 
+int mj_cleanup_count_job(struct st_db *db, int64_t job_id)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT COUNT(*) FROM job_cleanups WHERE job_id = ?");
+	int n = 0;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, job_id);
+	if (st_step(db, st) > 0)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
 int mj_cleanup_done(struct st_db *db, int64_t id)
 {
 	sqlite3_stmt *st = st_prepare(db, "DELETE FROM job_cleanups WHERE id = ?");

@@ -312,6 +312,8 @@ int mj_cleanup_add(struct st_db *db, int64_t job_id, const char *cluster, int64_
 int mj_cleanups(struct st_db *db, struct mj_cleanup **out, size_t *n);
 int mj_cleanup_done(struct st_db *db, int64_t id);
 int mj_cleanup_count(struct st_db *db);
+/* How many cleanups job_id still has (an index finds them: per job, not per table). */
+int mj_cleanup_count_job(struct st_db *db, int64_t job_id);
 void mj_cleanups_free(struct mj_cleanup *v, size_t n);
 
 /* One transition of a job (job_events); strings valid during the callback only. */

@@ -113,4 +113,11 @@
 	"ALTER TABLE managed_jobs ADD COLUMN group_name TEXT NOT NULL DEFAULT '';"                 \
 	"CREATE INDEX managed_jobs_group ON managed_jobs(group_id) WHERE group_id != 0;"
 
+/*
+ * Migration 11 -> 12: a job's cleanups found by its id. Each cleanup done asks whether
+ * its job has any left (it is CANCELLED once none is): without the index that asked the
+ * whole table each time, and `jobs cancel -a` of N jobs took time in N squared.
+ */
+#define ST_JOB_CLEANUPS_INDEX_MIGRATION "CREATE INDEX job_cleanups_job ON job_cleanups(job_id);"
+
 #endif

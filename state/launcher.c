@@ -98,6 +98,8 @@ static const char *const migrations[] = {
         "ALTER TABLE cluster_jobs ADD COLUMN git_commit TEXT NOT NULL DEFAULT '';",
         /* 10 -> 11: job groups, a managed job per task (state/jobs_schema.h) */
         ST_JOB_GROUPS_MIGRATION,
+        /* 11 -> 12: a job's cleanups by its id (state/jobs_schema.h) */
+        ST_JOB_CLEANUPS_INDEX_MIGRATION,
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */

@@ -482,15 +482,14 @@ static int apply_cancel(const struct mjob *j, void *arg)
 /* CANCELLING jobs whose clusters are all released (a crash between the two steps). */
 static int settle_cancel(const struct mjob *j, void *arg)
 {
-	struct mj_cleanup *cu = ((struct mj_cleanup **)arg)[0];
-	size_t n = (size_t)(uintptr_t)((void **)arg)[1], i;
 	char why[MJ_CANCEL_REASON_MAX], *reason;
 
+	(void)arg;
 	if (j->status != MJ_CANCELLING || j->sched != MJS_DONE)
 		return 0;
-	for (i = 0; i < n; i++)
-		if (cu[i].job_id == j->id)
-			return 0;
+	/* Asked per job (an index): a scan of every cleanup per job grew as N squared. */
+	if (mj_cleanup_count_job(C.db, j->id))
+		return 0;
 	reason = xasprintf("%s; its cluster is released", mj_cancel_reason(j, why, sizeof(why)));
 	mj_transition(C.db, j->id, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED, -1,
 	              reason);
@@ -500,16 +499,7 @@ static int settle_cancel(const struct mjob *j, void *arg)
 
 static void settle_cancels(void)
 {
-	struct mj_cleanup *cu = NULL;
-	size_t n = 0;
-	void *arg[2];
-
-	if (mj_cleanups(C.db, &cu, &n))
-		return;
-	arg[0] = cu;
-	arg[1] = (void *)(uintptr_t)n;
-	mj_each(C.db, 1, MJ_ANY, settle_cancel, arg);
-	mj_cleanups_free(cu, n);
+	mj_each(C.db, 1, MJ_ANY, settle_cancel, NULL);
 }
 
 struct backoffs {

@@ -473,15 +473,7 @@ static int deferred(struct st_db *db, const struct mj_cleanup *cu)
 
 static void maybe_cancelled(struct st_db *db, int64_t job)
 {
-	struct mj_cleanup *cu = NULL;
-	size_t n = 0, i;
-	int left = 0;
-
-	mj_cleanups(db, &cu, &n);
-	for (i = 0; i < n; i++)
-		left += cu[i].job_id == job;
-	mj_cleanups_free(cu, n);
-	if (!left) {
+	if (!mj_cleanup_count_job(db, job)) {
 		struct mjob j;
 		char why[MJ_CANCEL_REASON_MAX], *reason;
 

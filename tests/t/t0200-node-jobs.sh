@@ -287,6 +287,29 @@ test_expect_success 'kill -9 of a shim: FAILED_DRIVER, and the job is killed' '
 	wait_for "! pgrep -f \"^sleep 5$$\" >/dev/null" 5
 '
 
+# shellcheck source=tests/lib/frames.sh
+. "$SRC_DIR/tests/lib/frames.sh"
+
+# The launcher asks a node for some jobs by id (a cancel's batch, a queue of a cluster's
+# jobs): each is looked up, in id order, once; an id the node lacks or a word names none.
+test_expect_success 'node call queue of some ids: those jobs, by id, once; active: only the live ones' '
+	a=$(skiff node submit true) &&
+	b=$(skiff node submit "sleep 7$$") &&
+	wait_for "test \"\$(job_status $a)\" = SUCCEEDED" &&
+	wait_for "test \"\$(job_status $b)\" = RUNNING" &&
+	python3 -c "$frame_py" op queue id $b id $a id $b id 99999 id x >req &&
+	skiff node call <req >ans &&
+	python3 -c "$frames_py" ans | sed "s/ .*status=\([A-Z_]*\) .*/ \1/" >got &&
+	printf "job=%s SUCCEEDED\njob=%s RUNNING\nok=1 end=1 count=2\n" $a $b >want &&
+	test_cmp want got &&
+	python3 -c "$frame_py" op queue active 1 id $a id $b >req &&
+	skiff node call <req >ans &&
+	python3 -c "$frames_py" ans | sed "s/ .*status=\([A-Z_]*\) .*/ \1/" >got &&
+	printf "job=%s RUNNING\nok=1 end=1 count=1\n" $b >want &&
+	test_cmp want got &&
+	skiff node cancel $b >/dev/null
+'
+
 test_expect_success 'bad input to node commands: clear errors' '
 	expect_fail 2 skiff node submit 2>/dev/null &&
 	expect_fail 1 skiff node submit --priority 5000 true 2>err &&

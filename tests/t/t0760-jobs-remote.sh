@@ -303,20 +303,8 @@ import json,sys; print(json.load(sys.stdin)[0][\"name\"])") &&
 
 # The host answers in frames only (supervisor/jobs/serve.c): an op it does not know (a
 # launcher of another build) gets an error frame, never text a parser could misread.
-frames_py='
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-while data:
-    n = struct.unpack(">I", data[:4])[0]
-    f = data[4:4 + n].split(b"\0")
-    print(" ".join("%s=%s" % (f[i].decode(), f[i + 1].decode()) for i in range(0, len(f) - 1, 2)))
-    data = data[4 + n:]
-'
-frame_py='
-import struct, sys
-body = b"".join(a.encode() + b"\0" for a in sys.argv[1:])
-sys.stdout.buffer.write(struct.pack(">I", len(body)) + body)
-'
+# shellcheck source=tests/lib/frames.sh
+. "$SRC_DIR/tests/lib/frames.sh"
 test_expect_success 'a controller host answers an op it does not know, or a stop, in frames only' '
 	mkdir -p fh &&
 	python3 -c "$frame_py" op nosuch >req &&

@@ -136,7 +136,7 @@ static void test_submit_and_claim(void)
 	ok(db != NULL, "the launcher db opens with the jobs tables");
 	if (!db)
 		return;
-	is_int(st_version(db), 11, "schema version 11");
+	is_int(st_version(db), 12, "schema version 12");
 	a = submit(db, "a", 0);
 	b = submit(db, "b", 10);
 	c = submit(db, "c", 0);
@@ -262,6 +262,25 @@ static void test_holders_cleanups(void)
 	mj_cleanups_free(cu, n);
 	ok(!mj_cleanups(db, &cu, &n) && n == 1, "one left");
 	mj_cleanups_free(cu, n);
+	ok(!mj_cleanup_add(db, 4, "skiff-jobs", 13), "a second cleanup of job 4");
+	is_int(mj_cleanup_count_job(db, 4), 2, "a job's cleanups are counted");
+	is_int(mj_cleanup_count_job(db, 3), 0, "a job with none left: 0");
+	{
+		/* Found through the index, never a scan of every job's cleanups. */
+		sqlite3_stmt *plan;
+		int by_index = 0;
+
+		ok(sqlite3_prepare_v2(st_handle(db),
+		                      "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM job_cleanups "
+		                      "WHERE job_id = 4",
+		                      -1, &plan, NULL) == SQLITE_OK,
+		   "the count's plan");
+		while (sqlite3_step(plan) == SQLITE_ROW)
+			by_index |= strstr((const char *)sqlite3_column_text(plan, 3),
+			                   "INDEX job_cleanups_job") != NULL;
+		sqlite3_finalize(plan);
+		ok(by_index, "uses the index job_cleanups_job");
+	}
 	st_close(db);
 }
 

@@ -84,7 +84,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 11, "schema version 11");
+	is_int(st_version(db), 12, "schema version 12");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
