@@ -853,31 +853,20 @@ static void probe_argv(const struct infra *inf, const char *const *args, int64_t
 	}
 }
 
-/* A probe's kubectl ARGS (probe_argv()), stdout into out (may be NULL): infra_probe_run(). */
+/*
+ * A probe's kubectl ARGS (probe_argv()), stdout into out (may be NULL): infra_probe_run(),
+ * or, for an inventory table (inv not NULL), infra_inv_run().
+ */
 static int k8s_probe_run(const struct infra *inf, const char *const *args, int64_t deadline,
-                         struct infra_probe *p, struct buf *out)
+                         struct infra_probe *p, struct infra_inv *inv, struct buf *out)
 {
 	struct buf subject = BUF_INIT(0);
 	struct argv av;
 	int r;
 
 	probe_argv(inf, args, deadline, &av, &subject);
-	r = infra_probe_run(p, subject.p, av.v, deadline, out);
-	argv_release(&av);
-	buf_release(&subject);
-	return r;
-}
-
-/* The same for an inventory table: infra_inv_run(). */
-static int k8s_inv_run(const struct infra *inf, const char *const *args, int64_t deadline,
-                       struct infra_inv *inv, struct buf *out)
-{
-	struct buf subject = BUF_INIT(0);
-	struct argv av;
-	int r;
-
-	probe_argv(inf, args, deadline, &av, &subject);
-	r = infra_inv_run(inv, subject.p, av.v, deadline, out);
+	r = inv ? infra_inv_run(inv, subject.p, av.v, deadline, out)
+	        : infra_probe_run(p, subject.p, av.v, deadline, out);
 	argv_release(&av);
 	buf_release(&subject);
 	return r;
@@ -906,7 +895,7 @@ static void probe_inventory(const struct infra *inf, const char *ctx, int64_t de
 	struct pod *pods;
 	size_t n = 0, i;
 
-	if (!k8s_inv_run(inf, view, deadline, contexts, &text)) {
+	if (!k8s_probe_run(inf, view, deadline, NULL, contexts, &text)) {
 		for (line = text.p; line && *line; line = next) {
 			char *f[3];
 			const char *cells[4];
@@ -925,7 +914,7 @@ static void probe_inventory(const struct infra *inf, const char *ctx, int64_t de
 		}
 	}
 	buf_reset(&text);
-	if (k8s_inv_run(inf, pods_args, deadline, labelled, &text))
+	if (k8s_probe_run(inf, pods_args, deadline, NULL, labelled, &text))
 		goto out;
 	pods = parse_pods(text.p, &n);
 	if (n)
@@ -958,12 +947,12 @@ static void k8s_probe(const struct infra *inf, int64_t deadline, struct infra_pr
 
 	if (inf->context)
 		buf_adds(&ctx, inf->context);
-	else if (k8s_probe_run(inf, current, deadline, out, &ctx))
+	else if (k8s_probe_run(inf, current, deadline, out, NULL, &ctx))
 		goto out;
 	buf_rtrim(&ctx);
-	if (k8s_probe_run(inf, version, deadline, out, NULL))
+	if (k8s_probe_run(inf, version, deadline, out, NULL, NULL))
 		goto out;
-	if (k8s_probe_run(inf, can_exec, deadline, out, &answer)) {
+	if (k8s_probe_run(inf, can_exec, deadline, out, NULL, &answer)) {
 		buf_rtrim(&answer);
 		if (out->outcome == INFRA_PROBE_EXIT && !strcmp(answer.p, "no")) {
 			infra_probe_set(out, INFRA_PROBE_UNUSABLE, NULL);

@@ -60,8 +60,10 @@ static int send_frame(const struct msg *m, void *arg)
 	unsigned char hdr[PROTO_HDR];
 
 	proto_header(m, hdr);
-	buf_add(&sv->pending, hdr, sizeof(hdr));
-	buf_add(&sv->pending, m->raw.p, m->raw.len);
+	/* A frame that cannot be held is never half sent: the answer stops there, and the
+	 * launcher, with no end frame, says the controller gave no answer. */
+	if (buf_add(&sv->pending, hdr, sizeof(hdr)) || buf_add(&sv->pending, m->raw.p, m->raw.len))
+		sv->failed = 1;
 	return sv->pending.len >= SERVE_WRITE_BLOCK ? flush_frames(sv) : sv->failed;
 }
 
