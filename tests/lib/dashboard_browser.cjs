@@ -17,6 +17,8 @@
 //   click PATH SELECTOR accept|dismiss WAIT_SELECTOR WAIT_TEXT
 //                                clicks (a confirm() follows) and waits for WAIT_TEXT
 //   tabs N PATH SELECTOR         N tabs of PATH open at once, each showing SELECTOR
+//   filter NAME STATUS INFRA     the clusters page filtered (an empty one: not set); prints
+//                                "shown: " and the clusters left, in order
 //   log-tabs N CLUSTER JOB TEXT  N tabs, one after the other, each follows the job's log
 //                                until it shows TEXT, then is hidden (as when the person
 //                                switches to the next tab); then the first is shown again
@@ -100,6 +102,16 @@ function fail(msg) {
         await t.locator(args[2]).first().waitFor({timeout: WAIT});
       }
       process.stdout.write(tabs.length + " tabs drawn\n");
+    } else if (step === "filter") {
+      await go("/clusters");
+      await page.locator("tr[data-cluster]").first().waitFor({timeout: WAIT});
+      if (args[0]) await page.fill("#f-name", args[0]);
+      if (args[1]) await page.selectOption("#f-status", args[1]);
+      if (args[2]) await page.fill("#f-infra", args[2]);
+      await page.waitForTimeout(300);
+      const shown = await page.evaluate(() =>
+        [...document.querySelectorAll("tr[data-cluster]")].map(r => r.dataset.cluster).join(" "));
+      process.stdout.write("shown: " + shown + "\n");
     } else if (step === "log-tabs") {
       // document.visibilityState as a tab switch sets it (headless tabs are all "visible").
       const show = (t, state) => t.evaluate(v => {

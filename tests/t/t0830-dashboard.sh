@@ -194,6 +194,13 @@ test_expect_success 'Chromium: the clusters page lists the clusters with their s
 	pw row /clusters "tr[data-cluster=web2]" UP >out
 '
 
+test_expect_success 'Chromium: the clusters page filters by name, status and infra' '
+	pw filter web1 "" "" >out && grep -qx "shown: web1" out &&
+	pw filter web UP local >out && grep -qx "shown: web1 web2" out &&
+	pw filter "" STOPPED "" >out && grep -qx "shown: " out &&
+	pw filter "" "" ssh >out && grep -qx "shown: " out
+'
+
 test_expect_success 'Chromium: markup in a job name is text: no element made, no dialog' '
 	pw text /clusters/web1 "tr[data-job=\"1\"] td.name" >name &&
 	printf "%s\n" "$XSS" >want && test_cmp want name &&
