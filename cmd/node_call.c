@@ -19,7 +19,8 @@
  *   other    forwarded to the supervisor as is (cancel, status, autostop, config, ping)
  *
  * A reply with "error" is the node's answer; the exit status is then 1. No reply at all
- * (the supervisor cannot be started): a frame {"error"} and exit status 4.
+ * (the supervisor cannot be started, or may not be: the node was taken down, SUP_TAKEN_DOWN):
+ * a frame {"error"} and exit status 4.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +255,9 @@ static int call_open(const struct msg *req)
 		rc = EXIT_FAIL;
 		if (msg_get(&rep, "error")) {
 			proto_send(1, &rep);
+		} else if (fd == -ESHUTDOWN) {
+			reply_error("%s", SUP_TAKEN_DOWN);
+			rc = EXIT_UNAVAILABLE;
 		} else {
 			reply_error("the node supervisor cannot be reached");
 			rc = EXIT_UNAVAILABLE;
@@ -328,8 +332,9 @@ static int call_answer(int wait_ms, int quiet_eof)
 		rc = call_autostop_state();
 	} else if (!strcmp(op, "watch") || (!strcmp(op, "submit") && msg_get(&req, "follow"))) {
 		rc = call_open(&req);
-	} else if (sup_request(SUP_AUTOSTART | SUP_QUIET, &req, &rep)) {
-		reply_error("the node supervisor cannot be reached");
+	} else if ((rc = sup_request(SUP_AUTOSTART | SUP_QUIET, &req, &rep))) {
+		reply_error("%s", rc == -ESHUTDOWN ? SUP_TAKEN_DOWN
+		                                   : "the node supervisor cannot be reached");
 		rc = EXIT_UNAVAILABLE;
 		msg_release(&rep);
 	} else {

@@ -208,6 +208,11 @@ again:
 
 int sup_start(pid_t *pid, int *already)
 {
+	const struct node_paths *p = node_paths();
+
+	/* Up again on purpose: requests may start it once more (sup_connect()). */
+	if (p && unlink(p->taken_down) < 0 && errno != ENOENT)
+		return error_errno("cannot remove '%s'", p->taken_down);
 	return start(pid, already, 1);
 }
 
@@ -229,7 +234,13 @@ int sup_connect(unsigned flags)
 			      p->home);
 		return fd;
 	}
-	if (sup_start(&pid, &already))
+	if (!access(p->taken_down, F_OK)) {
+		if (!(flags & SUP_QUIET))
+			error("%s", SUP_TAKEN_DOWN);
+		return -ESHUTDOWN;
+	}
+	/* Not sup_start(): a down may mark the node between the look above and here. */
+	if (start(&pid, &already, 1))
 		return -EIO;
 	fd = unix_connect(p->sock);
 	if (fd < 0) {

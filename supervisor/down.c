@@ -205,6 +205,26 @@ static int cancel_and_stop(void)
 	return r;
 }
 
+/*
+ * First of all: from now on no request starts a supervisor here (sup_connect()), or one
+ * that comes while we wait (a watcher's, a follower's) would bring it back to be killed
+ * at the deadline, or outlive us on a node the cluster let go. `node up` takes it away.
+ */
+static void mark_taken_down(const struct node_paths *p)
+{
+	struct buf b = BUF_INIT(0);
+	int r = mkdir_p(p->home, 0700);
+
+	buf_addf(&b, "taken down by 'skiff node down --all' (pid %ld) at %.0f\n", (long)getpid(),
+	         now_wall());
+	if (!r)
+		r = write_file_quick(p->taken_down, b.p, b.len, 0600);
+	if (r)
+		warning("cannot write %s: %s (a late request may start the supervisor again)",
+		        p->taken_down, strerror(-r));
+	buf_release(&b);
+}
+
 int sup_down_all(struct buf *what)
 {
 	const struct node_paths *p = node_paths();
@@ -217,6 +237,7 @@ int sup_down_all(struct buf *what)
 	if (!p)
 		return -ENOENT;
 	bin = xasprintf("%s/bin/", realpath(p->home, real) ? real : p->home);
+	mark_taken_down(p);
 	r = cancel_and_stop();
 	/* The rows are read once the supervisor stopped: no job starts after this. */
 	if (!st_open(p->db, &st_node_schema, ST_READONLY, &db)) {

@@ -31,6 +31,7 @@ const struct node_paths *node_paths(void)
 	p.log = xasprintf("%s/supervisor.log", home);
 	p.logs = xasprintf("%s/logs", home);
 	p.hooks = xasprintf("%s/hooks", home);
+	p.taken_down = xasprintf("%s/taken-down", home);
 	p.home = home;
 	return &p;
 }

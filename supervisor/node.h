@@ -10,6 +10,8 @@
  *   supervisor.log     the supervisor's own log
  *   logs/<id>/         per-job logs: setup.log, run.log
  *   hooks/stop, down   executables an infra installs; autostop runs one of them
+ *   taken-down         `node down --all` was here (the launcher's down or stop): until a
+ *                      `node up`, no request starts a supervisor (supervisor/client.c)
  *
  * Paths are computed once from skiff_home(); all functions return static strings.
  */
@@ -25,6 +27,7 @@ struct node_paths {
 	char *log;
 	char *logs;
 	char *hooks;
+	char *taken_down;
 };
 
 /* NULL (with an error printed) if no state dir can be determined. */

@@ -35,7 +35,16 @@ enum sup_connect_flags {
 	SUP_QUIET = 1 << 1,     /* no error message when it is not running */
 };
 
-/* Connects to the control socket; returns the fd or a negative error (printed). */
+/*
+ * Connects to the control socket; returns the fd or a negative error (printed). With
+ * SUP_AUTOSTART, a node taken down (`node down --all`: the launcher's down or stop) is
+ * not started again: -ESHUTDOWN, said as SUP_TAKEN_DOWN, until an explicit sup_start()
+ * (`node up`, the launcher's launch and start). A request that comes late, from a watcher
+ * or a follower of the cluster that was going, never brings its supervisor back.
+ */
+#define SUP_TAKEN_DOWN                                                                             \
+	"this node was taken down (skiff down or stop); 'skiff node up' starts it again"
+
 int sup_connect(unsigned flags);
 /*
  * Sends req and reads the reply. A reply with an "error" field is printed and gives -1;
@@ -58,11 +67,13 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply);
  * *already whether it was running. Returns 0 when it accepts requests.
  * A running supervisor of another skiff binary (its ping's sha256 differs from ours,
  * or it has none) is stopped and ours started: an upgrade in place; its jobs keep
- * running under their shims and are re-adopted.
+ * running under their shims and are re-adopted. A node taken down is up again: its
+ * taken-down mark goes (supervisor/node.h).
  */
 int sup_start(pid_t *pid, int *already);
 /*
- * `node down --all` (supervisor/down.c): cancels every job, stops the supervisor, and
+ * `node down --all` (supervisor/down.c): marks the node taken down (no request starts a
+ * supervisor there any more: sup_connect()), cancels every job, stops the supervisor, and
  * waits until no process of this node is left (its skiff processes, its jobs'), with
  * SIGTERM and then SIGKILL to what outlives the jobs' cancel grace (supervisor/policy.h).
  * 0 when nothing is left; -EBUSY with what is left described in *what (pids and command

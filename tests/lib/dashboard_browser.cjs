@@ -142,8 +142,11 @@ function fail(msg) {
       fail("unknown step " + step);
     }
   } catch (e) {
+    // What the page said of its last action (an error instead of "done"), if anything.
+    const note = await page.locator("#note").first().textContent({timeout: 1000}).catch(() => null);
     await browser.close();
-    fail(e.message + (problems.length ? "\n" + problems.join("\n") : ""));
+    fail(e.message + (note ? "\nthe page's note: " + note : "") +
+         (problems.length ? "\n" + problems.join("\n") : ""));
   }
   await browser.close();
   if (problems.length) fail(problems.join("\n"));

@@ -1,6 +1,8 @@
 #!/bin/sh
 # The supervisor survives its own crash; reboots, other users, autostop, `skiff init`.
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/frames.sh
+. "$SRC_DIR/tests/lib/frames.sh"
 
 test_cleanup_hook() {
 	skiff node down >/dev/null 2>&1
@@ -13,6 +15,10 @@ count_status() {
 }
 
 sup_pid() { cat "$SKIFF_HOME/supervisor.lock"; }
+# No supervisor holds its lock (a pid may be a zombie's, or another process's by now).
+lock_free() {
+	python3 -c "import fcntl,sys; fcntl.flock(open(sys.argv[1]), fcntl.LOCK_SH | fcntl.LOCK_NB)" "$1"
+}
 
 # Active jobs, read straight from the db (no supervisor is started by this).
 db_active() {
@@ -122,7 +128,28 @@ test_expect_success 'a supervisor started again after autostop stopped the node 
 	wait_for "test \$(stops) = $((n0 + 2))" 15 &&
 	# down --all lets the node go: the next supervisor there has no autostop.
 	skiff node down --all >/dev/null &&
+	skiff node up >/dev/null &&
 	skiff node status --json | grep -q "\"autostop\": null"
+'
+
+# A dashboard watcher'"'"'s `node call watch` that came while `skiff down` ran started the
+# supervisor again, which lived until the down'"'"'s deadline killed it (13 s, and past a
+# minute under load), or outlived the down on a node the cluster had let go.
+test_expect_success 'after node down --all no request starts a supervisor; node up does' '
+	skiff node up >/dev/null &&
+	skiff node down --all >/dev/null &&
+	test -f "$SKIFF_HOME/taken-down" &&
+	expect_fail 4 skiff node status 2>err &&
+	grep -q "this node was taken down (skiff down or stop)" err &&
+	! skiff node submit --cpus 0 true 2>err &&
+	grep -q "taken down" err &&
+	python3 -c "$frame_py" op watch id 1 >req &&
+	expect_fail 4 skiff node call <req >rep &&
+	python3 -c "$frames_py" rep | grep -q "error=this node was taken down" &&
+	lock_free "$SKIFF_HOME/supervisor.lock" &&
+	skiff node up >/dev/null &&
+	test ! -e "$SKIFF_HOME/taken-down" &&
+	skiff node status >/dev/null
 '
 
 # A value past ten years (TASK_AUTOSTOP_MINUTES_MAX), NaN, infinite or negative once made
