@@ -239,13 +239,16 @@ int sup_down_all(struct buf *what)
 	bin = xasprintf("%s/bin/", realpath(p->home, real) ? real : p->home);
 	mark_taken_down(p);
 	r = cancel_and_stop();
-	/* The rows are read once the supervisor stopped: no job starts after this. */
-	if (!st_open(p->db, &st_node_schema, ST_READONLY, &db)) {
+	/*
+	 * The rows are read once the supervisor stopped: no job starts after this. A node
+	 * released (or never up) has no database: no job either, and nothing to say.
+	 */
+	if (!access(p->db, F_OK) && !st_open(p->db, &st_node_schema, ST_READONLY, &db)) {
 		st_job_each(db, JOB_MASK_ALL, keep_job, &jobs);
 		st_close(db);
 	}
 	/* The cluster lets the node go: the next one there starts without its autostop. */
-	if (sup_autostop_forget(p->db))
+	if (!access(p->db, F_OK) && sup_autostop_forget(p->db))
 		warning("cannot clear this node's autostop setting in %s", p->db);
 	if (proc_ns_check(why, sizeof(why))) {
 		buf_addf(what, "cannot tell which processes are left: %s", why);
