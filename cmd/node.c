@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "lib/task.h"
 #include "lib/util.h"
+#include "supervisor/hold.h"
 #include "supervisor/node.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/templates.h"
@@ -40,7 +41,11 @@ static const char node_up_usage[] =
         "  --frame              (the launcher's install scripts) say SKIFF-UP on a line, then\n"
         "                       the answer as one frame (pid, started, active, address)\n"
         "  --then-call SKIP     (the launcher's install session) as --frame, then skip SKIP\n"
-        "                       bytes of stdin and answer one 'node call' request there\n";
+        "                       bytes of stdin and answer one 'node call' request there\n"
+        "  --hold CLUSTER --launcher ID [--from USER@HOST]\n"
+        "                       (the launcher, on hosts that pools share) take this node for\n"
+        "                       the cluster first: refused, naming the holder, when another\n"
+        "                       cluster holds it ($SKIFF_HOME/holds)\n";
 
 static const char node_down_usage[] =
         "usage: skiff node down [--all]\n"
@@ -150,6 +155,37 @@ static int say_up(pid_t pid, int already, int have_cfg, int frame)
 	return r;
 }
 
+/* --hold, --launcher, --from into h (held: which were given, as bits); -1 when too long. */
+static int hold_arg(struct hold *h, int *held, int c, const char *v)
+{
+	char *to = c == 'H' ? h->cluster : c == 'L' ? h->launcher : h->from;
+	size_t size = c == 'H'   ? sizeof(h->cluster)
+	              : c == 'L' ? sizeof(h->launcher)
+	                         : sizeof(h->from);
+
+	if (!*held)
+		memset(h, 0, sizeof(*h));
+	*held |= c == 'H' ? 1 : c == 'L' ? 2 : 4;
+	if (strlen(v) >= size)
+		return -1;
+	memcpy(to, v, strlen(v) + 1);
+	return 0;
+}
+
+/* The hold given is whole and well formed: 0, or the usage error's exit status. */
+static int hold_given(const struct hold *h, int held, const char *cmd)
+{
+	struct buf why = BUF_INIT(0);
+	int r = 0;
+
+	if ((held & 3) != 3)
+		r = usage_error(cmd, "--hold and --launcher go together (and --from with them)");
+	else if (hold_check(h, &why))
+		r = usage_error(cmd, "%s", why.p);
+	buf_release(&why);
+	return r;
+}
+
 static int node_up(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,12 +196,16 @@ static int node_up(int argc, char **argv)
 	        {"max-bypass", required_argument, NULL, 'b'},
 	        {"then-call", required_argument, NULL, 't'},
 	        {"frame", no_argument, NULL, 'f'},
+	        {"hold", required_argument, NULL, 'H'},
+	        {"launcher", required_argument, NULL, 'L'},
+	        {"from", required_argument, NULL, 'F'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct msg cfg, rep;
+	struct hold hold;
 	long skip = -1;
 	pid_t pid;
-	int already, c, have_cfg = 0, frame = 0, r;
+	int already, c, have_cfg = 0, frame = 0, r, holding = 0;
 
 	msg_init(&cfg);
 	msg_add(&cfg, "op", "config");
@@ -181,6 +221,17 @@ static int node_up(int argc, char **argv)
 
 		if (c == 'f') {
 			frame = 1;
+			continue;
+		}
+		if (c == 'H' || c == 'L' || c == 'F') {
+			if (hold_arg(&hold, &holding, c, optarg)) {
+				msg_release(&cfg);
+				return usage_error("node up", "'%.80s' is too long for --%s",
+				                   optarg,
+				                   c == 'H'   ? "hold"
+				                   : c == 'L' ? "launcher"
+				                              : "from");
+			}
 			continue;
 		}
 		if (c == 't') {
@@ -208,6 +259,22 @@ static int node_up(int argc, char **argv)
 	if (optind < argc) {
 		msg_release(&cfg);
 		return usage_error("node up", "unexpected argument '%s'", argv[optind]);
+	}
+	if (holding && (r = hold_given(&hold, holding, "node up"))) {
+		msg_release(&cfg);
+		return r;
+	}
+	if (holding) {
+		struct buf why = BUF_INIT(0);
+
+		r = hold_take(&hold, &why);
+		if (r)
+			error("%s", why.p);
+		buf_release(&why);
+		if (r) {
+			msg_release(&cfg);
+			return EXIT_FAIL;
+		}
 	}
 	if (sup_start(&pid, &already)) {
 		msg_release(&cfg);
@@ -454,23 +521,50 @@ static int node_autostop(int argc, char **argv)
 }
 
 static const char node_release_usage[] =
-        "usage: skiff node release\n"
+        "usage: skiff node release [--hold CLUSTER --launcher ID | --all-holds]\n"
         "\n"
         "After 'skiff node down --all': removes what a cluster put on this node, for the\n"
         "next cluster to start clean: ~/sky_workdir, the job queue, its logs and the\n"
         "autostop hooks (skiff's binary and runtime-env caches stay). The launcher's down\n"
         "on machines that stay (SSH hosts, pool containers). Refused while the supervisor\n"
-        "runs.\n";
+        "runs.\n"
+        "  --hold CLUSTER --launcher ID   and lets go of that cluster's hold (node up --hold)\n"
+        "  --all-holds                    and of every hold: by hand, when the launcher of\n"
+        "                                 the cluster that held the node is gone\n";
 
 static int node_release(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	        {"hold", required_argument, NULL, 'H'},
+	        {"launcher", required_argument, NULL, 'L'},
+	        {"all-holds", no_argument, NULL, 'A'},
+	        {NULL, 0, NULL, 0},
+	};
 	struct buf what = BUF_INIT(0);
-	int r;
+	struct hold hold;
+	int c, r, holding = 0, all = 0;
 
-	(void)argv;
-	if (argc > 1)
-		return usage_error("node release", "unexpected argument '%s'", argv[1]);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == 'A') {
+			all = 1;
+		} else if (c == 'H' || c == 'L') {
+			if (hold_arg(&hold, &holding, c, optarg))
+				return usage_error("node release", "'%.80s' is too long for --%s",
+				                   optarg, c == 'H' ? "hold" : "launcher");
+		} else {
+			return usage_error("node release", "unknown option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("node release", "unexpected argument '%s'", argv[optind]);
+	if (all && holding)
+		return usage_error("node release", "--all-holds or --hold, not both");
+	if (holding && (r = hold_given(&hold, holding | 4, "node release")))
+		return r;
 	r = sup_release(&what);
+	if (!r && (all || holding))
+		r = hold_drop(all ? NULL : &hold, &what);
 	if (r)
 		error("cannot release this node: %s", what.len ? what.p : strerror(-r));
 	buf_release(&what);

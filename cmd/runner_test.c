@@ -84,7 +84,7 @@ static int do_script(const char *which, unsigned flags)
 	                         !strcmp(which, "copy")      ? BOOT_SCRIPT_COPY
 	                         : !strcmp(which, "session") ? BOOT_SCRIPT_SESSION
 	                                                     : BOOT_SCRIPT_PROBE,
-	                         sha, len, flags);
+	                         sha, len, flags, NULL);
 	if (!rc)
 		rc = print_out(b.p, b.len);
 	buf_release(&b);
@@ -156,7 +156,7 @@ static int do_action(struct runner *r, int argc, char **argv, int timeout_ms, un
 		return rc ? EXIT_FAIL : EXIT_OK;
 	}
 	if (!strcmp(act, "install")) {
-		rc = boot_install_and_up(r, up | (arg ? BOOT_KEEP_CALL : 0), &res);
+		rc = boot_install_and_up(r, up | (arg ? BOOT_KEEP_CALL : 0), NULL, &res);
 		if (!rc)
 			print_install(&res);
 		if (!rc && arg)

@@ -13,6 +13,7 @@
 #include "bootstrap/launch/install.h"
 #include "bootstrap/launch/selfimage.h"
 #include "bootstrap/sync/sync.h"
+#include "supervisor/hold.h"
 #include "lib/log.h"
 #include "lib/quote.h"
 #include "lib/util.h"
@@ -90,7 +91,8 @@ void cl_close(struct clive *cl)
 
 struct boot_job {
 	struct cnode *nd;
-	unsigned flags; /* enum boot_up_flags */
+	unsigned flags;      /* enum boot_up_flags */
+	const char *up_args; /* the hold (cl_hold_args()), or NULL */
 	pthread_t th;
 	int started;
 	int r;
@@ -102,7 +104,7 @@ static void *boot_thread(void *arg)
 	struct boot_job *j = arg;
 
 	/* The node's runner is this thread's alone (runner.h); errors are printed. */
-	j->r = boot_install_and_up(j->nd->r, j->flags, &j->res);
+	j->r = boot_install_and_up(j->nd->r, j->flags, j->up_args, &j->res);
 	return NULL;
 }
 
@@ -187,6 +189,7 @@ int cl_bootstrap(struct clive *cl)
 {
 	struct boot_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	const char *img, *sha;
+	char *hold = NULL;
 	size_t i, img_len;
 	int failed = 0, e;
 
@@ -195,8 +198,14 @@ int cl_bootstrap(struct clive *cl)
 		free(jobs);
 		return -1;
 	}
+	if (cl->ops && (cl->ops->flags & INFRA_SHARED_HOSTS) &&
+	    !(hold = cl_hold_args(cl->name, 1))) {
+		free(jobs);
+		return -1;
+	}
 	for (i = 0; i < cl->n; i++) {
 		jobs[i].nd = &cl->nodes[i];
+		jobs[i].up_args = hold;
 		/* The cluster's record: this node was bootstrapped with this very binary. */
 		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
 			jobs[i].flags |= BOOT_HAS_SKIFF;
@@ -233,7 +242,71 @@ int cl_bootstrap(struct clive *cl)
 		}
 	}
 	free(jobs);
+	free(hold);
 	return failed ? -1 : 0;
+}
+
+/* This launcher's id ($SKIFF_HOME/launcher-id), made on first use; out: HOLD_ID_HEX + 1. */
+static int launcher_id(char *out)
+{
+	const char *home = skiff_home();
+	struct buf b = BUF_INIT(256);
+	char *path;
+	int r;
+
+	if (!home)
+		return -ENOENT;
+	path = xasprintf("%s/launcher-id", home);
+	r = buf_read_file(&b, path);
+	if (!r) {
+		buf_rtrim(&b);
+		if (b.len == HOLD_ID_HEX && strspn(b.p, "0123456789abcdef") == HOLD_ID_HEX) {
+			memcpy(out, b.p, HOLD_ID_HEX + 1);
+			goto out;
+		}
+		r = error("%s is not an id skiff wrote (%d hex digits): move it away", path,
+		          HOLD_ID_HEX);
+		goto out;
+	}
+	random_hex(out, HOLD_ID_HEX / 2);
+	buf_reset(&b);
+	buf_addf(&b, "%s\n", out);
+	r = mkdir_p(home, 0700);
+	if (!r)
+		r = write_file_atomic(path, b.p, b.len, 0600);
+	if (r) {
+		errno = -r;
+		r = error_errno("cannot write '%s'", path);
+	}
+out:
+	buf_release(&b);
+	free(path);
+	return r;
+}
+
+char *cl_hold_args(const char *cluster, int up)
+{
+	char id[HOLD_ID_HEX + 1], host[256] = "", from[HOLD_FROM_MAX + 1];
+	const struct account *me = own_account();
+	struct buf b = BUF_INIT(0);
+	size_t i;
+
+	if (launcher_id(id))
+		return NULL;
+	buf_adds(&b, " --hold ");
+	sh_quote(&b, cluster);
+	buf_addf(&b, " --launcher %s", id);
+	if (up) {
+		/* For people reading a refusal: "user@host", odd bytes made '_'. */
+		gethostname(host, sizeof(host) - 1);
+		xsnprintf(from, sizeof(from), "%.60s@%.60s", me ? me->name : "?",
+		          *host ? host : "?");
+		for (i = 0; from[i]; i++)
+			if (!strchr(HOLD_FROM_CHARS, from[i]))
+				from[i] = '_';
+		buf_addf(&b, " --from %s", from);
+	}
+	return buf_detach(&b, NULL);
 }
 
 static int need_exe(struct cnode *nd)

@@ -24,8 +24,20 @@ void cl_close(struct clive *cl);
 /* Ends the nodes' install sessions that no call used (cnode.spare), all at once. */
 void cl_spares_close(struct clive *cl);
 
-/* Installs skiff and starts the supervisor on every node, in parallel. */
+/*
+ * Installs skiff and starts the supervisor on every node, in parallel. On hosts that
+ * pools share (INFRA_SHARED_HOSTS), each node's `node up` first takes the host for the
+ * cluster (cl_hold_args()): another launcher's cluster that holds it fails the bootstrap,
+ * named.
+ */
 int cl_bootstrap(struct clive *cl);
+/*
+ * `node up`'s and `node release`'s options for cluster's hold of a host (supervisor/
+ * hold.h), shell words each after a space: --hold CLUSTER --launcher ID, and with up
+ * --from USER@HOST. ID is this launcher's, made once ($SKIFF_HOME/launcher-id). NULL
+ * (printed) when it cannot be read or made. Free it.
+ */
+char *cl_hold_args(const char *cluster, int up);
 
 /* Syncs a local dir (or file, with is_file) to dst on one node (dst may start with ~/). */
 int cl_sync(struct cnode *nd, const char *src, const char *dst, int is_file);

@@ -152,7 +152,7 @@ static const char copy_fmt[] =
 static const char session_head_fmt[] =
         "exe=\"$HOME/.skiff/bin/skiff-%1$s\"\n"
         "if [ -x \"$exe\" ]; then\n"
-        "\texec \"$exe\" node up --then-call %2$zu\n"
+        "\texec \"$exe\" node up%3$s --then-call %2$zu\n"
         "fi\n"
         "umask 077\n"
         "d=\"$HOME/.skiff/bin\"\n"
@@ -178,7 +178,7 @@ static const char session_tail_fmt[] =
         "mv -f \"$tmp\" \"$exe\" || fail \"cannot rename $tmp to $exe\"\n"
         "ln -sfn \"skiff-%1$s\" \"$d/skiff\" || :\n"
         "echo SKIFF-COPIED\n"
-        "exec \"$exe\" node up --then-call 0\n";
+        "exec \"$exe\" node up%5$s --then-call 0\n";
 
 /* Bytes of the splitter per printf line. */
 #define PRINTF_CHUNK 1024
@@ -198,7 +198,8 @@ static int printf_bytes(struct buf *out, const unsigned char *p, size_t n)
 	return r;
 }
 
-static int session_script(struct buf *out, const char *sha, size_t size, size_t ahead)
+static int session_script(struct buf *out, const char *sha, size_t size, size_t ahead,
+                          const char *up_args)
 {
 	struct boot_stub split, unz;
 	char usha[SHA256_HEX_LEN + 1];
@@ -207,7 +208,7 @@ static int session_script(struct buf *out, const char *sha, size_t size, size_t 
 
 	boot_stubs(&split, &unz);
 	sha256_hex(unz.data, unz.len, usha);
-	r = buf_addf(out, session_head_fmt, sha, ahead);
+	r = buf_addf(out, session_head_fmt, sha, ahead, up_args);
 	for (off = 0; !r && off < split.len; off += take) {
 		take = split.len - off < PRINTF_CHUNK ? split.len - off : PRINTF_CHUNK;
 		r = buf_adds(out, "printf '");
@@ -216,10 +217,11 @@ static int session_script(struct buf *out, const char *sha, size_t size, size_t 
 		if (!r)
 			r = buf_adds(out, "' >>\"$split\" || fail \"cannot write $split\"\n");
 	}
-	return r ? r : buf_addf(out, session_tail_fmt, sha, unz.len, usha, size);
+	return r ? r : buf_addf(out, session_tail_fmt, sha, unz.len, usha, size, up_args);
 }
 
-int boot_install_script(struct buf *out, int kind, const char *sha, size_t size, unsigned flags)
+int boot_install_script(struct buf *out, int kind, const char *sha, size_t size, unsigned flags,
+                        const char *up_args)
 {
 	if (!sha256_hex_valid(sha))
 		return -EINVAL;
@@ -227,7 +229,8 @@ int boot_install_script(struct buf *out, int kind, const char *sha, size_t size,
 		return buf_addf(out, probe_fmt, sha);
 	if (kind == BOOT_SCRIPT_SESSION)
 		return session_script(out, sha, size,
-		                      flags & BOOT_SEND_AHEAD ? BOOT_AHEAD_BYTES : 0);
+		                      flags & BOOT_SEND_AHEAD ? BOOT_AHEAD_BYTES : 0,
+		                      up_args ? up_args : "");
 	return buf_addf(out, copy_fmt, sha, size,
 	                flags & BOOT_NO_SHA256SUM ? "false"
 	                                          : "command -v sha256sum >/dev/null 2>&1");
@@ -334,7 +337,7 @@ int boot_install_send(struct runner *r, const char *data, size_t len, const char
 	res->copied = 0;
 	res->sent = 0;
 	set_remote_exe(res, sha ? sha : "");
-	rc = boot_install_script(&script, BOOT_SCRIPT_COPY, sha, size, flags);
+	rc = boot_install_script(&script, BOOT_SCRIPT_COPY, sha, size, flags, NULL);
 	if (rc) {
 		rc = error("node %s: bad binary hash '%s'", r->name, sha ? sha : "");
 		goto out;
@@ -633,7 +636,8 @@ void boot_spare_close(struct boot_spare *sp)
 	boot_spares_close(&sp, 1);
 }
 
-int boot_install_and_up(struct runner *r, unsigned flags, struct install_result *res)
+int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
+                        struct install_result *res)
 {
 	struct buf script = BUF_INIT(0), out = BUF_INIT(1 << 20), err = BUF_INIT(0);
 	size_t ahead = flags & BOOT_HAS_SKIFF ? 0 : BOOT_AHEAD_BYTES;
@@ -656,7 +660,7 @@ int boot_install_and_up(struct runner *r, unsigned flags, struct install_result 
 		ahead = 0; /* the probe finds it */
 	}
 	rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
-	                         ahead ? BOOT_SEND_AHEAD : 0);
+	                         ahead ? BOOT_SEND_AHEAD : 0, up_args);
 	if (rc)
 		goto out;
 	sp->twin = runner_twin(r);

@@ -87,10 +87,12 @@ void boot_spare_close(struct boot_spare *sp);
 void boot_spares_close(struct boot_spare **v, size_t n);
 
 /*
- * Installs (if needed) and brings the supervisor up; flags: enum boot_up_flags. 0 or a
- * negative error (printed).
+ * Installs (if needed) and brings the supervisor up; flags: enum boot_up_flags. up_args
+ * (NULL: none): more of `node up`'s options, as shell words each after a space (the hold
+ * of a host that pools share: eng_hold_args()). 0 or a negative error (printed).
  */
-int boot_install_and_up(struct runner *r, unsigned flags, struct install_result *res);
+int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
+                        struct install_result *res);
 
 /* --- the parts, for tests and tools (`skiff __runner-test`) --- */
 
@@ -116,9 +118,10 @@ enum boot_script {
 /*
  * Appends the node-side script of kind (enum boot_script) for the binary whose sha256 is
  * sha (64 lowercase hex digits, else -EINVAL) and size is size. POSIX sh only: busybox
- * ash, dash and bash run them.
+ * ash, dash and bash run them. up_args: as boot_install_and_up()'s (the session's alone).
  */
-int boot_install_script(struct buf *out, int kind, const char *sha, size_t size, unsigned flags);
+int boot_install_script(struct buf *out, int kind, const char *sha, size_t size, unsigned flags,
+                        const char *up_args);
 /*
  * The second round trip alone: sends len bytes of data as the binary whose sha256 is sha
  * and size is size (a test sends a truncated or altered copy this way). 0 or a negative

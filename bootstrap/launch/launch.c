@@ -377,10 +377,23 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	struct step st;
 	size_t i, copied = 0, linked = 0, started = 0;
 	char how[48] = "";
+	int r;
 
 	step_begin(&st, "bootstrap");
 	/* Then what the infra does once the supervisors are up (slurm: its job steps). */
-	if (cl_bootstrap(cl) || (cl->ops->nodes_up && cl->ops->nodes_up(cl))) {
+	r = cl_bootstrap(cl);
+	/*
+	 * Each node that came up is recorded, even when another did not: the down that
+	 * undoes a failed launch then stops it and lets go of its host (a node that refused,
+	 * held by another launcher's cluster, has no skiff recorded and is never touched).
+	 */
+	for (i = 0; i < cl->n; i++) {
+		if (!cl->nodes[i].exe)
+			continue;
+		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
+		st_cluster_node_set_addr(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].addr);
+	}
+	if (r || (cl->ops->nodes_up && cl->ops->nodes_up(cl))) {
 		step_fail(&st);
 		return -1;
 	}
@@ -388,8 +401,6 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 		copied += cl->nodes[i].copied;
 		linked += cl->nodes[i].linked;
 		started += cl->nodes[i].sup_started;
-		st_cluster_node_set_exe(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].exe);
-		st_cluster_node_set_addr(ldb, cl->name, cl->nodes[i].rank, cl->nodes[i].addr);
 	}
 	if (linked)
 		xsnprintf(how, sizeof(how), " (%zu as hard links)", linked);

@@ -301,6 +301,7 @@ struct stop_job {
 	 * command, or a node whose supervisor stopped by itself, only loses the cleanup) */
 	int release;
 	int release_only; /* the head that autodown stopped: its release alone */
+	const char *hold; /* release: the cluster's hold to let go of (cl_hold_args()) */
 	int r;            /* runner_capture()'s */
 	int status;       /* the node's exit status */
 	struct buf out, err;
@@ -309,10 +310,11 @@ struct stop_job {
 static void *stop_thread(void *arg)
 {
 	struct stop_job *j = arg;
-	char *script = j->release_only ? xasprintf("%s node release >&2 || :", j->nd->exe)
+	const char *hold = j->hold ? j->hold : "";
+	char *script = j->release_only ? xasprintf("%s node release%s >&2 || :", j->nd->exe, hold)
 	               : j->release
-	                       ? xasprintf("%s node down --all && { %s node release >&2 || :; }",
-	                                   j->nd->exe, j->nd->exe)
+	                       ? xasprintf("%s node down --all && { %s node release%s >&2 || :; }",
+	                                   j->nd->exe, j->nd->exe, hold)
 	                       : xasprintf("exec %s node down --all", j->nd->exe);
 
 	/* The node's runner is this thread's alone (runner.h); errors are printed. */
@@ -334,6 +336,8 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 {
 	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
+	/* Without it the release goes on, and the hosts stay held: said by cl_hold_args(). */
+	char *hold = release ? cl_hold_args(cl->name, 0) : NULL;
 	size_t i, bad = 0;
 
 	*unreachable = 0;
@@ -342,6 +346,7 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 			continue; /* never bootstrapped: nothing of skiff runs there */
 		jobs[i].nd = &cl->nodes[i];
 		jobs[i].release = release;
+		jobs[i].hold = hold;
 		jobs[i].release_only = i < from;
 		buf_init(&jobs[i].out, 1 << 16);
 		buf_init(&jobs[i].err, 1 << 16);
@@ -357,6 +362,15 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 			continue;
 		if (j->started)
 			pthread_join(j->th, NULL);
+		if (j->release && !j->r) {
+			/* The release is best effort; what it could not do is said. */
+			const char *e =
+			        strstr(j->err.p ? j->err.p : "", "cannot release this node: ");
+
+			if (e)
+				warning("cluster %s: node %s (rank %d): %.*s", cl->name,
+				        j->nd->name, j->nd->rank, (int)strcspn(e, "\n"), e);
+		}
 		if (j->release_only) {
 			buf_release(&j->out);
 			buf_release(&j->err);
@@ -391,6 +405,7 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 		buf_release(&j->err);
 	}
 	free(jobs);
+	free(hold);
 	return bad;
 }
 

@@ -52,6 +52,14 @@ nat_rule() {
 
 test_cleanup_hook() {
 	down_all
+	# The second launcher's (section 2), if a failure left one of its clusters.
+	if [ -d "${OTHER:-}" ]; then
+		_h=$SKIFF_HOME
+		SKIFF_HOME=$OTHER
+		down_all
+		SKIFF_HOME=$_h
+		rm -rf "$OTHER"
+	fi
 	nat_rule -D 2>/dev/null
 	_w=$(gang_watchers)
 	# shellcheck disable=SC2086
@@ -272,6 +280,36 @@ test_expect_success 'then the second cluster gets the first host; down it too' '
 	grep -q "copied to 0, already on 1" err &&
 	skiff down s2 >/dev/null &&
 	test "$(skiff status)" = "No existing clusters."
+'
+
+# Two launchers (two machines, or two users' homes) with the same pool: each database
+# knows its own clusters only; the host knows who holds it ($SKIFF_HOME/holds there).
+OTHER=$_t/sk610b.$$
+other() { SKIFF_HOME=$OTHER "$SKIFF_BIN" "$@"; }
+test_expect_success 'a host held by another launcher'"'"'s cluster is refused, naming it; its down frees it' '
+	rm -rf "$OTHER" && mkdir -m 700 "$OTHER" &&
+	skiff launch -c s1h -d --infra "$INFRA" "sleep 4000.$$" >/dev/null 2>&1 &&
+	nodes_ssh 1 "cat ~/.skiff/holds" >holds &&
+	cat holds &&
+	grep -q "^launcher=[0-9a-f]* cluster=s1h from=[^ ]*@[^ ]* since=[0-9]*$" holds &&
+	expect_fail 1 other launch -c b1 --infra "$INFRA" "echo never" >out 2>err &&
+	cat err &&
+	grep -q "node 10.200.0.11 .*: .skiff node up. failed (exit 1): skiff: error: cluster .s1h. of [^ ]* (launcher [0-9a-f]*) holds this node since .*: one cluster a node for now" err &&
+	! grep -q never out &&
+	test "$(other status)" = "No existing clusters." &&
+	skiff queue --json s1h >q.json &&
+	test "$(json "[j[\"status\"] for j in d]" q.json)" = "[\"RUNNING\"]" &&
+	test -n "$(node_procs 1 "sleep 4000.$$")" &&
+	skiff down s1h >/dev/null &&
+	nodes_ssh 1 "cat ~/.skiff/holds" >holds &&
+	test ! -s holds &&
+	other launch -c b1 --infra "$INFRA" "echo b1 on \$(hostname)" >out 2>err &&
+	grep -qx "b1 on tn1" out &&
+	expect_fail 1 skiff launch -c s1h --infra "$INFRA" "echo never" >out 2>err &&
+	grep -q "cluster .b1. of [^ ]* (launcher [0-9a-f]*) holds this node" err &&
+	other down b1 >/dev/null &&
+	test "$(skiff status)" = "No existing clusters." &&
+	rm -rf "$OTHER"
 '
 
 # ---- 3. a rank fails ---------------------------------------------------------------------
