@@ -45,7 +45,7 @@ static const char node_up_usage[] =
         "  --hold CLUSTER --launcher ID [--from USER@HOST]\n"
         "                       (the launcher, on hosts that pools share) take this node for\n"
         "                       the cluster first: refused, naming the holder, when another\n"
-        "                       cluster holds it ($SKIFF_HOME/holds)\n";
+        "                       launcher's cluster holds it ($SKIFF_HOME/holds): exit 5\n";
 
 static const char node_down_usage[] =
         "usage: skiff node down [--all]\n"
@@ -273,7 +273,7 @@ static int node_up(int argc, char **argv)
 		buf_release(&why);
 		if (r) {
 			msg_release(&cfg);
-			return EXIT_FAIL;
+			return r == -EBUSY ? EXIT_HELD : EXIT_FAIL;
 		}
 	}
 	if (sup_start(&pid, &already)) {

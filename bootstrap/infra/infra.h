@@ -213,6 +213,13 @@ struct infra {
 	 * its pods, slurm adds slurm.sbatch_options to salloc. NULL: none. Not owned.
 	 */
 	const struct cfg_node *config;
+	/*
+	 * ssh: node keys of hosts that another launcher's cluster holds (the launch found out
+	 * at the bootstrap: cl_bootstrap(), and tries again): the pick skips them and says
+	 * so. Set by the launcher before infra_pick_nodes(); not owned.
+	 */
+	char *const *held;
+	size_t nheld;
 };
 
 /*

@@ -624,8 +624,8 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 {
 	const struct infra_pool *pool;
 	struct infra_candidate *cand;
-	struct buf holders = BUF_INIT(4096);
-	size_t *picked, busy = 0, i;
+	struct buf holders = BUF_INIT(4096), away = BUF_INIT(4096);
+	size_t *picked, *host, busy = 0, nheld = 0, nc = 0, i, k;
 	int taken, r;
 
 	r = ssh_resolve(inf);
@@ -639,26 +639,41 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 	}
 	cand = xcalloc(pool->nhosts, sizeof(*cand));
 	picked = xcalloc(pool->nhosts, sizeof(*picked));
+	host = xcalloc(pool->nhosts, sizeof(*host));
+	/* The candidates, but the hosts another launcher's cluster holds (cand[k]: host[k]). */
 	for (i = 0; i < pool->nhosts; i++) {
-		cand[i].key = infra_host_key(pool->name, &pool->hosts[i]);
-		cand[i].ip = pool->hosts[i].ip;
-		cand[i].port = pool->hosts[i].port;
+		char *key = infra_host_key(pool->name, &pool->hosts[i]);
+
+		for (k = 0; k < inf->nheld && strcmp(inf->held[k], key); k++)
+			;
+		if (k < inf->nheld) {
+			buf_addf(&away, "%s%s", nheld++ ? ", " : "", pool->hosts[i].ip);
+			free(key);
+			continue;
+		}
+		cand[nc].key = key;
+		cand[nc].ip = pool->hosts[i].ip;
+		cand[nc].port = pool->hosts[i].port;
+		host[nc++] = i;
 	}
-	taken = infra_book(ldb, cluster, cand, pool->nhosts, num_nodes, picked, &busy, &holders);
+	taken = infra_book(ldb, cluster, cand, nc, num_nodes, picked, &busy, &holders);
 	if (taken < 0) {
 		r = taken;
 		goto out;
 	}
 	if (taken < num_nodes) {
-		error("pool '%s' has %zu node%s, %zu %s in use by cluster%s %s; need %d",
-		      pool->name, pool->nhosts, pool->nhosts == 1 ? "" : "s", busy,
-		      busy == 1 ? "is" : "are", strchr(holders.p, ',') ? "s" : "", holders.p,
-		      num_nodes);
+		if (busy)
+			buf_addf(&away, "%s%zu %s in use by cluster%s %s", nheld ? "; " : "", busy,
+			         busy == 1 ? "is" : "are", strchr(holders.p, ',') ? "s" : "",
+			         holders.p);
+		error("pool '%s' has %zu node%s, %s%s; need %d", pool->name, pool->nhosts,
+		      pool->nhosts == 1 ? "" : "s",
+		      nheld ? "another launcher's cluster holds " : "", away.p, num_nodes);
 		r = -EBUSY;
 		goto out;
 	}
 	for (i = 0; i < (size_t)taken; i++) {
-		const struct infra_host *h = &pool->hosts[picked[i]];
+		const struct infra_host *h = &pool->hosts[host[picked[i]]];
 		struct cluster_node *n = &v[i];
 
 		infra_node_init(n, cluster, (int)i);
@@ -688,11 +703,13 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 	}
 	r = 0;
 out:
-	for (i = 0; i < pool->nhosts; i++)
+	for (i = 0; i < nc; i++)
 		free((char *)cand[i].key);
 	free(cand);
 	free(picked);
+	free(host);
 	buf_release(&holders);
+	buf_release(&away);
 	return r;
 }
 

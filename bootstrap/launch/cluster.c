@@ -14,8 +14,10 @@
 #include "bootstrap/launch/selfimage.h"
 #include "bootstrap/sync/sync.h"
 #include "supervisor/hold.h"
+#include "supervisor/jobs/jobs.h"
 #include "lib/log.h"
 #include "lib/quote.h"
+#include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -191,7 +193,7 @@ int cl_bootstrap(struct clive *cl)
 	const char *img, *sha;
 	char *hold = NULL;
 	size_t i, img_len;
-	int failed = 0, e;
+	int failed = 0, held = 0, e;
 
 	/* Load (and hash) our image once, before the threads start, so they share it. */
 	if (boot_self_image(&img, &img_len, &sha)) {
@@ -224,7 +226,10 @@ int cl_bootstrap(struct clive *cl)
 		if (!jobs[i].started)
 			continue;
 		pthread_join(jobs[i].th, NULL);
-		if (jobs[i].r) {
+		nd->held = jobs[i].r == -EADDRINUSE;
+		if (nd->held) {
+			held++;
+		} else if (jobs[i].r) {
 			failed = -1;
 		} else {
 			nd->copied = jobs[i].res.copied;
@@ -243,7 +248,7 @@ int cl_bootstrap(struct clive *cl)
 	}
 	free(jobs);
 	free(hold);
-	return failed ? -1 : 0;
+	return failed ? -1 : held ? -EADDRINUSE : 0;
 }
 
 /* This launcher's id ($SKIFF_HOME/launcher-id), made on first use; out: HOLD_ID_HEX + 1. */
@@ -291,8 +296,19 @@ char *cl_hold_args(const char *cluster, int up)
 	struct buf b = BUF_INIT(0);
 	size_t i;
 
-	if (launcher_id(id))
+	/*
+	 * The managed-jobs controller's cluster is every launcher's of the user (the same
+	 * name from each: supervisor/jobs/remote.c), so its hold is the same from each.
+	 */
+	if (starts_with(cluster, JOBS_CONTROLLER_CLUSTER_PREFIX)) {
+		char hex[SHA256_HEX_LEN + 1];
+
+		sha256_hex(cluster, strlen(cluster), hex);
+		memcpy(id, hex, HOLD_ID_HEX);
+		id[HOLD_ID_HEX] = '\0';
+	} else if (launcher_id(id)) {
 		return NULL;
+	}
 	buf_adds(&b, " --hold ");
 	sh_quote(&b, cluster);
 	buf_addf(&b, " --launcher %s", id);

@@ -28,13 +28,16 @@ void cl_spares_close(struct clive *cl);
  * Installs skiff and starts the supervisor on every node, in parallel. On hosts that
  * pools share (INFRA_SHARED_HOSTS), each node's `node up` first takes the host for the
  * cluster (cl_hold_args()): another launcher's cluster that holds it fails the bootstrap,
- * named.
+ * named. 0; -EADDRINUSE when every node that failed was held so (cnode.held says which);
+ * -1 else.
  */
 int cl_bootstrap(struct clive *cl);
 /*
  * `node up`'s and `node release`'s options for cluster's hold of a host (supervisor/
  * hold.h), shell words each after a space: --hold CLUSTER --launcher ID, and with up
- * --from USER@HOST. ID is this launcher's, made once ($SKIFF_HOME/launcher-id). NULL
+ * --from USER@HOST. ID is this launcher's, made once ($SKIFF_HOME/launcher-id), but for
+ * the managed-jobs controller's cluster, which the user's launchers share: one from its
+ * name, the same from each. NULL
  * (printed) when it cannot be read or made. Free it.
  */
 char *cl_hold_args(const char *cluster, int up);

@@ -24,6 +24,7 @@
 #include "bootstrap/launch/stub/pack.h"
 
 #include "lib/buf.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/proto.h"
 #include "lib/sha256.h"
@@ -292,6 +293,15 @@ static int parse_up(struct runner *r, struct install_result *res, struct buf *ou
 	int64_t v;
 	int rc = 0, got = up_frame(out, &body, &len, &end);
 
+	if (status == EXIT_HELD) {
+		/* Not a failure of the node: the launcher may try another host. */
+		const char *held = buf_last_line(err->len ? err : out);
+
+		if (starts_with(held, "skiff: error: "))
+			held += strlen("skiff: error: ");
+		warning("node %s (%s): %s", r->name, r->ip, held);
+		return -EADDRINUSE;
+	}
 	if (status || (!got && !find_line(out->p, BOOT_UP_MARK "\n"))) {
 		return error("node %s (%s): 'skiff node up' failed (exit %d): %s", r->name, r->ip,
 		             status, buf_last_line(err->len ? err : out));

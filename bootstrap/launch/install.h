@@ -89,7 +89,9 @@ void boot_spares_close(struct boot_spare **v, size_t n);
 /*
  * Installs (if needed) and brings the supervisor up; flags: enum boot_up_flags. up_args
  * (NULL: none): more of `node up`'s options, as shell words each after a space (the hold
- * of a host that pools share: eng_hold_args()). 0 or a negative error (printed).
+ * of a host that pools share: cl_hold_args()). 0 or a negative error (printed);
+ * -EADDRINUSE (a warning) when another launcher's cluster holds the host (node up's
+ * EXIT_HELD): nothing of ours started there, and another host may do.
  */
 int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
                         struct install_result *res);

@@ -318,9 +318,15 @@ static void warn_ignored_fields(const struct task *t, const struct clive *cl)
 }
 
 /* Creates the cluster for resource alternative res: pick and book nodes (status INIT). */
+/* Node keys of hosts that another launcher's cluster holds: the next pick skips them. */
+struct held_hosts {
+	char **keys;
+	size_t n, alloc;
+};
+
 static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
                           const struct task *t, const struct task_resources *res, const char *entry,
-                          const struct cfg_node *config)
+                          const struct cfg_node *config, const struct held_hosts *held)
 {
 	struct infra inf;
 	struct cluster c = {0};
@@ -339,6 +345,8 @@ static int create_cluster(struct st_db *ldb, const char *name, const char *spec,
 		inf.image = xstrdup(res->image_id + strlen("docker:"));
 	inf.res = res; /* slurm: salloc asks for these resources */
 	inf.config = config;
+	inf.held = held->keys;
+	inf.nheld = held->n;
 	step_begin(&st, "nodes");
 	r = infra_pick_nodes(&inf, ldb, name, n, &nodes);
 	if (r) {
@@ -381,7 +389,7 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 
 	step_begin(&st, "bootstrap");
 	/* Then what the infra does once the supervisors are up (slurm: its job steps). */
-	r = cl_bootstrap(cl);
+	r = cl_bootstrap(cl); /* -EADDRINUSE: held by another launcher's cluster, said */
 	/*
 	 * Each node that came up is recorded, even when another did not: the down that
 	 * undoes a failed launch then stops it and lets go of its host (a node that refused,
@@ -395,7 +403,7 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 	}
 	if (r || (cl->ops->nodes_up && cl->ops->nodes_up(cl))) {
 		step_fail(&st);
-		return -1;
+		return r == -EADDRINUSE ? r : -1;
 	}
 	for (i = 0; i < cl->n; i++) {
 		copied += cl->nodes[i].copied;
@@ -492,16 +500,47 @@ void eng_start_gang_watch(const char *cluster, int64_t job, const char *key)
  * The cluster a launch makes is not left behind when the launch fails before its job is
  * submitted: its nodes are released as `down` would.
  */
-static void undo_new_cluster(struct st_db *ldb, const char *name)
+/* again: another try follows (the caller says so), not a failed launch. */
+static void undo_new_cluster(struct st_db *ldb, const char *name, int again)
 {
 	struct cluster c;
 
 	if (st_cluster_get(ldb, name, &c))
 		return;
 	cluster_free(&c);
-	info("cluster %s: the launch failed; taking the new cluster down", name);
+	if (!again)
+		info("cluster %s: the launch failed; taking the new cluster down", name);
 	if (eng_down_locked(ldb, name, 0) < 0)
 		warning("cluster %s could not be taken down: run 'skiff down %s'", name, name);
+}
+
+/*
+ * The hosts of cl that said another launcher's cluster holds them go to held (by node
+ * key); how many were new there. Each try of a launch excludes at least one more host,
+ * so the tries end.
+ */
+static size_t note_held(struct st_db *ldb, const struct clive *cl, struct held_hosts *held)
+{
+	struct cluster_node *nodes = NULL;
+	size_t n = 0, i, k, added = 0;
+
+	if (st_cluster_nodes(ldb, cl->name, &nodes, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		int rank = nodes[i].rank;
+
+		if (rank < 0 || (size_t)rank >= cl->n || !cl->nodes[rank].held)
+			continue;
+		for (k = 0; k < held->n && strcmp(held->keys[k], nodes[i].node_key); k++)
+			;
+		if (k < held->n)
+			continue;
+		held->keys = xgrow(held->keys, held->n, &held->alloc, sizeof(*held->keys));
+		held->keys[held->n++] = xstrdup(nodes[i].node_key);
+		added++;
+	}
+	cluster_nodes_free(nodes, n);
+	return added;
 }
 
 /* ---- resource alternatives (their helpers: alternatives.c) --------------------------- */
@@ -516,28 +555,33 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
                       const char *entry, size_t *chosen, struct clive *out)
 {
 	const struct task *t = req->task;
-	size_t n = eng_n_alternatives(t), k;
+	size_t n = eng_n_alternatives(t), k, i, again = 0;
 	struct buf *why = eng_whys_new(n);
+	struct held_hosts held = {0};
 	char text[128];
 	int r = -EIO;
 
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < n; k += !again) {
 		const struct task_resources *res = eng_alternative(t, k);
 		const char *spec = eng_alternative_infra(req, res);
 		struct cluster c;
 		struct clive cl = {0};
 
+		again = 0;
 		if (n > 1 && !req->quiet) {
 			eng_resources_text(res, t->num_nodes > 0 ? (int)t->num_nodes : 1, text,
 			                   sizeof(text));
 			fprintf(stderr, "Trying resources %zu of %zu: %s on %s\n", k + 1, n, text,
 			        spec);
 		}
-		r = create_cluster(ldb, name, spec, t, res, entry, req->config);
+		r = create_cluster(ldb, name, spec, t, res, entry, req->config, &held);
 		if (r == -EEXIST)
 			break; /* another's: nothing of it is ours to undo */
 		if (!r && !st_cluster_get(ldb, name, &c)) {
 			r = eng_open_cluster(ldb, &c, &cl) ? -EIO : bootstrap_nodes(ldb, &cl);
+			/* Hosts another launcher's cluster holds: the same resources elsewhere. */
+			if (r == -EADDRINUSE && note_held(ldb, &cl, &held))
+				again = 1;
 			if (!r && (cl.ops->flags & INFRA_SHARED_HOSTS))
 				cancel_leftovers(&cl);
 			if (!r && n > 1)
@@ -553,15 +597,24 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			*out = cl;
 			break;
 		}
+		if (again) {
+			undo_new_cluster(ldb, name, 1);
+			if (!req->quiet)
+				info("cluster %s: trying the other hosts of %s", name, spec);
+			continue;
+		}
 		if (!why[k].len)
 			eng_why_last_error(&why[k]);
 		if (n > 1 && r == -ENOSPC && !req->quiet)
 			fprintf(stderr, "  %s\n", why[k].p);
-		undo_new_cluster(ldb, name);
+		undo_new_cluster(ldb, name, 0);
 	}
 	if (r && r != -EEXIST && n > 1)
 		r = eng_none_taken(req, why);
 	eng_whys_free(why, n);
+	for (i = 0; i < held.n; i++)
+		free(held.keys[i]);
+	free(held.keys);
 	return r;
 }
 
@@ -802,7 +855,7 @@ out:
 		cluster_free(&c);
 	cl_close(&cl);
 	if (r && created)
-		undo_new_cluster(ldb, name);
+		undo_new_cluster(ldb, name, 0);
 	lock_release(lock_fd);
 	free(name);
 	free(commit);

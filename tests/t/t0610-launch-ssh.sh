@@ -286,27 +286,37 @@ test_expect_success 'then the second cluster gets the first host; down it too' '
 # knows its own clusters only; the host knows who holds it ($SKIFF_HOME/holds there).
 OTHER=$_t/sk610b.$$
 other() { SKIFF_HOME=$OTHER "$SKIFF_BIN" "$@"; }
-test_expect_success 'a host held by another launcher'"'"'s cluster is refused, naming it; its down frees it' '
+test_expect_success 'a host held by another launcher'"'"'s cluster: refused, named, the next host taken' '
 	rm -rf "$OTHER" && mkdir -m 700 "$OTHER" &&
 	skiff launch -c s1h -d --infra "$INFRA" "sleep 4000.$$" >/dev/null 2>&1 &&
 	nodes_ssh 1 "cat ~/.skiff/holds" >holds &&
 	cat holds &&
 	grep -q "^launcher=[0-9a-f]* cluster=s1h from=[^ ]*@[^ ]* since=[0-9]*$" holds &&
-	expect_fail 1 other launch -c b1 --infra "$INFRA" "echo never" >out 2>err &&
+	# All three hosts: tn1 refuses; tn2 and tn3 came up and are let go of again.
+	expect_fail 1 other launch -c b3 --num-nodes 3 --infra "$INFRA" "echo never" >out 2>err &&
 	cat err &&
-	grep -q "node 10.200.0.11 .*: .skiff node up. failed (exit 1): skiff: error: cluster .s1h. of [^ ]* (launcher [0-9a-f]*) holds this node since .*: one cluster a node for now" err &&
+	grep -q "warning: node 10.200.0.11 (10.200.0.11): cluster .s1h. of [^ ]* (launcher [0-9a-f]*) holds this node since .*: one cluster a node for now" err &&
+	grep -q "error: pool .$NODES_POOL. has 3 nodes, another launcher.s cluster holds 10.200.0.11; need 3" err &&
 	! grep -q never out &&
 	test "$(other status)" = "No existing clusters." &&
+	for i in 2 3; do
+		nodes_ssh $i "cat ~/.skiff/holds 2>/dev/null" >h$i &&
+		test ! -s h$i || { echo "tn$i still held:"; cat h$i; exit 1; }
+	done &&
 	skiff queue --json s1h >q.json &&
 	test "$(json "[j[\"status\"] for j in d]" q.json)" = "[\"RUNNING\"]" &&
 	test -n "$(node_procs 1 "sleep 4000.$$")" &&
+	# One host: the next free one.
+	other launch -c b1 --infra "$INFRA" "echo b1 on \$(hostname)" >out 2>err &&
+	cat err out &&
+	grep -qx "b1 on tn2" out &&
+	grep -q "trying the other hosts of ssh/$NODES_POOL" err &&
+	nodes_ssh 2 "cat ~/.skiff/holds" | grep -q " cluster=b1 " &&
 	skiff down s1h >/dev/null &&
 	nodes_ssh 1 "cat ~/.skiff/holds" >holds &&
 	test ! -s holds &&
-	other launch -c b1 --infra "$INFRA" "echo b1 on \$(hostname)" >out 2>err &&
-	grep -qx "b1 on tn1" out &&
-	expect_fail 1 skiff launch -c s1h --infra "$INFRA" "echo never" >out 2>err &&
-	grep -q "cluster .b1. of [^ ]* (launcher [0-9a-f]*) holds this node" err &&
+	expect_fail 1 skiff launch -c s3h --num-nodes 3 --infra "$INFRA" "echo never" >out 2>err &&
+	grep -q "another launcher.s cluster holds 10.200.0.12; need 3" err &&
 	other down b1 >/dev/null &&
 	test "$(skiff status)" = "No existing clusters." &&
 	rm -rf "$OTHER"
