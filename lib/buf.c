@@ -112,9 +112,27 @@ int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n, r;
 
-	va_copy(cp, ap);
-	n = vsnprintf(NULL, 0, fmt, cp);
-	va_end(cp);
+	/* Formatted once where it fits already (a buffer grown ahead: a table's rows). */
+	if (b->cap > b->len + 1) {
+		size_t room = b->cap - b->len; /* the NUL's byte included; within the limit */
+
+		va_copy(cp, ap);
+		n = vsnprintf(b->p + b->len, room, fmt, cp);
+		va_end(cp);
+		if (n < 0) {
+			b->p[b->len] = '\0';
+			return -EINVAL;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return 0;
+		}
+		b->p[b->len] = '\0'; /* cut short: measured now, written again below */
+	} else {
+		va_copy(cp, ap);
+		n = vsnprintf(NULL, 0, fmt, cp);
+		va_end(cp);
+	}
 	if (n < 0)
 		return -EINVAL;
 	r = buf_grow(b, (size_t)n);

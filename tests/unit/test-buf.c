@@ -94,6 +94,27 @@ static void test_addf(void)
 	buf_addf(&b, "%s", "");
 	is_str(b.p, "", "an empty addf on a new buf is a valid string");
 	buf_release(&b);
+
+	/* Where it fits, formatted once in place; where it does not, cut short and redone. */
+	buf_grow(&b, 8);
+	is_int(buf_addf(&b, "%s", "abc"), 0, "fits the room grown ahead");
+	is_str(b.p, "abc", "in place");
+	is_int(buf_addf(&b, "%s%d", want, 7), 0, "past the room: grown, then written whole");
+	ok(b.len == 304 && !memcmp(b.p, "abc", 3) && !memcmp(b.p + 3, want, 300) &&
+	           b.p[303] == '7' && b.p[304] == '\0',
+	   "all of it, after what was there");
+	buf_release(&b);
+	{
+		struct buf m = BUF_INIT(10);
+
+		buf_grow(&m, 4);
+		is_int(buf_addf(&m, "%s", "12345678"), 0, "up to the max, in the room it has");
+		is_int(buf_addf(&m, "%s", "901"), -ENOBUFS, "past max, formatted in place or not");
+		is_str(m.p, "12345678", "and what was there is left whole, terminated");
+		is_int(buf_addf(&m, "%s", "90"), 0, "exactly the max");
+		is_str(m.p, "1234567890", "full");
+		buf_release(&m);
+	}
 }
 
 static void test_detach(void)
