@@ -17,7 +17,9 @@
 
 int hold_stale(const struct hold *h, const struct hold *want)
 {
-	return !strcmp(h->launcher, want->launcher) && strcmp(h->cluster, want->cluster);
+	/* A launcher's home copied to another machine keeps its id: not the same launcher. */
+	return !strcmp(h->launcher, want->launcher) && strcmp(h->cluster, want->cluster) &&
+	       !strcmp(h->from, want->from);
 }
 
 enum hold_verdict hold_decide(const struct holds *held, const struct hold *want, size_t *holder)

@@ -59,7 +59,10 @@ enum hold_verdict {
  * launcher's hold is never judged here: only it, or a person, lets go of it.
  */
 enum hold_verdict hold_decide(const struct holds *held, const struct hold *want, size_t *holder);
-/* 1 when h is a hold that want replaces: its launcher's, for another cluster. */
+/*
+ * 1 when h is a hold that want replaces: its launcher's (the same id, from the same
+ * USER@HOST: a home copied to another machine keeps its id), for another cluster.
+ */
 int hold_stale(const struct hold *h, const struct hold *want);
 
 /*

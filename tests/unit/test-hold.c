@@ -29,7 +29,8 @@ static int parse(const char *text, struct holds *out, struct buf *why)
 
 static void test_decide(void)
 {
-	struct hold a = mk("aa", "c1", "u@m1"), b = mk("bb", "c1", "u@m2"), c = mk("aa", "c2", "");
+	struct hold a = mk("aa", "c1", "u@m1"), b = mk("bb", "c1", "u@m2"),
+	            c = mk("aa", "c2", "u@m1");
 	struct holds none = {0}, held = {0};
 	size_t who = 99;
 
@@ -44,6 +45,12 @@ static void test_decide(void)
 	       "another cluster of the same launcher: taken (the launcher's db booked it; "
 	       "the hold is stale)");
 	ok(hold_stale(&a, &c) && !hold_stale(&a, &a) && !hold_stale(&a, &b), "which is stale");
+	{
+		struct hold copied = mk("aa", "c9", "u@m9");
+
+		is_int(hold_decide(&held, &copied, &who), HOLD_REFUSED,
+		       "the same id from another machine (a copied home): refused, not stale");
+	}
 	{
 		struct hold two[2];
 
