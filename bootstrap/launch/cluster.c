@@ -256,7 +256,7 @@ static int launcher_id(char *out)
 {
 	const char *home = skiff_home();
 	struct buf b = BUF_INIT(256);
-	char *path;
+	char *path, *tmp = NULL;
 	int r;
 
 	if (!home)
@@ -273,12 +273,31 @@ static int launcher_id(char *out)
 		          HOLD_ID_HEX);
 		goto out;
 	}
+	if (r != -ENOENT) {
+		errno = -r;
+		r = error_errno("cannot read '%s'", path);
+		goto out;
+	}
+	/*
+	 * Made whole beside it, then linked to its name, which fails if another launch made
+	 * one meanwhile: then that one is the id (two would hold hosts under two ids).
+	 */
 	random_hex(out, HOLD_ID_HEX / 2);
 	buf_reset(&b);
 	buf_addf(&b, "%s\n", out);
+	tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
 	r = mkdir_p(home, 0700);
 	if (!r)
-		r = write_file_atomic(path, b.p, b.len, 0600);
+		r = write_file_atomic(tmp, b.p, b.len, 0600);
+	if (!r && link(tmp, path) < 0)
+		r = -errno;
+	unlink(tmp);
+	if (r == -EEXIST) {
+		free(tmp);
+		free(path);
+		buf_release(&b);
+		return launcher_id(out);
+	}
 	if (r) {
 		errno = -r;
 		r = error_errno("cannot write '%s'", path);
@@ -286,6 +305,7 @@ static int launcher_id(char *out)
 out:
 	buf_release(&b);
 	free(path);
+	free(tmp);
 	return r;
 }
 
