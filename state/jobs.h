@@ -241,6 +241,8 @@ int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit
  * them apart (a down of one whose jobs have not ended is refused).
  */
 #define MJ_POOL_CLUSTER "skiff-jobs"
+/* A controller on a cluster of its own: this, then 8 hex digits (supervisor/jobs/jobs.h). */
+#define JOBS_CONTROLLER_CLUSTER_PREFIX "skiff-jobs-controller-"
 #define MJ_CLUSTER_PREFIX "skiff-job-"
 void mj_cluster_name(int64_t id, int task_index, int recoveries, int pool, char *out, size_t size);
 /* 1 if name is one of them; *id (may be NULL) the job's id, 0 for the pool. */

@@ -243,8 +243,8 @@ int gang_main(int argc, char **argv);
 
 /* ---- a controller on a cluster of its own (remote.c: the launcher; host.c: its host) --- */
 
-/* Its cluster is JOBS_CONTROLLER_CLUSTER_PREFIX + 8 hex digits of the user's name's sha256. */
-#define JOBS_CONTROLLER_CLUSTER_PREFIX "skiff-jobs-controller-"
+/* Its cluster is JOBS_CONTROLLER_CLUSTER_PREFIX (state/jobs.h) + 8 hex digits of the user's
+ * name's sha256. */
 /* The controller's $SKIFF_HOME on its host, under the host's $HOME. */
 #define JOBS_CONTROLLER_HOME ".skiff/jobs-controller"
 /*
