@@ -100,6 +100,11 @@ static const char *const migrations[] = {
         ST_JOB_GROUPS_MIGRATION,
         /* 11 -> 12: a job's cleanups by its id (state/jobs_schema.h) */
         ST_JOB_CLEANUPS_INDEX_MIGRATION,
+        /* 12 -> 13: a node that outlives its cluster (an ssh host, a pool's container or
+         * pod): down releases it, the bootstrap holds it. SSH hosts always did. */
+        "ALTER TABLE cluster_nodes ADD COLUMN stays INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE cluster_nodes SET stays = 1 WHERE cluster IN "
+        "(SELECT name FROM clusters WHERE infra = 'ssh' OR infra LIKE 'ssh/%');",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -162,6 +167,7 @@ static const struct st_col st_node_cols[] = {
         ST_COL(struct cluster_node, home, TEXT),
         ST_COL(struct cluster_node, skiff_exe, TEXT),
         ST_COL(struct cluster_node, addr, TEXT),
+        ST_COL(struct cluster_node, stays, INT),
 };
 static const size_t st_node_ncols = ARRAY_SIZE(st_node_cols);
 
@@ -253,7 +259,7 @@ static char *col_dup(sqlite3_stmt *st, int i)
 
 #define NODE_COLS                                                                                  \
 	"cluster, rank, node_key, ip, user, port, identity_file, proxy_jump, home, skiff_exe, "    \
-	"addr"
+	"addr, stays"
 
 #define CLUSTER_COLS                                                                               \
 	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
@@ -311,9 +317,9 @@ int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int p
 static int insert_node(struct st_db *db, const char *cluster, const struct cluster_node *n)
 {
 	sqlite3_stmt *st = st_prepare(
-	        db,
-	        "INSERT INTO cluster_nodes (cluster, rank, node_key, ip, user, port, "
-	        "identity_file, proxy_jump, home, skiff_exe) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	        db, "INSERT INTO cluster_nodes (cluster, rank, node_key, ip, user, port, "
+	            "identity_file, proxy_jump, home, skiff_exe, stays) "
+	            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 
 	if (!st)
 		return -EIO;
@@ -327,6 +333,7 @@ static int insert_node(struct st_db *db, const char *cluster, const struct clust
 	st_bind_text(st, 8, or_empty(n->proxy_jump));
 	st_bind_text(st, 9, or_empty(n->home));
 	st_bind_text(st, 10, or_empty(n->skiff_exe));
+	st_bind_int(st, 11, n->stays != 0);
 	return st_step_done(db, st);
 }
 

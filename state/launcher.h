@@ -73,6 +73,8 @@ struct cluster_node {
 	char *home;          /* local nodes: the node's private directory (its $HOME); "" for ssh */
 	char *skiff_exe;     /* remote path of the installed binary; "" until bootstrapped */
 	char *addr;          /* the address the node said it was reached at (ssh); "": ip */
+	int stays;           /* it outlives the cluster (an ssh host, a pool's container or
+	                        pod): the bootstrap holds it, down releases it (cluster.h) */
 };
 
 /*

@@ -280,6 +280,16 @@ void infra_node_init(struct cluster_node *n, const char *cluster, int rank)
 	n->skiff_exe = xstrdup("");
 }
 
+int infra_held(const struct infra *inf, const char *key)
+{
+	size_t k;
+
+	for (k = 0; k < inf->nheld; k++)
+		if (!strcmp(inf->held[k], key))
+			return 1;
+	return 0;
+}
+
 int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candidate *c, size_t n,
                int want, size_t *picked, size_t *busy, struct buf *holders)
 {

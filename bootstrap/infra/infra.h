@@ -71,11 +71,6 @@ struct infra_probe;
 
 /* What an infra is, as its ops table says (struct infra_ops). */
 enum infra_flags {
-	/* Its hosts outlive clusters: a new cluster cancels what one taken down while a host
-	 * was away left there, and down removes what the cluster put on them (`node
-	 * release`: the workdir, the node's db and logs); elsewhere the node's home goes with
-	 * the node (ssh). */
-	INFRA_SHARED_HOSTS = 1 << 0,
 	/* New nodes start from the task's image, image_id: docker:IMAGE (podman, docker, k8s). */
 	INFRA_IMAGE = 1 << 1,
 	/* Stop and start are refused: nothing can be paused there (slurm). */
@@ -295,6 +290,8 @@ struct infra_candidate {
 	const char *ip;  /* NULL: compare by key only */
 	int port;
 };
+/* 1 when key is one of inf->held (another launcher's cluster holds that node). */
+int infra_held(const struct infra *inf, const char *key);
 int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candidate *candidates,
                size_t n, int want, size_t *picked, size_t *busy, struct buf *holders);
 

@@ -249,7 +249,7 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 	const char *engine = engine_of(inf);
 	struct infra_candidate *cand = NULL;
 	char **names = NULL;
-	size_t n = 0, i, busy = 0, *picked = NULL;
+	size_t n = 0, nc = 0, i, busy = 0, held = 0, *picked = NULL, *who = NULL;
 	int taken = 0, rc;
 
 	if (!inf->pool)
@@ -268,34 +268,54 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 	}
 	cand = xcalloc(n, sizeof(*cand));
 	picked = xcalloc(n, sizeof(*picked));
-	for (i = 0; i < n; i++)
-		cand[i].key = xasprintf("%s/%s", engine, names[i]);
-	rc = infra_book(ldb, cluster, cand, n, num_nodes, picked, &busy, NULL);
+	who = xcalloc(n, sizeof(*who));
+	/* The candidates, but those another launcher's cluster holds (cand[k]: names[who[k]]). */
+	for (i = 0; i < n; i++) {
+		char *key = xasprintf("%s/%s", engine, names[i]);
+
+		if (infra_held(inf, key)) {
+			free(key);
+			held++;
+			continue;
+		}
+		cand[nc].key = key;
+		who[nc++] = i;
+	}
+	rc = infra_book(ldb, cluster, cand, nc, num_nodes, picked, &busy, NULL);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < (size_t)rc; i++) {
+		const char *name = names[who[picked[i]]];
 		char *st = NULL, *ip = NULL;
 
-		if (inspect(engine, names[picked[i]], &st, &ip)) {
+		if (inspect(engine, name, &st, &ip)) {
 			rc = -EIO;
 			goto out;
 		}
-		node_fill(&v[taken], engine, cluster, taken, names[picked[i]], ip);
+		node_fill(&v[taken], engine, cluster, taken, name, ip);
+		v[taken].stays = 1; /* the pool's: it outlives the cluster */
 		taken++;
 		free(st);
 		free(ip);
 	}
 	rc = 0;
 	if (taken < num_nodes) {
-		error("infra %s has %zu running container%s, %zu in use by other clusters; need %d",
-		      inf->spec, n, n == 1 ? "" : "s", busy, num_nodes);
+		if (held)
+			error("infra %s has %zu running container%s, %zu held by another launcher's "
+			      "cluster, %zu in use by other clusters; need %d",
+			      inf->spec, n, n == 1 ? "" : "s", held, busy, num_nodes);
+		else
+			error("infra %s has %zu running container%s, %zu in use by other clusters; "
+			      "need %d",
+			      inf->spec, n, n == 1 ? "" : "s", busy, num_nodes);
 		rc = -EBUSY;
 	}
 out:
-	for (i = 0; cand && i < n; i++)
+	for (i = 0; cand && i < nc; i++)
 		free((char *)cand[i].key);
 	free(cand);
 	free(picked);
+	free(who);
 	free_lines(names, n);
 	return rc;
 }

@@ -243,7 +243,7 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 	struct buf out = BUF_INIT(K8S_OUT_MAX);
 	struct infra_candidate *cand = NULL;
 	struct pod *pods = NULL;
-	size_t n = 0, i, running = 0, busy = 0, *picked = NULL, *idx = NULL;
+	size_t n = 0, i, running = 0, busy = 0, held = 0, *picked = NULL, *idx = NULL;
 	int taken = 0, rc;
 
 	rc = kubectl(inf, args, NULL, &out);
@@ -256,10 +256,18 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 	picked = xcalloc(n ? n : 1, sizeof(*picked));
 	idx = xcalloc(n ? n : 1, sizeof(*idx));
 	for (i = 0; i < n; i++) {
+		char *key;
+
 		if (strcmp(pods[i].phase, "Running") || !runner_valid_object_name(pods[i].name))
 			continue;
-		cand[running].key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
-		                              inf->ns ? inf->ns : "", pods[i].name);
+		key = xasprintf("k8s/%s/%s/%s", inf->context ? inf->context : "",
+		                inf->ns ? inf->ns : "", pods[i].name);
+		if (infra_held(inf, key)) { /* another launcher's cluster holds it */
+			free(key);
+			held++;
+			continue;
+		}
+		cand[running].key = key;
 		idx[running++] = i;
 	}
 	rc = infra_book(ldb, cluster, cand, running, num_nodes, picked, &busy, NULL);
@@ -269,15 +277,17 @@ static int pick_existing(struct infra *inf, struct st_db *ldb, const char *clust
 		const struct pod *pd = &pods[idx[picked[i]]];
 
 		node_fill(&v[taken], inf, cluster, taken, pd->name, pd->ip, NULL);
+		v[taken].stays = 1; /* the user's pod: it outlives the cluster */
 		taken++;
 	}
 	rc = 0;
 	if (taken < num_nodes) {
 		error("infra %s: %zu Running pod%s labelled skiff.node, %zu in use by other "
-		      "clusters; need %d (or give the task an image to start pods from: image_id: "
+		      "clusters%s; need %d (or give the task an image to start pods from: image_id: "
 		      "docker:IMAGE)",
-		      inf->spec, running, running == 1 ? "" : "s", busy, num_nodes);
-		rc = running < (size_t)num_nodes ? -ENOSPC : -EBUSY;
+		      inf->spec, running + held, running + held == 1 ? "" : "s", busy,
+		      held ? ", more held by another launcher's cluster" : "", num_nodes);
+		rc = running + held < (size_t)num_nodes ? -ENOSPC : -EBUSY;
 	}
 out:
 	for (i = 0; cand && i < running; i++)

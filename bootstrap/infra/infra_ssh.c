@@ -625,7 +625,7 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 	const struct infra_pool *pool;
 	struct infra_candidate *cand;
 	struct buf holders = BUF_INIT(4096), away = BUF_INIT(4096);
-	size_t *picked, *host, busy = 0, nheld = 0, nc = 0, i, k;
+	size_t *picked, *host, busy = 0, nheld = 0, nc = 0, i;
 	int taken, r;
 
 	r = ssh_resolve(inf);
@@ -644,9 +644,7 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 	for (i = 0; i < pool->nhosts; i++) {
 		char *key = infra_host_key(pool->name, &pool->hosts[i]);
 
-		for (k = 0; k < inf->nheld && strcmp(inf->held[k], key); k++)
-			;
-		if (k < inf->nheld) {
+		if (infra_held(inf, key)) {
 			buf_addf(&away, "%s%s", nheld++ ? ", " : "", pool->hosts[i].ip);
 			free(key);
 			continue;
@@ -677,6 +675,7 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 		struct cluster_node *n = &v[i];
 
 		infra_node_init(n, cluster, (int)i);
+		n->stays = 1; /* a host outlives its clusters */
 		n->node_key = xstrdup(cand[picked[i]].key);
 		n->ip = xstrdup(h->ip);
 		n->port = h->port;
@@ -858,7 +857,7 @@ const struct infra_ops infra_ssh_ops = {
         .name = "ssh",
         .honours = TR_PORTS, /* endpoints are the head's address and the port */
         .kind = INFRA_SSH,
-        .flags = INFRA_SHARED_HOSTS | INFRA_PROCS_STAY | INFRA_SSH_CONFIG | INFRA_POOL_FILE,
+        .flags = INFRA_PROCS_STAY | INFRA_SSH_CONFIG | INFRA_POOL_FILE,
         .max_nodes = INFRA_MAX_HOSTS,
         .parse = ssh_parse,
         .resolve = ssh_resolve,

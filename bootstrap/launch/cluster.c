@@ -55,6 +55,7 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 		nd->exe = *cn->skiff_exe ? xstrdup(cn->skiff_exe) : NULL;
 		nd->addr = xstrdup(cn->addr && *cn->addr ? cn->addr : nd->ip);
 		nd->active = -1;
+		nd->stays = cn->stays;
 	}
 	infra_release(&inf);
 	return 0;
@@ -200,14 +201,14 @@ int cl_bootstrap(struct clive *cl)
 		free(jobs);
 		return -1;
 	}
-	if (cl->ops && (cl->ops->flags & INFRA_SHARED_HOSTS) &&
-	    !(hold = cl_hold_args(cl->name, 1))) {
-		free(jobs);
-		return -1;
-	}
+	for (i = 0; i < cl->n && !hold; i++)
+		if (cl->nodes[i].stays && !(hold = cl_hold_args(cl->name, 1))) {
+			free(jobs);
+			return -1;
+		}
 	for (i = 0; i < cl->n; i++) {
 		jobs[i].nd = &cl->nodes[i];
-		jobs[i].up_args = hold;
+		jobs[i].up_args = cl->nodes[i].stays ? hold : NULL;
 		/* The cluster's record: this node was bootstrapped with this very binary. */
 		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
 			jobs[i].flags |= BOOT_HAS_SKIFF;

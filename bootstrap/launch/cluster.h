@@ -25,11 +25,11 @@ void cl_close(struct clive *cl);
 void cl_spares_close(struct clive *cl);
 
 /*
- * Installs skiff and starts the supervisor on every node, in parallel. On hosts that
- * pools share (INFRA_SHARED_HOSTS), each node's `node up` first takes the host for the
- * cluster (cl_hold_args()): another launcher's cluster that holds it fails the bootstrap,
- * named. 0; -EADDRINUSE when every node that failed was held so (cnode.held says which);
- * -1 else.
+ * Installs skiff and starts the supervisor on every node, in parallel. On a node that
+ * outlives the cluster (cnode.stays: an ssh host, a pool's container or pod), `node up`
+ * first takes it for the cluster (cl_hold_args()): another launcher's cluster that holds
+ * it fails the bootstrap, named. 0; -EADDRINUSE when every node that failed was held so (cnode.held
+ * says which); -1 else.
  */
 int cl_bootstrap(struct clive *cl);
 /*

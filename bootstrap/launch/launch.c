@@ -418,9 +418,10 @@ static int bootstrap_nodes(struct st_db *ldb, struct clive *cl)
 }
 
 /*
- * The hosts of a new SSH cluster were booked by no cluster, so whatever jobs their
- * supervisors still have were left by one taken down while its host could not be reached
- * (`down` releases the bookings anyway): they are cancelled, and said so.
+ * The nodes of a new cluster that outlive clusters (cnode.stays: ssh hosts, a pool's
+ * containers or pods) were booked by no cluster, so whatever jobs their supervisors still
+ * have were left by one taken down while the node could not be reached (`down` releases
+ * the bookings anyway): they are cancelled, and said so.
  */
 static void cancel_leftovers(struct clive *cl)
 {
@@ -431,7 +432,8 @@ static void cancel_leftovers(struct clive *cl)
 		struct msg req, rep;
 		size_t nids = 0;
 
-		if (!cl->nodes[i].active) /* its `node up` said: nothing there */
+		/* A node of its own, or its `node up` said: nothing there. */
+		if (!cl->nodes[i].stays || !cl->nodes[i].active)
 			continue;
 		msg_init(&req);
 		msg_add(&req, "op", "cancel");
@@ -582,7 +584,7 @@ static int launch_new(struct st_db *ldb, const char *name, const struct eng_laun
 			/* Hosts another launcher's cluster holds: the same resources elsewhere. */
 			if (r == -EADDRINUSE && note_held(ldb, &cl, &held))
 				again = 1;
-			if (!r && (cl.ops->flags & INFRA_SHARED_HOSTS))
+			if (!r)
 				cancel_leftovers(&cl);
 			if (!r && n > 1)
 				r = eng_check_fit(&cl, req, res, &why[k]);

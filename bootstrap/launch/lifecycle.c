@@ -336,16 +336,22 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 {
 	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
-	/* Without it the release goes on, and the hosts stay held: said by cl_hold_args(). */
-	char *hold = release ? cl_hold_args(cl->name, 0) : NULL;
+	char *hold = NULL;
 	size_t i, bad = 0;
 
+	/* Only nodes that outlive the cluster are released (the others go with it). */
+	for (i = 0; release && i < cl->n && !hold; i++)
+		if (cl->nodes[i].stays && cl->nodes[i].exe)
+			/* Without it the release goes on, and the hosts stay held: said there. */
+			hold = cl_hold_args(cl->name, 0);
 	*unreachable = 0;
 	for (i = release ? 0 : from; i < cl->n; i++) {
 		if (!cl->nodes[i].exe)
 			continue; /* never bootstrapped: nothing of skiff runs there */
+		if (i < from && !cl->nodes[i].stays)
+			continue; /* stopped by itself, and nothing to release */
 		jobs[i].nd = &cl->nodes[i];
-		jobs[i].release = release;
+		jobs[i].release = release && cl->nodes[i].stays;
 		jobs[i].hold = hold;
 		jobs[i].release_only = i < from;
 		buf_init(&jobs[i].out, 1 << 16);
@@ -457,8 +463,8 @@ int eng_down_locked(struct st_db *ldb, const char *name, unsigned flags)
 	stop_gang_watchers(name);
 	/* Where hosts outlive the cluster, what it put there goes (elsewhere, with the node). */
 	if (alive)
-		left = stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0, confirm,
-		                  !keep && (cl.ops->flags & INFRA_SHARED_HOSTS), &unreachable);
+		left = stop_nodes(&cl, (flags & ENG_DL_HEAD_STOPPED) ? 1 : 0, confirm, !keep,
+		                  &unreachable);
 	close_masters(&cl);
 	if (confirm && left) {
 		error("cluster %s is kept: %zu of its nodes may still run something of it "

@@ -307,6 +307,32 @@ test_expect_success 'a container named by the pool, and a missing one' '
 	test "$(skiff status)" = "No existing clusters."
 '
 
+# A pool's container outlives its clusters, as an SSH host does: down takes away what the
+# cluster put there, and the container knows which launcher's cluster holds it.
+other() { SKIFF_HOME=$TRASH/other "$SKIFF_BIN" "$@"; }
+test_expect_success "$ENGINE/pool1: down removes the cluster's files; another launcher is refused a held container" '
+	mkdir -p pw && echo mark-$$ >pw/marker.txt &&
+	skiff launch -c exw --infra $ENGINE/pool1 --workdir pw "cat marker.txt" >out 2>err &&
+	grep -qx "mark-$$" out &&
+	$CE exec ex-a sh -c "cat ~/.skiff/holds" | grep -q " cluster=exw " &&
+	rm -rf "$TRASH/other" && mkdir -m 700 "$TRASH/other" &&
+	other launch -c ow --infra $ENGINE/pool1 hostname >out 2>err &&
+	cat err out &&
+	test "$(cat out)" = "$($CE exec ex-b hostname)" &&
+	grep -q "cluster .exw. of [^ ]* (launcher [0-9a-f]*) holds this node" err &&
+	expect_fail 1 other launch -c ow2 --infra $ENGINE/pool1 true >out 2>err &&
+	cat err &&
+	grep -q "infra $ENGINE/pool1 has 2 running containers, 1 held by another launcher.s cluster, 1 in use by other clusters; need 1" err &&
+	other down ow >/dev/null &&
+	skiff down exw >/dev/null &&
+	for c in ex-a ex-b; do
+		$CE exec $c sh -c "ls ~/sky_workdir 2>&1; cat ~/.skiff/holds" >left &&
+		cat left && ! grep -q "marker\|cluster=" left || exit 1
+	done &&
+	test "$(other status)" = "No existing clusters." &&
+	test "$(skiff status)" = "No existing clusters."
+'
+
 # ---- 4. a Debian minbase image -----------------------------------------------------------
 
 test_expect_success 'a Debian minbase container: the same skiff, bash there' '

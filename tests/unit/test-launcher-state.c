@@ -84,7 +84,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 12, "schema version 12");
+	is_int(st_version(db), 13, "schema version 13");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -458,6 +458,52 @@ static void test_launcher_open(void)
 	free(path);
 }
 
+/* A node that outlives its cluster says so (stays); a v12 db's ssh nodes do after 12 -> 13. */
+static void test_stays(void)
+{
+	struct st_schema v12 = st_launcher_schema;
+	char *path = xasprintf("%s/stays.db", dir);
+	struct cluster s = cluster_spec("s", "ssh/p"), l = cluster_spec("l", "local"),
+	               c = cluster_spec("c", "podman/pool");
+	struct cluster_node sn = pool_node(0, "10.0.9.1"), ln = pool_node(0, "10.0.9.2"),
+	                    cn = pool_node(0, "10.0.9.3");
+	struct cluster_node *got;
+	struct st_db *db;
+	size_t n;
+
+	v12.n_migrations = 12;
+	ok(!st_open(path, &v12, 0, &db) && st_version(db) == 12, "a db at schema 12");
+	ok(!st_exec(db, "INSERT INTO clusters (name, infra, status, num_nodes, created_at) VALUES "
+	                "('s', 'ssh/p', 1, 1, 1), ('l', 'local', 1, 1, 1);"
+	                "INSERT INTO cluster_nodes (cluster, rank, node_key, ip) VALUES "
+	                "('s', 0, 'p/h:22', 'h'), ('l', 0, 'local/l/0', '127.0.0.1');"),
+	   "an ssh cluster and a local one in it");
+	st_close(db);
+	ok(!st_open(path, &st_launcher_schema, 0, &db) && st_version(db) == 13, "migrated to 13");
+	ok(!st_cluster_nodes(db, "s", &got, &n) && n == 1 && got[0].stays == 1,
+	   "the ssh host stays (its down releases it, as before)");
+	cluster_nodes_free(got, n);
+	ok(!st_cluster_nodes(db, "l", &got, &n) && n == 1 && got[0].stays == 0,
+	   "the local node does not");
+	cluster_nodes_free(got, n);
+	ok(!st_exec(db, "DELETE FROM clusters;"), "emptied");
+	sn.stays = 1;
+	cn.stays = 1;
+	s.name = "s2";
+	l.name = "l2";
+	ok(!st_cluster_create(db, &s, &sn, 1) && !st_cluster_create(db, &l, &ln, 1) &&
+	           !st_cluster_create(db, &c, &cn, 1),
+	   "created: an ssh host, a local node, a pool's container");
+	ok(!st_cluster_nodes(db, "s2", &got, &n) && got[0].stays == 1, "the host: stays");
+	cluster_nodes_free(got, n);
+	ok(!st_cluster_nodes(db, "l2", &got, &n) && got[0].stays == 0, "the local node: not");
+	cluster_nodes_free(got, n);
+	ok(!st_cluster_nodes(db, "c", &got, &n) && got[0].stays == 1, "the container: stays");
+	cluster_nodes_free(got, n);
+	st_close(db);
+	free(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -472,6 +518,7 @@ int main(void)
 	plan_run(test_jobs);
 	plan_run(test_concurrent_writers);
 	plan_run(test_launcher_open);
+	plan_run(test_stays);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(db_path);
 	return done_testing();
