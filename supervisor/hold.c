@@ -15,6 +15,31 @@
 #include "supervisor/node.h"
 #include "lib/banned.h"
 
+/* The same launcher's same cluster: the hold is want's own. */
+static int hold_same(const struct hold *h, const struct hold *want)
+{
+	return !strcmp(h->launcher, want->launcher) && !strcmp(h->cluster, want->cluster);
+}
+
+/* Drops the holds that gone() says of want (want NULL: every one); how many. */
+static size_t holds_remove(struct holds *h, int (*gone)(const struct hold *, const struct hold *),
+                           const struct hold *want)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < h->n; i++) {
+		if (want && !gone(&h->v[i], want)) {
+			h->v[k++] = h->v[i];
+			continue;
+		}
+		debug("the hold of cluster '%s' goes", h->v[i].cluster);
+		free(h->v[i].line);
+	}
+	i = h->n - k;
+	h->n = k;
+	return i;
+}
+
 int hold_stale(const struct hold *h, const struct hold *want)
 {
 	/* A launcher's home copied to another machine keeps its id: not the same launcher. */
@@ -27,8 +52,7 @@ enum hold_verdict hold_decide(const struct holds *held, const struct hold *want,
 	size_t i;
 
 	for (i = 0; i < held->n; i++)
-		if (!strcmp(held->v[i].launcher, want->launcher) &&
-		    !strcmp(held->v[i].cluster, want->cluster))
+		if (hold_same(&held->v[i], want))
 			return HOLD_OURS;
 	for (i = 0; i < held->n; i++)
 		if (!hold_stale(&held->v[i], want)) {
@@ -278,7 +302,7 @@ int hold_take(const struct hold *want, struct buf *why)
 	struct holds held;
 	struct hold *h;
 	char *path = NULL;
-	size_t who = 0, i, k;
+	size_t who = 0;
 	int fd, r;
 
 	if ((r = hold_check(want, why)))
@@ -297,16 +321,7 @@ int hold_take(const struct hold *want, struct buf *why)
 			r = -EBUSY;
 			break;
 		case HOLD_TAKE:
-			for (i = k = 0; i < held.n; i++) {
-				if (!hold_stale(&held.v[i], want)) {
-					held.v[k++] = held.v[i];
-					continue;
-				}
-				debug("the hold of cluster '%s' (this launcher's, gone) is replaced",
-				      held.v[i].cluster);
-				free(held.v[i].line);
-			}
-			held.n = k;
+			holds_remove(&held, hold_stale, want); /* this launcher's, gone */
 			held.v = xgrow(held.v, held.n, &held.alloc, sizeof(*held.v));
 			h = &held.v[held.n++];
 			*h = *want;
@@ -327,7 +342,6 @@ int hold_drop(const struct hold *want, struct buf *why)
 {
 	struct holds held;
 	char *path = NULL;
-	size_t i, k = 0;
 	int fd, r;
 
 	fd = lock(&path, why);
@@ -337,17 +351,8 @@ int hold_drop(const struct hold *want, struct buf *why)
 	}
 	r = load(path, &held, why);
 	if (!r) {
-		for (i = 0; i < held.n; i++) {
-			if (!want || (!strcmp(held.v[i].launcher, want->launcher) &&
-			              !strcmp(held.v[i].cluster, want->cluster)))
-				free(held.v[i].line);
-			else
-				held.v[k++] = held.v[i];
-		}
-		if (k != held.n) {
-			held.n = k;
+		if (holds_remove(&held, hold_same, want))
 			r = store(path, &held, why);
-		}
 	} else if (!want) {
 		/* By hand: a record that does not parse goes too. */
 		r = rm_rf(path);
