@@ -49,5 +49,7 @@ pw() {
 }
 
 pw_background() {
-	(pw "$@" >live.out 2>live.err; echo $? >live.rc) &
+	# live.rc appears whole (renamed into place): a waiter that sees it can read it.
+	rm -f live.rc || return
+	(pw "$@" >live.out 2>live.err; echo $? >live.rc.tmp && mv live.rc.tmp live.rc) &
 }

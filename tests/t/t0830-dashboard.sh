@@ -259,7 +259,7 @@ test_expect_success 'Chromium: a job started from the CLI shows, and ends, witho
 '
 
 test_expect_success 'Chromium: a detached job that ends on its node shows it, told by the node (no reload)' '
-	rm -f ready live.rc &&
+	rm -f ready &&
 	pw_background wait-text /clusters/web1 "tr[data-job=\"4\"]" SUCCEEDED "$TRASH/ready" &&
 	wait_for "test -f ready" 30 &&
 	skiff exec -d web1 "sleep 3" >/dev/null 2>&1 &&
