@@ -150,7 +150,7 @@ static char **inv_holders(struct st_db *ldb, const struct infra_inv *inv)
 		const struct infra_inv_row *row = &inv->rows[i];
 
 		if (row->node_key &&
-		    st_node_holder(ldb, row->node_key, row->ip, row->port, &holders[i]))
+		    st_node_holder(ldb, row->node_key, row->ip, row->port, 0, &holders[i]))
 			holders[i] = NULL;
 	}
 	return holders;

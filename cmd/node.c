@@ -15,6 +15,8 @@
 #include "cmd/node.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/self.h"
+#include "lib/spawn.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "supervisor/hold.h"
@@ -45,7 +47,11 @@ static const char node_up_usage[] =
         "  --hold CLUSTER --launcher ID [--from USER@HOST]\n"
         "                       (the launcher, on hosts that pools share) take this node for\n"
         "                       the cluster first: refused, naming the holder, when another\n"
-        "                       launcher's cluster holds it ($SKIFF_HOME/holds): exit 5\n";
+        "                       cluster holds it ($SKIFF_HOME/holds): exit 5\n"
+        "  --share              with --hold: a share of the node (--cpus, --memory, --gpus\n"
+        "                       say how much), taken while it fits beside the other\n"
+        "                       clusters' shares (exit 5 when not), with a home of its own,\n"
+        "                       $SKIFF_HOME/c/CLUSTER-ID: this command goes on from there\n";
 
 static const char node_down_usage[] =
         "usage: skiff node down [--all]\n"
@@ -117,9 +123,10 @@ static int ssh_address(char a[4][64])
 
 /*
  * What `node up` says. For people: lines ("supervisor started (pid N)", "active N",
- * "address A"). For the launcher (--frame, --then-call): BOOT_UP_MARK on a line of its
- * own, after whatever the install script said, then one frame {ok, started (1: by this
- * call), pid, active (when known), address (over ssh)}: nothing of it is parsed as text.
+ * "address A", "home H" for a share's). For the launcher (--frame, --then-call):
+ * BOOT_UP_MARK on a line of its own, after whatever the install script said, then one
+ * frame {ok, started (1: by this call), pid, active (when known), address (over ssh), exe
+ * (a share's binary, in its home)}: nothing of it is parsed as text.
  */
 static int say_up(pid_t pid, int already, int have_cfg, int frame)
 {
@@ -139,6 +146,8 @@ static int say_up(pid_t pid, int already, int have_cfg, int frame)
 			printf("active %lld\n", (long long)n);
 		if (have_a)
 			printf("address %s\n", a[2]);
+		if (skiff_home_is_cluster())
+			printf("home %s\n", skiff_home());
 		return fflush(stdout) ? -1 : 0;
 	}
 	msg_init(&m);
@@ -149,6 +158,9 @@ static int say_up(pid_t pid, int already, int have_cfg, int frame)
 		msg_add_int(&m, "active", n);
 	if (have_a)
 		msg_add(&m, "address", a[2]);
+	/* A share's own home (node up --share): the binary the launcher calls from now on. */
+	if (skiff_home_is_cluster() && self_path(NULL))
+		msg_add(&m, "exe", self_path(NULL));
 	printf(BOOT_UP_MARK "\n");
 	r = fflush(stdout) || proto_send(1, &m) ? -1 : 0;
 	msg_release(&m);
@@ -169,6 +181,101 @@ static int hold_arg(struct hold *h, int *held, int c, const char *v)
 	if (strlen(v) >= size)
 		return -1;
 	memcpy(to, v, strlen(v) + 1);
+	return 0;
+}
+
+/*
+ * A share's home (lib/util.h cluster_home_of()): this binary linked into
+ * HOME/c/CLUSTER-ID/bin (ID: the launcher's, its first 12 digits), and `node up` run
+ * again from there with the same arguments. Returns only on failure (printed).
+ */
+static int share_home_exec(const struct hold *h, int argc, char **argv)
+{
+	const char *self = self_path(NULL), *name = self ? strrchr(self, '/') : NULL;
+	const struct node_paths *p = node_paths();
+	char *home, *bin, *exe, *tmp, *lnk;
+	char **args;
+	int i, r = -1;
+
+	if (!p || !name || !starts_with(name, "/skiff-") || strlen(name) != 7 + 64)
+		return error("node up --share: this skiff ('%s') is not an installed one "
+		             "(skiff-SHA256)",
+		             self ? self : "?");
+	home = hold_share_home(p->host, h);
+	bin = xasprintf("%s/bin", home);
+	exe = xasprintf("%s%s", bin, name);
+	tmp = xasprintf("%s.%ld.link", exe, (long)getpid());
+	lnk = xasprintf("%s/.skiff.%ld.link", bin, (long)getpid());
+	if (mkdir_p(bin, 0700) < 0) {
+		error_errno("cannot create '%s'", bin);
+		goto out;
+	}
+	if (access(exe, X_OK)) {
+		unlink(tmp);
+		if (link(self, tmp) < 0 || rename(tmp, exe) < 0) {
+			error_errno("cannot link '%s' to '%s'", self, exe);
+			unlink(tmp);
+			goto out;
+		}
+	}
+	/* As the host's: bin/skiff names the newest, for people. */
+	unlink(lnk);
+	free(tmp);
+	tmp = xasprintf("%s/skiff", bin);
+	if (symlink(name + 1, lnk) || rename(lnk, tmp))
+		unlink(lnk);
+	if (!cluster_home_of(exe)) { /* the key's characters are made so: never */
+		error("BUG: '%s' is not a cluster's home", exe);
+		goto out;
+	}
+	args = xcalloc((size_t)argc + 3, sizeof(*args));
+	args[0] = exe;
+	args[1] = "node";
+	for (i = 0; i < argc; i++)
+		args[i + 2] = argv[i];
+	errno = -spawn_replace(args);
+	error_errno("cannot run '%s'", exe);
+	free(args);
+out:
+	free(home);
+	free(bin);
+	free(exe);
+	free(tmp);
+	free(lnk);
+	return r;
+}
+
+/*
+ * A share, in its home: takes it on the node's record, then sets what its supervisor
+ * offers: no more than the node has, and its own GPUs. 0, or the exit status (printed).
+ */
+static int share_take(const struct hold *h, struct msg *cfg)
+{
+	struct node_resources det;
+	struct hold_cap cap;
+	struct buf why = BUF_INIT(0);
+	char ids[4 * HOLD_GPUS_MAX];
+	uint64_t gpus;
+	int r;
+
+	node_detect_resources(&det);
+	cap.cpus = det.cpus;
+	cap.memory = det.memory;
+	cap.gpus = det.gpus;
+	r = hold_take(h, &cap, &gpus, &why);
+	if (r)
+		error("%s", why.p);
+	buf_release(&why);
+	/* A home made for a share the node refused, never up: it goes (its binary's link). */
+	if (r && node_paths() && access(node_paths()->db, F_OK) && errno == ENOENT)
+		rm_rf(skiff_home());
+	if (r)
+		return r == -EBUSY || r == -ENOSPC ? EXIT_HELD : EXIT_FAIL;
+	hold_gpus_format(gpus, ids, sizeof(ids));
+	msg_addf(cfg, "cpus", "%g", h->cpus < cap.cpus ? h->cpus : cap.cpus);
+	msg_addf(cfg, "memory", "%g", h->memory < cap.memory ? h->memory : cap.memory);
+	msg_add_int(cfg, "gpus", __builtin_popcountll(gpus));
+	msg_add(cfg, "gpu_ids", ids);
 	return 0;
 }
 
@@ -199,13 +306,15 @@ static int node_up(int argc, char **argv)
 	        {"hold", required_argument, NULL, 'H'},
 	        {"launcher", required_argument, NULL, 'L'},
 	        {"from", required_argument, NULL, 'F'},
+	        {"share", no_argument, NULL, 'S'},
 	        {NULL, 0, NULL, 0},
 	};
 	struct msg cfg, rep;
 	struct hold hold;
+	double ask[3] = {0, 0, 0}; /* --share: cpus, memory, gpus */
 	long skip = -1;
 	pid_t pid;
-	int already, c, have_cfg = 0, frame = 0, r, holding = 0;
+	int already, c, have_cfg = 0, frame = 0, r, holding = 0, share = 0;
 
 	msg_init(&cfg);
 	msg_add(&cfg, "op", "config");
@@ -219,8 +328,8 @@ static int node_up(int argc, char **argv)
 		                             : NULL;
 		double v;
 
-		if (c == 'f') {
-			frame = 1;
+		if (c == 'f' || c == 'S') {
+			*(c == 'f' ? &frame : &share) = 1;
 			continue;
 		}
 		if (c == 'H' || c == 'L' || c == 'F') {
@@ -253,6 +362,10 @@ static int node_up(int argc, char **argv)
 			                   ">= 0",
 			                   optarg, key);
 		}
+		if (c == 'c' || c == 'm' || c == 'g')
+			ask[c == 'c' ? 0 : c == 'm' ? 1 : 2] = *optarg ? v : 0;
+		if (share && (c == 'c' || c == 'm' || c == 'g'))
+			continue; /* share_take() says what the supervisor offers */
 		msg_add(&cfg, key, optarg);
 		have_cfg = 1;
 	}
@@ -260,14 +373,36 @@ static int node_up(int argc, char **argv)
 		msg_release(&cfg);
 		return usage_error("node up", "unexpected argument '%s'", argv[optind]);
 	}
+	if (share && !holding) {
+		msg_release(&cfg);
+		return usage_error("node up", "--share goes with --hold");
+	}
 	if (holding && (r = hold_given(&hold, holding, "node up"))) {
 		msg_release(&cfg);
 		return r;
 	}
-	if (holding) {
+	if (share && !skiff_home_is_cluster()) {
+		msg_release(&cfg);
+		share_home_exec(&hold, argc, argv);
+		return EXIT_FAIL;
+	}
+	if (share) {
+		hold.share = 1;
+		hold.cpus = ask[0];
+		hold.memory = ask[1];
+		hold.gpus = ask[2] > HOLD_GPUS_MAX ? HOLD_GPUS_MAX : (int)ask[2];
+		r = share_take(&hold, &cfg);
+		if (r) {
+			msg_release(&cfg);
+			return r;
+		}
+		have_cfg = 1;
+	} else if (holding) {
+		struct hold_cap none = {0, 0, 0};
 		struct buf why = BUF_INIT(0);
+		uint64_t gpus;
 
-		r = hold_take(&hold, &why);
+		r = hold_take(&hold, &none, &gpus, &why);
 		if (r)
 			error("%s", why.p);
 		buf_release(&why);
@@ -527,7 +662,7 @@ static const char node_release_usage[] =
         "next cluster to start clean: ~/sky_workdir, the job queue, its logs and the\n"
         "autostop hooks (skiff's binary and runtime-env caches stay). The launcher's down\n"
         "on machines that stay (SSH hosts, pool containers). Refused while the supervisor\n"
-        "runs.\n"
+        "runs. A share's own home (node up --share) goes whole.\n"
         "  --hold CLUSTER --launcher ID   and lets go of that cluster's hold (node up --hold)\n"
         "  --all-holds                    and of every hold: by hand, when the launcher of\n"
         "                                 the cluster that held the node is gone\n";
@@ -565,6 +700,9 @@ static int node_release(int argc, char **argv)
 	r = sup_release(&what);
 	if (!r && (all || holding))
 		r = hold_drop(all ? NULL : &hold, &what);
+	/* A share's home goes whole: the next share of the node starts clean. */
+	if (!r && skiff_home_is_cluster() && (r = rm_rf(skiff_home())))
+		buf_addf(&what, "cannot remove %s: %s", skiff_home(), strerror(-r));
 	if (r)
 		error("cannot release this node: %s", what.len ? what.p : strerror(-r));
 	buf_release(&what);

@@ -11,7 +11,8 @@
 #define EXIT_USAGE 2       /* bad command line */
 #define EXIT_INVALID 3     /* bad input file: task YAML, config, pool file */
 #define EXIT_UNAVAILABLE 4 /* a needed service (supervisor, node) cannot be reached */
-#define EXIT_HELD 5        /* node up --hold: another launcher's cluster holds this host */
+#define EXIT_HELD                                                                                  \
+	5 /* node up --hold: another cluster holds this host, or its shares leave no room */
 /* `logs` / `logs --status`, as in SkyPilot */
 #define EXIT_JOB_FAILED 100
 #define EXIT_JOB_NOT_FINISHED 101

@@ -43,6 +43,8 @@
  * the two still fits what callers convert them to (MiB in a long, for salloc --mem).
  */
 #define TASK_AMOUNT_MAX 1e6
+/* What a job asks one node for when its task says nothing about CPUs (SkyPilot's 0.5). */
+#define TASK_DEFAULT_CPUS 0.5
 #define TASK_ENV_FILE_MAX ((size_t)1 << 20) /* bytes in an --env-file */
 /*
  * One environment entry, NAME=VALUE and its NUL: the kernel's MAX_ARG_STRLEN (32 pages of

@@ -213,6 +213,51 @@ char *user_path(const char *p)
 	return xstrdup(p);
 }
 
+char *cluster_home_of(const char *exe)
+{
+	static const char bin[] = "/bin/skiff-", c[] = "/" CLUSTER_HOME_DIR "/";
+	const char *b, *key, *p;
+	size_t i;
+
+	if (!exe || *exe != '/')
+		return NULL;
+	b = strrchr(exe, '/');
+	if (!b || b - exe < (ptrdiff_t)strlen("/bin") || strncmp(b - 4, bin, strlen(bin)))
+		return NULL;
+	for (i = 0, p = b + strlen("/skiff-"); p[i]; i++)
+		if (!strchr("0123456789abcdef", p[i]))
+			return NULL;
+	if (i != 64)
+		return NULL;
+	b -= 4; /* "/bin/skiff-..." */
+	for (key = b; key > exe && key[-1] != '/'; key--)
+		;
+	if (key == b || (size_t)(b - key) > CLUSTER_HOME_KEY_MAX ||
+	    strspn(key, CLUSTER_HOME_KEY_CHARS) < (size_t)(b - key))
+		return NULL;
+	/* key - 1 is the '/' before KEY: "/c/" ends there, with something before it. */
+	if (key - exe < (ptrdiff_t)strlen(c) + 1 || strncmp(key - strlen(c), c, strlen(c)))
+		return NULL;
+	return xstrndup(exe, (size_t)(b - exe));
+}
+
+/* The cluster home this binary belongs to (cluster_home_of()), or NULL. */
+static char *exe_cluster_home(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	/* Its directory removed (the cluster's release) while it runs: still its home. */
+	if (ends_with(buf, " (deleted)"))
+		buf[n - strlen(" (deleted)")] = '\0';
+	return cluster_home_of(buf);
+}
+
+static int home_is_cluster;
+
 static const char *find_skiff_home(void)
 {
 	static char *dir;
@@ -233,6 +278,11 @@ static const char *find_skiff_home(void)
 		}
 		return dir = xstrdup(h);
 	}
+	dir = exe_cluster_home();
+	if (dir) {
+		home_is_cluster = 1;
+		return dir;
+	}
 	h = user_home();
 	if (!h) {
 		error("cannot find a home directory: set HOME or SKIFF_HOME");
@@ -251,6 +301,27 @@ const char *skiff_home(void)
 	dir = find_skiff_home();
 	pthread_mutex_unlock(&lock);
 	return dir;
+}
+
+int skiff_home_is_cluster(void)
+{
+	return skiff_home() && home_is_cluster;
+}
+
+char *node_tilde_path(const char *rest)
+{
+	static const char wd[] = "sky_workdir";
+	const char *home;
+
+	while (*rest == '/')
+		rest++;
+	if (starts_with(rest, wd) && (!rest[strlen(wd)] || rest[strlen(wd)] == '/') &&
+	    skiff_home_is_cluster())
+		return xasprintf("%s/%s", skiff_home(), rest);
+	home = user_home();
+	if (!home)
+		return NULL;
+	return *rest ? xasprintf("%s/%s", home, rest) : xstrdup(home);
 }
 
 int mkdir_p(const char *path, mode_t mode)

@@ -36,10 +36,29 @@ int starts_with(const char *s, const char *prefix);
 int ends_with(const char *s, const char *suffix);
 
 /*
- * The state directory: $SKIFF_HOME, else $HOME/.skiff, else the passwd entry's home.
- * Returns a static string, or NULL with an error printed when no home can be found.
+ * The state directory: $SKIFF_HOME; else a cluster's own on a host that clusters share
+ * (this binary runs as H/c/KEY/bin/skiff-SHA: H/c/KEY, cluster_home_of()); else
+ * $HOME/.skiff, else the passwd entry's home. Returns a static string, or NULL with an
+ * error printed when no home can be found.
  */
 const char *skiff_home(void);
+/*
+ * A cluster's own state directory on a host that clusters share by resources (supervisor/
+ * hold.h): the binary at H/c/KEY/bin/skiff-SHA (SHA: 64 hex digits, KEY: CLUSTER_HOME_KEY_CHARS)
+ * belongs to H/c/KEY, where the cluster's supervisor, jobs and ~/sky_workdir live, apart
+ * from the host's H and its other clusters. Pure: H/c/KEY, or NULL when exe is not so.
+ */
+#define CLUSTER_HOME_DIR "c"
+#define CLUSTER_HOME_KEY_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
+#define CLUSTER_HOME_KEY_MAX 96
+char *cluster_home_of(const char *exe);
+/* 1 when skiff_home() is a cluster's own (cluster_home_of()). */
+int skiff_home_is_cluster(void);
+/*
+ * "~/rest" on this node: under the user's home, but ~/sky_workdir (and below), which is
+ * the cluster's own in a cluster home (SKIFF_HOME/sky_workdir). NULL when there is no home.
+ */
+char *node_tilde_path(const char *rest);
 /*
  * This process's account (its real uid), looked up once and safe from any thread: libc's
  * getpwuid() returns a static entry that a second thread's lookup frees under the first

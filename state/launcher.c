@@ -105,6 +105,8 @@ static const char *const migrations[] = {
         "ALTER TABLE cluster_nodes ADD COLUMN stays INTEGER NOT NULL DEFAULT 0;"
         "UPDATE cluster_nodes SET stays = 1 WHERE cluster IN "
         "(SELECT name FROM clusters WHERE infra = 'ssh' OR infra LIKE 'ssh/%');",
+        /* 13 -> 14: a node held as a share of a host that clusters share (cluster_node.share) */
+        "ALTER TABLE cluster_nodes ADD COLUMN share TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */
@@ -168,6 +170,7 @@ static const struct st_col st_node_cols[] = {
         ST_COL(struct cluster_node, skiff_exe, TEXT),
         ST_COL(struct cluster_node, addr, TEXT),
         ST_COL(struct cluster_node, stays, INT),
+        ST_COL(struct cluster_node, share, TEXT),
 };
 static const size_t st_node_ncols = ARRAY_SIZE(st_node_cols);
 
@@ -259,7 +262,7 @@ static char *col_dup(sqlite3_stmt *st, int i)
 
 #define NODE_COLS                                                                                  \
 	"cluster, rank, node_key, ip, user, port, identity_file, proxy_jump, home, skiff_exe, "    \
-	"addr, stays"
+	"addr, stays, share"
 
 #define CLUSTER_COLS                                                                               \
 	"name, infra, status, num_nodes, resources, created_at, launched_at, autostop_minutes, "   \
@@ -285,7 +288,8 @@ static int cluster_exists(struct st_db *db, const char *name)
 	return r;
 }
 
-int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port, char **cluster)
+int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port, int share,
+                   char **cluster)
 {
 	sqlite3_stmt *st;
 	int r;
@@ -301,14 +305,17 @@ int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int p
 	sqlite3_reset(st);
 	if (r || !ip)
 		return r < 0 ? r : 0;
-	st = st_prepare(db, "SELECT cluster FROM cluster_nodes WHERE ip = ? AND port = ? "
-	                    "ORDER BY cluster, rank LIMIT 1");
+	/* Every cluster there (shares of one host are several): "a, b". */
+	st = st_prepare(db, "SELECT group_concat(cluster, ', ') FROM (SELECT DISTINCT cluster "
+	                    "FROM cluster_nodes WHERE ip = ? AND port = ? AND (? = 0 OR "
+	                    "share = '') ORDER BY cluster)");
 	if (!st)
 		return -EIO;
 	st_bind_text(st, 1, ip);
 	st_bind_int(st, 2, port);
+	st_bind_int(st, 3, share != 0);
 	r = st_step(db, st);
-	if (r == 1)
+	if (r == 1 && *st_col_text(st, 0))
 		*cluster = col_dup(st, 0);
 	sqlite3_reset(st);
 	return r < 0 ? r : 0;
@@ -318,8 +325,8 @@ static int insert_node(struct st_db *db, const char *cluster, const struct clust
 {
 	sqlite3_stmt *st = st_prepare(
 	        db, "INSERT INTO cluster_nodes (cluster, rank, node_key, ip, user, port, "
-	            "identity_file, proxy_jump, home, skiff_exe, stays) "
-	            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+	            "identity_file, proxy_jump, home, skiff_exe, stays, share) "
+	            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
 
 	if (!st)
 		return -EIO;
@@ -334,6 +341,7 @@ static int insert_node(struct st_db *db, const char *cluster, const struct clust
 	st_bind_text(st, 9, or_empty(n->home));
 	st_bind_text(st, 10, or_empty(n->skiff_exe));
 	st_bind_int(st, 11, n->stays != 0);
+	st_bind_text(st, 12, or_empty(n->share));
 	return st_step_done(db, st);
 }
 
@@ -403,7 +411,7 @@ int st_cluster_create(struct st_db *db, const struct cluster *c, const struct cl
 	for (i = 0; i < n; i++) {
 		char *holder;
 
-		r = st_node_holder(db, nodes[i].node_key, NULL, 0, &holder);
+		r = st_node_holder(db, nodes[i].node_key, NULL, 0, 0, &holder);
 		if (r)
 			goto fail;
 		if (holder) {

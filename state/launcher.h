@@ -75,6 +75,9 @@ struct cluster_node {
 	char *addr;          /* the address the node said it was reached at (ssh); "": ip */
 	int stays;           /* it outlives the cluster (an ssh host, a pool's container or
 	                        pod): the bootstrap holds it, down releases it (cluster.h) */
+	char *share;         /* a share of a host that clusters share: "cpus=C memory=GIB
+	                        gpus=N" (node up --share); "" or NULL: the node whole. Its
+	                        node_key is the host's, "#CLUSTER" (infra_host_of_key()) */
 };
 
 /*
@@ -174,9 +177,11 @@ int st_cluster_delete(struct st_db *db, const char *name);
 /*
  * Which cluster holds a node: the one that booked node_key, else (when ip is not NULL)
  * one that booked any node at ip:port under another key (the same host listed in two
- * pools). *cluster is a malloc'd name, or NULL when the node is free. 0 or an error.
+ * pools, or its shares: all of them, "a, b"), but with share those that hold a share of
+ * it (shares live beside each other; the host says whether they fit). *cluster is a
+ * malloc'd name (or list), or NULL when the node is free. 0 or an error.
  */
-int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port,
+int st_node_holder(struct st_db *db, const char *node_key, const char *ip, int port, int share,
                    char **cluster);
 
 /* ---- cluster jobs --------------------------------------------------------------------- */

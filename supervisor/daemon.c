@@ -563,9 +563,18 @@ static void load_config(void)
 	node_detect_resources(&det);
 	S.cap.cpus = st_kv_get_double(S.db, "cpus", det.cpus);
 	S.cap.memory = st_kv_get_double(S.db, "memory", det.memory);
+	char *ids = st_kv_get(S.db, "gpu_ids");
+
 	S.cap.gpus = (int)st_kv_get_double(S.db, "gpus", det.gpus);
 	if (S.cap.gpus > SCHED_MAX_GPUS)
 		S.cap.gpus = SCHED_MAX_GPUS;
+	S.gpu_all = S.cap.gpus >= 64 ? ~0ULL : ((1ULL << S.cap.gpus) - 1);
+	/* A share of a node (supervisor/hold.h): its own GPUs, by the node's indexes. */
+	if (ids && *ids) {
+		S.gpu_all = sched_gpu_parse(ids);
+		S.cap.gpus = __builtin_popcountll(S.gpu_all);
+	}
+	free(ids);
 	S.max_bypass = (int)st_kv_get_double(S.db, "max_bypass", 20);
 	S.cancel_grace = st_kv_get_double(S.db, "cancel_grace", 10);
 }
@@ -578,7 +587,7 @@ static void sup_recompute_free(void)
 	S.free.cpus = S.cap.cpus;
 	S.free.memory = S.cap.memory;
 	S.free.gpus = S.cap.gpus;
-	S.gpu_free = S.cap.gpus >= 64 ? ~0ULL : ((1ULL << S.cap.gpus) - 1);
+	S.gpu_free = S.gpu_all;
 	for (i = 0; i < S.nrun; i++) {
 		S.free.cpus -= S.run[i].cpus;
 		S.free.memory -= S.run[i].memory;

@@ -56,6 +56,7 @@ struct sup {
 	struct node_resources cap;
 	struct sched_res free;
 	uint64_t gpu_free;
+	uint64_t gpu_all; /* the GPUs jobs get: 0..gpus-1, or a share's (gpu_ids setting) */
 	int max_bypass;
 	double cancel_grace;
 

@@ -306,7 +306,9 @@ int sup_release(struct buf *what)
 	if (fd < 0)
 		return fd;
 	for (i = 0; home && i < ARRAY_SIZE(release_home) && !r; i++) {
-		path = xasprintf("%s/%s", home, release_home[i]);
+		path = node_tilde_path(release_home[i]); /* a cluster home's own workdir */
+		if (!path)
+			continue;
 		if ((e = rm_rf(path)))
 			buf_addf(what, "cannot remove %s: %s", path, strerror(-e)), r = e;
 		free(path);

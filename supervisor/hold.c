@@ -40,25 +40,100 @@ static size_t holds_remove(struct holds *h, int (*gone)(const struct hold *, con
 	return i;
 }
 
+/* Capacities are measured (GiB as a fraction): a hair's breadth is a fit. */
+#define FIT_EPS 1e-9
+
 int hold_stale(const struct hold *h, const struct hold *want)
 {
 	/* A launcher's home copied to another machine keeps its id: not the same launcher. */
 	return !strcmp(h->launcher, want->launcher) && strcmp(h->cluster, want->cluster) &&
-	       !strcmp(h->from, want->from);
+	       !strcmp(h->from, want->from) && (!h->share || !want->share);
 }
 
-enum hold_verdict hold_decide(const struct holds *held, const struct hold *want, size_t *holder)
+/* The others: neither want's own nor stale. */
+static int hold_other(const struct hold *h, const struct hold *want)
 {
+	return !hold_same(h, want) && !hold_stale(h, want);
+}
+
+int hold_free(const struct holds *held, const struct hold *want, const struct hold_cap *cap,
+              struct hold_cap *left)
+{
+	uint64_t used = 0;
 	size_t i;
+	int g;
+
+	left->cpus = cap->cpus;
+	left->memory = cap->memory;
+	left->gpus = 0;
+	for (i = 0; i < held->n; i++) {
+		const struct hold *h = &held->v[i];
+
+		if (!hold_other(h, want))
+			continue;
+		if (!h->share) {
+			left->cpus = left->memory = 0;
+			return 1;
+		}
+		left->cpus -= h->cpus;
+		left->memory -= h->memory;
+		used |= h->gpu_mask;
+	}
+	for (g = 0; g < cap->gpus && g < HOLD_GPUS_MAX; g++)
+		left->gpus += !(used >> g & 1);
+	return 0;
+}
+
+/* The lowest n of cap's GPUs that no other share has (n of them, or fewer). */
+static uint64_t free_gpus(const struct holds *held, const struct hold *want, int cap, int n)
+{
+	uint64_t used = 0, got = 0;
+	size_t i;
+	int g;
 
 	for (i = 0; i < held->n; i++)
-		if (hold_same(&held->v[i], want))
-			return HOLD_OURS;
+		if (hold_other(&held->v[i], want))
+			used |= held->v[i].gpu_mask;
+	for (g = 0; g < cap && g < HOLD_GPUS_MAX && n > 0; g++)
+		if (!(used >> g & 1))
+			got |= 1ULL << g, n--;
+	return got;
+}
+
+enum hold_verdict hold_decide(const struct holds *held, const struct hold *want,
+                              const struct hold_cap *cap, size_t *holder, uint64_t *gpus)
+{
+	struct hold_cap left;
+	size_t i, others = 0, first = 0;
+
+	*gpus = 0;
 	for (i = 0; i < held->n; i++)
-		if (!hold_stale(&held->v[i], want)) {
+		if (hold_same(&held->v[i], want)) {
+			*gpus = held->v[i].gpu_mask;
+			return HOLD_OURS;
+		}
+	for (i = 0; i < held->n; i++) {
+		if (!hold_other(&held->v[i], want))
+			continue;
+		if (!others++)
+			first = i;
+		/* Whole against anything: refused, naming the one that holds it whole if any. */
+		if (!held->v[i].share || !want->share) {
 			*holder = i;
 			return HOLD_REFUSED;
 		}
+	}
+	if (!want->share)
+		return HOLD_TAKE;
+	if (others) {
+		hold_free(held, want, cap, &left);
+		if (want->cpus > left.cpus + FIT_EPS || want->memory > left.memory + FIT_EPS ||
+		    want->gpus > left.gpus) {
+			*holder = first;
+			return HOLD_FULL;
+		}
+	}
+	*gpus = free_gpus(held, want, cap->gpus, want->gpus);
 	return HOLD_TAKE;
 }
 
@@ -108,6 +183,57 @@ int hold_check(const struct hold *h, struct buf *why)
 	return 0;
 }
 
+char *hold_share_home(const char *host, const struct hold *h)
+{
+	char *key = xasprintf("%s-%.12s", h->cluster, h->launcher), *home;
+	size_t i;
+
+	for (i = 0; key[i]; i++)
+		if (key[i] >= 'A' && key[i] <= 'Z')
+			key[i] = (char)(key[i] - 'A' + 'a');
+		else if (!strchr(CLUSTER_HOME_KEY_CHARS, key[i]))
+			key[i] = '-';
+	home = xasprintf("%s/" CLUSTER_HOME_DIR "/%s", host, key);
+	free(key);
+	return home;
+}
+
+int hold_gpus_parse(const char *s, uint64_t *mask)
+{
+	long g;
+
+	*mask = 0;
+	while (*s) {
+		const char *e = strchr(s, ',');
+		char num[8];
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+
+		if (!n || n >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, s, n);
+		num[n] = '\0';
+		if (parse_long(num, 0, HOLD_GPUS_MAX - 1, &g) || (*mask >> g & 1))
+			return -EINVAL;
+		*mask |= 1ULL << g;
+		s += n + (e ? 1 : 0);
+		if (e && !*s)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+void hold_gpus_format(uint64_t mask, char *out, size_t size)
+{
+	struct buf b = BUF_INIT(0);
+	int g;
+
+	for (g = 0; g < HOLD_GPUS_MAX; g++)
+		if (mask >> g & 1)
+			buf_addf(&b, "%s%d", b.len ? "," : "", g);
+	xsnprintf(out, size, "%s", b.len ? b.p : "");
+	buf_release(&b);
+}
+
 /* Copies the value [v, v + len) into out[size] if it fits as a word. */
 static int take_word(char *out, size_t size, const char *v, size_t len)
 {
@@ -149,13 +275,27 @@ static int parse_line(const char *p, size_t len, struct hold *h, struct buf *why
 
 			bad = take_word(num, sizeof(num), eq + 1, (size_t)(fe - eq - 1)) ||
 			      parse_double(num, &h->since) || h->since < 0;
+		} else if ((eq - f == 4 && !memcmp(f, "cpus", 4)) ||
+		           (eq - f == 6 && !memcmp(f, "memory", 6))) {
+			char num[32];
+			double *v = *f == 'c' ? &h->cpus : &h->memory;
+
+			bad = take_word(num, sizeof(num), eq + 1, (size_t)(fe - eq - 1)) ||
+			      parse_double(num, v) || *v < 0;
+			h->share = 1;
+		} else if (eq - f == 4 && !memcmp(f, "gpus", 4)) {
+			char ids[4 * HOLD_GPUS_MAX];
+
+			bad = take_word(ids, sizeof(ids), eq + 1, (size_t)(fe - eq - 1)) ||
+			      hold_gpus_parse(ids, &h->gpu_mask);
+			h->gpus = __builtin_popcountll(h->gpu_mask);
 		}
 		f = fe;
 	}
 	if (bad || !hex_ok(h->launcher) || !*h->cluster)
 		return buf_addf(why,
 		                "'%.*s': expected launcher=ID cluster=NAME [from=WHO] "
-		                "[since=EPOCH]",
+		                "[since=EPOCH] [cpus=N memory=GIB [gpus=I,J]]",
 		                (int)(len > 200 ? 200 : len), p),
 		       -EINVAL;
 	h->line = xstrndup(p, len);
@@ -199,11 +339,21 @@ void holds_format(const struct holds *h, struct buf *out)
 	for (i = 0; i < h->n; i++) {
 		const struct hold *o = &h->v[i];
 
-		if (o->line)
+		char ids[4 * HOLD_GPUS_MAX];
+
+		if (o->line) {
 			buf_addf(out, "%s\n", o->line);
-		else
-			buf_addf(out, "launcher=%s cluster=%s%s%s since=%.0f\n", o->launcher,
-			         o->cluster, *o->from ? " from=" : "", o->from, o->since);
+			continue;
+		}
+		buf_addf(out, "launcher=%s cluster=%s%s%s since=%.0f", o->launcher, o->cluster,
+		         *o->from ? " from=" : "", o->from, o->since);
+		if (o->share)
+			buf_addf(out, " cpus=%g memory=%g", o->cpus, o->memory);
+		if (o->share && o->gpu_mask) {
+			hold_gpus_format(o->gpu_mask, ids, sizeof(ids));
+			buf_addf(out, " gpus=%s", ids);
+		}
+		buf_addch(out, '\n');
 	}
 }
 
@@ -219,11 +369,12 @@ void holds_release(struct holds *h)
 
 /* ---- the record on disk --------------------------------------------------------------- */
 
+/* In the node's home: a cluster home's (lib/util.h) is the node's record too. */
 static char *record_path(const char *name)
 {
 	const struct node_paths *p = node_paths();
 
-	return p ? xasprintf("%s/%s", p->home, name) : NULL;
+	return p ? xasprintf("%s/%s", p->host, name) : NULL;
 }
 
 /* Reads the record (none: no hold). */
@@ -278,26 +429,61 @@ static int lock(char **path, struct buf *why)
 	return fd;
 }
 
-static void say_holder(struct buf *why, const struct hold *h)
+static void say_holder(struct buf *why, const struct hold *h, const struct hold *want)
 {
 	char when[32] = "";
 	time_t t = (time_t)h->since;
 	struct tm tm;
 	const struct node_paths *p = node_paths();
-	const char *home = p ? p->home : "~/.skiff";
+	char *home = h->share ? hold_share_home(p ? p->host : "~/.skiff", h)
+	                      : xstrdup(p ? p->host : "~/.skiff");
 
 	if (h->since > 0 && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), " since %Y-%m-%d %H:%M UTC", &tm);
 	buf_addf(why,
-	         "cluster '%s' of %s (launcher %.12s) holds this node%s: one cluster a node "
-	         "for now. If that cluster is gone for good: 'skiff down %s' where it was "
-	         "launched, or on this node '%s/bin/skiff node down --all && %s/bin/skiff "
-	         "node release --all-holds' (its jobs are cancelled)",
-	         h->cluster, *h->from ? h->from : "another launcher", h->launcher, when, h->cluster,
-	         home, home);
+	         "cluster '%s' of %s (launcher %.12s) holds %s%s: %s. If that cluster is "
+	         "gone for good: 'skiff down %s' where it was launched, or on this node "
+	         "'%s/bin/skiff node down --all && %s/bin/skiff node release --hold %s "
+	         "--launcher %s' (its jobs are cancelled)",
+	         h->cluster, *h->from ? h->from : "another launcher", h->launcher,
+	         h->share ? "a share of this node" : "this node whole", when,
+	         h->share      ? "a cluster that asks for no resources needs the node to itself"
+	         : want->share ? "no share of it is free"
+	                       : "clusters share a node only where each asks for "
+	                         "resources (--cpus, --memory, --gpus)",
+	         h->cluster, home, home, h->cluster, h->launcher);
+	free(home);
 }
 
-int hold_take(const struct hold *want, struct buf *why)
+static void say_full(struct buf *why, const struct holds *held, const struct hold *want,
+                     const struct hold_cap *cap)
+{
+	struct hold_cap left;
+	size_t i, n = 0;
+
+	hold_free(held, want, cap, &left);
+	buf_addf(why, "this node has %g CPUs, %.3g GiB and %d GPUs; ", cap->cpus, cap->memory,
+	         cap->gpus);
+	for (i = 0; i < held->n; i++) {
+		const struct hold *h = &held->v[i];
+
+		if (!hold_other(h, want))
+			continue;
+		if (n++ < 8)
+			buf_addf(why, "%scluster '%s' of %s holds %g CPUs, %.3g GiB and %d GPUs",
+			         n > 1 ? ", " : "", h->cluster, *h->from ? h->from : "a launcher",
+			         h->cpus, h->memory, h->gpus);
+	}
+	if (n > 8)
+		buf_addf(why, " and %zu more clusters hold shares", n - 8);
+	buf_addf(why,
+	         ", which leaves %g CPUs, %.3g GiB and %d GPUs; cluster '%s' asks for %g CPUs, "
+	         "%.3g GiB and %d GPUs",
+	         left.cpus > 0 ? left.cpus : 0, left.memory > 0 ? left.memory : 0, left.gpus,
+	         want->cluster, want->cpus, want->memory, want->gpus);
+}
+
+int hold_take(const struct hold *want, const struct hold_cap *cap, uint64_t *gpus, struct buf *why)
 {
 	struct holds held;
 	struct hold *h;
@@ -305,6 +491,7 @@ int hold_take(const struct hold *want, struct buf *why)
 	size_t who = 0;
 	int fd, r;
 
+	*gpus = 0;
 	if ((r = hold_check(want, why)))
 		return r;
 	fd = lock(&path, why);
@@ -314,11 +501,15 @@ int hold_take(const struct hold *want, struct buf *why)
 	}
 	r = load(path, &held, why);
 	if (!r) {
-		switch (hold_decide(&held, want, &who)) {
+		switch (hold_decide(&held, want, cap, &who, gpus)) {
 		case HOLD_OURS: break;
 		case HOLD_REFUSED:
-			say_holder(why, &held.v[who]);
+			say_holder(why, &held.v[who], want);
 			r = -EBUSY;
+			break;
+		case HOLD_FULL:
+			say_full(why, &held, want, cap);
+			r = -ENOSPC;
 			break;
 		case HOLD_TAKE:
 			holds_remove(&held, hold_stale, want); /* this launcher's, gone */
@@ -326,6 +517,8 @@ int hold_take(const struct hold *want, struct buf *why)
 			h = &held.v[held.n++];
 			*h = *want;
 			h->line = NULL;
+			h->gpu_mask = *gpus;
+			h->gpus = __builtin_popcountll(*gpus);
 			if (h->since <= 0)
 				h->since = now_wall();
 			r = store(path, &held, why);

@@ -32,6 +32,11 @@ const struct node_paths *node_paths(void)
 	p.logs = xasprintf("%s/logs", home);
 	p.hooks = xasprintf("%s/hooks", home);
 	p.taken_down = xasprintf("%s/taken-down", home);
+	/* H/c/KEY: H. */
+	p.host = skiff_home_is_cluster()
+	                 ? xstrndup(home, strlen(home) - strlen(strrchr(home, '/')) -
+	                                          strlen("/" CLUSTER_HOME_DIR))
+	                 : xstrdup(home);
 	p.home = home;
 	return &p;
 }

@@ -21,6 +21,9 @@
 
 struct node_paths {
 	const char *home;
+	/* The node's own home: home, or for a cluster's (lib/util.h cluster_home_of()) the
+	 * one it is under, which keeps the node's record of who holds it (hold.h). */
+	char *host;
 	char *db;
 	char *sock;
 	char *lock;

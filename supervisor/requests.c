@@ -18,6 +18,7 @@
 #include "lib/util.h"
 #include "state/node.h"
 #include "supervisor/daemon.h"
+#include "supervisor/hold.h"
 #include "lib/proto.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
@@ -799,6 +800,8 @@ static void op_config(struct conn *c, const struct msg *req)
 {
 	struct sup *s = c->s;
 	static const char *const keys[] = {"cpus", "memory", "gpus", "max_bypass", "cancel_grace"};
+	const char *ids;
+	uint64_t mask;
 	struct msg m;
 	size_t i;
 	double v;
@@ -811,6 +814,13 @@ static void op_config(struct conn *c, const struct msg *req)
 			return sup_reply_error(c, "bad %s '%s': expected a number >= 0", keys[i],
 			                       val);
 	}
+	/* A share of the node's GPUs (supervisor/hold.h): their indexes, "" for all. */
+	ids = msg_get(req, "gpu_ids");
+	if (ids && *ids && hold_gpus_parse(ids, &mask))
+		return sup_reply_error(c,
+		                       "bad gpu_ids '%.80s': expected GPU indexes 0 to %d, "
+		                       "each once, as I,J,...",
+		                       ids, HOLD_GPUS_MAX - 1);
 	if (st_begin(s->db))
 		return sup_reply_error(c, "cannot store the settings: node database error (see "
 		                          "supervisor.log)");
@@ -821,6 +831,8 @@ static void op_config(struct conn *c, const struct msg *req)
 		if (val)
 			r = st_kv_set(s->db, keys[i], *val ? val : NULL);
 	}
+	if (ids && !r)
+		r = st_kv_set(s->db, "gpu_ids", *ids ? ids : NULL);
 	if (r || st_commit(s->db)) {
 		if (r)
 			st_rollback(s->db);

@@ -285,9 +285,10 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	build_env(sh, &env, gpus);
 	if (cmd) /* the runtime env's build: the node's settings, not the job's */
 		renv_conf_env_copy(&env);
-	/* "~/x" is the node's own home: the launcher cannot know it. */
+	/* "~/x" is the node's own home (a cluster home's own workdir): the launcher cannot know it.
+	 */
 	if (sh->job.cwd && home && (!strcmp(sh->job.cwd, "~") || starts_with(sh->job.cwd, "~/")))
-		cwd = xasprintf("%s%s", home, sh->job.cwd + 1);
+		cwd = node_tilde_path(sh->job.cwd + 1);
 	o.cwd = cwd ? cwd : sh->job.cwd && *sh->job.cwd ? sh->job.cwd : home ? home : "/";
 	/* SkyPilot's `cd ~/sky_workdir` of a task without a workdir: there when it exists. */
 	if (sh->job.cwd_optional && access(o.cwd, X_OK))

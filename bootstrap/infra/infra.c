@@ -6,6 +6,7 @@
 #include "bootstrap/infra/infra.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,29 @@ int infra_held(const struct infra *inf, const char *key)
 	return 0;
 }
 
+char *infra_share_of(const struct task_resources *res)
+{
+	/* A share that names no CPUs still runs its jobs, which ask for the default. */
+	double cpus = TASK_DEFAULT_CPUS, memory = 0;
+
+	if (!res || (!res->cpus.text && !res->memory.text && !res->accel.name))
+		return NULL;
+	if (res->cpus.text)
+		cpus = res->cpus.value;
+	if (res->memory.text)
+		memory = res->memory.mode == TASK_PER_CPU ? res->memory.value * cpus
+		                                          : res->memory.value;
+	return xasprintf("cpus=%g memory=%g gpus=%d", cpus, memory,
+	                 res->accel.name ? (int)ceil(res->accel.count) : 0);
+}
+
+char *infra_host_of_key(const char *key)
+{
+	const char *sep = strchr(key, INFRA_SHARE_KEY_SEP);
+
+	return sep ? xstrndup(key, (size_t)(sep - key)) : xstrdup(key);
+}
+
 int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candidate *c, size_t n,
                int want, size_t *picked, size_t *busy, struct buf *holders)
 {
@@ -303,7 +327,7 @@ int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candid
 	for (i = 0; i < n && taken < want; i++) {
 		char *holder = NULL;
 
-		r = st_node_holder(ldb, c[i].key, c[i].ip, c[i].port, &holder);
+		r = st_node_holder(ldb, c[i].key, c[i].ip, c[i].port, c[i].share, &holder);
 		if (r)
 			break;
 		if (holder && strcmp(holder, cluster)) {

@@ -289,7 +289,18 @@ struct infra_candidate {
 	const char *key; /* node_key it would be booked under */
 	const char *ip;  /* NULL: compare by key only */
 	int port;
+	int share; /* booked as a share of the host: other clusters' shares do not hold it */
 };
+/*
+ * A share of a host (cluster_node.share): "cpus=C memory=GIB gpus=N" of what the
+ * resource alternative res asks for (CPUs it does not name: TASK_DEFAULT_CPUS, what its
+ * jobs ask), or NULL when it asks for none (the host whole).
+ * Clusters share an SSH host when each asks for resources (supervisor/hold.h).
+ */
+char *infra_share_of(const struct task_resources *res);
+/* The node key of a share is its host's key, "#", the cluster: the host's (a new string). */
+#define INFRA_SHARE_KEY_SEP '#'
+char *infra_host_of_key(const char *key);
 /* 1 when key is one of inf->held (another launcher's cluster holds that node). */
 int infra_held(const struct infra *inf, const char *key);
 int infra_book(struct st_db *ldb, const char *cluster, const struct infra_candidate *candidates,

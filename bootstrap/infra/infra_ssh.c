@@ -626,21 +626,28 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 	struct infra_candidate *cand;
 	struct buf holders = BUF_INIT(4096), away = BUF_INIT(4096);
 	size_t *picked, *host, busy = 0, nheld = 0, nc = 0, i;
+	char *share = infra_share_of(inf->res); /* NULL: each host whole */
 	int taken, r;
 
 	r = ssh_resolve(inf);
-	if (r)
+	if (r) {
+		free(share);
 		return r;
+	}
 	pool = inf->p;
 	if ((size_t)num_nodes > pool->nhosts) {
 		error("pool '%s' has %zu node%s; need %d", pool->name, pool->nhosts,
 		      pool->nhosts == 1 ? "" : "s", num_nodes);
+		free(share);
 		return -ENOSPC;
 	}
 	cand = xcalloc(pool->nhosts, sizeof(*cand));
 	picked = xcalloc(pool->nhosts, sizeof(*picked));
 	host = xcalloc(pool->nhosts, sizeof(*host));
-	/* The candidates, but the hosts another launcher's cluster holds (cand[k]: host[k]). */
+	/*
+	 * The candidates, but the hosts that said other clusters hold them (another launcher's,
+	 * or shares with no room left: cand[k]: host[k]).
+	 */
 	for (i = 0; i < pool->nhosts; i++) {
 		char *key = infra_host_key(pool->name, &pool->hosts[i]);
 
@@ -649,9 +656,16 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 			free(key);
 			continue;
 		}
+		if (share) { /* booked as a share: its own key (the host's holds shares) */
+			char *k = xasprintf("%s%c%s", key, INFRA_SHARE_KEY_SEP, cluster);
+
+			free(key);
+			key = k;
+		}
 		cand[nc].key = key;
 		cand[nc].ip = pool->hosts[i].ip;
 		cand[nc].port = pool->hosts[i].port;
+		cand[nc].share = share != NULL;
 		host[nc++] = i;
 	}
 	taken = infra_book(ldb, cluster, cand, nc, num_nodes, picked, &busy, &holders);
@@ -665,8 +679,8 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 			         busy == 1 ? "is" : "are", strchr(holders.p, ',') ? "s" : "",
 			         holders.p);
 		error("pool '%s' has %zu node%s, %s%s; need %d", pool->name, pool->nhosts,
-		      pool->nhosts == 1 ? "" : "s",
-		      nheld ? "another launcher's cluster holds " : "", away.p, num_nodes);
+		      pool->nhosts == 1 ? "" : "s", nheld ? "other clusters hold " : "", away.p,
+		      num_nodes);
 		r = -EBUSY;
 		goto out;
 	}
@@ -676,6 +690,7 @@ static int ssh_pick(struct infra *inf, struct st_db *ldb, const char *cluster, i
 
 		infra_node_init(n, cluster, (int)i);
 		n->stays = 1; /* a host outlives its clusters */
+		n->share = share ? xstrdup(share) : NULL;
 		n->node_key = xstrdup(cand[picked[i]].key);
 		n->ip = xstrdup(h->ip);
 		n->port = h->port;
@@ -707,6 +722,7 @@ out:
 	free(cand);
 	free(picked);
 	free(host);
+	free(share);
 	buf_release(&holders);
 	buf_release(&away);
 	return r;

@@ -26,6 +26,7 @@ struct cnode {
 	int sup_started; /* bootstrap: the supervisor was started */
 	int held;        /* bootstrap: another launcher's cluster holds the host (-EADDRINUSE) */
 	int stays;       /* it outlives the cluster (cluster_node.stays): held, released */
+	char *share;     /* a share of its host (cluster_node.share), or NULL: whole */
 	long active;     /* bootstrap: the node's jobs that have not ended (-1: unknown) */
 	char *addr;      /* the address other nodes reach it at (SKYPILOT_NODE_IPS): ip unless
 	                    the node said otherwise (ssh: see cmd/node.c) */

@@ -56,6 +56,7 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 		nd->addr = xstrdup(cn->addr && *cn->addr ? cn->addr : nd->ip);
 		nd->active = -1;
 		nd->stays = cn->stays;
+		nd->share = cn->share && *cn->share ? xstrdup(cn->share) : NULL;
 	}
 	infra_release(&inf);
 	return 0;
@@ -85,6 +86,7 @@ void cl_close(struct clive *cl)
 		free(cl->nodes[i].ip);
 		free(cl->nodes[i].exe);
 		free(cl->nodes[i].addr);
+		free(cl->nodes[i].share);
 	}
 	free(cl->nodes);
 	free(cl->name);
@@ -94,8 +96,8 @@ void cl_close(struct clive *cl)
 
 struct boot_job {
 	struct cnode *nd;
-	unsigned flags;      /* enum boot_up_flags */
-	const char *up_args; /* the hold (cl_hold_args()), or NULL */
+	unsigned flags; /* enum boot_up_flags */
+	char *up_args;  /* the hold (cl_hold_args()) and the share, or NULL */
 	pthread_t th;
 	int started;
 	int r;
@@ -184,6 +186,37 @@ void cl_pings_free(struct cl_ping *v, size_t n)
 }
 
 /*
+ * `node up`'s words for a share (cluster_node.share "cpus=C memory=GIB gpus=N"): " --share
+ * --cpus C --memory GIB --gpus N". NULL (printed) when the record is not one skiff wrote.
+ */
+static char *share_args(const char *cluster, const char *share)
+{
+	static const char *const keys[] = {"cpus=", "memory=", "gpus="};
+	struct buf b = BUF_INIT(0);
+	const char *p = share;
+	size_t k, n;
+
+	buf_adds(&b, " --share");
+	for (k = 0; k < ARRAY_SIZE(keys); k++) {
+		if (!starts_with(p, keys[k]))
+			break;
+		p += strlen(keys[k]);
+		n = strspn(p, "0123456789.e+");
+		if (!n || (p[n] && p[n] != ' '))
+			break;
+		buf_addf(&b, " --%.*s %.*s", (int)strlen(keys[k]) - 1, keys[k], (int)n, p);
+		p += n + (p[n] == ' ');
+	}
+	if (k < ARRAY_SIZE(keys) || *p) {
+		buf_release(&b);
+		error("cluster %s: its share of a host ('%.80s') is not one skiff wrote", cluster,
+		      share);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/*
  * One thread per node, so that N nodes bootstrap in the time of the slowest. Each
  * thread drives only its own node's runner; processes are started through lib/spawn,
  * which prepares everything before it forks.
@@ -207,8 +240,16 @@ int cl_bootstrap(struct clive *cl)
 			return -1;
 		}
 	for (i = 0; i < cl->n; i++) {
+		char *share = NULL;
+
+		if (cl->nodes[i].share && !(share = share_args(cl->name, cl->nodes[i].share))) {
+			failed = -1;
+			break;
+		}
 		jobs[i].nd = &cl->nodes[i];
-		jobs[i].up_args = cl->nodes[i].stays ? hold : NULL;
+		jobs[i].up_args =
+		        cl->nodes[i].stays ? xasprintf("%s%s", hold, share ? share : "") : NULL;
+		free(share);
 		/* The cluster's record: this node was bootstrapped with this very binary. */
 		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
 			jobs[i].flags |= BOOT_HAS_SKIFF;
@@ -247,6 +288,8 @@ int cl_bootstrap(struct clive *cl)
 			}
 		}
 	}
+	for (i = 0; i < cl->n; i++)
+		free(jobs[i].up_args);
 	free(jobs);
 	free(hold);
 	return failed ? -1 : held ? -EADDRINUSE : 0;

@@ -321,6 +321,19 @@ static int parse_up(struct runner *r, struct install_result *res, struct buf *ou
 	if (a && strlen(a) < sizeof(res->address) &&
 	    strspn(a, "0123456789abcdefABCDEF.:") == strlen(a))
 		xsnprintf(res->address, sizeof(res->address), "%s", a);
+	/* A share runs from its own home: that binary, a word with nothing to quote. */
+	a = msg_get(&m, "exe");
+	if (a) {
+		char *home = cluster_home_of(a);
+
+		if (!home || strlen(a) + 3 > sizeof(res->remote_exe) || strpbrk(a, "\"$`\\\n"))
+			rc = error("node %s (%s): 'skiff node up' named a binary skiff does not "
+			           "call: '%.200s'",
+			           r->name, r->ip, a);
+		else
+			xsnprintf(res->remote_exe, sizeof(res->remote_exe), "\"%s\"", a);
+		free(home);
+	}
 out:
 	msg_release(&m);
 	return rc;

@@ -24,19 +24,23 @@
  * `__verify-self`) is kept for tests and tools: boot_install_send().
  */
 
+#include <limits.h>
+
 #include "bootstrap/infra/runner.h"
 
 struct install_result {
-	int copied;           /* 1: the binary was sent (or linked); 0: it was there already */
-	int linked;           /* 1: it was put there as a hard link of the launcher's image */
-	int packed;           /* 1: it went compressed, through the stub */
-	char remote_exe[256]; /* shell word for the binary on the node: "$HOME/.skiff/bin/skiff-SHA"
-	                       */
-	long sup_pid;         /* the node's supervisor */
-	int sup_started;      /* 1: this call started it */
-	size_t sent;          /* bytes sent to the node for the copy (0 when copied == 0) */
-	char address[64];     /* over ssh: the address the node was reached at; "" if unknown */
-	long active;          /* the node's jobs that have not ended; -1 if it did not say */
+	int copied; /* 1: the binary was sent (or linked); 0: it was there already */
+	int linked; /* 1: it was put there as a hard link of the launcher's image */
+	int packed; /* 1: it went compressed, through the stub */
+	char remote_exe[PATH_MAX + 3]; /* shell word for the binary on the node:
+	                                  "$HOME/.skiff/bin/skiff-SHA", or a share's in
+	                                  its home ("/home/u/.skiff/c/KEY/bin/skiff-SHA",
+	                                  as node up said: lib/util.h cluster_home_of()) */
+	long sup_pid;                  /* the node's supervisor */
+	int sup_started;               /* 1: this call started it */
+	size_t sent;              /* bytes sent to the node for the copy (0 when copied == 0) */
+	char address[64];         /* over ssh: the address the node was reached at; "" if unknown */
+	long active;              /* the node's jobs that have not ended; -1 if it did not say */
 	struct boot_spare *spare; /* BOOT_KEEP_CALL: the node's next call, waiting; or NULL */
 };
 

@@ -533,12 +533,17 @@ static size_t note_held(struct st_db *ldb, const struct clive *cl, struct held_h
 
 		if (rank < 0 || (size_t)rank >= cl->n || !cl->nodes[rank].held)
 			continue;
-		for (k = 0; k < held->n && strcmp(held->keys[k], nodes[i].node_key); k++)
+		/* A share's key is its host's and "#CLUSTER": the host is what the pick skips. */
+		char *host = infra_host_of_key(nodes[i].node_key);
+
+		for (k = 0; k < held->n && strcmp(held->keys[k], host); k++)
 			;
-		if (k < held->n)
+		if (k < held->n) {
+			free(host);
 			continue;
+		}
 		held->keys = xgrow(held->keys, held->n, &held->alloc, sizeof(*held->keys));
-		held->keys[held->n++] = xstrdup(nodes[i].node_key);
+		held->keys[held->n++] = host;
 		added++;
 	}
 	cluster_nodes_free(nodes, n);

@@ -15,7 +15,7 @@
 #include "lib/task.h"
 
 /* What a job asks one node for when a task says nothing about CPUs. */
-#define ENG_DEFAULT_CPUS 0.5
+#define ENG_DEFAULT_CPUS TASK_DEFAULT_CPUS
 
 /* A job's ask, or a node's capacity (its supervisor's `status`: cpus, memory, gpus). */
 struct eng_res {

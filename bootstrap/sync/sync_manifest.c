@@ -724,12 +724,11 @@ char *sync_expand_dst(const char *dst)
 			return NULL;
 		}
 	}
+	/* A cluster home keeps its own ~/sky_workdir (lib/util.h). */
 	if (!home)
 		out = xstrdup(dst);
-	else if (*rest)
-		out = xasprintf("%s/%s", home, rest);
-	else
-		out = xstrdup(home);
+	else if (!(out = node_tilde_path(rest)))
+		out = *rest ? xasprintf("%s/%s", home, rest) : xstrdup(home);
 	len = strlen(out);
 	while (len > 1 && out[len - 1] == '/')
 		out[--len] = '\0';

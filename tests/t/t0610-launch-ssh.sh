@@ -295,8 +295,8 @@ test_expect_success 'a host held by another launcher'"'"'s cluster: refused, nam
 	# All three hosts: tn1 refuses; tn2 and tn3 came up and are let go of again.
 	expect_fail 1 other launch -c b3 --num-nodes 3 --infra "$INFRA" "echo never" >out 2>err &&
 	cat err &&
-	grep -q "warning: node 10.200.0.11 (10.200.0.11): cluster .s1h. of [^ ]* (launcher [0-9a-f]*) holds this node since .*: one cluster a node for now" err &&
-	grep -q "error: pool .$NODES_POOL. has 3 nodes, another launcher.s cluster holds 10.200.0.11; need 3" err &&
+	grep -q "warning: node 10.200.0.11 (10.200.0.11): cluster .s1h. of [^ ]* (launcher [0-9a-f]*) holds this node whole since .*: clusters share a node only where each asks for resources" err &&
+	grep -q "error: pool .$NODES_POOL. has 3 nodes, other clusters hold 10.200.0.11; need 3" err &&
 	! grep -q never out &&
 	test "$(other status)" = "No existing clusters." &&
 	for i in 2 3; do
@@ -316,7 +316,7 @@ test_expect_success 'a host held by another launcher'"'"'s cluster: refused, nam
 	nodes_ssh 1 "cat ~/.skiff/holds" >holds &&
 	test ! -s holds &&
 	expect_fail 1 skiff launch -c s3h --num-nodes 3 --infra "$INFRA" "echo never" >out 2>err &&
-	grep -q "another launcher.s cluster holds 10.200.0.12; need 3" err &&
+	grep -q "other clusters hold 10.200.0.12; need 3" err &&
 	other down b1 >/dev/null &&
 	test "$(skiff status)" = "No existing clusters." &&
 	rm -rf "$OTHER"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "lib/task.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "state/launcher.h"
@@ -947,6 +948,41 @@ static void test_dns_label(void)
 	free(a);
 }
 
+/* A share of a host: what a resource alternative asks for; the host under a share's key. */
+static void test_shares(void)
+{
+	struct task_resources r;
+	char *s;
+
+	memset(&r, 0, sizeof(r));
+	ok(!infra_share_of(NULL) && !infra_share_of(&r), "no resources asked: the host whole");
+	r.cpus.text = "2";
+	r.cpus.value = 2;
+	s = infra_share_of(&r);
+	is_str(s, "cpus=2 memory=0 gpus=0", "2 CPUs");
+	free(s);
+	r.memory.text = "4x";
+	r.memory.value = 4;
+	r.memory.mode = TASK_PER_CPU;
+	r.accel.name = "H100";
+	r.accel.count = 1.5;
+	s = infra_share_of(&r);
+	is_str(s, "cpus=2 memory=8 gpus=2", "memory per CPU multiplied out, a GPU and a half: 2");
+	free(s);
+	memset(&r, 0, sizeof(r));
+	r.accel.name = "H100";
+	r.accel.count = 1;
+	s = infra_share_of(&r);
+	is_str(s, "cpus=0.5 memory=0 gpus=1", "a GPU alone: the CPUs its jobs ask by default");
+	free(s);
+	s = infra_host_of_key("sktest/10.0.0.1:22#dev");
+	is_str(s, "sktest/10.0.0.1:22", "a share's key: its host's");
+	free(s);
+	s = infra_host_of_key("sktest/10.0.0.1:22");
+	is_str(s, "sktest/10.0.0.1:22", "a host's key: itself");
+	free(s);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -967,6 +1003,7 @@ int main(void)
 		return 1;
 	}
 	plan_run(test_parse_spec);
+	plan_run(test_shares);
 	plan_run(test_pools_valid);
 	plan_run(test_pools_skypilot);
 	plan_run(test_pools_errors);

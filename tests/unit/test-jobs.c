@@ -136,7 +136,7 @@ static void test_submit_and_claim(void)
 	ok(db != NULL, "the launcher db opens with the jobs tables");
 	if (!db)
 		return;
-	is_int(st_version(db), 13, "schema version 13");
+	is_int(st_version(db), 14, "schema version 14");
 	a = submit(db, "a", 0);
 	b = submit(db, "b", 10);
 	c = submit(db, "c", 0);

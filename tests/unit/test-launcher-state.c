@@ -84,7 +84,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 13, "schema version 13");
+	is_int(st_version(db), 14, "schema version 14");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -230,16 +230,17 @@ static void test_double_booking(void)
 	ok(!st_cluster_create(db, &a, an, 2), "a books .1 and .2");
 	is_int(st_cluster_create(db, &b, bn, 2), -EBUSY, "b cannot book .2 (a holds it)");
 	is_int(st_cluster_get(db, "b", &g), -ENOENT, "b was not created");
-	ok(!st_node_holder(db, "p/10.0.2.3:22", NULL, 0, &holder) && !holder,
+	ok(!st_node_holder(db, "p/10.0.2.3:22", NULL, 0, 0, &holder) && !holder,
 	   "b's other node was not booked either");
-	ok(!st_node_holder(db, "p/10.0.2.2:22", NULL, 0, &holder) && holder && !strcmp(holder, "a"),
+	ok(!st_node_holder(db, "p/10.0.2.2:22", NULL, 0, 0, &holder) && holder &&
+	           !strcmp(holder, "a"),
 	   "holder of .2 is a");
 	free(holder);
-	ok(!st_node_holder(db, "other/10.0.2.1:22", "10.0.2.1", 22, &holder) && holder &&
+	ok(!st_node_holder(db, "other/10.0.2.1:22", "10.0.2.1", 22, 0, &holder) && holder &&
 	           !strcmp(holder, "a"),
 	   "the same address via another pool is held by a");
 	free(holder);
-	ok(!st_node_holder(db, "other/10.0.2.1:2222", "10.0.2.1", 2222, &holder) && !holder,
+	ok(!st_node_holder(db, "other/10.0.2.1:2222", "10.0.2.1", 2222, 0, &holder) && !holder,
 	   "another port of the same address is free");
 
 	/* Bypassing the C checks: the UNIQUE constraint in SQL refuses it too. */
@@ -479,7 +480,7 @@ static void test_stays(void)
 	                "('s', 0, 'p/h:22', 'h'), ('l', 0, 'local/l/0', '127.0.0.1');"),
 	   "an ssh cluster and a local one in it");
 	st_close(db);
-	ok(!st_open(path, &st_launcher_schema, 0, &db) && st_version(db) == 13, "migrated to 13");
+	ok(!st_open(path, &st_launcher_schema, 0, &db) && st_version(db) == 14, "migrated to 14");
 	ok(!st_cluster_nodes(db, "s", &got, &n) && n == 1 && got[0].stays == 1,
 	   "the ssh host stays (its down releases it, as before)");
 	cluster_nodes_free(got, n);
@@ -504,6 +505,48 @@ static void test_stays(void)
 	free(path);
 }
 
+/* Shares of one host (cluster_node.share): booked beside each other, never with the whole. */
+static void test_shares(void)
+{
+	struct st_db *db;
+	struct cluster w = cluster_spec("w", "ssh/p"), s1 = cluster_spec("s1", "ssh/p"),
+	               s2 = cluster_spec("s2", "ssh/p");
+	struct cluster_node n1 = pool_node(0, "10.0.7.1"), n2 = pool_node(0, "10.0.7.1"),
+	                    nw = pool_node(0, "10.0.7.1"), *got;
+	char *holder;
+	size_t n;
+
+	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open");
+	n1.node_key = "p/10.0.7.1:22#s1";
+	n1.share = "cpus=1 memory=0 gpus=0";
+	n2.node_key = "p/10.0.7.1:22#s2";
+	n2.share = "cpus=1 memory=0 gpus=0";
+	ok(!st_cluster_create(db, &s1, &n1, 1), "s1 books a share of .1");
+	ok(!st_node_holder(db, "p/10.0.7.1:22#s2", "10.0.7.1", 22, 1, &holder) && !holder,
+	   "for a share, another share does not hold the host");
+	ok(!st_node_holder(db, "p/10.0.7.1:22", "10.0.7.1", 22, 0, &holder) && holder &&
+	           !strcmp(holder, "s1"),
+	   "for the host whole, s1's share holds it");
+	free(holder);
+	ok(!st_cluster_create(db, &s2, &n2, 1), "s2 books a share of .1 beside it");
+	ok(!st_node_holder(db, "p/10.0.7.1:22", "10.0.7.1", 22, 0, &holder) && holder &&
+	           !strcmp(holder, "s1, s2"),
+	   "for the host whole, both hold it (\"s1, s2\")");
+	free(holder);
+	ok(!st_cluster_nodes(db, "s2", &got, &n) && n == 1 &&
+	           !strcmp(got[0].share, "cpus=1 memory=0 gpus=0"),
+	   "its share is kept");
+	cluster_nodes_free(got, n);
+	ok(!st_cluster_delete(db, "s1") && !st_cluster_delete(db, "s2"), "both go");
+	ok(!st_cluster_create(db, &w, &nw, 1), "w books .1 whole");
+	ok(!st_node_holder(db, "p/10.0.7.1:22#s1", "10.0.7.1", 22, 1, &holder) && holder &&
+	           !strcmp(holder, "w"),
+	   "then a share is held by w");
+	free(holder);
+	ok(!st_cluster_delete(db, "w"), "w goes");
+	st_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -519,6 +562,7 @@ int main(void)
 	plan_run(test_concurrent_writers);
 	plan_run(test_launcher_open);
 	plan_run(test_stays);
+	plan_run(test_shares);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(db_path);
 	return done_testing();
