@@ -140,6 +140,16 @@ test_expect_success 'another launcher meets the same record: half a CPU does not
 	nodes_ssh 2 "cat ~/.skiff/holds" | grep -q " cluster=o1 .* cpus=0.5 memory=1$"
 '
 
+test_expect_success 'stop keeps the share (its hold, home and files); start brings it back there' '
+	skiff stop s2 >/dev/null 2>&1 &&
+	nodes_ssh 1 "cat ~/.skiff/holds; ls ~/.skiff/c/s2-*/sky_workdir" >h && cat h &&
+	grep -q "cluster=s2 .* cpus=1 memory=0$" h && grep -qx mine h &&
+	skiff status >st && grep -q "^s2 .*STOPPED" st &&
+	skiff start s2 >/dev/null 2>&1 &&
+	skiff exec s2 "cat mine" >o2 2>e2 &&
+	cat e2 o2 && grep -qx "of s2" o2
+'
+
 test_expect_success 'down removes the share'"'"'s home and hold, and nothing of the other share' '
 	skiff exec s2 -d "sleep 4000.$$" >/dev/null 2>&1 &&
 	skiff down s1 >/dev/null &&
@@ -147,7 +157,7 @@ test_expect_success 'down removes the share'"'"'s home and hold, and nothing of 
 	! grep -q "cluster=s1 " h && grep -q "cluster=s2 " h &&
 	! grep -q "^s1-" h && grep -q "^s2-" h &&
 	skiff queue --json s2 >q2 &&
-	test "$(json "[j[\"status\"] for j in d]" q2)" = "[\"SUCCEEDED\", \"RUNNING\"]" &&
+	test "$(json "[j[\"status\"] for j in d][-1]" q2)" = "\"RUNNING\"" &&
 	skiff launch -c s4 --infra ssh/one --cpus 1 "echo s4 fits" >o4 2>e4 &&
 	cat e4 o4 && grep -qx "s4 fits" o4 &&
 	skiff down s2 >/dev/null && skiff down s4 >/dev/null &&
