@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -404,9 +405,29 @@ static void table_row(struct buf *b, const char *id, int extra_bytes, const char
                       const char *total, const char *ran, int recoveries, const char *status,
                       const char *pool, const char *details)
 {
-	buf_addf(b, "%-*s %-4s %-20.20s %-16s %-10s %-13s %-12s %-11d %-18s %-10s %s\n",
-	         6 + extra_bytes, id, task, *name ? name : "-", *requested ? requested : "-",
-	         submitted, total, ran, recoveries, status, pool, details);
+	/* "%-6s %-4s %-20.20s %-16s %-10s %-13s %-12s %-11d %-18s %-10s %s\n", without printf. */
+	buf_add_col(b, id, 6 + (size_t)extra_bytes, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, task, 4, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, *name ? name : "-", 20, 20);
+	buf_addch(b, ' ');
+	buf_add_col(b, *requested ? requested : "-", 16, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, submitted, 10, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, total, 13, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, ran, 12, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_int_col(b, recoveries, 11);
+	buf_addch(b, ' ');
+	buf_add_col(b, status, 18, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_add_col(b, pool, 10, SIZE_MAX);
+	buf_addch(b, ' ');
+	buf_adds(b, details);
+	buf_addch(b, '\n');
 }
 
 /* Seconds as a duration ("1m 5s"), "-" when negative. */

@@ -142,6 +142,44 @@ int print_out(const char *s, size_t len)
 	return 0;
 }
 
+/* Appends v in decimal at t[*n] (t has room: the callers' sizes are computed). */
+static void put_long(char *t, size_t *n, long v)
+{
+	char d[24], *p = d + sizeof(d);
+	unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	memcpy(t + *n, p, (size_t)(d + sizeof(d) - p));
+	*n += (size_t)(d + sizeof(d) - p);
+}
+
+/*
+ * "A" ua, and with ub " B" ub, into out[size] (cut to fit): what the two below write,
+ * without printf, which was most of a long listing's time (`jobs queue`, a row each).
+ */
+static void fmt_two(char *out, size_t size, long a, const char *ua, long b, const char *ub)
+{
+	char t[2 * 24 + 2 * 8 + 2];
+	size_t n = 0, m;
+
+	put_long(t, &n, a);
+	m = strlen(ua);
+	memcpy(t + n, ua, m), n += m;
+	if (ub) {
+		t[n++] = ' ';
+		put_long(t, &n, b);
+		m = strlen(ub);
+		memcpy(t + n, ub, m), n += m;
+	}
+	m = n < size - 1 ? n : size - 1;
+	memcpy(out, t, m);
+	out[m] = '\0';
+}
+
 void cmd_fmt_span(double from, double to, char *out, size_t size)
 {
 	double d = to - from;
@@ -149,13 +187,13 @@ void cmd_fmt_span(double from, double to, char *out, size_t size)
 	if (from <= 0 || d < 0)
 		xsnprintf(out, size, "-");
 	else if (d < 60)
-		xsnprintf(out, size, "%ds", (int)d);
+		fmt_two(out, size, (int)d, "s", 0, NULL);
 	else if (d < 3600)
-		xsnprintf(out, size, "%dm %ds", (int)d / 60, (int)d % 60);
+		fmt_two(out, size, (int)d / 60, "m", (int)d % 60, "s");
 	else if (d < 86400)
-		xsnprintf(out, size, "%dh %dm", (int)d / 3600, ((int)d % 3600) / 60);
+		fmt_two(out, size, (int)d / 3600, "h", ((int)d % 3600) / 60, "m");
 	else
-		xsnprintf(out, size, "%dd %dh", (int)(d / 86400), ((int)d % 86400) / 3600);
+		fmt_two(out, size, (int)(d / 86400), "d", ((int)d % 86400) / 3600, "h");
 }
 
 void cmd_fmt_ago(double when, double now, char *out, size_t size)
@@ -165,13 +203,13 @@ void cmd_fmt_ago(double when, double now, char *out, size_t size)
 	if (when <= 0)
 		xsnprintf(out, size, "-");
 	else if (ago < 60)
-		xsnprintf(out, size, "%lds ago", ago < 0 ? 0 : ago);
+		fmt_two(out, size, ago < 0 ? 0 : ago, "s ago", 0, NULL);
 	else if (ago < 3600)
-		xsnprintf(out, size, "%ldm ago", ago / 60);
+		fmt_two(out, size, ago / 60, "m ago", 0, NULL);
 	else if (ago < 86400)
-		xsnprintf(out, size, "%ldh ago", ago / 3600);
+		fmt_two(out, size, ago / 3600, "h ago", 0, NULL);
 	else
-		xsnprintf(out, size, "%ldd ago", ago / 86400);
+		fmt_two(out, size, ago / 86400, "d ago", 0, NULL);
 }
 
 static void suggest(const char *group, const struct cmd *t, size_t n, const char *name)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,34 @@ int buf_add(struct buf *b, const void *data, size_t len)
 int buf_adds(struct buf *b, const char *s)
 {
 	return buf_add(b, s, strlen(s));
+}
+
+int buf_add_col(struct buf *b, const char *s, size_t width, size_t max)
+{
+	size_t len = strnlen(s, max), pad = len < width ? width - len : 0;
+	int r = buf_grow(b, len + pad);
+
+	if (r)
+		return r;
+	memcpy(b->p + b->len, s, len);
+	memset(b->p + b->len + len, ' ', pad);
+	b->len += len + pad;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int buf_add_int_col(struct buf *b, long long v, size_t width)
+{
+	char d[24], *p = d + sizeof(d);
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	*--p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	return buf_add_col(b, p, width, SIZE_MAX);
 }
 
 int buf_addch(struct buf *b, char c)

@@ -117,6 +117,52 @@ static void test_addf(void)
 	}
 }
 
+/* The columns are printf's "%-W.Ms" and "%-Wlld", byte for byte. */
+static void test_cols(void)
+{
+	static const char *const words[] = {"", "a", "abcd", "abcdefghij", "héllo", "x y"};
+	static const long long nums[] = {
+	        0, 7, -7, 12345, -12345, 9223372036854775807LL, -9223372036854775807LL - 1};
+	struct buf b = BUF_INIT(0), w = BUF_INIT(0);
+	size_t i, width, max;
+	int same = 1;
+
+	for (i = 0; i < ARRAY_SIZE(words); i++)
+		for (width = 0; width < 12; width += 3)
+			for (max = 0; max < 14; max += 4) {
+				buf_reset(&b);
+				buf_reset(&w);
+				buf_add_col(&b, words[i], width, max);
+				buf_addf(&w, "%-*.*s", (int)width, (int)max, words[i]);
+				same &= !strcmp(b.p, w.p) && b.len == w.len;
+				buf_reset(&b);
+				buf_reset(&w);
+				buf_add_col(&b, words[i], width, SIZE_MAX);
+				buf_addf(&w, "%-*s", (int)width, words[i]);
+				same &= !strcmp(b.p, w.p) && b.len == w.len;
+			}
+	ok(same, "buf_add_col() is %%-W.Ms and %%-Ws");
+	same = 1;
+	for (i = 0; i < ARRAY_SIZE(nums); i++)
+		for (width = 0; width < 24; width += 5) {
+			buf_reset(&b);
+			buf_reset(&w);
+			buf_add_int_col(&b, nums[i], width);
+			buf_addf(&w, "%-*lld", (int)width, nums[i]);
+			same &= !strcmp(b.p, w.p);
+		}
+	ok(same, "buf_add_int_col() is %%-Wlld, the extremes too");
+	{
+		struct buf small = BUF_INIT(8);
+
+		ok(buf_add_col(&small, "abc", 9, SIZE_MAX) == -ENOBUFS && small.len == 0,
+		   "a column past max: -ENOBUFS, the buf as it was");
+		buf_release(&small);
+	}
+	buf_release(&b);
+	buf_release(&w);
+}
+
 static void test_detach(void)
 {
 	struct buf b = BUF_INIT(0);
@@ -238,6 +284,7 @@ int main(void)
 	plan_run(test_growth);
 	plan_run(test_limits);
 	plan_run(test_addf);
+	plan_run(test_cols);
 	plan_run(test_detach);
 	plan_run(test_rtrim);
 	plan_run(test_last_line);
