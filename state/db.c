@@ -414,6 +414,11 @@ int st_begin(struct st_db *db)
 	return r;
 }
 
+int st_in_tx(const struct st_db *db)
+{
+	return db->in_tx;
+}
+
 int st_commit(struct st_db *db)
 {
 	int r;

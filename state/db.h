@@ -62,6 +62,8 @@ int st_exec(struct st_db *db, const char *sql);
 int st_begin(struct st_db *db);
 int st_commit(struct st_db *db);
 void st_rollback(struct st_db *db);
+/* 1 between a st_begin() and its commit or rollback: a caller's transaction is open. */
+int st_in_tx(const struct st_db *db);
 
 /* Steps a statement expecting no rows (INSERT/UPDATE/DELETE); 0 or an error. */
 int st_step_done(struct st_db *db, sqlite3_stmt *st);

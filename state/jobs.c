@@ -620,12 +620,14 @@ int mj_transition_run(struct st_db *db, int64_t id, unsigned status_mask, unsign
                       int status, int sched, const char *reason, int node_status,
                       const char *exit_codes)
 {
-	int r = st_begin(db);
+	int own = !st_in_tx(db), r = own ? st_begin(db) : 0;
 
 	if (r)
 		return r;
 	r = transition_ev(db, id, status_mask, sched_mask, status, sched, reason, NULL, now_wall(),
 	                  node_status, exit_codes);
+	if (!own)
+		return r; /* the caller's transaction: it commits, or rolls back */
 	if (r) {
 		st_rollback(db);
 		return r;

@@ -212,7 +212,8 @@ int mj_each(struct st_db *db, int skip_finished, unsigned sched_mask,
  * sched_mask, sets status (or keeps it: -1) and schedule state (-1 keeps), writes reason
  * (NULL keeps), sets ended_at for a terminal status and started_at on the first RUNNING,
  * and records the event. 0; -ESTALE the job was not in those states (not printed);
- * -ENOENT.
+ * -ENOENT. Its own transaction, or the caller's when one is open (st_in_tx()): then a
+ * failure is the caller's to roll back.
  */
 int mj_transition(struct st_db *db, int64_t id, unsigned status_mask, unsigned sched_mask,
                   int status, int sched, const char *reason);

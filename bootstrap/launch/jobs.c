@@ -292,14 +292,50 @@ static int job_gang_status(const struct eng_job *job)
 /* ---- queue ------------------------------------------------------------------------------ */
 
 /* 1 if id is in want[0..n) (n 0: every id is). */
-static int wanted(const int64_t *want, size_t n, int64_t id)
+static int cmp_id(const void *a, const void *b)
 {
-	size_t i;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
-	for (i = 0; i < n; i++)
-		if (want[i] == id)
-			return 1;
-	return !n;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The cluster's jobs of want[0..nwant) (nwant 0: every one), in id order, each once; a
+ * job the cluster does not have is left out. Each wanted one is looked up by its key: a
+ * pool cluster has thousands of jobs, and a batch of some (a cancel's, a probe's) must
+ * not read them all, nor compare each with each. 0 or -EIO.
+ */
+static int load_jobs(struct st_db *ldb, const char *cluster, const int64_t *want, size_t nwant,
+                     struct cluster_job **out, size_t *n)
+{
+	struct cluster_job *v;
+	int64_t *ids;
+	size_t i, k = 0;
+	int r = 0;
+
+	if (!nwant)
+		return st_cluster_job_list(ldb, cluster, out, n) ? -EIO : 0;
+	ids = xcalloc(nwant, sizeof(*ids));
+	memcpy(ids, want, nwant * sizeof(*ids));
+	qsort(ids, nwant, sizeof(*ids), cmp_id);
+	v = xcalloc(nwant, sizeof(*v));
+	for (i = 0; i < nwant && !r; i++) {
+		if (i && ids[i] == ids[i - 1])
+			continue;
+		r = st_cluster_job_get(ldb, cluster, ids[i], &v[k]);
+		if (!r)
+			k++;
+		else if (r == -ENOENT)
+			r = 0;
+	}
+	free(ids);
+	if (r) {
+		cluster_jobs_free(v, k);
+		return -EIO;
+	}
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 int eng_queue(struct st_db *ldb, const char *cluster, int skip_finished, const int64_t *want,
@@ -318,24 +354,12 @@ int eng_queue(struct st_db *ldb, const char *cluster, int skip_finished, const i
 	*nout = 0;
 	if (eng_open(ldb, cluster, &c, &cl))
 		return -ENOENT;
-	if (st_cluster_job_list(ldb, cluster, &v, &n)) {
+	/* Only the jobs asked for: the others are not even read. */
+	if (load_jobs(ldb, cluster, want, nwant, &v, &n)) {
 		cluster_free(&c);
 		cl_close(&cl);
 		return -EIO;
 	}
-	/* Only the jobs asked for: the others are not even looked at. */
-	for (i = 0, kept = 0; i < n; i++) {
-		if (wanted(want, nwant, v[i].id)) {
-			struct cluster_job tmp = v[kept];
-
-			v[kept++] = v[i];
-			v[i] = tmp;
-		}
-	}
-	for (i = kept; i < n; i++)
-		cluster_job_free(&v[i]);
-	n = kept;
-	kept = 0;
 	/* Before the nodes are asked: a job cut short mid-submit is settled first. */
 	submitting = xcalloc(n ? n : 1, sizeof(*submitting));
 	ids = xcalloc(n ? n : 1, sizeof(*ids));
@@ -856,20 +880,16 @@ int eng_cancel(struct st_db *ldb, const char *cluster, const int64_t *want, size
 	}
 	if (eng_open(ldb, cluster, &c, &cl))
 		return -ENOENT;
-	if (st_cluster_job_list(ldb, cluster, &v, &n)) {
+	/* Every job (all), or the ones asked for, each read by its key. */
+	if (load_jobs(ldb, cluster, all ? NULL : want, all ? 0 : nwant, &v, &n)) {
 		r = -EIO;
 		goto out;
 	}
 	pn = xcalloc(cl.n ? cl.n : 1, sizeof(*pn));
 	for (i = 0; i < n; i++) {
-		int pick = all;
 		int64_t *ids = NULL;
 		int nids;
 
-		for (k = 0; k < nwant && !pick; k++)
-			pick = want[k] == v[i].id;
-		if (!pick)
-			continue;
 		out->jobs = xgrow(out->jobs, out->n, &alloc, sizeof(*out->jobs));
 		out->jobs[out->n++] = v[i].id;
 		if (cancel_unsubmitted(&cl, &v[i]))
@@ -885,12 +905,9 @@ int eng_cancel(struct st_db *ldb, const char *cluster, const int64_t *want, size
 		}
 		free(ids);
 	}
+	/* out->jobs is in id order (load_jobs()): each wanted one is looked up in it. */
 	for (k = 0; k < nwant; k++) {
-		int found = 0;
-
-		for (i = 0; i < out->n && !found; i++)
-			found = out->jobs[i] == want[k];
-		if (!found) {
+		if (!bsearch(&want[k], out->jobs, out->n, sizeof(*out->jobs), cmp_id)) {
 			error("cluster %s has no job %lld", cluster, (long long)want[k]);
 			out->missing++;
 		}

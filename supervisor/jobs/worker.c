@@ -355,9 +355,18 @@ static int by_cluster(const void *a, const void *b)
 	return strcmp(((const struct probe *)a)->cluster, ((const struct probe *)b)->cluster);
 }
 
+static int cmp_probe_job(const void *a, const void *b)
+{
+	int64_t x = ((const struct probe *)a)->cluster_job,
+	        y = ((const struct probe *)b)->cluster_job;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * Probes the jobs v[0..n) that all run on one cluster: the engine's queue of just those
- * cluster jobs (one request per node), their gang statuses as `queue` shows them.
+ * cluster jobs (one request per node), their gang statuses as `queue` shows them. v is
+ * put in cluster job order, where each answer finds its probe (thousands on a pool).
  */
 static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 {
@@ -377,6 +386,7 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 		return;
 	}
 	cluster_free(&c);
+	qsort(v, n, sizeof(*v), cmp_probe_job);
 	for (i = 0; i < n; i++)
 		want[i] = v[i].cluster_job;
 	r = eng_queue(db, v[0].cluster, 0, want, n, &jobs, &got);
@@ -386,12 +396,10 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 			          v[i].cluster);
 	for (k = 0; k < got; k++) {
 		const struct eng_job *jb = &jobs[k];
-		struct probe *p = NULL;
+		struct probe key = {.cluster_job = jb->id}, *p;
 		int rank, full = 0;
 
-		for (i = 0; i < n && !p; i++)
-			if (v[i].cluster_job == jb->id)
-				p = &v[i];
+		p = bsearch(&key, v, n, sizeof(*v), cmp_probe_job);
 		if (!p)
 			continue;
 		p->status = jb->status;
@@ -471,21 +479,49 @@ static int deferred(struct st_db *db, const struct mj_cleanup *cu)
 	return wait;
 }
 
-static void maybe_cancelled(struct st_db *db, int64_t job)
+static int maybe_cancelled(struct st_db *db, int64_t job)
 {
+	int r = 0;
+
 	if (!mj_cleanup_count_job(db, job)) {
 		struct mjob j;
 		char why[MJ_CANCEL_REASON_MAX], *reason;
 
 		if (mj_get(db, job, &j))
-			return;
+			return 0;
 		reason = xasprintf("%s; its cluster is released",
 		                   mj_cancel_reason(&j, why, sizeof(why)));
-		mj_transition(db, job, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED, -1,
-		              reason);
+		r = mj_transition(db, job, MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_DONE), MJ_CANCELLED,
+		                  -1, reason);
 		free(reason);
 		mjob_free(&j);
 	}
+	return r == -ESTALE || r == -ENOENT ? 0 : r;
+}
+
+/*
+ * The cleanups of a cancel batch that are done (done[k]: cu[k].id and its job), in one
+ * transaction (a batch is hundreds of pool jobs): each row deleted, and each job whose
+ * last cleanup it was CANCELLED. All or nothing: what failed is done again next round.
+ */
+static void cleanups_done(struct st_db *db, const int64_t *row, const int64_t *job, size_t n)
+{
+	size_t k;
+	int r;
+
+	if (!n)
+		return;
+	r = st_begin(db);
+	for (k = 0; k < n && !r; k++) {
+		r = mj_cleanup_done(db, row[k]);
+		if (!r)
+			r = maybe_cancelled(db, job[k]);
+	}
+	if (!r && !st_commit(db))
+		return;
+	if (st_in_tx(db))
+		st_rollback(db);
+	fprintf(stderr, "[cleanup] %zu ended job(s) could not be recorded; tried again\n", n);
 }
 
 /*
@@ -584,9 +620,11 @@ static int worker_cleanup(struct st_db *db)
 		} else if (cu[i].cluster_job > 0) {
 			/* Up to CANCEL_BATCH pool jobs of this cluster in one cancel request. */
 			int64_t *ids = xcalloc(CANCEL_BATCH, sizeof(*ids));
+			int64_t *done_row = xcalloc(CANCEL_BATCH, sizeof(*done_row));
+			int64_t *done_job = xcalloc(CANCEL_BATCH, sizeof(*done_job));
 			int *ended = xcalloc(CANCEL_BATCH, sizeof(*ended));
 			struct eng_cancelled res;
-			size_t picked = 0, waiting = 0, x;
+			size_t picked = 0, waiting = 0, ndone = 0, x;
 
 			cluster_free(&c);
 			for (k = i; k < n && picked < CANCEL_BATCH; k++) {
@@ -613,8 +651,8 @@ static int worker_cleanup(struct st_db *db)
 				for (x = 0; x < picked && ids[x] != cu[k].cluster_job; x++)
 					;
 				if (r == EXIT_OK && x < picked && ended[x]) {
-					mj_cleanup_done(db, cu[k].id);
-					maybe_cancelled(db, cu[k].job_id);
+					done_row[ndone] = cu[k].id;
+					done_job[ndone++] = cu[k].job_id;
 				} else if (r == EXIT_OK) {
 					waiting++; /* asked, not ended yet: looked at again */
 				}
@@ -623,11 +661,14 @@ static int worker_cleanup(struct st_db *db)
 					cu[k].cluster = NULL;
 				}
 			}
+			cleanups_done(db, done_row, done_job, ndone);
 			if (waiting)
 				fprintf(stderr, "[cleanup] %zu job(s) on %s are stopping\n",
 				        waiting, cu[i].cluster);
 			free(ids);
 			free(ended);
+			free(done_row);
+			free(done_job);
 			continue;
 		} else {
 			cluster_free(&c);
