@@ -299,8 +299,14 @@ test_expect_success 'Chromium: stop and start from the page, each confirmed; a m
 	wait_for "skiff jobs queue --json | grep -q CANCELLED" 60
 '
 
+# On a failure, what of skiff still ran (the down's own processes, a lock's holder).
+skiff_procs() {
+	ps -eo pid,etimes,args | grep "[s]kiff" | grep -v "sleep 3" | cut -c1-200
+}
+
 test_expect_success 'Chromium: down from the page takes the cluster away' '
-	pw click /clusters/web2 "button.danger" accept "#note" done >d &&
+	{ pw click /clusters/web2 "button.danger" accept "#note" done >d ||
+		{ cat d; skiff_procs; ls -la "$SKIFF_HOME/locks" 2>&1; false; }; } &&
 	grep -q "confirm: Tear down cluster web2?" d &&
 	wait_for "skiff status --json >st.json && ! grep -q \"\\\"web2\\\"\" st.json" 30
 '
