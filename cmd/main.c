@@ -145,14 +145,8 @@ int print_out(const char *s, size_t len)
 /* Appends v in decimal at t[*n] (t has room: the callers' sizes are computed). */
 static void put_long(char *t, size_t *n, long v)
 {
-	char d[24], *p = d + sizeof(d);
-	unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+	char d[DEC_DIGITS_MAX], *p = dec_digits(d + sizeof(d), v);
 
-	do
-		*--p = (char)('0' + u % 10);
-	while (u /= 10);
-	if (v < 0)
-		*--p = '-';
 	memcpy(t + *n, p, (size_t)(d + sizeof(d) - p));
 	*n += (size_t)(d + sizeof(d) - p);
 }
@@ -163,7 +157,7 @@ static void put_long(char *t, size_t *n, long v)
  */
 static void fmt_two(char *out, size_t size, long a, const char *ua, long b, const char *ub)
 {
-	char t[2 * 24 + 2 * 8 + 2];
+	char t[2 * DEC_DIGITS_MAX + 2 * 8 + 2];
 	size_t n = 0, m;
 
 	put_long(t, &n, a);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/util.h"
 #include "lib/banned.h"
 
 char buf_empty[1];
@@ -119,16 +120,10 @@ int buf_add_col(struct buf *b, const char *s, size_t width, size_t max)
 
 int buf_add_int_col(struct buf *b, long long v, size_t width)
 {
-	char d[24], *p = d + sizeof(d);
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char d[DEC_DIGITS_MAX + 1];
 
-	*--p = '\0';
-	do
-		*--p = (char)('0' + u % 10);
-	while (u /= 10);
-	if (v < 0)
-		*--p = '-';
-	return buf_add_col(b, p, width, SIZE_MAX);
+	d[DEC_DIGITS_MAX] = '\0';
+	return buf_add_col(b, dec_digits(d + DEC_DIGITS_MAX, v), width, SIZE_MAX);
 }
 
 int buf_addch(struct buf *b, char c)

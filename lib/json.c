@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util.h"
 #include "lib/banned.h"
 
 void json_init(struct json *j, struct buf *out, int pretty)
@@ -182,20 +183,12 @@ void json_str(struct json *j, const char *s)
 
 int json_put_int(struct buf *b, int64_t v)
 {
-	char tmp[24];
-	int i = (int)sizeof(tmp);
-	uint64_t u = v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v;
+	char tmp[DEC_DIGITS_MAX], *p = dec_digits(tmp + sizeof(tmp), v);
 
-	do {
-		tmp[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		tmp[--i] = '-';
-	if (buf_grow(b, sizeof(tmp) - (size_t)i))
+	if (buf_grow(b, (size_t)(tmp + sizeof(tmp) - p)))
 		return -ENOBUFS;
-	while (i < (int)sizeof(tmp)) /* stored, not copied: see put_ch() */
-		b->p[b->len++] = tmp[i++];
+	while (p < tmp + sizeof(tmp)) /* stored, not copied: see put_ch() */
+		b->p[b->len++] = *p++;
 	b->p[b->len] = '\0';
 	return 0;
 }

@@ -110,6 +110,18 @@ void xsnprintf(char *dst, size_t size, const char *fmt, ...)
 		die("BUG: xsnprintf: result does not fit in %zu bytes", size);
 }
 
+char *dec_digits(char *end, long long v)
+{
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	do
+		*--end = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--end = '-';
+	return end;
+}
+
 int parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;

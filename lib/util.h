@@ -28,6 +28,14 @@ char *xasprintf(const char *fmt, ...) SKIFF_PRINTF(1, 2);
 /* snprintf that aborts if the result does not fit: for sizes that are known to fit. */
 void xsnprintf(char *dst, size_t size, const char *fmt, ...) SKIFF_PRINTF(3, 4);
 
+/*
+ * v in decimal, written backwards so that it ends just before end (no NUL): returns where
+ * it begins. The space before end holds DEC_DIGITS_MAX bytes at least. printf's "%lld"
+ * without printf, for the long listings and JSON.
+ */
+#define DEC_DIGITS_MAX 20 /* "-9223372036854775808" */
+char *dec_digits(char *end, long long v);
+
 /* Whole-string number parsing; 0 or -EINVAL / -ERANGE. No leading/trailing junk. */
 int parse_long(const char *s, long min, long max, long *out);
 int parse_double(const char *s, double *out);
