@@ -225,7 +225,9 @@ static int share_home_exec(const struct hold *h, int argc, char **argv)
 	tmp = xasprintf("%s/skiff", bin);
 	if (symlink(name + 1, lnk) || rename(lnk, tmp))
 		unlink(lnk);
-	if (!cluster_home_of(exe)) { /* the key's characters are made so: never */
+	free(tmp);
+	tmp = cluster_home_of(exe);
+	if (!tmp) { /* the key's characters are made so: never */
 		error("BUG: '%s' is not a cluster's home", exe);
 		goto out;
 	}
