@@ -17,6 +17,10 @@ COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(sh
 DEPS := build/deps/prefix
 # Another build dir (make B=build-x) lets two builds run side by side.
 B ?= build
+# Every core, unless -j was given: `make test` builds three binaries and the unit tests.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
 MUSL_CC ?= musl-gcc
 HOST_CC ?= gcc
