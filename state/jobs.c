@@ -271,9 +271,9 @@ static int insert_job(struct st_db *db, struct mjob *j, const struct mj_task *ta
 	st = st_prepare(db, "INSERT INTO managed_jobs (name, entry, spec, cwd, ovargs, infra, "
 	                    "strategy, max_restarts, recover_codes, priority, status, sched, "
 	                    "ntasks, submitted_at, reason, overrides, resources, group_task, "
-	                    "group_primary, group_delay_s, group_name) "
+	                    "group_primary, group_delay_s, group_name, pool) "
 	                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, 'submitted', ?, ?, "
-	                    "?, ?, ?, ?)");
+	                    "?, ?, ?, ?, ?)");
 	if (!st)
 		return -EIO;
 	st_bind_text(st, 1, nz(j->name));
@@ -294,6 +294,7 @@ static int insert_job(struct st_db *db, struct mjob *j, const struct mj_task *ta
 	st_bind_int(st, 16, j->group_name ? j->group_primary : 1);
 	st_bind_int(st, 17, j->group_delay_s);
 	st_bind_text(st, 18, nz(j->group_name));
+	st_bind_int(st, 19, !!j->pool);
 	r = st_step_done(db, st);
 	if (r)
 		return r;
@@ -820,19 +821,67 @@ static int64_t first_in(struct st_db *db, int sched)
 	return id;
 }
 
-int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t *id)
+/*
+ * Up to max ids of the jobs after first in the claim order of sched `from` (first itself
+ * left out), as far as they run unbroken on the local pool (their rows' pool hint).
+ */
+static int pool_run_after(struct st_db *db, int from, int64_t first, int64_t *ids, size_t max,
+                          size_t *n)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id, pool FROM managed_jobs WHERE sched = ? "
+	                                  "AND sched != 6 AND cancel_requested = 0 AND id != ? "
+	                                  "ORDER BY priority DESC, id LIMIT ?");
+	int r;
+
+	*n = 0;
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, from);
+	st_bind_int(st, 2, first);
+	st_bind_int(st, 3, (int64_t)max);
+	while ((r = st_step(db, st)) > 0 && sqlite3_column_int(st, 1))
+		ids[(*n)++] = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
+static int pool_hint(struct st_db *db, int64_t id)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT pool FROM managed_jobs WHERE id = ?");
+	int pool = 0;
+
+	if (!st)
+		return 0;
+	st_bind_int(st, 1, id);
+	if (st_step(db, st) > 0)
+		pool = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	return pool;
+}
+
+static int claim_one(struct st_db *db, int64_t id, int from)
+{
+	return transition_ev(db, id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_MASK(from),
+	                     from == MJS_WAITING ? MJ_STARTING : -1, MJS_LAUNCHING,
+	                     from == MJS_WAITING ? "launch slot taken" : NULL, "launch slot taken",
+	                     now_wall(), -1, NULL);
+}
+
+int mj_claim_batch(struct st_db *db, int max_launching, int max_running, size_t max_batch,
+                   int64_t *ids, size_t *n)
 {
 	int c[MJS_N], r, from;
 	int64_t pick = 0;
+	size_t more = 0, k, room;
 
-	*id = 0;
+	*n = 0;
 	r = st_begin(db);
 	if (r)
 		return r;
 	r = mj_sched_counts(db, c);
 	if (r)
 		goto fail;
-	if (c[MJS_LAUNCHING] >= max_launching)
+	if (c[MJS_LAUNCHING] >= max_launching || !max_batch)
 		goto none;
 	from = MJS_ALIVE_WAITING;
 	pick = first_in(db, from);
@@ -846,17 +895,42 @@ int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t 
 	}
 	if (!pick)
 		goto none;
-	r = transition_ev(db, pick, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_MASK(from),
-	                  from == MJS_WAITING ? MJ_STARTING : -1, MJS_LAUNCHING,
-	                  from == MJS_WAITING ? "launch slot taken" : NULL, "launch slot taken",
-	                  now_wall(), -1, NULL);
+	r = claim_one(db, pick, from);
 	if (r)
 		goto fail;
-	*id = pick;
+	ids[(*n)++] = pick;
+	/* The batch: what follows it on the pool, within the launch and run limits. */
+	room = max_batch - 1;
+	if ((size_t)(max_launching - c[MJS_LAUNCHING] - 1) < room)
+		room = (size_t)(max_launching - c[MJS_LAUNCHING] - 1);
+	if (from == MJS_WAITING && (size_t)(max_running - running_count(c) - 1) < room)
+		room = (size_t)(max_running - running_count(c) - 1);
+	if (room && pool_hint(db, pick)) {
+		r = pool_run_after(db, from, pick, ids + 1, room, &more);
+		for (k = 0; !r && k < more; k++)
+			r = claim_one(db, ids[1 + k], from);
+		if (r)
+			goto fail;
+		*n += more;
+	}
 none:
-	return st_commit(db);
+	r = st_commit(db);
+	if (r)
+		*n = 0;
+	return r;
 fail:
+	*n = 0;
 	st_rollback(db);
+	return r;
+}
+
+int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t *id)
+{
+	size_t n;
+	int r = mj_claim_batch(db, max_launching, max_running, 1, id, &n);
+
+	if (r || !n)
+		*id = 0;
 	return r;
 }
 

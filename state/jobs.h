@@ -94,7 +94,7 @@ struct mjob {
 	int attempts;   /* launch attempts since the last successful launch */
 	char *cluster;  /* where the current task runs; "" none */
 	int64_t cluster_job;
-	int pool; /* 1: cluster is the shared local pool */
+	int pool; /* 1: cluster is the shared local pool (before a launch names it: it is to be) */
 	char *task_id;
 	char *reason; /* why the last transition happened (DETAILS, failure reason) */
 	double submitted_at, started_at, ended_at, next_try_at;
@@ -263,6 +263,15 @@ int mj_sched_counts(struct st_db *db, int counts[MJS_N]);
  * it recovers). *id is 0 when nothing may start. Counts as in mj_sched_counts().
  */
 int mj_claim_next(struct st_db *db, int max_launching, int max_running, int64_t *id);
+/*
+ * As mj_claim_next(), then, when the job claimed runs on the local pool (its row's pool
+ * hint), the pool jobs that follow it in the same order and the same queue, unbroken by
+ * a job that does not, up to max_batch in all and within both limits (each counts as a
+ * launching and, from WAITING, a running job): their ids into ids[0..*n), the first the
+ * one mj_claim_next() would claim. *n is 0 when nothing may start.
+ */
+int mj_claim_batch(struct st_db *db, int max_launching, int max_running, size_t max_batch,
+                   int64_t *ids, size_t *n);
 
 /*
  * Cancel: every job named in ids (n of them), or named `name`, or all with all=1. A job

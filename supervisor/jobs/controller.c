@@ -6,8 +6,9 @@
  * (policy.h). No thread per job: a job is a row, and all work that may block (launching a
  * cluster, probing nodes, tearing clusters down) runs in worker processes (worker.c):
  *
- *   launch worker   one per launching job, at most max_launching; writes its success
- *                   (the cluster job, ALIVE) itself, so it may outlive a crashed controller
+ *   launch worker   one per launching job, or per batch of pool jobs claimed together
+ *                   (mj_claim_batch()), at most max_launching; writes each success (the
+ *                   cluster job, ALIVE) itself, so it may outlive a crashed controller
  *   watch worker    one at a time, every poll interval: probes every ALIVE job's cluster
  *                   job and writes what it saw into the row
  *   cleanup worker  one at a time: tears down clusters / cancels pool jobs listed in
@@ -53,7 +54,9 @@
 
 struct kid {
 	pid_t pid;
-	int64_t job; /* > 0 launch worker; MJ_HOLDER_WATCH, MJ_HOLDER_CLEANUP */
+	int64_t job;   /* > 0 launch worker; MJ_HOLDER_WATCH, MJ_HOLDER_CLEANUP */
+	int64_t *jobs; /* a launch worker's batch, job first (njobs > 1), else NULL */
+	size_t njobs;
 };
 
 static struct {
@@ -62,6 +65,7 @@ static struct {
 	int lock_fd, sig_fd;
 	struct kid *kids;
 	size_t nkids, cap;
+	int64_t *batch; /* room for the ids of one claim (lim.launch_batch) */
 	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms, last_gc_ms;
 	int probes_ready, want_cancels, want_settle, want_keep, want_gc, stop, idle;
 	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, gc_ms;
@@ -157,22 +161,44 @@ static int launch_kids(void)
 	return n;
 }
 
+/* Records pid as the holder of jobs[0..n), in one transaction. */
+static int hold_jobs(const char *kind, const int64_t *jobs, size_t n, pid_t pid)
+{
+	uint64_t start = proc_start_time(pid);
+	size_t i;
+	int r = n > 1 ? st_begin(C.db) : 0;
+
+	for (i = 0; !r && i < n; i++)
+		r = mj_holder_set(C.db, jobs[i], kind, (int)pid, start);
+	if (n > 1 && !r)
+		r = st_commit(C.db);
+	else if (n > 1)
+		st_rollback(C.db);
+	return r;
+}
+
 /*
- * Starts `skiff __jobs-worker KIND ID GOFD`, records it as the holder, then lets it go.
- * Output goes to the job's log (launch) or the controller's.
+ * Starts `skiff __jobs-worker KIND ID[,ID...] GOFD` for jobs[0..n) (a launch of one job or
+ * a batch; else one MJ_HOLDER_ constant), records it as their holder, then lets it go.
+ * Output goes to the first job's log (launch) or the controller's.
  */
-static int start_worker(const char *kind, int64_t job)
+static int start_worker(const char *kind, const int64_t *jobs, size_t n)
 {
 	const struct jobs_paths *p = jobs_paths();
 	struct spawn_opts o = SPAWN_OPTS_INIT;
-	char idbuf[32], fdbuf[16];
-	char *argv[] = {NULL, "__jobs-worker", (char *)kind, idbuf, fdbuf, NULL};
+	struct buf ids = BUF_INIT(0);
+	char fdbuf[16];
+	char *argv[] = {NULL, "__jobs-worker", (char *)kind, NULL, fdbuf, NULL};
+	int64_t job = jobs[0];
 	char *logp = job > 0 ? jobs_job_log(job) : xstrdup(p->log);
 	int go[2] = {-1, -1}, out = -1, r;
+	size_t i;
 	pid_t pid;
 
 	argv[0] = (char *)self_path(NULL);
-	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)job);
+	for (i = 0; i < n; i++)
+		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)jobs[i]);
+	argv[3] = ids.p;
 	if (!argv[0] || !logp || pipe2(go, O_CLOEXEC) < 0) {
 		r = error_errno("cannot start a %s worker", kind);
 		goto out;
@@ -191,7 +217,7 @@ static int start_worker(const char *kind, int64_t job)
 		r = error_errno("cannot start a %s worker", kind);
 		goto out;
 	}
-	r = mj_holder_set(C.db, job, kind, (int)pid, proc_start_time(pid));
+	r = hold_jobs(kind, jobs, n, pid);
 	if (r) {
 		/* Unrecorded: it must not run. Closing the pipe without a byte stops it. */
 		close(go[1]);
@@ -204,8 +230,15 @@ static int start_worker(const char *kind, int64_t job)
 	C.kids = xgrow(C.kids, C.nkids, &C.cap, sizeof(*C.kids));
 	C.kids[C.nkids].pid = pid;
 	C.kids[C.nkids].job = job;
+	C.kids[C.nkids].jobs = NULL;
+	if (n > 1) {
+		C.kids[C.nkids].jobs = xcalloc(n, sizeof(*jobs));
+		memcpy(C.kids[C.nkids].jobs, jobs, n * sizeof(*jobs));
+	}
+	C.kids[C.nkids].njobs = n;
 	C.nkids++;
 out:
+	buf_release(&ids);
 	if (go[0] >= 0)
 		close(go[0]);
 	if (go[1] >= 0)
@@ -632,14 +665,25 @@ static void reap(void)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		struct kid *k = find_kid(pid);
-		int64_t job;
+		int64_t job, *jobs;
+		size_t njobs;
 
 		if (!k)
 			continue;
 		job = k->job;
+		jobs = k->jobs;
+		njobs = k->njobs;
 		*k = C.kids[--C.nkids];
 		if (job > 0) {
-			launch_done(job, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			size_t i;
+
+			/*
+			 * A batch's worker stopped at its first failure, which its code is; the
+			 * ones launched before it are ALIVE, those after it waiting again.
+			 */
+			for (i = 0; i < (jobs ? njobs : 1); i++)
+				launch_done(jobs ? jobs[i] : job, code);
 			C.want_cancels = 1; /* a cancel may have waited for this launch */
 		} else {
 			mj_holder_clear(C.db, job, pid);
@@ -648,6 +692,7 @@ static void reap(void)
 			else if (job == MJ_HOLDER_CLEANUP)
 				C.want_settle = C.want_keep = 1; /* a cancelled pool job ended */
 		}
+		free(jobs);
 	}
 }
 
@@ -675,7 +720,7 @@ static int tick(void)
 {
 	int counts[MJS_N], active, wait = 60000;
 	double next_backoff = 0, next_group = 0, wake;
-	int64_t now = now_ms(), id;
+	int64_t now = now_ms();
 
 	reap();
 	if (now - C.last_holder_ms >= 1000) {
@@ -699,11 +744,19 @@ static int tick(void)
 	}
 	next_backoff = backoffs();
 	while (launch_kids() < C.lim.max_launching) {
-		if (mj_claim_next(C.db, C.lim.max_launching, C.lim.max_running, &id) || !id)
+		size_t n, i;
+
+		/* A worker launches one job or a batch of pool jobs (each counts as launching). */
+		if (mj_claim_batch(C.db, C.lim.max_launching * C.lim.launch_batch,
+		                   C.lim.max_running, (size_t)C.lim.launch_batch, C.batch, &n) ||
+		    !n)
 			break;
-		logf_job(id, "LAUNCHING");
-		if (start_worker("launch", id)) {
-			launch_done(id, -1);
+		for (i = 0; i < n; i++)
+			logf_job(C.batch[i], "LAUNCHING%s",
+			         n > 1 ? " (in a batch on the pool)" : "");
+		if (start_worker("launch", C.batch, n)) {
+			for (i = 0; i < n; i++)
+				launch_done(C.batch[i], -1);
 			break;
 		}
 	}
@@ -712,7 +765,7 @@ static int tick(void)
 		if (now - C.last_watch_ms >= C.poll_ms) {
 			C.last_watch_ms = now;
 			publish_meta(counts);
-			start_worker("watch", MJ_HOLDER_WATCH);
+			start_worker("watch", &(int64_t){MJ_HOLDER_WATCH}, 1);
 		} else if (C.poll_ms - (now - C.last_watch_ms) < wait) {
 			wait = (int)(C.poll_ms - (now - C.last_watch_ms));
 		}
@@ -728,7 +781,7 @@ static int tick(void)
 	if ((C.want_keep || C.want_gc) && !have_kid(MJ_HOLDER_KEEP)) {
 		if (C.want_gc)
 			C.last_gc_ms = now;
-		start_worker(C.want_gc ? "keep-gc" : "keep", MJ_HOLDER_KEEP);
+		start_worker(C.want_gc ? "keep-gc" : "keep", &(int64_t){MJ_HOLDER_KEEP}, 1);
 		C.want_keep = C.want_gc = 0;
 	}
 	/*
@@ -738,7 +791,7 @@ static int tick(void)
 	if (!have_kid(MJ_HOLDER_CLEANUP) && count_cleanups()) {
 		if (now - C.last_cleanup_ms >= CLEANUP_RETRY_MS) {
 			C.last_cleanup_ms = now;
-			start_worker("cleanup", MJ_HOLDER_CLEANUP);
+			start_worker("cleanup", &(int64_t){MJ_HOLDER_CLEANUP}, 1);
 		} else if (CLEANUP_RETRY_MS - (now - C.last_cleanup_ms) < wait) {
 			wait = (int)(CLEANUP_RETRY_MS - (now - C.last_cleanup_ms));
 		}
@@ -827,6 +880,7 @@ int jobs_controller_main(int argc, char **argv)
 		return EXIT_FAIL;
 	srandom((unsigned)(getpid() ^ now_ms()));
 	jobs_limits_compute(&C.lim);
+	C.batch = xcalloc((size_t)C.lim.launch_batch, sizeof(*C.batch));
 	C.poll_ms = jobs_env_long("SKIFF_JOBS_POLL_MS", 2000, 50, 600000);
 	C.backoff_s = jobs_env_long("SKIFF_JOBS_BACKOFF_S", 60, 0, 3600);
 	C.attempts_max = jobs_env_long("SKIFF_JOBS_LAUNCH_ATTEMPTS", 3, 1, 1000);
@@ -840,10 +894,10 @@ int jobs_controller_main(int argc, char **argv)
 	mj_meta_set(C.db, "max_running", v);
 	xsnprintf(v, sizeof(v), "%ld", (long)getpid());
 	mj_meta_set(C.db, "controller_pid", v);
-	printf("controller %ld up: %d launching, %d running (%d cores, %lld MiB, %lld KiB per "
-	       "running job)\n",
-	       (long)getpid(), C.lim.max_launching, C.lim.max_running, C.lim.cores,
-	       C.lim.mem_bytes >> 20, C.lim.job_cost_bytes >> 10);
+	printf("controller %ld up: %d launching (pool jobs in batches of up to %d), %d running "
+	       "(%d cores, %lld MiB, %lld KiB per running job)\n",
+	       (long)getpid(), C.lim.max_launching, C.lim.launch_batch, C.lim.max_running,
+	       C.lim.cores, C.lim.mem_bytes >> 20, C.lim.job_cost_bytes >> 10);
 	fflush(stdout);
 	if (setup_signals())
 		goto out;
@@ -871,7 +925,10 @@ int jobs_controller_main(int argc, char **argv)
 	printf("controller %ld exiting (%s)\n", (long)getpid(), C.stop ? "idle or signalled" : "");
 out:
 	/* Workers run on: each finishes and records its own result. */
+	for (size_t i = 0; i < C.nkids; i++)
+		free(C.kids[i].jobs);
 	free(C.kids);
+	free(C.batch);
 	if (C.sig_fd >= 0)
 		close(C.sig_fd);
 	if (C.lock_fd >= 0)

@@ -20,6 +20,7 @@
 #include "lib/config.h"
 #include "lib/daemon.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "lib/util.h"
 #include "supervisor/jobs/jobs.h"
 #include "lib/banned.h"
@@ -90,6 +91,14 @@ int jobs_use_pool(const char *infra)
 	       jobs_env_long("SKIFF_JOBS_LOCAL_POOL", 1, 0, 1);
 }
 
+int jobs_task_on_pool(const struct task *t, const char *infra)
+{
+	long nodes = t->num_nodes > 0 ? t->num_nodes : 1;
+
+	return nodes == 1 && t->workdir.kind == TASK_WORKDIR_NONE && !t->nmounts &&
+	       jobs_use_pool(infra);
+}
+
 char *jobs_task_id(double submitted_at, const char *name, int64_t id, int task)
 {
 	time_t at = (time_t)submitted_at;
@@ -131,6 +140,12 @@ void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size)
 #define JOBS_COST_PER_RUNNING_JOB (256LL << 10)
 #define JOBS_MAX_RUNNING_CAP 100000
 #define JOBS_LAUNCHES_PER_CORE 4
+/*
+ * Pool jobs one launch worker launches, one after the other (tests/bench/jobs_bench.sh):
+ * each saves the worker's process, its database and config loads; a batch's jobs wait
+ * for the ones before them, about 10 ms each on the pool.
+ */
+#define JOBS_LAUNCH_BATCH 32
 
 /*
  * SkyPilot sizes its controller's VM with jobs.controller.resources and derives its limits
@@ -177,6 +192,7 @@ void jobs_limits_compute(struct jobs_limits *l)
 	                                      JOBS_LAUNCHES_PER_CORE * l->cores, 1, 100000);
 	l->max_running = (int)jobs_env_long("SKIFF_JOBS_MAX_RUNNING", run > 0 ? run : 1, 1,
 	                                    JOBS_MAX_RUNNING_CAP);
+	l->launch_batch = (int)jobs_env_long("SKIFF_JOBS_LAUNCH_BATCH", JOBS_LAUNCH_BATCH, 1, 1000);
 }
 
 int jobs_lock_holder(const char *path)

@@ -363,9 +363,13 @@ int jobs_keeper_main(int argc, char **argv);
 /* Long integer from the environment within [min, max], else def. */
 long jobs_env_long(const char *name, long def, long min, long max);
 
-/* Controller limits (computed, or overridden by SKIFF_JOBS_MAX_LAUNCHING/RUNNING). */
+/*
+ * Controller limits (computed, or overridden by SKIFF_JOBS_MAX_LAUNCHING/RUNNING). A
+ * launch worker launches one job, or a batch of up to launch_batch jobs that run on the
+ * local pool (SKIFF_JOBS_LAUNCH_BATCH): max_launching counts workers.
+ */
 struct jobs_limits {
-	int max_launching, max_running;
+	int max_launching, max_running, launch_batch;
 	int cores;
 	long long mem_bytes;
 	long long job_cost_bytes; /* the per-running-job cost the running limit is based on */
@@ -388,5 +392,11 @@ char *jobs_task_ids(double submitted_at, const char *name, int64_t id, int ntask
 void jobs_cluster_name(const struct mjob *j, int pool, char *out, size_t size);
 /* 1 when jobs on infra go to the shared local pool (local infra, unless turned off). */
 int jobs_use_pool(const char *infra);
+/*
+ * 1 when task t, on infra (NULL: the default), runs on the shared local pool: one node,
+ * nothing synced to it (files there would be shared with every other pool job), and an
+ * infra that uses the pool.
+ */
+int jobs_task_on_pool(const struct task *t, const char *infra);
 
 #endif

@@ -125,6 +125,8 @@ static int job_row_fill(const struct jobs_submit_req *req, const struct task_lis
 	j->overrides = ovdata->raw.p;
 	j->overrides_len = ovdata->raw.len;
 	j->infra = (char *)(infra ? infra : "");
+	/* Where its first task runs, known now: the controller launches pool jobs in batches. */
+	j->pool = jobs_task_on_pool(tl->tasks[0], infra);
 	j->recover_codes = row->codes.p;
 	j->ntasks = (int)tl->n;
 	/* The first task's first alternative: what the job asks for first. */

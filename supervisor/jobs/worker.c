@@ -4,7 +4,10 @@
  *
  *   launch ID   launches job ID's current task with the launch engine (eng_launch() on
  *               cluster skiff-job-ID..., or on the shared local pool), then records the
- *               cluster job and ALIVE itself
+ *               cluster job and ALIVE itself; with ID,ID,... (a batch of pool jobs the
+ *               controller claimed together) one after the other, each job's output in
+ *               its own log: at the first that fails, the rest go back to the queue
+ *               untried, and the exit status is that job's
  *   watch       probes every ALIVE job: the engine's queue of its cluster jobs (one framed
  *               request per node)
  *   cleanup     tears down clusters and cancels pool jobs listed in job_cleanups, keeping
@@ -189,7 +192,26 @@ static int pool_up(struct st_db *db, const char *cluster)
 	return up;
 }
 
-static int worker_launch(struct st_db *db, int64_t id)
+/*
+ * A job of a batch that is not to be launched here goes back to waiting for a launch
+ * (as the controller requeues a launch that never began); one the user cancelled stays
+ * LAUNCHING, and the controller cancels it when the worker is gone.
+ */
+static void hand_back(struct st_db *db, int64_t id, const char *why)
+{
+	struct mjob j;
+
+	if (mj_get(db, id, &j))
+		return;
+	if (j.sched == MJS_LAUNCHING &&
+	    !mj_transition(db, id, MJ_ACTIVE_MASK & ~MJ_MASK(MJ_CANCELLING), MJ_MASK(MJS_LAUNCHING),
+	                   j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_WAITING, why))
+		fprintf(stderr, "[launch] job %lld: %s\n", (long long)id, why);
+	mjob_free(&j);
+}
+
+/* batch: other jobs share this worker (a job that is not a pool job goes back). */
+static int worker_launch(struct st_db *db, int64_t id, int batch)
 {
 	const struct jobs_paths *p = jobs_paths();
 	struct task_list tl = TASK_LIST_INIT;
@@ -202,11 +224,15 @@ static int worker_launch(struct st_db *db, int64_t id)
 	char cluster[128], reason[192];
 	const char *infra;
 	char *task_id = NULL, *lockp = NULL;
-	int nodes, syncs, pool, rc, r, lock_fd = -1;
+	int pool, rc, r, lock_fd = -1;
 
 	if (mj_get(db, id, &j))
 		return EXIT_FAIL;
-	if (j.sched != MJS_LAUNCHING) {
+	if (j.sched != MJS_LAUNCHING || (batch && j.cancel_requested)) {
+		if (j.sched == MJS_LAUNCHING)
+			fprintf(stderr,
+			        "[launch] job %lld: cancelled before its turn in the batch\n",
+			        (long long)id);
 		mjob_free(&j);
 		return EXIT_OK;
 	}
@@ -227,10 +253,15 @@ static int worker_launch(struct st_db *db, int64_t id)
 		}
 		infra_release(&inf);
 	}
-	nodes = t->num_nodes > 0 ? (int)t->num_nodes : 1;
-	/* Files synced to the node would be shared with every other pool job. */
-	syncs = t->workdir.kind != TASK_WORKDIR_NONE || t->nmounts;
-	pool = nodes == 1 && !syncs && jobs_use_pool(infra);
+	pool = jobs_task_on_pool(t, infra);
+	if (batch && !pool) {
+		/* The row said the pool; its own launch finds its cluster. */
+		mj_set_cluster(db, id, "", 0, 0);
+		hand_back(db, id,
+		          "back in the queue: it does not run on the pool, so it "
+		          "launches on its own");
+		goto out;
+	}
 	jobs_cluster_name(&j, pool, cluster, sizeof(cluster));
 	if (!*j.task_id) {
 		task_id = jobs_task_id(j.submitted_at, j.name, id, j.task_index);
@@ -312,6 +343,88 @@ out:
 	task_list_release(&tl);
 	mjob_free(&j);
 	return rc;
+}
+
+/* The job's own log takes this process's stdout and stderr (a batch's next job). */
+static void output_to(int64_t id)
+{
+	char *path = jobs_job_log(id);
+	int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+
+	fflush(stdout);
+	fflush(stderr);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	free(path);
+}
+
+/*
+ * The batch ids[0..n), in order. A job is done with when it is no longer LAUNCHING (or
+ * its cancel waits for the controller); the first one that is not stops the batch, and
+ * its exit status is the worker's, which the controller reads as that job's.
+ */
+static int worker_launch_batch(struct st_db *db, const int64_t *ids, size_t n)
+{
+	size_t i;
+	int rc = EXIT_OK;
+
+	for (i = 0; i < n; i++) {
+		struct mjob j;
+		int stuck = 1;
+
+		if (n > 1)
+			output_to(ids[i]);
+		rc = worker_launch(db, ids[i], n > 1);
+		if (!mj_get(db, ids[i], &j)) {
+			stuck = j.sched == MJS_LAUNCHING && !j.cancel_requested;
+			mjob_free(&j);
+		}
+		if (stuck) {
+			if (rc == EXIT_OK)
+				rc = EXIT_FAIL;
+			break;
+		}
+	}
+	for (i++; i < n; i++) {
+		output_to(ids[i]);
+		hand_back(db, ids[i],
+		          "back in the queue: the launch before it in its batch failed");
+	}
+	return rc;
+}
+
+/* "ID" or "ID,ID,...": 0, or -EINVAL (printed). */
+static int parse_ids(const char *text, int64_t **ids, size_t *n)
+{
+	const char *s = text;
+	size_t cap = 0;
+	long v;
+
+	*ids = NULL;
+	*n = 0;
+	for (;;) {
+		size_t len = strcspn(s, ",");
+		char num[24];
+
+		if (!len || len >= sizeof(num))
+			break;
+		memcpy(num, s, len);
+		num[len] = '\0';
+		if (parse_long(num, 1, INT64_MAX, &v))
+			break;
+		*ids = xgrow(*ids, *n, &cap, sizeof(**ids));
+		(*ids)[(*n)++] = v;
+		if (!s[len])
+			return 0;
+		s += len + 1;
+	}
+	free(*ids);
+	*ids = NULL;
+	*n = 0;
+	return error("__jobs-worker launch: '%s' is not a list of job ids", text), -EINVAL;
 }
 
 /* ---- watch ---------------------------------------------------------------------------- */
@@ -715,18 +828,24 @@ static int worker_keep(struct st_db *db, int gc)
 int jobs_worker_main(int argc, char **argv)
 {
 	struct st_db *db;
+	int64_t *ids = NULL;
+	size_t nids = 0;
 	long id = 0;
 	int rc;
 
-	if (argc != 4 || parse_long(argv[2], MJ_HOLDER_KEEP, INT64_MAX, &id))
+	if (argc == 4 && !strcmp(argv[1], "launch")) {
+		if (parse_ids(argv[2], &ids, &nids))
+			return EXIT_USAGE;
+	} else if (argc != 4 || parse_long(argv[2], MJ_HOLDER_KEEP, INT64_MAX, &id)) {
 		return error("usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD"),
 		       EXIT_USAGE;
-	if (wait_go(argv[3]))
+	}
+	if (wait_go(argv[3]) || st_launcher_open(0, &db)) {
+		free(ids);
 		return EXIT_FAIL;
-	if (st_launcher_open(0, &db))
-		return EXIT_FAIL;
+	}
 	if (!strcmp(argv[1], "launch"))
-		rc = worker_launch(db, id);
+		rc = worker_launch_batch(db, ids, nids);
 	else if (!strcmp(argv[1], "watch"))
 		rc = worker_watch(db);
 	else if (!strcmp(argv[1], "cleanup"))
@@ -736,5 +855,6 @@ int jobs_worker_main(int argc, char **argv)
 	else
 		rc = (error("__jobs-worker: unknown kind '%s'", argv[1]), EXIT_USAGE);
 	st_close(db);
+	free(ids);
 	return rc;
 }

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Managed jobs on the shared local pool: once the pool is up, launches into it go on in
-# parallel, bounded only by the launch limit (they take turns only to create the pool).
+# parallel, bounded only by the launch limit (they take turns only to create the pool);
+# pool jobs claimed together launch as a batch in one worker, each in its own log, and
+# a batch that fails or dies loses no job and runs none twice.
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || test_skip_all "needs python3 to read --json"
@@ -41,6 +43,7 @@ test_expect_success 'launches into an UP pool do not take the pool lock' '
 	wait_for "flock -n \"$SKIFF_HOME/jobs/controller.lock\" true" 30 &&
 	: >"$TRASH/gate" &&
 	export SKIFF_JOBS_MAX_LAUNCHING=3 SKIFF_JOBS_LAUNCH_GATE="$TRASH/gate" &&
+	export SKIFF_JOBS_LAUNCH_BATCH=1 &&
 	: >ids &&
 	for i in 1 2 3; do
 		skiff jobs launch -d "true" | head -1 >>ids || exit 1
@@ -56,6 +59,80 @@ test_expect_success 'launches into an UP pool do not take the pool lock' '
 	for id in $(cat ids); do
 		wait_for "test \"\$(jfield $id status)\" = SUCCEEDED" 60 || exit 1
 	done
+'
+
+# One launch slot, held at the gate by a first job: the jobs submitted meanwhile wait in
+# the queue, and the next claim takes them together.
+hold_slot() {
+	wait_for "flock -n \"$SKIFF_HOME/jobs/controller.lock\" true" 30 &&
+	: >"$TRASH/gate" &&
+	skiff jobs launch -d "true" | head -1 >first &&
+	wait_for "started $(cat first)" 30
+}
+# batched ID: its launch came in a batch of pool jobs.
+batched() { grep -q "LAUNCHING (in a batch on the pool)" "$SKIFF_HOME/jobs/logs/$1.log"; }
+# ran WORD: how many times a job appended WORD to $TRASH/ran (each job runs once).
+ran() { grep -cx "$1" "$TRASH/ran" 2>/dev/null; }
+
+test_expect_success 'pool jobs claimed together launch as one batch, each in its own log' '
+	export SKIFF_JOBS_MAX_LAUNCHING=1 SKIFF_JOBS_LAUNCH_GATE="$TRASH/gate" &&
+	hold_slot &&
+	skiff jobs launch -d -n b --num-jobs 5 "echo rank-\$SKYPILOT_JOB_RANK" >ids &&
+	test "$(wc -l <ids)" = 5 &&
+	! started "$(head -1 ids)" &&
+	rm "$TRASH/gate" &&
+	for id in $(cat first ids); do
+		wait_for "test \"\$(jfield $id status)\" = SUCCEEDED" 60 || exit 1
+	done &&
+	k=0 &&
+	for id in $(cat ids); do
+		batched $id || { echo "job $id was not in a batch"; exit 1; }
+		skiff jobs logs $id >log.$id || exit 1
+		grep -qx "rank-$k" log.$id || { echo "job $id:"; cat log.$id; exit 1; }
+		grep -q "rank-[^$k]" log.$id && { echo "job $id has another job'"'"'s output"; exit 1; }
+		k=$((k + 1))
+	done &&
+	! batched "$(cat first)"
+'
+
+# The batch [ok, too big for the node, ok]: the first runs, the second fails its precheck
+# (its own status, its own reason), the third goes back to the queue untried and runs.
+test_expect_success 'a launch that fails in a batch: the jobs after it go back, none lost' '
+	export SKIFF_JOBS_MAX_LAUNCHING=1 SKIFF_JOBS_LAUNCH_GATE="$TRASH/gate" &&
+	hold_slot &&
+	skiff jobs launch -d "echo one >>$TRASH/ran; echo one" | head -1 >a &&
+	skiff jobs launch -d --cpus 100000 "echo never >>$TRASH/ran" | head -1 >b &&
+	skiff jobs launch -d "echo three >>$TRASH/ran; echo three" | head -1 >c &&
+	rm "$TRASH/gate" &&
+	wait_for "test \"\$(jfield $(cat a) status)\" = SUCCEEDED" 60 &&
+	wait_for "test \"\$(jfield $(cat b) status)\" = FAILED_PRECHECKS" 60 &&
+	wait_for "test \"\$(jfield $(cat c) status)\" = SUCCEEDED" 60 &&
+	batched "$(cat a)" && batched "$(cat b)" && batched "$(cat c)" &&
+	grep -q "back in the queue: the launch before it in its batch failed" \
+		"$SKIFF_HOME/jobs/logs/$(cat c).log" &&
+	skiff jobs logs "$(cat c)" | grep -qx three &&
+	test "$(ran one)" = 1 && test "$(ran never)" = 0 && test "$(ran three)" = 1
+'
+
+# kill -9 of a batch's worker while its first job's launch waits (a delay before every
+# launch): each of the batch's jobs is launched again, and runs once.
+test_expect_success 'a batch whose worker is killed: every job launched again, each once' '
+	wait_for "flock -n \"$SKIFF_HOME/jobs/controller.lock\" true" 30 &&
+	export SKIFF_JOBS_MAX_LAUNCHING=1 SKIFF_JOBS_LAUNCH_DELAY_MS=2000 &&
+	skiff jobs launch -d "true" | head -1 >first &&
+	wait_for "started $(cat first)" 30 &&
+	skiff jobs launch -d -n k --num-jobs 3 "echo killed-\$SKYPILOT_JOB_RANK >>$TRASH/ran" >ids &&
+	wait_for "started $(head -1 ids)" 30 &&
+	pid=$(pgrep -f "__jobs-worker launch $(paste -sd, ids) ") &&
+	test -n "$pid" &&
+	kill -KILL $pid &&
+	for id in $(cat first ids); do
+		wait_for "test \"\$(jfield $id status)\" = SUCCEEDED" 90 || exit 1
+	done &&
+	for k in 0 1 2; do
+		test "$(ran killed-$k)" = 1 || { echo "rank $k ran $(ran killed-$k) times"; exit 1; }
+	done &&
+	grep -q "its worker died" "$SKIFF_HOME/jobs/logs/$(tail -1 ids).log"
 '
 
 test_done

@@ -34,7 +34,8 @@ static struct st_db *open_db(void)
 	return db;
 }
 
-static int64_t submit(struct st_db *db, const char *name, int prio)
+/* pool: the row says it runs on the local pool (jobs_submit() sets it from its task). */
+static int64_t submit_as(struct st_db *db, const char *name, int prio, int pool)
 {
 	struct mjob j = {0};
 
@@ -42,7 +43,18 @@ static int64_t submit(struct st_db *db, const char *name, int prio)
 	j.entry = "echo hi";
 	j.priority = prio;
 	j.ntasks = 1;
+	j.pool = pool;
 	return mj_submit(db, &j, NULL) ? -1 : j.id;
+}
+
+static int64_t submit(struct st_db *db, const char *name, int prio)
+{
+	return submit_as(db, name, prio, 0);
+}
+
+static int64_t submit_pool(struct st_db *db, const char *name, int prio)
+{
+	return submit_as(db, name, prio, 1);
 }
 
 static int status_of(struct st_db *db, int64_t id, int *sched)
@@ -180,6 +192,89 @@ static void test_submit_and_claim(void)
 		   "ended_at and reason are set");
 		mjob_free(&j);
 	}
+	st_close(db);
+}
+
+/* A fresh db with n pool jobs of priority 0, their ids in p[0..n). */
+static struct st_db *pool_db(int64_t *p, int n)
+{
+	struct st_db *db = open_db();
+	int i;
+
+	for (i = 0; db && i < n; i++)
+		p[i] = submit_pool(db, "p", 0);
+	return db;
+}
+
+static void test_claim_batch(void)
+{
+	struct st_db *db = open_db();
+	int64_t ids[16], p[8], n3, x;
+	size_t n;
+	int i, found, done;
+
+	if (!db)
+		return;
+	p[0] = submit_pool(db, "p", 0);
+	p[1] = submit_pool(db, "p", 0);
+	n3 = submit(db, "own", 0);
+	p[2] = submit_pool(db, "p", 0);
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 2 && ids[0] == p[0] && ids[1] == p[1],
+	   "pool jobs in a row are claimed together, up to a job of its own");
+	is_int(status_of(db, p[1], NULL), MJ_STARTING, "each of the batch is STARTING");
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 1 && ids[0] == n3,
+	   "a job with a cluster of its own is claimed alone");
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 1 && ids[0] == p[2],
+	   "then the next pool job");
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 0, "nothing left");
+	st_close(db);
+
+	db = pool_db(p, 5);
+	if (!db)
+		return;
+	ok(!mj_claim_batch(db, 100, 100, 3, ids, &n) && n == 3 && ids[2] == p[2],
+	   "a batch holds at most max_batch");
+	ok(!mj_claim_batch(db, 6, 100, 3, ids, &n) && n == 2 && ids[0] == p[3] && ids[1] == p[4],
+	   "and at most what the launch limit leaves (3 of 6 launching: 2 of 3)");
+	for (i = 0; i < 3; i++)
+		submit_pool(db, "p", 0);
+	ok(!mj_claim_batch(db, 6, 100, 3, ids, &n) && n == 1, "5 of 6 launching: one more, alone");
+	ok(!mj_claim_batch(db, 6, 100, 3, ids, &n) && n == 0, "6 of 6 launching: none");
+	st_close(db);
+
+	db = pool_db(p, 5);
+	if (!db)
+		return;
+	ok(!mj_claim_batch(db, 100, 2, 10, ids, &n) && n == 2 && ids[1] == p[1],
+	   "and at most what the run limit leaves (2)");
+	ok(!mj_transition(db, p[0], MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING), MJ_RECOVERING,
+	                  MJS_ALIVE_WAITING, "back") &&
+	           !mj_transition(db, p[1], MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING), MJ_RECOVERING,
+	                          MJS_ALIVE_WAITING, "back"),
+	   "both wait for a launch again, holding their run slots");
+	ok(!mj_claim_batch(db, 100, 2, 10, ids, &n) && n == 2 && ids[0] == p[0] && ids[1] == p[1],
+	   "jobs that hold run slots relaunch together, whatever the run limit");
+	ok(!mj_claim_batch(db, 100, 2, 10, ids, &n) && n == 0,
+	   "WAITING ones do not join them (the run limit is full)");
+	st_close(db);
+
+	db = open_db();
+	if (!db)
+		return;
+	p[0] = submit_pool(db, "p", 5);
+	n3 = submit(db, "own", 3);
+	p[1] = submit_pool(db, "p", 1);
+	p[2] = submit_pool(db, "p", 1);
+	x = submit_pool(db, "p", 1);
+	ok(!mj_cancel(db, &x, 1, NULL, 0, &found, &done) && done == 1, "one pool job is cancelled");
+	p[3] = submit_pool(db, "p", 1);
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 1 && ids[0] == p[0],
+	   "a batch never jumps a job of higher priority (the next is of its own cluster)");
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 1 && ids[0] == n3, "then that one");
+	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 3 && ids[0] == p[1] &&
+	           ids[1] == p[2] && ids[2] == p[3],
+	   "a cancelled job is never claimed, nor breaks the batch");
+	ok(!mj_claim_batch(db, 100, 100, 0, ids, &n) && n == 0, "max_batch 0 claims nothing");
 	st_close(db);
 }
 
@@ -685,6 +780,7 @@ int main(void)
 	plan_run(test_cluster_names);
 	plan_run(test_row_table);
 	plan_run(test_submit_and_claim);
+	plan_run(test_claim_batch);
 	plan_run(test_cancel);
 	plan_run(test_many);
 	plan_run(test_holders_cleanups);
