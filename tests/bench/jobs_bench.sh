@@ -2,13 +2,14 @@
 # Managed-jobs benchmarks: prints figures, asserts nothing (not part of `make test`).
 #
 #   tests/bench/jobs_bench.sh [--skiff build/skiff] [--jobs 2000] [--rows 10000]
-#                             [--latency-runs 20] [--remote]
+#                             [--latency-runs 20] [--remote] [--one-launch]
 #
 # On local infra (the shared pool cluster, docs/managed-jobs.md), in a fresh SKIFF_HOME:
 #   latency   submit-to-LAUNCHING with a free slot: `jobs launch -d` of one job while the
 #             controller is up and idle, LAUNCHING event time minus submitted_at (from the
 #             job's recorded events), median and max over --latency-runs jobs
-#   scale     --jobs managed jobs (`sleep 3600`) submitted back to back: the time until
+#   scale     --jobs managed jobs (`sleep 3600`) submitted back to back (with --one-launch:
+#             all but the first in one `jobs launch -d --num-jobs N --cpus 0.0001`): the time until
 #             all are RUNNING, then the controller's RSS with 1 and with N jobs running
 #             (the difference / N is the controller's memory per running job) and the
 #             pool node's memory (supervisor + shims + the sleeps, PSS)
@@ -56,6 +57,7 @@ ap.add_argument("--jobs", type=int, default=2000)
 ap.add_argument("--rows", type=int, default=10000)
 ap.add_argument("--latency-runs", type=int, default=20)
 ap.add_argument("--remote", action="store_true")
+ap.add_argument("--one-launch", action="store_true")
 a = ap.parse_args()
 skiff = os.path.abspath(a.skiff)
 home = tempfile.mkdtemp(prefix="skiff-jobs-bench.")
@@ -240,12 +242,19 @@ try:
     base_rss = rss_kb(pid)
     t0 = time.time()
     n = a.jobs - 1
-    for i in range(n):
-        subprocess.run([skiff, "jobs", "launch", "-d", "-n", "s%d" % i, "sleep 3600"],
+    if a.one_launch:
+        subprocess.run([skiff, "jobs", "launch", "-d", "-n", "s", "--cpus", "0.0001",
+                        "--num-jobs", str(n), "sleep 3600"],
                        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        for i in range(n):
+            subprocess.run([skiff, "jobs", "launch", "-d", "-n", "s%d" % i, "sleep 3600"],
+                           env=env, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     t_sub = time.time() - t0
-    print("submitted %d jobs in %.1f s (%.0f/s, one `jobs launch -d` process each)"
-          % (n, t_sub, n / t_sub))
+    print("submitted %d jobs in %.1f s (%.0f/s, %s)"
+          % (n, t_sub, n / t_sub, "one `jobs launch -d --num-jobs %d`" % n if a.one_launch
+             else "one `jobs launch -d` process each"))
     def running():
         return sum(1 for j in queue() if j["status"] == "RUNNING")
     ok = wait(lambda: running() >= a.jobs, 1800, 2)
