@@ -894,10 +894,10 @@ int jobs_controller_main(int argc, char **argv)
 	mj_meta_set(C.db, "max_running", v);
 	xsnprintf(v, sizeof(v), "%ld", (long)getpid());
 	mj_meta_set(C.db, "controller_pid", v);
-	printf("controller %ld up: %d launching (pool jobs in batches of up to %d), %d running "
-	       "(%d cores, %lld MiB, %lld KiB per running job)\n",
-	       (long)getpid(), C.lim.max_launching, C.lim.launch_batch, C.lim.max_running,
-	       C.lim.cores, C.lim.mem_bytes >> 20, C.lim.job_cost_bytes >> 10);
+	printf("controller %ld up: %d launching, %d running (%d cores, %lld MiB, %lld KiB per "
+	       "running job; pool jobs launched in batches of up to %d)\n",
+	       (long)getpid(), C.lim.max_launching, C.lim.max_running, C.lim.cores,
+	       C.lim.mem_bytes >> 20, C.lim.job_cost_bytes >> 10, C.lim.launch_batch);
 	fflush(stdout);
 	if (setup_signals())
 		goto out;
