@@ -330,8 +330,8 @@ static int call_answer(int wait_ms, int quiet_eof)
 		rc = call_queue(&req);
 	} else if (!strcmp(op, "autostop_state")) {
 		rc = call_autostop_state();
-	} else if (!strcmp(op, "watch") || (!strcmp(op, "submit") && msg_get(&req, "follow"))) {
-		rc = call_open(&req);
+	} else if (!sup_forwarded_op(&req)) {
+		rc = call_open(&req); /* watch, submit with follow */
 	} else if ((rc = sup_request(SUP_AUTOSTART | SUP_QUIET, &req, &rep))) {
 		reply_error("%s", rc == -ESHUTDOWN ? SUP_TAKEN_DOWN
 		                                   : "the node supervisor cannot be reached");

@@ -300,7 +300,7 @@ static const char *find_skiff_home(void)
 		error("cannot find a home directory: set HOME or SKIFF_HOME");
 		return NULL;
 	}
-	return dir = xasprintf("%s/.skiff", h);
+	return dir = xasprintf("%s/" SKIFF_HOME_DIR, h);
 }
 
 const char *skiff_home(void)

@@ -50,6 +50,8 @@ int ends_with(const char *s, const char *suffix);
  * error printed when no home can be found.
  */
 const char *skiff_home(void);
+/* skiff_home() under the user's home when neither SKIFF_HOME nor the binary's place names one. */
+#define SKIFF_HOME_DIR ".skiff"
 /*
  * A cluster's own state directory on a host that clusters share by resources (supervisor/
  * hold.h): the binary at H/c/KEY/bin/skiff-SHA (SHA: 64 hex digits, KEY: CLUSTER_HOME_KEY_CHARS)

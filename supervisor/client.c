@@ -250,35 +250,79 @@ int sup_connect(unsigned flags)
 	return fd;
 }
 
-int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
+/*
+ * req out on fd and its reply in, then fd closed. Even if the send failed, the supervisor
+ * may have said why before closing. 0, or -errno.
+ */
+static int exchange(int fd, const struct msg *req, struct msg *reply, int timeout_ms)
 {
-	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
-	int fd, r, delay = 20;
+	int r = proto_send(fd, req);
 
-again:
-	msg_init(reply);
-	fd = sup_connect(flags);
-	if (fd < 0)
-		return fd;
-	r = proto_send(fd, req);
 	if (!r || r == -EPIPE || r == -ECONNRESET) {
-		int r2 = proto_recv(fd, reply, CALL_TIMEOUT_MS);
+		int r2 = proto_recv(fd, reply, timeout_ms);
 
 		if (!r2 || !r)
 			r = r2;
 	}
 	close(fd);
-	if (r) {
-		errno = r == -ECONNRESET ? ECONNRESET : -r;
-		return error_errno("no answer from the node supervisor");
-	}
-	if (msg_get(reply, "busy") && now_ms() + delay < busy_until) {
-		msg_release(reply);
-		poll_ms(delay);
-		delay = delay < 400 ? delay * 2 : 400;
-		goto again;
-	}
+	return r;
+}
+
+/* A "busy" reply is asked again while the time lasts: 1 (then *delay has grown), else 0. */
+static int busy_again(struct msg *reply, int64_t busy_until, int *delay)
+{
+	if (!msg_get(reply, "busy") || now_ms() + *delay >= busy_until)
+		return 0;
+	msg_release(reply);
+	poll_ms(*delay);
+	*delay = *delay < 400 ? *delay * 2 : 400;
+	return 1;
+}
+
+int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
+	int fd, r, delay = 20;
+
+	do {
+		msg_init(reply);
+		fd = sup_connect(flags);
+		if (fd < 0)
+			return fd;
+		r = exchange(fd, req, reply, CALL_TIMEOUT_MS);
+		if (r) {
+			errno = r == -ECONNRESET ? ECONNRESET : -r;
+			return error_errno("no answer from the node supervisor");
+		}
+	} while (busy_again(reply, busy_until, &delay));
 	return 0;
+}
+
+int sup_request_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms)
+{
+	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
+	int fd, r, delay = 20;
+
+	do {
+		msg_init(reply);
+		fd = unix_connect(sock);
+		if (fd < 0)
+			return 1; /* nothing was sent */
+		r = exchange(fd, req, reply, timeout_ms);
+		if (r) {
+			errno = r == -ECONNRESET ? ECONNRESET : -r;
+			return error_errno("no answer from the node supervisor at '%s'", sock);
+		}
+	} while (busy_again(reply, busy_until, &delay));
+	return 0;
+}
+
+int sup_forwarded_op(const struct msg *req)
+{
+	const char *op = msg_get(req, "op");
+
+	return op && strcmp(op, "queue") && strcmp(op, "autostop_state") && strcmp(op, "watch") &&
+	       !(!strcmp(op, "submit") && msg_get(req, "follow"));
 }
 
 /* sup_call() on a connection of its own; returns the fd, still open, or < 0 (closed). */

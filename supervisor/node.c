@@ -26,7 +26,7 @@ const struct node_paths *node_paths(void)
 	if (!home)
 		return NULL;
 	p.db = xasprintf("%s/node.db", home);
-	p.sock = xasprintf("%s/supervisor.sock", home);
+	p.sock = xasprintf("%s/" SUP_SOCK_NAME, home);
 	p.lock = xasprintf("%s/supervisor.lock", home);
 	p.log = xasprintf("%s/supervisor.log", home);
 	p.logs = xasprintf("%s/logs", home);

@@ -19,6 +19,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The supervisor's socket, in the node's state directory (node_paths()->sock). */
+#define SUP_SOCK_NAME "supervisor.sock"
+
 struct node_paths {
 	const char *home;
 	/* The node's own home: home, or for a cluster's (lib/util.h cluster_home_of()) the

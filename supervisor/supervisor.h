@@ -58,6 +58,19 @@ int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
  */
 int sup_request(unsigned flags, const struct msg *req, struct msg *reply);
 /*
+ * sup_request() to the supervisor listening on sock, from anywhere on its machine (the
+ * launcher, for a node that is a directory here): never starts one. 0 with its reply; 1
+ * when none listens there (nothing was sent: the caller goes through `node call`); or
+ * -errno when the request went and no reply came (printed).
+ */
+int sup_request_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms);
+/*
+ * 1 if `node call` passes req to the supervisor as it is (cancel, status, submit without
+ * follow, ...); 0 for what it answers itself or streams (queue, autostop_state, watch,
+ * submit with follow).
+ */
+int sup_forwarded_op(const struct msg *req);
+/*
  * sup_call() that keeps the connection: returns its fd (the caller closes it) for
  * requests the supervisor answers again later (submit with follow, watch).
  */

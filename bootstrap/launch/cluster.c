@@ -15,6 +15,8 @@
 #include "bootstrap/sync/sync.h"
 #include "state/jobs.h"
 #include "supervisor/hold.h"
+#include "supervisor/node.h"
+#include "supervisor/supervisor.h"
 #include "lib/log.h"
 #include "lib/quote.h"
 #include "lib/sha256.h"
@@ -476,6 +478,35 @@ static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *ou
 	return -EPROTO;
 }
 
+/*
+ * A node that is a directory here (the local runner) has its supervisor's socket here
+ * too: what `node call` would pass to it as it is goes there straight, without the two
+ * processes of a node call (the shell and skiff). 0 when no supervisor listens there
+ * (nothing sent: the node call starts one); else as cl_call_many().
+ */
+static int local_call(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
+{
+	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
+	struct msg *rep;
+	char *sock;
+	int r;
+
+	if (!home || !sup_forwarded_op(req))
+		return 0;
+	sock = xasprintf("%s/" SKIFF_HOME_DIR "/" SUP_SOCK_NAME, home);
+	rep = xcalloc(1, sizeof(*rep));
+	r = sup_request_at(sock, req, rep, timeout_ms);
+	free(sock);
+	if (r) {
+		msg_release(rep);
+		free(rep);
+		return r > 0 ? 0 : -EPROTO;
+	}
+	debug("node %s: '%s' went to its supervisor's socket", nd->name, msg_get(req, "op"));
+	*replies = rep;
+	return 1;
+}
+
 int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
 {
 	char who[256];
@@ -508,6 +539,9 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 		if (r != -EAGAIN)
 			return r;
 	}
+	r = local_call(nd, req, replies, timeout_ms);
+	if (r)
+		return r;
 	script = live_node_call_script(nd);
 	xsnprintf(who, sizeof(who), "node %.200s", nd->name);
 	r = fcall_many(nd->r, who, script, req, replies, timeout_ms);

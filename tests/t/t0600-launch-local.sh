@@ -60,6 +60,23 @@ test_expect_success 'exec runs a command on the cluster; queue lists the jobs' '
 	EOF
 '
 
+# A local node's supervisor listens on a socket of this machine: the launcher's requests
+# that `node call` would pass on as they are go there straight. With no supervisor there
+# (killed: a stale socket), the node call starts one, as on any node.
+test_expect_success 'a local node: requests go to its supervisor'"'"'s socket, else through node call' '
+	SKIFF_DEBUG=1 skiff exec -d c1 "echo direct" >out 2>err &&
+	grep -q "node c1-0: .submit. went to its supervisor.s socket" err &&
+	skiff logs c1 "$(sed -n "s/^Job \([0-9]*\) submitted.*/\1/p" err)" | grep -qx direct &&
+	pkill -KILL -f "$SKIFF_HOME/local/c1/0/.skiff/bin/skiff-[0-9a-f]* __supervisor" &&
+	test -S "$SKIFF_HOME/local/c1/0/.skiff/supervisor.sock" &&
+	SKIFF_DEBUG=1 skiff exec -d c1 "echo started-again" >out 2>err &&
+	! grep -q "went to its supervisor.s socket" err &&
+	id=$(sed -n "s/^Job \([0-9]*\) submitted.*/\1/p" err) &&
+	skiff logs c1 $id | grep -qx started-again &&
+	SKIFF_DEBUG=1 skiff cancel c1 $id 2>err &&
+	grep -q "node c1-0: .cancel. went to its supervisor.s socket" err
+'
+
 test_expect_success 'a failing job: launch exits 100, logs --status says so' '
 	expect_fail 100 skiff exec c1 "exit 4" >/dev/null 2>&1 &&
 	expect_fail 100 skiff logs c1 --status >/dev/null 2>&1 &&
