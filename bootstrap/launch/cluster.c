@@ -478,20 +478,37 @@ static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *ou
 	return -EPROTO;
 }
 
+/* The node's skiff (nd->exe: "$HOME/..." as the node's shell reads it) as a path here. */
+static char *exe_here(const struct cnode *nd, const char *home)
+{
+	static const char pre[] = "\"$HOME/";
+	size_t n = nd->exe ? strlen(nd->exe) : 0;
+
+	if (n < sizeof(pre) || !starts_with(nd->exe, pre) || nd->exe[n - 1] != '"')
+		return NULL;
+	return xasprintf("%s/%.*s", home, (int)(n - sizeof(pre)), nd->exe + sizeof(pre) - 1);
+}
+
 /*
  * A node that is a directory here (the local runner) has its supervisor's socket here
  * too: what `node call` would pass to it as it is goes there straight, without the two
- * processes of a node call (the shell and skiff). 0 when no supervisor listens there
- * (nothing sent: the node call starts one); else as cl_call_many().
+ * processes of a node call (the shell and skiff). 0 when that is not to be (nothing
+ * sent): its skiff is gone (the node call says so: 127), or no supervisor listens there
+ * (the node call starts one); else as cl_call_many().
  */
 static int local_call(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
 {
 	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
 	struct msg *rep;
-	char *sock;
+	char *sock, *exe;
 	int r;
 
 	if (!home || !sup_forwarded_op(req))
+		return 0;
+	exe = exe_here(nd, home);
+	r = exe && !access(exe, X_OK);
+	free(exe);
+	if (!r)
 		return 0;
 	sock = xasprintf("%s/" SKIFF_HOME_DIR "/" SUP_SOCK_NAME, home);
 	rep = xcalloc(1, sizeof(*rep));
