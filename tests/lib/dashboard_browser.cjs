@@ -31,6 +31,12 @@ const {chromium} = require("playwright-core");
 const [url, step, ...args] = process.argv.slice(2);
 const base = url.replace(/\/\?token=.*/, "");
 const WAIT = 20000;
+/*
+ * A log's lines reach the page over the nodes' own channels (a gang: an ssh session per
+ * rank): with the suite's three lanes and another Chromium on 2 cores that took over 20 s
+ * once. What waits on a node waits as long as the actions do (60 s).
+ */
+const NODE_WAIT = 60000;
 
 function fail(msg) {
   process.stderr.write("dashboard_browser: " + msg + "\n");
@@ -79,19 +85,19 @@ function fail(msg) {
       await page.locator("table, p.muted").first().waitFor({timeout: WAIT});
       require("fs").writeFileSync(args[3], "ready\n");
       const t0 = Date.now();
-      await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: 60000});
+      await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: NODE_WAIT});
       process.stdout.write("shown after " + (Date.now() - t0) + " ms\n");
     } else if (step === "logs") {
       await go("/clusters/" + args[0]);
       await page.locator(`tr[data-job="${args[1]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
       for (const text of args.slice(2))
-        await page.locator("pre#log", {hasText: text}).waitFor({timeout: WAIT});
+        await page.locator("pre#log", {hasText: text}).waitFor({timeout: NODE_WAIT});
       process.stdout.write(await page.locator("pre#log").innerHTML() + "\n");
     } else if (step === "click") {
       await go(args[0]);
       confirmAnswer = args[2] === "accept";
       await page.locator(args[1]).first().click({timeout: WAIT});
-      await page.locator(args[3], {hasText: args[4]}).first().waitFor({timeout: 60000});
+      await page.locator(args[3], {hasText: args[4]}).first().waitFor({timeout: NODE_WAIT});
       const note = await page.locator("#note").textContent();
       process.stdout.write("note: " + note + "\n");
     } else if (step === "tabs") {
