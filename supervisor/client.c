@@ -279,42 +279,40 @@ static int busy_again(struct msg *reply, int64_t busy_until, int *delay)
 	return 1;
 }
 
-int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
+/*
+ * sup_request() and sup_request_at(): sock NULL asks this node's own supervisor (as flags
+ * say: a failed connect returns its error), else the one at sock (a failed connect
+ * returns 1: nothing was sent).
+ */
+static int request(const char *sock, unsigned flags, const struct msg *req, struct msg *reply,
+                   int timeout_ms)
 {
 	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
 	int fd, r, delay = 20;
 
 	do {
 		msg_init(reply);
-		fd = sup_connect(flags);
+		fd = sock ? unix_connect(sock) : sup_connect(flags);
 		if (fd < 0)
-			return fd;
-		r = exchange(fd, req, reply, CALL_TIMEOUT_MS);
+			return sock ? 1 : fd;
+		r = exchange(fd, req, reply, timeout_ms);
 		if (r) {
 			errno = r == -ECONNRESET ? ECONNRESET : -r;
-			return error_errno("no answer from the node supervisor");
+			return error_errno("no answer from the node supervisor%s%s%s",
+			                   sock ? " at '" : "", sock ? sock : "", sock ? "'" : "");
 		}
 	} while (busy_again(reply, busy_until, &delay));
 	return 0;
 }
 
+int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	return request(NULL, flags, req, reply, CALL_TIMEOUT_MS);
+}
+
 int sup_request_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms)
 {
-	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
-	int fd, r, delay = 20;
-
-	do {
-		msg_init(reply);
-		fd = unix_connect(sock);
-		if (fd < 0)
-			return 1; /* nothing was sent */
-		r = exchange(fd, req, reply, timeout_ms);
-		if (r) {
-			errno = r == -ECONNRESET ? ECONNRESET : -r;
-			return error_errno("no answer from the node supervisor at '%s'", sock);
-		}
-	} while (busy_again(reply, busy_until, &delay));
-	return 0;
+	return request(sock, 0, req, reply, timeout_ms);
 }
 
 int sup_forwarded_op(const struct msg *req)

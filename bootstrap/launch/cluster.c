@@ -478,17 +478,6 @@ static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *ou
 	return -EPROTO;
 }
 
-/* The node's skiff (nd->exe: "$HOME/..." as the node's shell reads it) as a path here. */
-static char *exe_here(const struct cnode *nd, const char *home)
-{
-	static const char pre[] = "\"$HOME/";
-	size_t n = nd->exe ? strlen(nd->exe) : 0;
-
-	if (n < sizeof(pre) || !starts_with(nd->exe, pre) || nd->exe[n - 1] != '"')
-		return NULL;
-	return xasprintf("%s/%.*s", home, (int)(n - sizeof(pre)), nd->exe + sizeof(pre) - 1);
-}
-
 /*
  * A node that is a directory here (the local runner) has its supervisor's socket here
  * too: what `node call` would pass to it as it is goes there straight, without the two
@@ -505,7 +494,7 @@ static int local_call(struct cnode *nd, const struct msg *req, struct msg **repl
 
 	if (!home || !sup_forwarded_op(req))
 		return 0;
-	exe = exe_here(nd, home);
+	exe = nd->exe ? boot_exe_path_here(nd->exe, home) : NULL;
 	r = exe && !access(exe, X_OK);
 	free(exe);
 	if (!r)

@@ -344,6 +344,16 @@ void boot_exe_word(const char *sha, char *out, size_t size)
 	xsnprintf(out, size, "\"$HOME/.skiff/bin/skiff-%s\"", sha);
 }
 
+char *boot_exe_path_here(const char *word, const char *home)
+{
+	static const char pre[] = "\"$HOME/";
+	size_t n = strlen(word);
+
+	if (n < sizeof(pre) || !starts_with(word, pre) || word[n - 1] != '"')
+		return NULL;
+	return xasprintf("%s/%.*s", home, (int)(n - sizeof(pre)), word + sizeof(pre) - 1);
+}
+
 static void set_remote_exe(struct install_result *res, const char *sha)
 {
 	boot_exe_word(sha, res->remote_exe, sizeof(res->remote_exe));

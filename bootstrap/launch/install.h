@@ -49,6 +49,11 @@ struct install_result {
  * ("$HOME/.skiff/bin/skiff-SHA", quoted): the remote_exe of struct install_result.
  */
 void boot_exe_word(const char *sha, char *out, size_t size);
+/*
+ * The other way, for a node that is a directory here: a "$HOME/..." word (a node's exe)
+ * as a path under home (malloc'd); NULL for a word of another form.
+ */
+char *boot_exe_path_here(const char *word, const char *home);
 
 enum boot_up_flags {
 	/*

@@ -34,6 +34,7 @@
 
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine.h"
+#include "bootstrap/launch/gang.h"
 #include "lib/exit.h"
 #include "lib/config.h"
 #include "lib/log.h"
@@ -394,37 +395,6 @@ static int worker_launch_batch(struct st_db *db, const int64_t *ids, size_t n)
 		          "back in the queue: the launch before it in its batch failed");
 	}
 	return rc;
-}
-
-/* "ID" or "ID,ID,...": 0, or -EINVAL (printed). */
-static int parse_ids(const char *text, int64_t **ids, size_t *n)
-{
-	const char *s = text;
-	size_t cap = 0;
-	long v;
-
-	*ids = NULL;
-	*n = 0;
-	for (;;) {
-		size_t len = strcspn(s, ",");
-		char num[24];
-
-		if (!len || len >= sizeof(num))
-			break;
-		memcpy(num, s, len);
-		num[len] = '\0';
-		if (parse_long(num, 1, INT64_MAX, &v))
-			break;
-		*ids = xgrow(*ids, *n, &cap, sizeof(**ids));
-		(*ids)[(*n)++] = v;
-		if (!s[len])
-			return 0;
-		s += len + 1;
-	}
-	free(*ids);
-	*ids = NULL;
-	*n = 0;
-	return error("__jobs-worker launch: '%s' is not a list of job ids", text), -EINVAL;
 }
 
 /* ---- watch ---------------------------------------------------------------------------- */
@@ -834,8 +804,20 @@ int jobs_worker_main(int argc, char **argv)
 	int rc;
 
 	if (argc == 4 && !strcmp(argv[1], "launch")) {
-		if (parse_ids(argv[2], &ids, &nids))
-			return EXIT_USAGE;
+		int n = gang_parse_ids(argv[2], &ids);
+		size_t i;
+
+		/* "ID" or "ID,ID,...": none empty. */
+		for (i = 0; n > 0 && i < (size_t)n; i++)
+			if (ids[i] <= 0)
+				n = -EINVAL;
+		if (n <= 0) {
+			free(ids);
+			return error("__jobs-worker launch: '%s' is not a list of job ids",
+			             argv[2]),
+			       EXIT_USAGE;
+		}
+		nids = (size_t)n;
 	} else if (argc != 4 || parse_long(argv[2], MJ_HOLDER_KEEP, INT64_MAX, &id)) {
 		return error("usage: skiff __jobs-worker launch|watch|cleanup|keep|keep-gc ID GOFD"),
 		       EXIT_USAGE;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tests/unit/harness.h"
+#include "bootstrap/launch/install.h"
 #include "lib/buf.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
@@ -196,6 +197,21 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return remove(path);
 }
 
+/* A node's exe word, and the path it names on a node that is a directory here. */
+static void test_exe_word_here(void)
+{
+	char word[128], *p;
+
+	boot_exe_word("ab12", word, sizeof(word));
+	is_str(word, "\"$HOME/.skiff/bin/skiff-ab12\"", "the exe word is quoted, under $HOME");
+	p = boot_exe_path_here(word, "/n/0");
+	is_str(p, "/n/0/.skiff/bin/skiff-ab12", "... and names that file under the node's home");
+	free(p);
+	ok(!boot_exe_path_here("\"/opt/skiff\"", "/n/0"), "another form names nothing here");
+	ok(!boot_exe_path_here("\"$HOME/", "/n/0") && !boot_exe_path_here("$HOME/x", "/n/0"),
+	   "nor a word cut short or unquoted");
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -208,6 +224,7 @@ int main(void)
 	plan_run(test_templates_embedded);
 	plan_run(test_install_rules);
 	plan_run(test_install_errors);
+	plan_run(test_exe_word_here);
 	nftw(home, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }
