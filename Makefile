@@ -59,10 +59,16 @@ $(B)/obj/lib/self.o $(B)/asan/obj/lib/self.o $(B)/tsan/obj/lib/self.o: $(B)/gen/
 
 Q := $(if $(V),,@)
 
-$(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a:
-	./build.sh deps
+# build.sh makes both in one run: a grouped target (&:), for under -j two runs would share
+# one private apt state and the host's dpkg lock. Every compiler step waits for it, since
+# it also installs the host's tools on a fresh machine (musl-gcc, the -dev libraries of the
+# ASan and fuzz builds).
+# build.sh runs its own make -j: it gets a MAKEFLAGS of its own, not this jobserver's.
+DEPS_READY := $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
+$(DEPS_READY) &:
+	MAKEFLAGS= ./build.sh deps
 
-$(B)/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
+$(B)/obj/%.o: %.c | $(DEPS_READY)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -c $< -o $@
@@ -75,12 +81,12 @@ STUB_LDFLAGS := -static -s -Wl,--gc-sections -Wl,--build-id=none -Wl,-z,nosepara
 	-Wl,-z,norelro
 STUBS := $(B)/stub/skiff-split $(B)/stub/skiff-unzstd
 
-$(B)/stub/skiff-split: bootstrap/launch/stub/split.c bootstrap/launch/stub/stub.h
+$(B)/stub/skiff-split: bootstrap/launch/stub/split.c bootstrap/launch/stub/stub.h | $(DEPS_READY)
 	@mkdir -p $(@D)
 	$(Q)$(MUSL_CC) $(STUB_CFLAGS) $< $(STUB_LDFLAGS) -o $@
 
 $(B)/stub/skiff-unzstd: bootstrap/launch/stub/unzstd.c bootstrap/launch/stub/stub.h \
-		bootstrap/launch/stub/pack.h lib/sha256_x86.c | $(DEPS)/lib/libzstd.a
+		bootstrap/launch/stub/pack.h lib/sha256_x86.c | $(DEPS_READY)
 	@mkdir -p $(@D)
 	$(Q)$(MUSL_CC) $(STUB_CFLAGS) -DSTUB_SHA_X86 $< lib/sha256_x86.c $(DEPS)/lib/libzstd-stub.a \
 		$(STUB_LDFLAGS) -o $@
@@ -122,7 +128,7 @@ $(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/libskiff.a
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
 
 # --- sanitizer build: host gcc against Debian's -dev packages (build.sh installs them) ---
-$(B)/asan/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
+$(B)/asan/obj/%.o: %.c | $(DEPS_READY)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-ASAN $<")
 	$(Q)$(HOST_CC) $(ASAN_CFLAGS) -c $< -o $@
@@ -142,7 +148,7 @@ asan: $(B)/asan/skiff $(ASAN_UNIT_BIN)
 
 # ThreadSanitizer: the launcher's threads (bootstrap, sync, submit, the install sessions).
 # Not in `make test`; run a script against it (docs/testing.md).
-$(B)/tsan/obj/%.o: %.c | $(DEPS)/BUILD-INFO $(DEPS)/lib/libzstd.a
+$(B)/tsan/obj/%.o: %.c | $(DEPS_READY)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC-TSAN $<")
 	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -c $< -o $@
@@ -164,7 +170,7 @@ FUZZ_BIN := $(FUZZ_NAMES:%=$(B)/fuzz/%)
 FUZZ_TIME ?= 600
 
 # tests/fuzz/setup.sh installs clang and its fuzzer runtime with apt when missing.
-$(B)/fuzz/.toolchain: tests/fuzz/setup.sh
+$(B)/fuzz/.toolchain: tests/fuzz/setup.sh | $(DEPS_READY)
 	$(Q)FUZZ_CC=$(FUZZ_CC) tests/fuzz/setup.sh
 	@mkdir -p $(@D) && touch $@
 

@@ -63,9 +63,12 @@ if [ $do_apt = 1 ]; then
 	m=$(missing_pkgs)
 	if [ -n "$m" ]; then
 		say "installing host packages:$m"
-		as_root apt-get update -qq || as_root apt-get update
+		# Another apt (a fresh machine's unattended upgrades) may hold the lock a while.
+		lock="-o DPkg::Lock::Timeout=600"
 		# shellcheck disable=SC2086
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		as_root apt-get $lock update -qq || as_root apt-get $lock update
+		# shellcheck disable=SC2086
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get $lock install -y -qq \
 			--no-install-recommends $m >/dev/null
 	fi
 fi
