@@ -4,7 +4,7 @@
 /*
  * The one place where skiff starts a process. See docs/internals-spawn.md.
  *
- * spawn() forks and execs; everything that can fail in the child (setsid, dup2, chdir,
+ * spawn() vforks and execs; everything that can fail in the child (setsid, dup2, chdir,
  * exec) comes back as spawn()'s return value through a CLOEXEC pipe, so "command not
  * found" is -ENOENT here, never a child that exits 127. The child starts clean: every
  * signal at SIG_DFL (SIG_IGN included), nothing blocked, and no fds but 0, 1, 2 and
@@ -68,9 +68,9 @@ struct spawn_opts {
 /* clang-format on */
 
 /*
- * Forks and execs o->argv. Returns 0 and the child's pid in *pid, or a negative errno:
+ * Vforks and execs o->argv. Returns 0 and the child's pid in *pid, or a negative errno:
  * -ENOENT / -EACCES / -ENOEXEC... from exec, or from setsid, dup2 or chdir in the child
- * (the failed child has been reaped), -EINVAL / -EBADF for bad options, or fork's error.
+ * (the failed child has been reaped), -EINVAL / -EBADF for bad options, or vfork's error.
  * The caller reaps the child with spawn_wait().
  */
 int spawn(const struct spawn_opts *o, pid_t *pid);
