@@ -188,15 +188,27 @@ static const char session_tail_fmt[] =
 static int printf_bytes(struct buf *out, const unsigned char *p, size_t n)
 {
 	size_t i;
-	int r = 0;
+	char *o;
+	/* Each byte is at most 4 of the script's: room once, then written in place. */
+	int r = buf_grow(out, 4 * n);
 
-	for (i = 0; i < n && !r; i++) {
-		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\' && p[i] != '%' && p[i] != '\'')
-			r = buf_addch(out, (char)p[i]);
-		else
-			r = buf_addf(out, "\\%03o", p[i]); /* always 3 digits: a digit may follow */
+	if (r)
+		return r;
+	o = out->p + out->len;
+	for (i = 0; i < n; i++) {
+		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\' && p[i] != '%' && p[i] != '\'') {
+			*o++ = (char)p[i];
+			continue;
+		}
+		/* Always 3 digits: a digit may follow. */
+		*o++ = '\\';
+		*o++ = (char)('0' + (p[i] >> 6));
+		*o++ = (char)('0' + ((p[i] >> 3) & 7));
+		*o++ = (char)('0' + (p[i] & 7));
 	}
-	return r;
+	out->len = (size_t)(o - out->p);
+	out->p[out->len] = '\0';
+	return 0;
 }
 
 static int session_script(struct buf *out, const char *sha, size_t size, size_t ahead,

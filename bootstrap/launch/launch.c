@@ -95,7 +95,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	struct eng_spec spec;
 	const char **addrs;
 	struct step st;
-	char *task_id = NULL, stamp[32], key[2 * SUBMIT_KEY_BYTES + 1];
+	char *task_id = NULL, stamp[32], key[2 * SUBMIT_KEY_BYTES + 1], *ips, *setup_ips;
 	int nranks = t->num_nodes > 0 ? (int)t->num_nodes : 1, nsub, i, r, e;
 	time_t now = time(NULL);
 	struct renv_launch rl;
@@ -142,11 +142,15 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	addrs = xcalloc((size_t)nsub, sizeof(*addrs));
 	for (i = 0; i < nsub; i++)
 		addrs[i] = cl->nodes[i].addr;
+	ips = eng_spec_join(addrs, nranks);
+	setup_ips = eng_spec_join(addrs, nsub);
 	spec = (struct eng_spec){.task = t,
 	                         .res = res,
 	                         .cluster = cl->name,
 	                         .infra = cl->infra,
 	                         .addrs = addrs,
+	                         .ips = ips,
+	                         .setup_ips = setup_ips,
 	                         .nranks = nranks,
 	                         .nsetup = nsub,
 	                         .cluster_job = cj.id,
@@ -215,6 +219,8 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	}
 	free(rs);
 	free(addrs);
+	free(ips);
+	free(setup_ips);
 	if (r) {
 		/* Nothing of it runs: no row that `queue` would show as a job. */
 		st_cluster_job_delete(ldb, cl->name, cj.id);

@@ -67,14 +67,27 @@ static void add_gang_envs(struct msg *m, const struct eng_spec *s, const char *p
 	add_env(m, key, info);
 }
 
+char *eng_spec_join(const char *const *addrs, int n)
+{
+	struct buf b = BUF_INIT(0);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (i)
+			buf_addch(&b, '\n');
+		buf_adds(&b, addrs[i]);
+	}
+	return buf_detach(&b, NULL);
+}
+
 void eng_build_spec(struct msg *m, const struct eng_spec *s)
 {
 	const struct task *t = s->task;
-	struct buf ips = BUF_INIT(0), setup_ips = BUF_INIT(0);
+	char *ips = s->ips ? NULL : eng_spec_join(s->addrs, s->nranks);
+	char *setup_ips = s->setup_ips ? NULL : eng_spec_join(s->addrs, s->nsetup);
 	char num[32];
 	char *info = eng_cluster_info(s->cluster, s->infra);
 	struct eng_res ask = eng_job_ask(s->res, s->default_cpus);
-	int i;
 	size_t k;
 
 	msg_add(m, "op", "submit");
@@ -106,17 +119,15 @@ void eng_build_spec(struct msg *m, const struct eng_spec *s)
 	for (k = 0; k < t->secrets.n; k++)
 		if (t->secrets.v[k].value)
 			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
-	for (i = 0; i < s->nranks; i++)
-		buf_addf(&ips, "%s%s", i ? "\n" : "", s->addrs[i]);
-	for (i = 0; i < s->nsetup; i++)
-		buf_addf(&setup_ips, "%s%s", i ? "\n" : "", s->addrs[i]);
-	add_gang_envs(m, s, "SKYPILOT_", ips.p, setup_ips.p, ask.gpus, info);
-	add_gang_envs(m, s, "SKIFF_", ips.p, setup_ips.p, ask.gpus, info);
+	add_gang_envs(m, s, "SKYPILOT_", s->ips ? s->ips : ips,
+	              s->setup_ips ? s->setup_ips : setup_ips, ask.gpus, info);
+	add_gang_envs(m, s, "SKIFF_", s->ips ? s->ips : ips,
+	              s->setup_ips ? s->setup_ips : setup_ips, ask.gpus, info);
 	xsnprintf(num, sizeof(num), "%lld", (long long)s->cluster_job);
 	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
 	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */
 	add_env(m, "SKIFF_CLUSTER", s->cluster);
-	buf_release(&ips);
-	buf_release(&setup_ips);
+	free(ips);
+	free(setup_ips);
 	free(info);
 }

@@ -22,6 +22,12 @@ struct eng_spec {
 	const char *cluster;              /* its name (SKIFF_CLUSTER, SKYPILOT_CLUSTER_INFO) */
 	const char *infra;                /* its infra spec ("ssh/POOL": cloud ssh, region POOL) */
 	const char *const *addrs;         /* the nodes' addresses, rank order, nsetup of them */
+	/*
+	 * addrs' first nranks and all nsetup joined by newlines (eng_spec_join()), made once
+	 * for every rank of a gang, which would otherwise join them once a rank (a 1,000-node
+	 * gang: a million addresses); NULL: joined here.
+	 */
+	const char *ips, *setup_ips;
 	int rank, nranks, nsetup;
 	int64_t cluster_job;    /* the id `queue` shows (SKYPILOT_INTERNAL_JOB_ID) */
 	const char *submit_key; /* the cluster job's; rank r's is KEY/r (node idempotency) */
@@ -29,6 +35,9 @@ struct eng_spec {
 	int with_setup;         /* the task's setup runs (not exec, --fast, --no-setup) */
 	double default_cpus;    /* what a task that names no CPUs reserves */
 };
+
+/* addrs[0..n) joined by newlines (malloc'd; "" for none). */
+char *eng_spec_join(const char *const *addrs, int n);
 
 /* Appends rank s->rank's submit fields to m. */
 void eng_build_spec(struct msg *m, const struct eng_spec *s);

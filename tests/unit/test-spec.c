@@ -106,6 +106,30 @@ static void test_roles(void)
 	is_str(env(&m, "SKYPILOT_SETUP_NODE_RANK"), "2", "setup-only rank: its rank");
 	msg_release(&m);
 
+	/* The launcher joins the addresses once for every rank: the same message. */
+	{
+		struct msg m2;
+		char *ips = eng_spec_join(addrs, 2), *setup_ips = eng_spec_join(addrs, 3);
+
+		s = spec(t, 1, 2, 3);
+		msg_init(&m);
+		eng_build_spec(&m, &s);
+		s.ips = ips;
+		s.setup_ips = setup_ips;
+		msg_init(&m2);
+		eng_build_spec(&m2, &s);
+		is_str(ips, "10.0.0.1\n10.0.0.2", "eng_spec_join(): the addresses, by newlines");
+		ok(m.raw.len == m2.raw.len && !memcmp(m.raw.p, m2.raw.p, m.raw.len),
+		   "given joined, the rank's message is the same");
+		msg_release(&m);
+		msg_release(&m2);
+		free(ips);
+		free(setup_ips);
+		ips = eng_spec_join(addrs, 0);
+		is_str(ips, "", "none joined: empty");
+		free(ips);
+	}
+
 	/* exec (no setup): run alone. */
 	s = spec(t, 0, 2, 2);
 	s.with_setup = 0;

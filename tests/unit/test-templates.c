@@ -11,6 +11,7 @@
 #include "bootstrap/launch/install.h"
 #include "lib/buf.h"
 #include "lib/sha256.h"
+#include "lib/spawn.h"
 #include "lib/util.h"
 #include "supervisor/templates.h"
 
@@ -212,6 +213,48 @@ static void test_exe_word_here(void)
 	   "nor a word cut short or unquoted");
 }
 
+/*
+ * The session script writes the splitter with printf lines: run by a real sh, they make
+ * exactly its bytes (every byte value is in it: octal escapes, a quote, %, a backslash).
+ */
+static void test_session_splitter(void)
+{
+	static const char sha[] =
+	        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	struct buf script = BUF_INIT(0), run = BUF_INIT(0), out = BUF_INIT(0), err = BUF_INIT(0),
+	           got = BUF_INIT(0);
+	struct boot_stub split, unz;
+	char *file = NULL;
+	const char *from, *to;
+	char *argv[] = {"sh", "-c", NULL, NULL};
+	int status = -1;
+
+	boot_stubs(&split, &unz);
+	ok(split.len > 1000, "the splitter is embedded (%zu bytes)", split.len);
+	ok(!boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, 12345, 0, " --x"),
+	   "the session script is made");
+	from = strstr(script.p, "printf '");
+	to = strstr(script.p, "chmod 700 \"$split\"");
+	ok(from && to && from < to, "it writes the splitter with printf, then makes it executable");
+	if (!from || !to || from > to)
+		return;
+	file = xasprintf("%s/split.out", home);
+	buf_addf(&run, "split='%s'\nfail() { exit 1; }\n: >\"$split\"\n%.*s", file,
+	         (int)(to - from), from);
+	argv[2] = run.p;
+	ok(!run_capture(argv, NULL, NULL, &out, &err, &status) && status == 0,
+	   "sh runs those lines (%s)", err.p);
+	ok(!buf_read_file(&got, file) && got.len == split.len &&
+	           !memcmp(got.p, split.data, got.len),
+	   "they write exactly the splitter's %zu bytes", split.len);
+	buf_release(&got);
+	free(file);
+	buf_release(&script);
+	buf_release(&run);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR");
@@ -225,6 +268,7 @@ int main(void)
 	plan_run(test_install_rules);
 	plan_run(test_install_errors);
 	plan_run(test_exe_word_here);
+	plan_run(test_session_splitter);
 	nftw(home, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }
