@@ -51,8 +51,12 @@ int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node
 		nd->name = *cn->home ? xasprintf("%s-%d", c->name, cn->rank) : xstrdup(cn->ip);
 		nd->r = infra ? infra_runner(&inf, cn) : NULL;
 		if (!nd->r) {
+			int r = error("node %s: cannot set up its runner", nd->name);
+
+			/* What was opened so far goes: the callers close only what opened. */
 			infra_release(&inf);
-			return error("node %s: cannot set up its runner", nd->name);
+			cl_close(cl);
+			return r;
 		}
 		nd->exe = *cn->skiff_exe ? xstrdup(cn->skiff_exe) : NULL;
 		nd->addr = xstrdup(cn->addr && *cn->addr ? cn->addr : nd->ip);

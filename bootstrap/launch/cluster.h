@@ -18,7 +18,7 @@
 #include "state/launcher.h"
 #include "lib/proto.h"
 
-/* Builds runners for the booked nodes (no I/O). */
+/* Builds runners for the booked nodes. On an error nothing of cl is left to close. */
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);
 void cl_close(struct clive *cl);
 /* Ends the nodes' install sessions that no call used (cnode.spare), all at once. */

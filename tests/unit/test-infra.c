@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/launch/cluster.h"
 #include "lib/task.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -983,6 +984,28 @@ static void test_shares(void)
 	free(s);
 }
 
+/*
+ * A node whose runner cannot be set up (a local node without its directory: a keeper
+ * opened a pool cluster that was being taken down) fails cl_open(), which leaves nothing
+ * open: the ASan build's leak check at exit is this test's other half.
+ */
+static void test_cl_open_fails(void)
+{
+	char *home0 = xasprintf("%s/c/0", dir);
+	struct cluster c = {.name = "c", .infra = "local", .num_nodes = 2};
+	struct cluster_node nodes[2] = {
+	        {.cluster = "c", .rank = 0, .ip = "", .home = home0, .skiff_exe = "", .addr = ""},
+	        {.cluster = "c", .rank = 1, .ip = "", .home = "", .skiff_exe = "", .addr = ""}};
+	struct clive cl;
+
+	ok(cl_open(&cl, &c, nodes, 1) == 0 && cl.n == 1 && cl.nodes[0].r,
+	   "a local node with its directory opens");
+	cl_close(&cl);
+	ok(cl_open(&cl, &c, nodes, 2) < 0, "a node without one fails the open");
+	ok(!cl.nodes && !cl.n && !cl.name && !cl.infra, "... and nothing of it is left open");
+	free(home0);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -1017,6 +1040,7 @@ int main(void)
 	plan_run(test_dns_label);
 	plan_run(test_pod_judge);
 	plan_run(test_ops_tables);
+	plan_run(test_cl_open_fails);
 	dup2(stderr_fd, 2); /* sanitizer reports at exit must be seen */
 	close(stderr_fd);
 	close(log_fd);
