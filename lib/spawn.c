@@ -28,7 +28,8 @@
  * Everything the child needs, prepared before vfork(): between vfork and exec the child
  * only reads this and makes system calls (no malloc, no stdio, no locks). It shares our
  * memory, and this thread waits until it has exec'd or exited: it writes nothing of
- * ours but its own stack, below spawn()'s frame, and never returns from child().
+ * ours but its own stack, below spawn()'s frame, and this thread's errno (read after
+ * vfork only when it failed, and then no child ran), and never returns from child().
  */
 struct prep {
 	char *const *argv;
