@@ -129,13 +129,13 @@ function fail(msg) {
         const t = i ? await page.context().newPage() : page;
         await t.goto(base + "/clusters/" + args[0 + 1], {waitUntil: "domcontentloaded", timeout: WAIT});
         await t.locator(`tr[data-job="${args[2]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
-        await t.locator("pre#log", {hasText: args[3]}).waitFor({timeout: WAIT});
+        await t.locator("pre#log", {hasText: args[3]}).waitFor({timeout: NODE_WAIT});
         await show(t, "hidden");
         await t.locator("pre#log[data-paused]").waitFor({timeout: WAIT});
         tabs.push(t);
       }
       await show(tabs[0], "visible");
-      await tabs[0].locator("pre#log:not([data-paused])", {hasText: args[3]}).waitFor({timeout: WAIT});
+      await tabs[0].locator("pre#log:not([data-paused])", {hasText: args[3]}).waitFor({timeout: NODE_WAIT});
       process.stdout.write(tabs.length + " tabs followed the log\n");
     } else if (step === "shot") {
       await go(args[0]);
