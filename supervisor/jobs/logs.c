@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,6 +221,64 @@ static void say_gone(int64_t id, const char *cluster, int *said)
 	free(why);
 }
 
+/* What fd holds, from its start, to fd to; a closed stdout (a pager quit) is no error. */
+static void replay(int fd, int to)
+{
+	char buf[65536];
+	ssize_t n;
+
+	if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (write_all(to, buf, (size_t)n))
+			break;
+}
+
+/*
+ * A live cluster's logs of job, followed or printed. An ended job's cluster is kept and
+ * then taken down by the controller's cleanup while we ask (its logs kept first, then
+ * the down: worker.c): printed logs are read whole, what the nodes say on stderr too,
+ * before any is shown, and when the cluster could not give them all, the copy kept
+ * since is shown instead, so that no line comes twice and none is lost to the down.
+ */
+static void show_live(struct st_db *db, int64_t id, const char *cluster, int64_t job, int follow)
+{
+	int out = -1, err = -1, saved = -1, rc, shown = 0;
+	char *kept;
+
+	fflush(stdout);
+	if (!follow) {
+		out = memfd_create("skiff-jobs-logs", MFD_CLOEXEC);
+		err = memfd_create("skiff-jobs-logs-err", MFD_CLOEXEC);
+		if (err >= 0)
+			saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	}
+	if (out < 0 || saved < 0 || dup2(err, 2) < 0) {
+		if (out >= 0)
+			close(out);
+		if (err >= 0)
+			close(err);
+		if (saved >= 0)
+			close(saved);
+		eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
+		return;
+	}
+	rc = eng_logs(db, cluster, job, ENG_LOGS_PRINT, -1, out, NULL);
+	dup2(saved, 2);
+	close(saved);
+	if (rc != EXIT_OK && rc != EXIT_JOB_FAILED && rc != EXIT_JOB_CANCELLED) {
+		kept = jobs_kept_run_dir(id, cluster, job);
+		shown = kept && print_ranks(kept);
+		free(kept);
+	}
+	if (!shown) {
+		replay(err, 2);
+		replay(out, 1);
+	}
+	close(out);
+	close(err);
+}
+
 /*
  * A cluster job's logs: the copy the controller kept (once it ended), else the live
  * cluster's, else (a job that ended before skiff kept logs) what an older skiff saved in
@@ -236,8 +295,7 @@ static void show_run(struct st_db *db, int64_t id, const char *cluster, int64_t 
 	if (shown)
 		return;
 	if (jobs_run_live(db, cluster, job, at)) {
-		fflush(stdout);
-		eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
+		show_live(db, id, cluster, job, follow);
 		return;
 	}
 	if (home && !kept_any(id)) {
