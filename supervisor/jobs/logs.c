@@ -235,21 +235,33 @@ static void replay(int fd, int to)
 }
 
 /*
+ * An unnamed file for a job's printed logs, which may be as large as the job made them:
+ * on disk beside the kept copies ($SKIFF_HOME), else in memory.
+ */
+static int scratch_fd(void)
+{
+	const char *home = skiff_home();
+	int fd = home ? open(home, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+
+	return fd >= 0 ? fd : memfd_create("skiff-jobs-logs", MFD_CLOEXEC);
+}
+
+/*
  * A live cluster's logs of job, followed or printed. An ended job's cluster is kept and
  * then taken down by the controller's cleanup while we ask (its logs kept first, then
  * the down: worker.c): printed logs are read whole, what the nodes say on stderr too,
- * before any is shown, and when the cluster could not give them all, the copy kept
- * since is shown instead, so that no line comes twice and none is lost to the down.
+ * before any is shown, and when the controller kept its copy meanwhile, that copy is
+ * shown instead, so that no line comes twice and none is lost to the down.
  */
 static void show_live(struct st_db *db, int64_t id, const char *cluster, int64_t job, int follow)
 {
-	int out = -1, err = -1, saved = -1, rc, shown = 0;
+	int out = -1, err = -1, saved = -1, shown;
 	char *kept;
 
 	fflush(stdout);
 	if (!follow) {
-		out = memfd_create("skiff-jobs-logs", MFD_CLOEXEC);
-		err = memfd_create("skiff-jobs-logs-err", MFD_CLOEXEC);
+		out = scratch_fd();
+		err = scratch_fd();
 		if (err >= 0)
 			saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	}
@@ -263,14 +275,13 @@ static void show_live(struct st_db *db, int64_t id, const char *cluster, int64_t
 		eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
 		return;
 	}
-	rc = eng_logs(db, cluster, job, ENG_LOGS_PRINT, -1, out, NULL);
+	eng_logs(db, cluster, job, ENG_LOGS_PRINT, -1, out, NULL);
 	dup2(saved, 2);
 	close(saved);
-	if (rc != EXIT_OK && rc != EXIT_JOB_FAILED && rc != EXIT_JOB_CANCELLED) {
-		kept = jobs_kept_run_dir(id, cluster, job);
-		shown = kept && print_ranks(kept);
-		free(kept);
-	}
+	/* Kept meanwhile: that copy is whole (its exit code says nothing of a lost stream). */
+	kept = jobs_kept_run_dir(id, cluster, job);
+	shown = kept && print_ranks(kept);
+	free(kept);
 	if (!shown) {
 		replay(err, 2);
 		replay(out, 1);
