@@ -83,8 +83,10 @@ char *eng_spec_join(const char *const *addrs, int n)
 void eng_build_spec(struct msg *m, const struct eng_spec *s)
 {
 	const struct task *t = s->task;
-	char *ips = s->ips ? NULL : eng_spec_join(s->addrs, s->nranks);
-	char *setup_ips = s->setup_ips ? NULL : eng_spec_join(s->addrs, s->nsetup);
+	char *own_ips = NULL, *own_setup_ips = NULL;
+	const char *ips = s->ips ? s->ips : (own_ips = eng_spec_join(s->addrs, s->nranks));
+	const char *setup_ips =
+	        s->setup_ips ? s->setup_ips : (own_setup_ips = eng_spec_join(s->addrs, s->nsetup));
 	char num[32];
 	char *info = eng_cluster_info(s->cluster, s->infra);
 	struct eng_res ask = eng_job_ask(s->res, s->default_cpus);
@@ -119,15 +121,13 @@ void eng_build_spec(struct msg *m, const struct eng_spec *s)
 	for (k = 0; k < t->secrets.n; k++)
 		if (t->secrets.v[k].value)
 			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
-	add_gang_envs(m, s, "SKYPILOT_", s->ips ? s->ips : ips,
-	              s->setup_ips ? s->setup_ips : setup_ips, ask.gpus, info);
-	add_gang_envs(m, s, "SKIFF_", s->ips ? s->ips : ips,
-	              s->setup_ips ? s->setup_ips : setup_ips, ask.gpus, info);
+	add_gang_envs(m, s, "SKYPILOT_", ips, setup_ips, ask.gpus, info);
+	add_gang_envs(m, s, "SKIFF_", ips, setup_ips, ask.gpus, info);
 	xsnprintf(num, sizeof(num), "%lld", (long long)s->cluster_job);
 	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
 	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */
 	add_env(m, "SKIFF_CLUSTER", s->cluster);
-	free(ips);
-	free(setup_ips);
+	free(own_ips);
+	free(own_setup_ips);
 	free(info);
 }

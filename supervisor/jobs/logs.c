@@ -259,20 +259,23 @@ static void show_live(struct st_db *db, int64_t id, const char *cluster, int64_t
 	char *kept;
 
 	fflush(stdout);
-	if (!follow) {
-		out = scratch_fd();
-		err = scratch_fd();
-		if (err >= 0)
-			saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (follow) {
+		eng_logs(db, cluster, job, ENG_LOGS_FOLLOW, -1, 1, NULL);
+		return;
 	}
+	out = scratch_fd();
+	err = scratch_fd();
+	if (err >= 0)
+		saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
 	if (out < 0 || saved < 0 || dup2(err, 2) < 0) {
+		/* No room to hold them: printed as they come, as before. */
 		if (out >= 0)
 			close(out);
 		if (err >= 0)
 			close(err);
 		if (saved >= 0)
 			close(saved);
-		eng_logs(db, cluster, job, follow ? ENG_LOGS_FOLLOW : ENG_LOGS_PRINT, -1, 1, NULL);
+		eng_logs(db, cluster, job, ENG_LOGS_PRINT, -1, 1, NULL);
 		return;
 	}
 	eng_logs(db, cluster, job, ENG_LOGS_PRINT, -1, out, NULL);
