@@ -415,27 +415,6 @@ void proc_job_tag(pid_t shim_pid, uint64_t shim_start, char out[PROC_TAG_MAX])
 	          (unsigned long long)shim_start);
 }
 
-/*
- * 1 if the environment of /proc's process nr holds exactly the entry ("NAME=VALUE"), or
- * one that starts with prefix (either may be NULL).
- */
-static int environ_has(long nr, const char *entry, const char *prefix)
-{
-	char path[64];
-	struct buf b = BUF_INIT(PROC_ENVIRON_MAX);
-	size_t plen = prefix ? strlen(prefix) : 0;
-	const char *p, *end;
-	int found = 0;
-
-	xsnprintf(path, sizeof(path), "/proc/%ld/environ", nr);
-	/* Too large to read whole: then it is not ours (the tag comes early, from the shim). */
-	if (buf_read_file(&b, path) == 0)
-		for (p = b.p, end = b.p + b.len; p < end && !found; p += strlen(p) + 1)
-			found = (entry && !strcmp(p, entry)) || (plen && !strncmp(p, prefix, plen));
-	buf_release(&b);
-	return found;
-}
-
 /* In /proc's numbers, as everything read from /proc is until it is signalled. */
 struct scope_proc {
 	long nr, ppid;
@@ -549,33 +528,169 @@ static long nr_or_0(const struct proc_ns *ns, pid_t pid)
 	return nr > 0 ? nr : 0;
 }
 
-int proc_scope_signal(const struct proc_scope *s, int sig)
+/* A key of a scope (a group, a reaper, an environment entry) and which scope it is. */
+struct scope_key {
+	long nr;
+	const char *env;
+	size_t scope;
+};
+
+static int key_nr_cmp(const void *a, const void *b)
+{
+	long x = ((const struct scope_key *)a)->nr, y = ((const struct scope_key *)b)->nr;
+
+	return (x > y) - (x < y);
+}
+
+static int key_env_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct scope_key *)a)->env, ((const struct scope_key *)b)->env);
+}
+
+static int proc_nr_cmp(const void *a, const void *b)
+{
+	long x = ((const struct scope_proc *)a)->nr, y = ((const struct scope_proc *)b)->nr;
+
+	return (x > y) - (x < y);
+}
+
+/* The scope (1-based: 0 is none) of the first key equal to nr, or 0. */
+static int key_nr_find(const struct scope_key *v, size_t n, long nr)
+{
+	struct scope_key k = {.nr = nr}, *hit;
+
+	if (!n || nr <= 0)
+		return 0;
+	hit = bsearch(&k, v, n, sizeof(*v), key_nr_cmp);
+	while (hit && hit > v && hit[-1].nr == nr)
+		hit--;
+	return hit ? (int)hit->scope + 1 : 0;
+}
+
+/*
+ * Which scope (1-based, 0: none) the environment of /proc's process nr puts it in: an
+ * entry equal to one of envs (sorted), or one that starts with a prefix of prefixes. The
+ * environment is read once, whatever the number of scopes.
+ */
+static int environ_scope(long nr, const struct scope_key *envs, size_t nenv,
+                         const struct scope_key *prefixes, size_t npre)
+{
+	char path[64];
+	struct buf b = BUF_INIT(PROC_ENVIRON_MAX);
+	const char *p, *end;
+	size_t i;
+	int found = 0;
+
+	xsnprintf(path, sizeof(path), "/proc/%ld/environ", nr);
+	/* Too large to read whole: then it is not ours (the tag comes early, from the shim). */
+	if (buf_read_file(&b, path) == 0)
+		for (p = b.p, end = b.p + b.len; p < end && !found; p += strlen(p) + 1) {
+			struct scope_key k = {.env = p},
+			                 *hit = nenv ? bsearch(&k, envs, nenv, sizeof(*envs),
+			                                       key_env_cmp)
+			                             : NULL;
+
+			while (hit && hit > envs && !strcmp(hit[-1].env, p))
+				hit--;
+			if (hit)
+				found = (int)hit->scope + 1;
+			for (i = 0; i < npre && !found; i++)
+				if (starts_with(p, prefixes[i].env))
+					found = (int)prefixes[i].scope + 1;
+		}
+	buf_release(&b);
+	return found;
+}
+
+/* The keys of the scopes, each list sorted for the lookups above. */
+struct scope_keys {
+	struct scope_key *groups, *reapers, *envs, *prefixes;
+	size_t ngroups, nreapers, nenvs, nprefixes;
+};
+
+static void keys_add(struct scope_key **v, size_t *n, long nr, const char *env, size_t scope)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[*n].nr = nr;
+	(*v)[*n].env = env;
+	(*v)[(*n)++].scope = scope;
+}
+
+static void keys_of(const struct proc_ns *ns, const struct proc_scope *v, size_t n,
+                    struct scope_keys *k)
+{
+	size_t i;
+
+	memset(k, 0, sizeof(*k));
+	for (i = 0; i < n; i++) {
+		/* A group whose leader left is found by its tag. */
+		long pgid = v[i].pgid > 1 ? nr_or_0(ns, v[i].pgid) : 0;
+		long reaper = nr_or_0(ns, v[i].reaper);
+
+		if (pgid > 1)
+			keys_add(&k->groups, &k->ngroups, pgid, NULL, i);
+		if (reaper > 0)
+			keys_add(&k->reapers, &k->nreapers, reaper, NULL, i);
+		if (v[i].env && *v[i].env)
+			keys_add(&k->envs, &k->nenvs, 0, v[i].env, i);
+		if (v[i].env_prefix && *v[i].env_prefix)
+			keys_add(&k->prefixes, &k->nprefixes, 0, v[i].env_prefix, i);
+	}
+	/* Stable enough: of equal keys, the lookups take the first, the lowest scope. */
+	if (k->ngroups)
+		qsort(k->groups, k->ngroups, sizeof(*k->groups), key_nr_cmp);
+	if (k->nreapers)
+		qsort(k->reapers, k->nreapers, sizeof(*k->reapers), key_nr_cmp);
+	if (k->nenvs)
+		qsort(k->envs, k->nenvs, sizeof(*k->envs), key_env_cmp);
+}
+
+static void keys_release(struct scope_keys *k)
+{
+	free(k->groups);
+	free(k->reapers);
+	free(k->envs);
+	free(k->prefixes);
+}
+
+/* The scope of a process by what /proc says of it (1-based, 0: none). */
+static int scope_of(long nr, const struct proc_info *pi, const struct scope_keys *k)
+{
+	int s = key_nr_find(k->groups, k->ngroups, pi->pgrp);
+
+	if (!s)
+		s = key_nr_find(k->groups, k->ngroups, pi->sid);
+	if (!s)
+		s = key_nr_find(k->reapers, k->nreapers, pi->ppid);
+	if (!s && (k->nenvs || k->nprefixes))
+		s = environ_scope(nr, k->envs, k->nenvs, k->prefixes, k->nprefixes);
+	return s;
+}
+
+/* The scan of proc_scopes_signal(): hit[i] is added to, not set. */
+static int scan_scopes(const struct proc_ns *ns, const struct proc_scope *sc, size_t nsc,
+                       const int *sig, int *hit)
 {
 	struct scope_proc *v = NULL;
-	size_t n = 0, alloc = 0, i, k;
-	long self, parent, pgid, reaper;
-	struct proc_ns ns;
+	struct scope_keys keys;
+	size_t n = 0, alloc = 0, i;
+	long self, parent;
+	int total = 0, changed;
 	struct dirent *e;
-	int hit = 0, changed;
 	DIR *d;
 
-	proc_ns(&ns);
-	if (ns.kind != PROC_NS_UNUSABLE && s->reaper > 0 && s->reaper == ns.pid &&
-	    (hit = signal_subtree(&ns, s, sig)) >= 0)
-		return hit;
-	hit = 0;
-	if (s->pgid > 1 && !kill(-s->pgid, sig))
-		hit++;
+	for (i = 0; i < nsc; i++)
+		if (sc[i].pgid > 1 && !kill(-sc[i].pgid, sig[i]))
+			hit[i]++, total++;
 	/* No number read from such a /proc may be signalled: the group is all we can do. */
-	if (ns.kind == PROC_NS_UNUSABLE)
-		return hit;
-	self = ns.here;
-	parent = nr_or_0(&ns, getppid());
-	pgid = s->pgid > 1 ? nr_or_0(&ns, s->pgid) : 0; /* a group whose leader left: by tag */
-	reaper = nr_or_0(&ns, s->reaper);
+	if (ns->kind == PROC_NS_UNUSABLE)
+		return total;
+	self = ns->here;
+	parent = nr_or_0(ns, getppid());
 	d = opendir("/proc");
 	if (!d)
-		return hit;
+		return total;
+	keys_of(ns, sc, nsc, &keys);
 	while ((e = readdir(d))) {
 		struct proc_info pi;
 		long nr;
@@ -586,31 +701,53 @@ int proc_scope_signal(const struct proc_scope *s, int sig)
 		v = xgrow(v, n, &alloc, sizeof(*v));
 		v[n].nr = nr;
 		v[n].ppid = pi.ppid;
-		v[n].mark = (pgid > 1 && (pi.pgrp == pgid || pi.sid == pgid)) ||
-		            (reaper > 0 && pi.ppid == reaper) ||
-		            (((s->env && *s->env) || (s->env_prefix && *s->env_prefix)) &&
-		             environ_has(nr, s->env && *s->env ? s->env : NULL, s->env_prefix));
+		v[n].mark = scope_of(nr, &pi, &keys);
 		n++;
 	}
 	closedir(d);
-	/* Whatever a marked process started belongs to the job too, however deep. */
+	keys_release(&keys);
+	/* Whatever a marked process started belongs to its scope too, however deep. */
+	qsort(v, n, sizeof(*v), proc_nr_cmp);
 	do {
 		changed = 0;
 		for (i = 0; i < n; i++) {
+			struct scope_proc k = {.nr = v[i].ppid}, *p;
+
 			if (v[i].mark)
 				continue;
-			for (k = 0; k < n; k++)
-				if (v[k].mark && v[k].nr == v[i].ppid) {
-					v[i].mark = changed = 1;
-					break;
-				}
+			p = bsearch(&k, v, n, sizeof(*v), proc_nr_cmp);
+			if (p && p->mark)
+				v[i].mark = p->mark, changed = 1;
 		}
 	} while (changed);
 	for (i = 0; i < n; i++)
-		if (v[i].mark)
-			hit += signal_nr(&ns, v[i].nr, sig);
+		if (v[i].mark && signal_nr(ns, v[i].nr, sig[v[i].mark - 1])) {
+			hit[v[i].mark - 1]++;
+			total++;
+		}
 	free(v);
-	return hit;
+	return total;
+}
+
+int proc_scope_signal(const struct proc_scope *s, int sig)
+{
+	struct proc_ns ns;
+	int hit = 0;
+
+	proc_ns(&ns);
+	if (ns.kind != PROC_NS_UNUSABLE && s->reaper > 0 && s->reaper == ns.pid &&
+	    (hit = signal_subtree(&ns, s, sig)) >= 0)
+		return hit;
+	hit = 0;
+	return scan_scopes(&ns, s, 1, &sig, &hit);
+}
+
+int proc_scopes_signal(const struct proc_scope *v, size_t n, const int *sig, int *hit)
+{
+	struct proc_ns ns;
+
+	proc_ns(&ns);
+	return n ? scan_scopes(&ns, v, n, sig, hit) : 0;
 }
 
 int proc_scope_kill(const struct proc_scope *s)

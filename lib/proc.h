@@ -140,6 +140,13 @@ void proc_job_tag(pid_t shim_pid, uint64_t shim_start, char out[PROC_TAG_MAX]);
  * milliseconds for a thousand processes). Returns how many were signalled.
  */
 int proc_scope_signal(const struct proc_scope *s, int sig);
+/*
+ * proc_scope_signal() of n scopes in one reading of /proc (a down of many nodes of this
+ * machine at once): sig[i] to the processes of v[i] (0: none, they are counted), and
+ * their number added to hit[i]; a process of two scopes is the first's. No subtree walk:
+ * /proc is read once whatever n is. Returns how many processes in all.
+ */
+int proc_scopes_signal(const struct proc_scope *v, size_t n, const int *sig, int *hit);
 /* SIGKILL to the scope, again while a round still finds processes (at most 3 rounds). */
 int proc_scope_kill(const struct proc_scope *s);
 

@@ -117,6 +117,80 @@ static void test_scope_prefix(void)
 	waitpid(pid[1], NULL, 0);
 }
 
+/*
+ * Many scopes in one reading of /proc (a down of many local nodes): each process counted
+ * in its own scope, the untagged child of a tagged one too, the group once more, and the
+ * signal of each scope to its processes alone.
+ */
+#define MANY 24
+/* Some odd ones lead a group (a killed group's zombies may wait for an init to reap). */
+#define GROUPED(i) ((i) % 4 == 1)
+static void test_scopes_many(void)
+{
+	struct proc_scope s[MANY] = {{0}};
+	char tags[MANY][32];
+	int sig[MANY] = {0}, hit[MANY], i, want, got, alive, total = 0;
+	pid_t pid[MANY];
+
+	for (i = 0; i < MANY; i++) {
+		xsnprintf(tags[i], sizeof(tags[i]), "SKIFF_TEST_TAG=many.%d", i);
+		s[i].env = tags[i];
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			/* The child's child scrubs its environment: found as a child. */
+			char *argv[] = {"sh", "-c", "env -i /bin/sleep 60 & exec /bin/sleep 61",
+			                NULL};
+			char *envp[] = {tags[i], "PATH=/usr/bin:/bin", NULL};
+
+			if (GROUPED(i))
+				setpgid(0, 0);
+			execve("/bin/sh", argv, envp);
+			_exit(127);
+		}
+		if (GROUPED(i)) {
+			setpgid(pid[i], pid[i]);
+			s[i].pgid = pid[i];
+		}
+	}
+	want = 2 * MANY + MANY / 4; /* two processes each, and each group once */
+	for (i = 0; i < 1000; i++) {
+		memset(hit, 0, sizeof(hit));
+		if ((total = proc_scopes_signal(s, MANY, sig, hit)) >= want)
+			break;
+		poll(NULL, 0, 5); /* until both have started */
+	}
+	is_int(total, want, "one reading of /proc counts every scope's processes");
+	for (got = 0, i = 0; i < MANY; i++)
+		got += hit[i] == 2 + (GROUPED(i));
+	is_int(got, MANY, "each in its own scope, the scrubbed child with its parent's");
+	for (i = 0; i < MANY; i++)
+		sig[i] = i % 2 ? 0 : SIGKILL;
+	memset(hit, 0, sizeof(hit));
+	proc_scopes_signal(s, MANY, sig, hit);
+	for (i = 0; i < MANY; i += 2)
+		waitpid(pid[i], NULL, 0);
+	for (alive = 0, i = 0; i < MANY; i++)
+		alive += (kill(pid[i], 0) == 0) == (i % 2 == 1);
+	is_int(alive, MANY, "a scope's signal reaches its processes, no other scope's");
+	memset(sig, 0, sizeof(sig));
+	for (i = 0; i < 200; i++) {
+		memset(hit, 0, sizeof(hit));
+		/* The odd ones' two each and their groups: the killed ones' children gone too. */
+		if (proc_scopes_signal(s, MANY, sig, hit) == MANY + MANY / 4)
+			break;
+		poll(NULL, 0, 5);
+	}
+	for (got = 0, i = 0; i < MANY; i++)
+		got += i % 2 ? hit[i] == 2 + (GROUPED(i)) : hit[i] == 0;
+	is_int(got, MANY, "and its children's too");
+	for (i = 0; i < MANY; i++)
+		sig[i] = SIGKILL;
+	proc_scopes_signal(s, MANY, sig, hit);
+	for (i = 1; i < MANY; i += 2)
+		waitpid(pid[i], NULL, 0);
+	is_int(proc_scopes_signal(s, 0, sig, hit), 0, "no scope: nothing read, none counted");
+}
+
 /* Field 22 of /proc/NR/stat as it is, without any mapping. */
 static unsigned long long raw_start(long nr)
 {
@@ -297,6 +371,7 @@ int main(void)
 	plan_run(test_judge);
 	plan_run(test_here);
 	plan_run(test_scope_prefix);
+	plan_run(test_scopes_many);
 	plan_run(test_other_namespace);
 	return done_testing();
 }
