@@ -300,6 +300,33 @@ int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, v
 	return r < 0 ? r : 0;
 }
 
+int st_job_each_shim(struct st_db *db, int (*fn)(const struct job_shim *j, void *arg), void *arg)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT id, status, shim_pid, shim_start, job_pid, "
+	                                  "job_start, cancel_grace FROM jobs WHERE shim_pid != 0 "
+	                                  "ORDER BY id");
+	int r;
+
+	if (!st)
+		return -EIO;
+	while ((r = st_step(db, st)) == 1) {
+		struct job_shim j;
+
+		j.id = sqlite3_column_int64(st, 0);
+		j.status = sqlite3_column_int(st, 1);
+		j.shim_pid = (pid_t)sqlite3_column_int64(st, 2);
+		j.shim_start = (uint64_t)sqlite3_column_int64(st, 3);
+		j.job_pid = (pid_t)sqlite3_column_int64(st, 4);
+		j.job_start = (uint64_t)sqlite3_column_int64(st, 5);
+		j.cancel_grace = sqlite3_column_double(st, 6);
+		r = fn(&j, arg);
+		if (r)
+			break;
+	}
+	sqlite3_reset(st);
+	return r < 0 ? r : 0;
+}
+
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
                       const char *reason)
 {

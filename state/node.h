@@ -106,6 +106,19 @@ extern const char st_job_pending_sql[];
 int st_job_each_pending(struct st_db *db, int (*fn)(const struct job_sched *j, void *arg),
                         void *arg);
 
+/* What a down (supervisor/down.c) needs of a job that was given a shim. */
+struct job_shim {
+	int64_t id;
+	int status;
+	pid_t shim_pid;
+	uint64_t shim_start;
+	pid_t job_pid;
+	uint64_t job_start;
+	double cancel_grace;
+};
+/* Calls fn for each job that was given a shim, ordered by id (a light query). */
+int st_job_each_shim(struct st_db *db, int (*fn)(const struct job_shim *j, void *arg), void *arg);
+
 /* Sets status (and started_at/ended_at as the status implies) if it is one of `from`. */
 int st_job_set_status(struct st_db *db, int64_t id, unsigned from_mask, int status,
                       const char *reason);

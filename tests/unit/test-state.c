@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
 #include "lib/util.h"
 #include "state/db.h"
 #include "state/node.h"
@@ -136,6 +137,46 @@ static void test_jobs(void)
 	free(path);
 }
 
+/* A down's light read: the jobs that were given a shim, with what it needs of each. */
+static int shim_seen(const struct job_shim *j, void *arg)
+{
+	struct buf *b = arg;
+
+	buf_addf(b, "%lld:%d:%ld:%llu:%ld:%llu:%g ", (long long)j->id, j->status, (long)j->shim_pid,
+	         (unsigned long long)j->shim_start, (long)j->job_pid,
+	         (unsigned long long)j->job_start, j->cancel_grace);
+	return 0;
+}
+
+static void test_jobs_with_shims(void)
+{
+	char *path = xasprintf("%s/shims.db", dir);
+	struct buf seen = BUF_INIT(0), want = BUF_INIT(0);
+	struct st_db *db;
+	struct job j = {0};
+	int i;
+
+	ok(!st_open(path, &st_node_schema, 0, &db), "node schema");
+	j.run = "true";
+	for (i = 0; i < 4; i++) {
+		j.id = 0;
+		j.cancel_grace = i;
+		st_job_insert(db, &j);
+	}
+	ok(!st_job_set_shim(db, 2, 4242, 77, "boot", NULL) && !st_job_set_proc(db, 2, 4243, 78) &&
+	           !st_job_set_shim(db, 4, 5252, 88, "boot", NULL),
+	   "jobs 2 and 4 given shims, job 2's leader recorded");
+	ok(!st_job_finish(db, 4, JOB_SUCCEEDED, "0", NULL), "job 4 ended");
+	ok(!st_job_each_shim(db, shim_seen, &seen), "read");
+	buf_addf(&want, "2:%d:4242:77:4243:78:1 4:%d:5252:88:0:0:3 ", JOB_PENDING, JOB_SUCCEEDED);
+	is_str(seen.p, want.p,
+	       "only those, in id order, each with its status, shim, leader and grace");
+	buf_release(&seen);
+	buf_release(&want);
+	st_close(db);
+	free(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -143,6 +184,7 @@ int main(void)
 	plan_run(test_open_and_migrate);
 	plan_run(test_tx);
 	plan_run(test_jobs);
+	plan_run(test_jobs_with_shims);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return done_testing();
 }
