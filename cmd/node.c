@@ -437,15 +437,12 @@ static int node_up(int argc, char **argv)
 /* The answer is one line on stdout (the launcher's down shows it as it is). */
 static int node_down_all(void)
 {
-	struct buf what = BUF_INIT(1 << 16);
+	struct buf what = BUF_INIT(1 << 16), line = BUF_INIT(0);
 	int r = sup_down_all(&what);
 
-	if (r == -EBUSY)
-		printf("left running after SIGKILL: %s\n", what.p);
-	else if (r)
-		printf("%s\n", what.len ? what.p : strerror(-r));
-	else
-		printf("stopped: nothing of this node runs any more\n");
+	sup_down_say(r, &what, &line);
+	printf("%s\n", line.p);
+	buf_release(&line);
 	if (r)
 		error("not everything of this node could be stopped");
 	buf_release(&what);

@@ -328,6 +328,33 @@ void sup_op_autostop(struct conn *c, const struct msg *req)
 	msg_release(&m);
 }
 
+int sup_autostop_forget_in(struct st_db *db)
+{
+	static const char *const keys[] = {NODE_KV_AUTOSTOP_IDLE, NODE_KV_AUTOSTOP_FIRED,
+	                                   NODE_KV_AUTOSTOP_FIRED_AT};
+	size_t i, set = 0;
+	int r;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++) {
+		char *v = st_kv_get(db, keys[i]);
+
+		set += v != NULL;
+		free(v);
+	}
+	/* Nothing to forget: nothing written (a thousand nodes' down, each a WAL less). */
+	if (!set)
+		return 0;
+	r = st_begin(db);
+	if (!r) {
+		for (i = 0; i < ARRAY_SIZE(keys); i++)
+			st_kv_set(db, keys[i], NULL);
+		r = st_commit(db);
+		if (r)
+			st_rollback(db);
+	}
+	return r;
+}
+
 int sup_autostop_forget(const char *db_path)
 {
 	struct st_db *db;
@@ -338,15 +365,7 @@ int sup_autostop_forget(const char *db_path)
 	r = st_open(db_path, &st_node_schema, 0, &db);
 	if (r)
 		return r;
-	r = st_begin(db);
-	if (!r) {
-		st_kv_set(db, NODE_KV_AUTOSTOP_IDLE, NULL);
-		st_kv_set(db, NODE_KV_AUTOSTOP_FIRED, NULL);
-		st_kv_set(db, NODE_KV_AUTOSTOP_FIRED_AT, NULL);
-		r = st_commit(db);
-		if (r)
-			st_rollback(db);
-	}
+	r = sup_autostop_forget_in(db);
 	st_close(db);
 	return r;
 }

@@ -22,7 +22,6 @@
 #include "lib/banned.h"
 
 #define START_TIMEOUT_MS 15000
-#define CALL_TIMEOUT_MS 120000
 #define REPLACE_TIMEOUT_MS 10000
 /* A supervisor that answers "busy" (all its connections taken) is asked again this long. */
 #define BUSY_WAIT_MS 3000
@@ -307,7 +306,7 @@ static int request(const char *sock, unsigned flags, const struct msg *req, stru
 
 int sup_request(unsigned flags, const struct msg *req, struct msg *reply)
 {
-	return request(NULL, flags, req, reply, CALL_TIMEOUT_MS);
+	return request(NULL, flags, req, reply, SUP_CALL_TIMEOUT_MS);
 }
 
 int sup_request_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms)
@@ -338,7 +337,7 @@ again:
 	r = proto_send(fd, req);
 	/* Even if the send failed, the supervisor may have said why before closing. */
 	if (!r || r == -EPIPE || r == -ECONNRESET) {
-		int r2 = proto_recv(fd, reply, CALL_TIMEOUT_MS);
+		int r2 = proto_recv(fd, reply, SUP_CALL_TIMEOUT_MS);
 
 		if (!r2 || !r)
 			r = r2;

@@ -15,6 +15,20 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
+/* The paths under home; host: the node's own home (node_paths()). */
+static void paths_fill(struct node_paths *p, const char *home, char *host)
+{
+	p->db = xasprintf("%s/node.db", home);
+	p->sock = xasprintf("%s/" SUP_SOCK_NAME, home);
+	p->lock = xasprintf("%s/supervisor.lock", home);
+	p->log = xasprintf("%s/supervisor.log", home);
+	p->logs = xasprintf("%s/logs", home);
+	p->hooks = xasprintf("%s/hooks", home);
+	p->taken_down = xasprintf("%s/taken-down", home);
+	p->host = host;
+	p->home = home;
+}
+
 const struct node_paths *node_paths(void)
 {
 	static struct node_paths p;
@@ -25,20 +39,37 @@ const struct node_paths *node_paths(void)
 	home = skiff_home();
 	if (!home)
 		return NULL;
-	p.db = xasprintf("%s/node.db", home);
-	p.sock = xasprintf("%s/" SUP_SOCK_NAME, home);
-	p.lock = xasprintf("%s/supervisor.lock", home);
-	p.log = xasprintf("%s/supervisor.log", home);
-	p.logs = xasprintf("%s/logs", home);
-	p.hooks = xasprintf("%s/hooks", home);
-	p.taken_down = xasprintf("%s/taken-down", home);
 	/* H/c/KEY: H. */
-	p.host = skiff_home_is_cluster()
-	                 ? xstrndup(home, strlen(home) - strlen(strrchr(home, '/')) -
-	                                          strlen("/" CLUSTER_HOME_DIR))
-	                 : xstrdup(home);
-	p.home = home;
+	paths_fill(&p, home,
+	           skiff_home_is_cluster()
+	                   ? xstrndup(home, strlen(home) - strlen(strrchr(home, '/')) -
+	                                            strlen("/" CLUSTER_HOME_DIR))
+	                   : xstrdup(home));
 	return &p;
+}
+
+struct node_paths *node_paths_of(const char *home)
+{
+	struct node_paths *p = xcalloc(1, sizeof(*p));
+
+	paths_fill(p, xstrdup(home), xstrdup(home));
+	return p;
+}
+
+void node_paths_free(struct node_paths *p)
+{
+	if (!p)
+		return;
+	free((char *)p->home);
+	free(p->host);
+	free(p->db);
+	free(p->sock);
+	free(p->lock);
+	free(p->log);
+	free(p->logs);
+	free(p->hooks);
+	free(p->taken_down);
+	free(p);
 }
 
 int node_ensure_dirs(void)

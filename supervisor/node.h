@@ -13,7 +13,8 @@
  *   taken-down         `node down --all` was here (the launcher's down or stop): until a
  *                      `node up`, no request starts a supervisor (supervisor/client.c)
  *
- * Paths are computed once from skiff_home(); all functions return static strings.
+ * node_paths() are computed once from skiff_home() and static; node_paths_of() are
+ * another node's of this machine (a local cluster's, for its launcher).
  */
 
 #include <stdint.h>
@@ -38,6 +39,9 @@ struct node_paths {
 
 /* NULL (with an error printed) if no state dir can be determined. */
 const struct node_paths *node_paths(void);
+/* The paths of the node whose state dir is home (not a cluster's: host is home too). */
+struct node_paths *node_paths_of(const char *home);
+void node_paths_free(struct node_paths *p);
 /* Creates the state dir (0700) and its subdirs. */
 int node_ensure_dirs(void);
 

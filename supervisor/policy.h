@@ -80,6 +80,8 @@ void fd_budget(uint64_t nofile, struct fd_budget *b);
 #define DOWN_KILL_MS 2000
 /* How often it looks again meanwhile. */
 #define DOWN_POLL_MS 50
+/* A down of many nodes of this machine at once asks this many supervisors at a time. */
+#define DOWN_STOP_THREADS 8
 
 enum down_step {
 	DOWN_DONE = 0, /* nothing is left */

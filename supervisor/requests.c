@@ -851,11 +851,13 @@ static void op_shutdown(struct conn *c, const struct msg *req)
 	struct sup *s = c->s;
 	struct msg m;
 
-	(void)req;
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "pid", getpid());
 	msg_add_int(&m, "running", (int64_t)s->nrun);
+	/* `node down --all`: no job starts after this, and it needs to know which ran. */
+	if (msg_get(req, "rows"))
+		sup_down_rows(s->db, &m);
 	sup_reply(c, &m);
 	msg_release(&m);
 	s->stopping = 1;

@@ -51,6 +51,8 @@ int sup_connect(unsigned flags);
  * the reply is left in *reply either way (the caller releases it).
  */
 int sup_call(unsigned flags, const struct msg *req, struct msg *reply);
+/* How long a request waits for the supervisor's reply. */
+#define SUP_CALL_TIMEOUT_MS 120000
 /*
  * One request, one reply, whatever the reply says: an "error" in it is not printed (the
  * caller passes it on); a busy supervisor is asked again for a moment. 0, or -errno when
@@ -92,14 +94,37 @@ int sup_start(pid_t *pid, int *already);
  * 0 when nothing is left; -EBUSY with what is left described in *what (pids and command
  * lines); -ENOTSUP when this /proc cannot tell (why in *what). May block about a minute.
  */
-struct buf;
 int sup_down_all(struct buf *what);
+/* One node of sup_down_nodes(): its state dir in; r and what as sup_down_all()'s out. */
+struct sup_down {
+	const char *home;
+	int r;
+	struct buf what; /* the caller's (initialized), released by the caller */
+};
+/*
+ * sup_down_all() of n nodes of this machine at once (a local cluster's, from its
+ * launcher), each as its own `node down --all` would: their supervisors are asked a few
+ * at a time (DOWN_STOP_THREADS), and what is left of them all is found in one reading of
+ * /proc a look, not one a node. Returns how many of them did not stop (r != 0).
+ */
+size_t sup_down_nodes(struct sup_down *v, size_t n);
+/* The one line `node down --all` answers with (the launcher's down shows it), into line. */
+void sup_down_say(int r, const struct buf *what, struct buf *line);
 /*
  * The node's autostop setting and what it last did are forgotten (supervisor/autostop.c),
  * with no supervisor running: `node down --all` ends the cluster's hold on the node, and
  * the next cluster there starts with none. 0, or a negative errno.
  */
 int sup_autostop_forget(const char *db_path);
+/* The same in a node db open for writing; nothing is written when nothing was set. */
+struct st_db;
+int sup_autostop_forget_in(struct st_db *db);
+/*
+ * The supervisor's part of `node down --all`, as it stops (a shutdown that asks for
+ * "rows"): the jobs whose shims may still run, into its answer, and its autostop
+ * forgotten (supervisor/down.c).
+ */
+void sup_down_rows(struct st_db *db, struct msg *m);
 /*
  * `node release` (supervisor/down.c), after `node down --all`, when a cluster lets go of
  * a node that stays (an SSH host, a container of a pool): what the cluster put there goes,

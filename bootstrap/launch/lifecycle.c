@@ -10,17 +10,22 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine_internal.h"
+#include "bootstrap/launch/install.h"
 #include "bootstrap/launch/ssh_config.h"
+#include "lib/exit.h"
 #include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/proc.h"
+#include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/jobs.h"
 #include "state/node.h"
+#include "supervisor/supervisor.h"
 #include "lib/banned.h"
 
 /* ---- opening, locking ------------------------------------------------------------------ */
@@ -325,6 +330,56 @@ static void *stop_thread(void *arg)
 }
 
 /*
+ * The nodes that are directories here with our own skiff: their `node down --all` runs
+ * in this process, all of them at once (sup_down_nodes()), so that what is left of them
+ * is looked for in one reading of /proc a look, not one a node: a thousand local nodes
+ * cost a thousand scans of three thousand processes otherwise. A node with another skiff
+ * (an earlier build's), or whose skiff is gone, is asked as any node is.
+ */
+struct here_down {
+	struct stop_job **jobs;
+	struct sup_down *d;
+	size_t n;
+};
+
+/* The node's state dir here (malloc'd) when it can be taken down in this process. */
+static char *down_here_home(const struct cnode *nd)
+{
+	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
+	const char *sha = self_sha256_cached();
+	char word[PATH_MAX], *exe;
+	int ours;
+
+	if (!home || !sha || !nd->exe)
+		return NULL;
+	boot_exe_word(sha, word, sizeof(word));
+	exe = boot_exe_path_here(nd->exe, home);
+	ours = exe && !strcmp(nd->exe, word) && !access(exe, X_OK);
+	free(exe);
+	return ours ? xasprintf("%s/" SKIFF_HOME_DIR, home) : NULL;
+}
+
+/* Takes them down; each node's answer as its `node down --all` would give it. */
+static void here_down(struct here_down *h)
+{
+	size_t i;
+
+	debug("%zu node(s) that are directories here: taken down in this process", h->n);
+	sup_down_nodes(h->d, h->n);
+	for (i = 0; i < h->n; i++) {
+		struct stop_job *j = h->jobs[i];
+
+		j->r = 0;
+		j->status = h->d[i].r ? EXIT_FAIL << 8 : 0;
+		sup_down_say(h->d[i].r, &h->d[i].what, &j->out);
+		buf_release(&h->d[i].what);
+		free((char *)h->d[i].home);
+	}
+	free(h->jobs);
+	free(h->d);
+}
+
+/*
  * Cancels the jobs and stops everything of the cluster on nodes from..cl->n, all at once;
  * with release (down), each then removes what the cluster put there (`node release`), and
  * the nodes before from (stopped by themselves) are asked for that alone, best effort.
@@ -336,7 +391,8 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 {
 	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
-	char *hold = NULL;
+	struct here_down here = {0};
+	char *hold = NULL, *home;
 	size_t i, bad = 0;
 
 	/* Only nodes that outlive the cluster are released (the others go with it). */
@@ -356,11 +412,23 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 		jobs[i].release_only = i < from;
 		buf_init(&jobs[i].out, 1 << 16);
 		buf_init(&jobs[i].err, 1 << 16);
+		if (!jobs[i].release && !jobs[i].release_only &&
+		    (home = down_here_home(&cl->nodes[i]))) {
+			here.jobs = xrealloc(here.jobs, (here.n + 1) * sizeof(*here.jobs));
+			here.d = xrealloc(here.d, (here.n + 1) * sizeof(*here.d));
+			here.jobs[here.n] = &jobs[i];
+			here.d[here.n].home = home;
+			buf_init(&here.d[here.n++].what, 1 << 10);
+			continue;
+		}
 		jobs[i].started = !pthread_create(&jobs[i].th, NULL, stop_thread, &jobs[i]);
 		/* Out of threads: this one is stopped here, the others go on. */
 		if (!jobs[i].started)
 			stop_thread(&jobs[i]);
 	}
+	/* Meanwhile, those here; their answers are filled in as the others' come. */
+	if (here.n)
+		here_down(&here);
 	for (i = release ? 0 : from; i < cl->n; i++) {
 		struct stop_job *j = &jobs[i];
 

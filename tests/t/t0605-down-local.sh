@@ -71,6 +71,24 @@ test_expect_success 'down of a 2-node cluster: a setup running, a job ignoring S
 	wait_for "! grep -q survived follow.out && ! kill -0 $! 2>/dev/null" 20
 '
 
+# Nodes that are directories here with the launcher's own skiff are taken down by the
+# launcher itself, all at once: each node's supervisor asked for its rows as it stops,
+# what is left of all of them looked for in one reading of /proc a look. (A node with
+# another build's skiff is asked by its own `node down --all`, as SSH hosts are: t0610.)
+test_expect_success 'down of 6 local nodes at once: every job gone, one taken down in this process' '
+	skiff launch -c dl4 --num-nodes 6 -d "trap \"\" TERM; setsid sleep 3007.$$ & sleep 3006.$$" >/dev/null 2>&1 &&
+	wait_for "test \$(left_of dl4 \"sleep 300[67].$$\" | grep -c \"^[0-9]* sleep 300[67].$$\") = 12" 30 &&
+	SKIFF_DEBUG=1 skiff down dl4 >out 2>err &&
+	left_of dl4 "sleep 300[67].$$" >left &&
+	cat out left &&
+	grep -qx "cluster dl4 terminated" out &&
+	grep -q "6 node(s) that are directories here: taken down in this process" err &&
+	grep -q "down of 6 node(s): .* 6 of them answered with their jobs'"'"' rows" err &&
+	grep -q "down of 6 node(s): .* look(s) at what is left" err &&
+	test ! -s left &&
+	test ! -e "$SKIFF_HOME/local/dl4"
+'
+
 test_expect_success 'plain node down still leaves a job running (the cancel-then-stop is down'"'"'s)' '
 	skiff launch -c dl2 -d "sleep 3003.$$" >/dev/null 2>&1 &&
 	wait_for "left_of dl2 \"sleep 3003.$$\" | grep -q \"sleep 3003.$$\"" 30 &&
