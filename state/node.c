@@ -136,6 +136,28 @@ static const struct st_col job_cols[] = {
         ST_COL(struct job, profile, INT),
 };
 
+/*
+ * What a job's state is, without what it runs (scripts, environment, runtime env): what
+ * the supervisor reads at every shim's end and every watcher's answer. A gang rank's
+ * environment alone is tens of kilobytes at a thousand nodes.
+ */
+#define JOB_STATE_COLS                                                                             \
+	"id, status, exit_codes, shim_pid, shim_start, job_pid, job_start, boot_id, "              \
+	"cancel_requested, failed_starts"
+
+static const struct st_col job_state_cols[] = {
+        ST_COL(struct job, id, INT64),
+        ST_COL(struct job, status, INT),
+        ST_COL(struct job, exit_codes, TEXT),
+        ST_COL(struct job, shim_pid, INT),
+        ST_COL(struct job, shim_start, INT64),
+        ST_COL(struct job, job_pid, INT),
+        ST_COL(struct job, job_start, INT64),
+        ST_COL(struct job, boot_id, CHARS),
+        ST_COL(struct job, cancel_requested, INT),
+        ST_COL(struct job, failed_starts, INT),
+};
+
 int st_node_cols_check(void)
 {
 	char *have = st_cols_text(job_cols, ARRAY_SIZE(job_cols));
@@ -143,6 +165,11 @@ int st_node_cols_check(void)
 
 	if (strcmp(have, JOB_COLS))
 		r = error("jobs: the row table reads '%s', the SELECT '%s'", have, JOB_COLS);
+	free(have);
+	have = st_cols_text(job_state_cols, ARRAY_SIZE(job_state_cols));
+	if (strcmp(have, JOB_STATE_COLS))
+		r = error("jobs: the state's row table reads '%s', the SELECT '%s'", have,
+		          JOB_STATE_COLS);
 	free(have);
 	return r;
 }
@@ -209,6 +236,23 @@ int st_job_get(struct st_db *db, int64_t id, struct job *out)
 	r = st_step(db, st);
 	if (r == 1)
 		load_row(st, out);
+	sqlite3_reset(st);
+	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int st_job_get_state(struct st_db *db, int64_t id, struct job *out)
+{
+	sqlite3_stmt *st = st_prepare(db, "SELECT " JOB_STATE_COLS " FROM jobs WHERE id = ?");
+	int r;
+
+	if (!st)
+		return -EIO;
+	st_bind_int(st, 1, id);
+	r = st_step(db, st);
+	if (r == 1) {
+		memset(out, 0, sizeof(*out));
+		st_row_load(st, job_state_cols, ARRAY_SIZE(job_state_cols), out);
+	}
 	sqlite3_reset(st);
 	return r == 1 ? 0 : r == 0 ? -ENOENT : r;
 }

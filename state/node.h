@@ -83,6 +83,12 @@ int st_job_insert(struct st_db *db, struct job *j);
 /* Loads one job; 0, -ENOENT, or an error. */
 int st_job_get(struct st_db *db, int64_t id, struct job *out);
 /* Loads the job submitted with this idempotency key; 0, -ENOENT, or an error. */
+/*
+ * st_job_get() of the job's state alone: id, status, exit_codes, the shim's and the
+ * leader's pid and start, boot_id, cancel_requested, failed_starts; the rest zero or
+ * NULL (job_free() as ever).
+ */
+int st_job_get_state(struct st_db *db, int64_t id, struct job *out);
 int st_job_find_key(struct st_db *db, const char *key, struct job *out);
 /*
  * Calls fn for each job whose status is in the bitmask (1 << JOB_x), ordered by id; a

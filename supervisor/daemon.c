@@ -200,7 +200,7 @@ static void shim_gone(struct runjob *r, const char *how, int failed)
 
 	drop_run(r);
 	S.sched_needed = 1;
-	if (st_job_get(S.db, id, &j))
+	if (st_job_get_state(S.db, id, &j))
 		return;
 	if (j.shim_pid == pid) {
 		struct job_facts f = {j.status,

@@ -200,7 +200,7 @@ void sup_watch_notify(struct sup *s, int64_t id)
 		if (!c || c->watch != id)
 			continue;
 		if (!loaded) {
-			if (st_job_get(s->db, id, &j))
+			if (st_job_get_state(s->db, id, &j))
 				return;
 			if (!job_status_terminal(j.status)) {
 				job_free(&j);
@@ -778,7 +778,7 @@ static void op_watch(struct conn *c, const struct msg *req)
 	if (c->watch)
 		return sup_reply_error(c, "watch: this connection watches job %lld already",
 		                       (long long)c->watch);
-	if (st_job_get(s->db, id, &j))
+	if (st_job_get_state(s->db, id, &j))
 		return sup_reply_error(c, "job %lld not found", (long long)id);
 	if (job_status_terminal(j.status)) {
 		watch_reply(c, &j);
