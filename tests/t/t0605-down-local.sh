@@ -61,7 +61,7 @@ test_expect_success 'down of a 2-node cluster: a setup running, a job ignoring S
 	wait_for "test \$(left_of dl1 \"sleep 3002.$$\" | grep -c \"sleep 3002.$$\") = 2" 30 &&
 	test -n "$(gang_watchers)" &&
 	{ skiff logs dl1 2 --follow >follow.out 2>&1 & } &&
-	wait_for "left_of dl1 XX | grep -q \"node logs --follow\"" 20 &&
+	wait_for "left_of dl1 XX | grep -q \"node logs --follow\"" 60 &&
 	skiff down dl1 >out 2>err &&
 	left_of dl1 "sleep 300[12].$$" >left &&
 	cat out err left &&
@@ -77,7 +77,7 @@ test_expect_success 'down of a 2-node cluster: a setup running, a job ignoring S
 # another build's skiff is asked by its own `node down --all`, as SSH hosts are: t0610.)
 test_expect_success 'down of 6 local nodes at once: every job gone, one taken down in this process' '
 	skiff launch -c dl4 --num-nodes 6 -d "trap \"\" TERM; setsid sleep 3007.$$ & sleep 3006.$$" >/dev/null 2>&1 &&
-	wait_for "test \$(left_of dl4 \"sleep 300[67].$$\" | grep -c \"^[0-9]* sleep 300[67].$$\") = 12" 30 &&
+	wait_for "test \$(left_of dl4 \"sleep 300[67].$$\" | grep -c \"^[0-9]* sleep 300[67].$$\") = 12" 60 &&
 	SKIFF_DEBUG=1 skiff down dl4 >out 2>err &&
 	left_of dl4 "sleep 300[67].$$" >left &&
 	cat out left &&
