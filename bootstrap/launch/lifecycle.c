@@ -375,8 +375,6 @@ static void here_down(struct here_down *h)
 		buf_release(&h->d[i].what);
 		free((char *)h->d[i].home);
 	}
-	free(h->jobs);
-	free(h->d);
 }
 
 /*
@@ -391,7 +389,9 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 {
 	struct stop_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
 	enum log_level say = fail ? LOG_ERROR : LOG_WARN;
-	struct here_down here = {0};
+	/* As many as the cluster has nodes, at most. */
+	struct here_down here = {xcalloc(cl->n ? cl->n : 1, sizeof(*here.jobs)),
+	                         xcalloc(cl->n ? cl->n : 1, sizeof(*here.d)), 0};
 	char *hold = NULL, *home;
 	size_t i, bad = 0;
 
@@ -414,8 +414,6 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 		buf_init(&jobs[i].err, 1 << 16);
 		if (!jobs[i].release && !jobs[i].release_only &&
 		    (home = down_here_home(&cl->nodes[i]))) {
-			here.jobs = xrealloc(here.jobs, (here.n + 1) * sizeof(*here.jobs));
-			here.d = xrealloc(here.d, (here.n + 1) * sizeof(*here.d));
 			here.jobs[here.n] = &jobs[i];
 			here.d[here.n].home = home;
 			buf_init(&here.d[here.n++].what, 1 << 10);
@@ -479,6 +477,8 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 		buf_release(&j->err);
 	}
 	free(jobs);
+	free(here.jobs);
+	free(here.d);
 	free(hold);
 	return bad;
 }
