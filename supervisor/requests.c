@@ -36,6 +36,8 @@
 #define CONN_IDLE_MS 60000
 #define CONN_SWEEP_MS 5000
 #define ACCEPT_RETRY_MS 100
+#define RECV_FIRST ((size_t)1000)    /* room a new request's first read gets */
+#define RECV_MORE ((size_t)64 << 10) /* and each read of one under way */
 
 struct conn {
 	struct sup *s; /* the supervisor that serves it */
@@ -908,7 +910,12 @@ void sup_conn_event(struct sup *s, int fd, uint32_t events)
 		const char *why;
 		struct msg req;
 		ssize_t n;
-		int r = buf_grow(&c->in, 65536);
+		/*
+		 * A request under way is read RECV_MORE at a time; a new one first into a small
+		 * buffer: most requests fit, and musl maps a block over half a page by itself (an
+		 * mmap and a munmap for every request, each unmap a TLB shootdown).
+		 */
+		int r = buf_grow(&c->in, c->in.len ? RECV_MORE : RECV_FIRST);
 
 		if (r == -ENOBUFS)
 			r = buf_grow(&c->in, c->in.max - c->in.len);
