@@ -322,15 +322,19 @@ int sup_forwarded_op(const struct msg *req)
 	       !(!strcmp(op, "submit") && msg_get(req, "follow"));
 }
 
-/* sup_call() on a connection of its own; returns the fd, still open, or < 0 (closed). */
-int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
+/*
+ * req on a connection of its own (sock NULL: this node's supervisor, as flags say) and
+ * its first reply in *reply, whatever it says but "busy" (asked again while BUSY_WAIT_MS
+ * lasts): the fd, still open; or -errno (printed, but a failed connect to sock's: then
+ * nothing was sent).
+ */
+static int open_call(const char *sock, unsigned flags, const struct msg *req, struct msg *reply)
 {
 	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
 	int fd, r, delay = 20;
-	const char *err;
 
 again:
-	fd = sup_connect(flags);
+	fd = sock ? unix_connect(sock) : sup_connect(flags);
 	msg_init(reply);
 	if (fd < 0)
 		return fd;
@@ -347,8 +351,7 @@ again:
 		errno = r == -ECONNRESET ? ECONNRESET : -r;
 		return error_errno("no answer from the node supervisor");
 	}
-	err = msg_get(reply, "error");
-	if (err && msg_get(reply, "busy") && now_ms() + delay < busy_until) {
+	if (msg_get(reply, "error") && msg_get(reply, "busy") && now_ms() + delay < busy_until) {
 		/* Its connections are all taken for now: a moment later, one is free. */
 		close(fd);
 		msg_release(reply);
@@ -356,11 +359,23 @@ again:
 		delay = delay < 400 ? delay * 2 : 400;
 		goto again;
 	}
-	if (err) {
+	return fd;
+}
+
+int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
+{
+	int fd = open_call(NULL, flags, req, reply);
+
+	if (fd >= 0 && msg_get(reply, "error")) {
 		close(fd);
-		return error("%s", err);
+		return error("%s", msg_get(reply, "error"));
 	}
 	return fd;
+}
+
+int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply)
+{
+	return open_call(sock, 0, req, reply);
 }
 
 int sup_call(unsigned flags, const struct msg *req, struct msg *reply)

@@ -71,6 +71,24 @@ int fcall_start(struct fcall *c, struct runner *r, const char *script, const str
 	return send_some(c);
 }
 
+void fcall_start_fd(struct fcall *c, struct runner *r, int fd, const struct msg *first)
+{
+	memset(c, 0, sizeof(*c));
+	c->r = r;
+	c->direct = 1;
+	buf_init(&c->rx, PROTO_MAX_MSG + PROTO_HDR);
+	buf_init(&c->err, FCALL_ERR_MAX);
+	buf_init(&c->tx, PROTO_MAX_MSG + PROTO_HDR);
+	c->p = (struct runner_proc){.pid = -1, .to = -1, .from = fd, .err = -1};
+	if (first) {
+		unsigned char hdr[PROTO_HDR];
+
+		proto_header(first, hdr);
+		buf_add(&c->rx, hdr, sizeof(hdr));
+		buf_add(&c->rx, first->raw.p, first->raw.len);
+	}
+}
+
 int fcall_fd(const struct fcall *c)
 {
 	return c->p.from;
@@ -183,6 +201,8 @@ int fcall_detach(struct fcall *c, pid_t *pid, int *fd, struct buf *rest)
 
 void fcall_kill(struct fcall *c)
 {
+	if (c->direct)
+		return;
 	runner_proc_kill(&c->p);
 }
 
@@ -228,6 +248,13 @@ int fcall_end(struct fcall *c, int *status)
 		}
 	}
 	buf_release(&c->tx);
+	if (c->direct) {
+		if (c->p.from >= 0)
+			close(c->p.from);
+		c->p.from = -1;
+		*status = 0;
+		return 0;
+	}
 	return runner_close(c->r, &c->p, status);
 }
 

@@ -4,7 +4,8 @@
 /*
  * The launcher's one client of skiff's frames (lib/proto.h) to a skiff process on a node
  * or a controller's host: a request frame on the process's stdin, its answers as frames
- * on its stdout, over a runner session (runner_open()). Every exchange between skiff
+ * on its stdout, over a runner session (runner_open()); or, for a node that is a
+ * directory here, the supervisor's own connection (fcall_start_fd()). Every exchange between skiff
  * processes on two machines goes through it: `node call` (bootstrap/launch/cluster.c),
  * a submit that follows its job's logs, the gang watcher's watches, and a jobs
  * controller's `__jobs-remote` (supervisor/jobs/remote.c).
@@ -42,6 +43,7 @@ struct fcall {
 	struct buf tx;  /* the request, while the process has not read it all */
 	size_t tx_off;
 	int keep_in;
+	int direct; /* fcall_start_fd(): a connection, no process */
 };
 
 /*
@@ -51,6 +53,14 @@ struct fcall {
  */
 int fcall_start(struct fcall *c, struct runner *r, const char *script, const struct msg *req,
                 unsigned flags);
+/*
+ * A call already under way on a connection of the caller's own (a node's supervisor's
+ * socket, for a node that is a directory here): its answers come on fd, which c now
+ * owns, and first, when not NULL, is one already read, taken first. No process runs:
+ * fcall_end() closes fd and gives status 0, fcall_kill() does nothing, fcall_detach()
+ * gives pid -1.
+ */
+void fcall_start_fd(struct fcall *c, struct runner *r, int fd, const struct msg *first);
 /*
  * The next answer into m (initialised by the caller; released first): 1, 0 at the end
  * of the answers (EOF), -ETIMEDOUT at deadline (now_ms() based; < 0: none), -EPROTO

@@ -484,26 +484,37 @@ static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *ou
 
 /*
  * A node that is a directory here (the local runner) has its supervisor's socket here
- * too: what `node call` would pass to it as it is goes there straight, without the two
- * processes of a node call (the shell and skiff). 0 when that is not to be (nothing
- * sent): its skiff is gone (the node call says so: 127), or no supervisor listens there
- * (the node call starts one); else as cl_call_many().
+ * too: its path (malloc'd), or NULL when the node is elsewhere or its skiff is gone (a
+ * `node call` says so: 127).
+ */
+static char *local_sock(const struct cnode *nd)
+{
+	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
+	char *exe;
+	int r;
+
+	if (!home || !nd->exe)
+		return NULL;
+	exe = boot_exe_path_here(nd->exe, home);
+	r = exe && !access(exe, X_OK);
+	free(exe);
+	return r ? xasprintf("%s/" SKIFF_HOME_DIR "/" SUP_SOCK_NAME, home) : NULL;
+}
+
+/*
+ * What `node call` would pass to a local node's supervisor as it is goes to its socket
+ * straight, without the two processes of a node call (the shell and skiff). 0 when that
+ * is not to be (nothing sent): the node is elsewhere, its skiff is gone, or no supervisor
+ * listens there (the node call starts one); else as cl_call_many().
  */
 static int local_call(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
 {
-	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
 	struct msg *rep;
-	char *sock, *exe;
+	char *sock;
 	int r;
 
-	if (!home || !sup_forwarded_op(req))
+	if (!sup_forwarded_op(req) || !(sock = local_sock(nd)))
 		return 0;
-	exe = nd->exe ? boot_exe_path_here(nd->exe, home) : NULL;
-	r = exe && !access(exe, X_OK);
-	free(exe);
-	if (!r)
-		return 0;
-	sock = xasprintf("%s/" SKIFF_HOME_DIR "/" SUP_SOCK_NAME, home);
 	rep = xcalloc(1, sizeof(*rep));
 	r = sup_request_at(sock, req, rep, timeout_ms);
 	free(sock);
@@ -515,6 +526,31 @@ static int local_call(struct cnode *nd, const struct msg *req, struct msg **repl
 	debug("node %s: '%s' went to its supervisor's socket", nd->name, msg_get(req, "op"));
 	*replies = rep;
 	return 1;
+}
+
+int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job)
+{
+	char *sock = local_sock(nd);
+	struct msg req, first;
+	int fd;
+
+	if (!sock)
+		return live_node_watch(nd, c, node_job);
+	/* The supervisor's answers on its connection are what `node call` would write. */
+	msg_init(&req);
+	msg_add(&req, "op", "watch");
+	msg_add_int(&req, "id", node_job);
+	fd = sup_call_open_at(sock, &req, &first);
+	msg_release(&req);
+	free(sock);
+	if (fd < 0) {
+		/* None listens (the node call starts one), or it did not answer. */
+		msg_release(&first);
+		return live_node_watch(nd, c, node_job);
+	}
+	fcall_start_fd(c, nd->r, fd, &first);
+	msg_release(&first);
+	return 0;
 }
 
 int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)

@@ -18,6 +18,8 @@
 #include "state/launcher.h"
 #include "lib/proto.h"
 
+struct fcall;
+
 /* Builds runners for the booked nodes. On an error nothing of cl is left to close. */
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n);
 void cl_close(struct clive *cl);
@@ -120,6 +122,11 @@ int cl_cancel_key(struct cnode *nd, const char *key, int rank);
  * given that id to another job): 0 when the node answered, whatever it did; or -errno.
  */
 int cl_cancel_rank(struct cnode *nd, int64_t id, const char *key, int rank);
+/*
+ * live_node_watch() (bootstrap/infra/live.h), straight to the supervisor's socket when
+ * the node is a directory here and one listens there: no `node call`, no process.
+ */
+int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job);
 
 /* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
 int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);

@@ -27,7 +27,7 @@ struct one {
 
 static int start(struct cnode *nd, int64_t node_job, struct one *w)
 {
-	if (live_node_watch(nd, &w->call, node_job))
+	if (cl_node_watch(nd, &w->call, node_job))
 		return -1;
 	w->live = 1;
 	return 0;

@@ -1,7 +1,7 @@
 /*
  * The gang watcher (`skiff __gang CLUSTER JOB KEY`): a detached daemon per multi-node job,
- * started by the launch (eng_start_gang_watch()). It watches every rank (a `node call`
- * watch per node: the node's supervisor answers when the rank's job ends) and, when one
+ * started by the launch (eng_start_gang_watch()). It watches every rank (a watch per node,
+ * cl_node_watch(): the node's supervisor answers when the rank's job ends) and, when one
  * rank fails or its node is lost, cancels the others, as SkyPilot's gang semantics
  * require. A rank on a node that could not be reached is stopped when the node is back:
  * retries are timers in the one wait (supervisor/jobs/policy.h), until the cluster is
@@ -37,17 +37,17 @@
 #include "lib/banned.h"
 
 struct rank_watch {
-	struct fcall call; /* the `node call` watch, while live */
+	struct fcall call; /* the watch, while live */
 	int live;
 	char status[32]; /* the rank's final status once known; "" unknown */
 	int ended;       /* its stream is over */
 	int pending;     /* to be stopped once its node is back */
 };
 
-/* Starts rank k's watch: `node call` with {op: watch, id}; 0 or -1. */
+/* Starts rank k's watch ({op: watch, id}); 0 or -1. */
 static int watch_start(struct cnode *nd, int64_t id, struct rank_watch *w)
 {
-	if (live_node_watch(nd, &w->call, id))
+	if (cl_node_watch(nd, &w->call, id))
 		return -1;
 	w->live = 1;
 	return 0;
@@ -110,6 +110,7 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job, const char *
 		else
 			w[i].ended = 1;
 	}
+	info("job %lld of %s: watching %d of its %d rank(s)", (long long)job, cluster, live, n);
 	while (live) {
 		int np = 0, status;
 

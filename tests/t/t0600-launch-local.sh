@@ -206,9 +206,10 @@ test_expect_success 'gang: the watcher of a cluster taken down leaves alone the 
 	skiff launch -d -c gw --num-nodes 2 "sleep 6$$" >/dev/null 2>&1 &&
 	wait_for "test -n \"\$(gang_watchers)\"" &&
 	old=$(gang_watchers) &&
-	wait_for "test \$(pgrep -P $old | wc -l) -ge 2" &&
-	# One watch cut: its node is lost, a rank to stop when it is back (retried in 5 s).
-	kill -9 $(pgrep -P $old | head -1) &&
+	wait_for "grep -q \"job 1 of gw: watching 2 of its 2 rank(s)\" \"\$SKIFF_HOME/gang.log\"" &&
+	# One watch cut (its node supervisor killed): its node is lost, a rank to stop when
+	# it is back (retried in 5 s).
+	kill -9 $(cat "$SKIFF_HOME/local/gw/0/.skiff/supervisor.lock") &&
 	wait_for "grep -q \"job 1: 1 rank(s) on unreachable nodes\" \"\$SKIFF_HOME/gang.log\"" &&
 	kill -STOP $old &&
 	skiff down gw >/dev/null &&
