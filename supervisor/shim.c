@@ -58,6 +58,12 @@
  * children (in another session, or reparented elsewhere) give no event when they die.
  */
 #define SWEEP_POLL_MS 10
+/*
+ * A step that still runs this long after its start has the node db closed under it
+ * (db_idle()); one that ends sooner finds the connection open for its final word, so a
+ * short job opens the database once, not twice.
+ */
+#define SHIM_DB_IDLE_MS 250
 
 struct shim {
 	int64_t id;
@@ -67,6 +73,7 @@ struct shim {
 	int64_t kill_at;  /* now_ms() when to SIGKILL; 0: not armed */
 	pid_t main_pid;   /* the current step's process (setup or run) */
 	int64_t deadline; /* now_ms() when the step times out (runtime env build); 0: none */
+	int64_t idle_at;  /* now_ms() when to close the node db under the step; 0: none */
 	int timed_out;
 	int has_renv;
 	struct renv_job renv;   /* the job's runtime env, once ready (holds its use lock) */
@@ -75,8 +82,9 @@ struct shim {
 
 /*
  * Runs fn with the node db. The connection stays open while the shim is busy starting a
- * step (load, status, pid: three writes in a few milliseconds) and is closed while the job
- * runs, so that a thousand waiting shims hold no SQLite memory (db_idle()).
+ * step (load, status, pid: three writes in a few milliseconds) and is closed once the
+ * step has run for SHIM_DB_IDLE_MS, so that a thousand waiting shims hold no SQLite
+ * memory (db_idle()).
  */
 static struct st_db *shim_db;
 
@@ -331,7 +339,7 @@ out:
 	free(text);
 	if (!r)
 		with_db(db_set_proc, sh, NULL);
-	db_idle();
+	sh->idle_at = now_ms() + SHIM_DB_IDLE_MS;
 	return r;
 }
 
@@ -364,6 +372,17 @@ static int wait_step(struct shim *sh)
 			int64_t left = sh->kill_at - now_ms();
 
 			timeout = left > 0 ? (int)left : 0;
+		}
+		if (sh->idle_at) {
+			int64_t left = sh->idle_at - now_ms();
+
+			if (left <= 0) {
+				db_idle();
+				sh->idle_at = 0;
+				continue;
+			}
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
 		}
 		if (sh->deadline && !sh->timed_out) {
 			int64_t left = sh->deadline - now_ms();
