@@ -328,7 +328,8 @@ int sup_forwarded_op(const struct msg *req)
  * lasts): the fd, still open; or -errno (printed, but a failed connect to sock's: then
  * nothing was sent).
  */
-static int open_call(const char *sock, unsigned flags, const struct msg *req, struct msg *reply)
+static int open_call(const char *sock, unsigned flags, const struct msg *req, struct msg *reply,
+                     int timeout_ms)
 {
 	int64_t busy_until = now_ms() + BUSY_WAIT_MS;
 	int fd, r, delay = 20;
@@ -341,7 +342,7 @@ again:
 	r = proto_send(fd, req);
 	/* Even if the send failed, the supervisor may have said why before closing. */
 	if (!r || r == -EPIPE || r == -ECONNRESET) {
-		int r2 = proto_recv(fd, reply, SUP_CALL_TIMEOUT_MS);
+		int r2 = proto_recv(fd, reply, timeout_ms);
 
 		if (!r2 || !r)
 			r = r2;
@@ -349,7 +350,8 @@ again:
 	if (r) {
 		close(fd);
 		errno = r == -ECONNRESET ? ECONNRESET : -r;
-		return error_errno("no answer from the node supervisor");
+		return error_errno("no answer from the node supervisor%s%s%s", sock ? " at '" : "",
+		                   sock ? sock : "", sock ? "'" : "");
 	}
 	if (msg_get(reply, "error") && msg_get(reply, "busy") && now_ms() + delay < busy_until) {
 		/* Its connections are all taken for now: a moment later, one is free. */
@@ -364,7 +366,7 @@ again:
 
 int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 {
-	int fd = open_call(NULL, flags, req, reply);
+	int fd = open_call(NULL, flags, req, reply, SUP_CALL_TIMEOUT_MS);
 
 	if (fd >= 0 && msg_get(reply, "error")) {
 		close(fd);
@@ -373,9 +375,9 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 	return fd;
 }
 
-int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply)
+int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms)
 {
-	return open_call(sock, 0, req, reply);
+	return open_call(sock, 0, req, reply, timeout_ms);
 }
 
 int sup_call(unsigned flags, const struct msg *req, struct msg *reply)

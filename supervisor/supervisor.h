@@ -81,9 +81,9 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply);
  * sup_call_open() to the supervisor listening on sock (as sup_request_at()): the fd, still
  * open, with the first reply in *reply whatever it says (an "error" one too: the caller
  * passes it on); or -errno: not printed when none listens there (nothing was sent),
- * printed when the request went and no reply came.
+ * printed when the request went and no reply came within timeout_ms.
  */
-int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply);
+int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms);
 /*
  * Starts the supervisor unless one answers already. *pid receives its pid and
  * *already whether it was running. Returns 0 when it accepts requests.

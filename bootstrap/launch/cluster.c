@@ -27,6 +27,12 @@
 #define SUBMIT_TIMEOUT_MS 60000
 /* How much of what a node said instead of an answer goes into the error. */
 #define CL_WHY_MAX 512
+/*
+ * How long a local node's supervisor may take to answer a watch on its socket before the
+ * watch goes through `node call` instead: the watches start one after another, and a
+ * stopped supervisor must not hold up those of the other nodes for long.
+ */
+#define CL_WATCH_ANSWER_MS 2000
 
 int cl_open(struct clive *cl, const struct cluster *c, const struct cluster_node *nodes, size_t n)
 {
@@ -540,11 +546,11 @@ int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job)
 	msg_init(&req);
 	msg_add(&req, "op", "watch");
 	msg_add_int(&req, "id", node_job);
-	fd = sup_call_open_at(sock, &req, &first);
+	fd = sup_call_open_at(sock, &req, &first, CL_WATCH_ANSWER_MS);
 	msg_release(&req);
 	free(sock);
 	if (fd < 0) {
-		/* None listens (the node call starts one), or it did not answer. */
+		/* None listens (the node call starts one), or it did not answer in time. */
 		msg_release(&first);
 		return live_node_watch(nd, c, node_job);
 	}
