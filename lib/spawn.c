@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -213,6 +214,22 @@ static char **exec_candidates(const char *prog, char *const *envp)
 			break;
 	}
 	return cands;
+}
+
+int spawn_findable(const char *prog, char *const *envp)
+{
+	char **cands = exec_candidates(prog, envp ? envp : environ), **c;
+	int found = 0;
+
+	for (c = cands; *c; c++) {
+		struct stat st;
+
+		if (!found && !stat(*c, &st) && S_ISREG(st.st_mode) && !access(*c, X_OK))
+			found = 1;
+		free(*c);
+	}
+	free(cands);
+	return found;
 }
 
 static void prep_free(struct prep *p)

@@ -74,6 +74,13 @@ struct spawn_opts {
  * The caller reaps the child with spawn_wait().
  */
 int spawn(const struct spawn_opts *o, pid_t *pid);
+/*
+ * 1 when spawn() of prog with envp (NULL: ours) would find something to exec: prog
+ * itself if it has a '/', else an executable file in PATH as spawn() searches it;
+ * 0 otherwise. For a program whose absence is the common case, so that no child is
+ * started only to fail.
+ */
+int spawn_findable(const char *prog, char *const *envp);
 /* waitpid() restarting on EINTR; 0 and the raw wait status, or -errno. */
 int spawn_wait(pid_t pid, int *status);
 /*

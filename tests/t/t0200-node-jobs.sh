@@ -38,6 +38,18 @@ test_expect_success 'node status --json has version, pid, uptime, resources, cou
 	EOF
 '
 
+# Without the driver's directory, nvidia-smi counts the GPUs; the supervisor looks for it
+# in its PATH before it starts one (spawn_findable()).
+test_expect_success 'GPUs: nvidia-smi in the PATH lists them when the driver does not' '
+	mkdir -p fakebin gpuhome &&
+	printf "#!/bin/sh\nprintf \"0\\n1\\n\"\n" >fakebin/nvidia-smi &&
+	chmod +x fakebin/nvidia-smi && test "$(fakebin/nvidia-smi | wc -l)" = 2 &&
+	SKIFF_HOME=$PWD/gpuhome PATH=$PWD/fakebin:$PATH skiff node up >/dev/null &&
+	SKIFF_HOME=$PWD/gpuhome skiff node status --json >gpu.json &&
+	SKIFF_HOME=$PWD/gpuhome skiff node down >/dev/null &&
+	python3 -c "import json,os; d = json.load(open(\"gpu.json\")); assert d[\"gpus\"] == 2 or os.path.isdir(\"/proc/driver/nvidia/gpus\"), d"
+'
+
 test_expect_success 'a command job succeeds; logs exit 0; queue shows exit code 0' '
 	id=$(skiff node submit -n hello "echo hello from \$SKIFF_JOB_ID") &&
 	skiff node logs "$id" >log &&

@@ -653,6 +653,14 @@ static void test_env_path(void)
 	o.argv = sh7;
 	o.envp = nopath;
 	is_int(spawn(&o, &pid), -ENOENT, "the PATH searched is the child's");
+	is_int(spawn_findable("sh", env), 1, "findable: sh in the second PATH entry");
+	is_int(spawn_findable("sh", nopath), 0, "findable: not in a PATH without it");
+	is_int(spawn_findable("/bin/sh", nopath), 1, "findable: a path is itself");
+	is_int(spawn_findable("/nonexistent-skiff/sh", env), 0, "findable: a path that is not");
+	is_int(spawn_findable("/", env), 0, "findable: a directory is not a program");
+	is_int(spawn_findable("bin", (char *[]){"PATH=/", NULL}), 0,
+	       "findable: nor one in the PATH");
+	is_int(spawn_findable("", env), 0, "findable: an empty name");
 	buf_release(&out);
 }
 
