@@ -140,6 +140,9 @@ node_skiff() {
 	nodes_ssh "$_i" "\"\$HOME/.skiff/bin/skiff\" $*"
 }
 
+# node_status_is I ID STATUS: node I says its job ID is STATUS.
+node_status_is() { [ "$(node_skiff "$1" node logs --status "$2")" = "$3" ]; }
+
 # ---- inputs (written here: test bodies are single-quoted) ------------------------------
 
 mkdir -p "$TRASH/wd/sub" "$TRASH/mounts/dir"
@@ -439,9 +442,11 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff queue cx --json >q.json &&
 	test "$(json "d[-1][\"status\"]" q.json)" = "\"CANCELLED\"" &&
 	test "$(grep -c "stopping the other ranks" "$SKIFF_HOME/gang.log")" = "$stops" &&
+	# Each shim records the end once its job is gone (none_left): a moment later under load.
 	for i in 1 2 3; do
 		id=$(node_job_id $((i - 1)) q.json) &&
-		test "$(node_skiff $i node logs --status $id)" = CANCELLED || { echo tn$i; exit 1; }
+		wait_for "node_status_is $i $id CANCELLED" 20 ||
+		{ echo "tn$i: $(node_skiff $i node logs --status $id)"; exit 1; }
 	done &&
 	skiff down cx >/dev/null
 '
