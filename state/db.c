@@ -520,6 +520,23 @@ fail:
 	return r;
 }
 
+/*
+ * A brief connection's memory (st_config_brief()). sqlite's defaults carve a 20-page
+ * page-cache block (90,112 bytes) and a 1,200 x 40-byte lookaside at each open, and
+ * write every slot's header, so both are faulted in whole; a brief connection reads a
+ * handful of pages and runs a few statements.
+ */
+#define ST_BRIEF_PCACHE_PAGES 0    /* pages allocated one by one, as read */
+#define ST_BRIEF_LOOKASIDE_SLOT 64 /* bytes per lookaside slot */
+#define ST_BRIEF_LOOKASIDE_SLOTS 16
+
+void st_config_brief(void)
+{
+	/* Both fail (SQLITE_MISUSE) once sqlite is initialized: the defaults then stay. */
+	sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)NULL, 0, ST_BRIEF_PCACHE_PAGES);
+	sqlite3_config(SQLITE_CONFIG_LOOKASIDE, ST_BRIEF_LOOKASIDE_SLOT, ST_BRIEF_LOOKASIDE_SLOTS);
+}
+
 int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out)
 {
 	struct st_db *db = xcalloc(1, sizeof(*db));

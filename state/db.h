@@ -38,6 +38,14 @@ enum st_flags {
 	ST_READONLY = 1 << 0, /* no migrations, no writes; fails if the file is missing */
 };
 
+/*
+ * For a process whose connections are brief (a few statements, then the process ends:
+ * the job shim, once per job). Call before its first st_open(): sqlite then allocates
+ * no page-cache block ahead (ST_BRIEF_* in db.c) and a small lookaside, where each was
+ * a fresh mapping faulted in page by page for the few pages such a connection reads.
+ */
+void st_config_brief(void);
+
 /* Opens (creating with mode 0600 if needed) and migrates. *out is NULL on failure. */
 int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out);
 void st_close(struct st_db *db);
