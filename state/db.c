@@ -542,16 +542,26 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	struct st_db *db = xcalloc(1, sizeof(*db));
 	int oflags = (flags & ST_READONLY) ? SQLITE_OPEN_READONLY
 	                                   : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	mode_t old_umask;
 	int r, rc;
 
 	*out = NULL;
 	db->path = xstrdup(path);
 	db->name = schema->name;
-	/* sqlite creates the file (and -wal, -shm) with 0644 & ~umask: make them private. */
-	old_umask = umask(077);
+	/*
+	 * sqlite creates the file 0644 less the umask, and -wal and -shm with the file's own
+	 * mode: create it 0600 first. Not with umask(): that is the whole process's, and the
+	 * launcher opens databases and creates files from several threads at once.
+	 */
+	if (!(flags & ST_READONLY)) {
+		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			r = error_errno("%s database '%s': cannot open", db->name, path);
+			goto fail;
+		}
+		close(fd);
+	}
 	rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
-	umask(old_umask);
 	if (rc != SQLITE_OK) {
 		if (db->h)
 			r = db_error(db, "cannot open");

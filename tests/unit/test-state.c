@@ -29,17 +29,25 @@ static void test_open_and_migrate(void)
 	                                 "ALTER TABLE a ADD COLUMN y TEXT"};
 	struct st_schema s1 = {"t", v2, 1}, s2 = {"t", v2, 2};
 	char *path = xasprintf("%s/m.db", dir);
+	char *wal = xasprintf("%s-wal", path), *shm = xasprintf("%s-shm", path);
 	struct st_db *db;
 	struct stat st;
 	sqlite3_stmt *q;
+	mode_t old = umask(0);
 
+	/* Private whatever the umask, and the umask left alone (it is the whole process's). */
 	ok(!st_open(path, &s1, 0, &db), "open at version 1");
+	is_int(umask(old), 0, "the umask is left as it was");
 	is_int(st_version(db), 1, "user_version 1");
 	q = st_prepare(db, "PRAGMA journal_mode");
 	ok(q && st_step(db, q) == 1 && !strcmp(st_col_text(q, 0), "wal"), "WAL mode");
 	sqlite3_reset(q);
+	ok(!stat(wal, &st) && (st.st_mode & 0777) == 0600, "-wal is 0600 under umask 0");
+	ok(!stat(shm, &st) && (st.st_mode & 0777) == 0600, "-shm is 0600 under umask 0");
 	st_close(db);
 	ok(!stat(path, &st) && (st.st_mode & 0777) == 0600, "file is 0600");
+	free(wal);
+	free(shm);
 	ok(!st_open(path, &s2, 0, &db), "reopen migrates forward");
 	is_int(st_version(db), 2, "user_version 2");
 	ok(!st_exec(db, "INSERT INTO a (x, y) VALUES (1, 'z')"), "new column usable");
