@@ -325,8 +325,7 @@ int sup_forwarded_op(const struct msg *req)
 /*
  * req on a connection of its own (sock NULL: this node's supervisor, as flags say) and
  * its first reply in *reply, whatever it says but "busy" (asked again while BUSY_WAIT_MS
- * lasts): the fd, still open; or -errno (printed, but a failed connect to sock's: then
- * nothing was sent).
+ * lasts): the fd, still open; or -errno, printed for this node's own supervisor only.
  */
 static int open_call(const char *sock, unsigned flags, const struct msg *req, struct msg *reply,
                      int timeout_ms)
@@ -349,9 +348,10 @@ again:
 	}
 	if (r) {
 		close(fd);
+		if (sock)
+			return r; /* the caller says what it does instead */
 		errno = r == -ECONNRESET ? ECONNRESET : -r;
-		return error_errno("no answer from the node supervisor%s%s%s", sock ? " at '" : "",
-		                   sock ? sock : "", sock ? "'" : "");
+		return error_errno("no answer from the node supervisor");
 	}
 	if (msg_get(reply, "error") && msg_get(reply, "busy") && now_ms() + delay < busy_until) {
 		/* Its connections are all taken for now: a moment later, one is free. */

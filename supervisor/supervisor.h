@@ -80,8 +80,8 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply);
 /*
  * sup_call_open() to the supervisor listening on sock (as sup_request_at()): the fd, still
  * open, with the first reply in *reply whatever it says (an "error" one too: the caller
- * passes it on); or -errno: not printed when none listens there (nothing was sent),
- * printed when the request went and no reply came within timeout_ms.
+ * passes it on); or -errno, not printed: none listens there (nothing was sent), or the
+ * request went and no reply came within timeout_ms (-ETIMEDOUT) or the line broke.
  */
 int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply, int timeout_ms);
 /*

@@ -551,6 +551,10 @@ int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job)
 	free(sock);
 	if (fd < 0) {
 		/* None listens (the node call starts one), or it did not answer in time. */
+		if (fd != -ENOENT && fd != -ECONNREFUSED)
+			info("node %s: its supervisor did not answer the watch of job %lld (%s): "
+			     "watching it through 'node call'",
+			     nd->name, (long long)node_job, strerror(-fd));
 		msg_release(&first);
 		return live_node_watch(nd, c, node_job);
 	}
