@@ -549,17 +549,15 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	db->name = schema->name;
 	/*
 	 * sqlite creates the file 0644 less the umask, and -wal and -shm with the file's own
-	 * mode: create it 0600 first. Not with umask(): that is the whole process's, and the
-	 * launcher opens databases and creates files from several threads at once.
+	 * mode: a new one is created 0600 here first. Not with umask(): that is the whole
+	 * process's, and the launcher opens databases and creates files from several threads
+	 * at once. A file that exists is left to sqlite, as is saying why none can be made.
 	 */
 	if (!(flags & ST_READONLY)) {
-		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-		if (fd < 0) {
-			r = error_errno("%s database '%s': cannot open", db->name, path);
-			goto fail;
-		}
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 	}
 	rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
