@@ -22,7 +22,9 @@
  * given it as its -c argument when it is short (so that it execs the last command), and
  * that text names the job's envs but holds none of their values (supervisor/script.h). The job's
  * stdout and stderr go straight to the log files (not through a pipe), so the job keeps writing its
- * logs even if the shim dies. The shim holds the node db open only while it writes.
+ * logs even if the shim dies. The shim holds the node db open while it writes and for a
+ * step's first SHIM_DB_IDLE_MS, not while it waits on a longer step; at its end the
+ * process exit closes it (see out: in shim_main()).
  */
 #include <errno.h>
 #include <fcntl.h>
