@@ -13,9 +13,7 @@ function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
-    if (k === "onclick") e.addEventListener("click", v);
-    else if (k === "oninput") e.addEventListener("input", v);
-    else if (k === "onchange") e.addEventListener("change", v);
+    if (HANDLERS.includes(k)) e[k] = v;  // a property: redraw() carries it over
     else e.setAttribute(k, v === true ? "" : String(v));
   }
   for (const k of kids.flat()) {
@@ -25,9 +23,62 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+const HANDLERS = ["onclick", "oninput", "onchange"];
+
+function present(kids) {
+  return kids.flat().filter(k => k !== null && k !== undefined && k !== false);
+}
+
 // Replaces node's children with kids (null, undefined and false left out).
 function put(node, ...kids) {
-  node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined && k !== false));
+  node.replaceChildren(...present(kids));
+}
+
+/*
+ * Makes node's children look like kids (as put() would) by changing in place what is
+ * there: an element of the same tag and key (a job's, a cluster's, a rank's row) stays
+ * the same element, its attributes, handlers, text and children made those of the new
+ * one. A page redraws on every change of the state; a button replaced between the
+ * press and the release of the mouse gets no click (the click was lost), and a focus or
+ * a selection would go with it.
+ */
+function redraw(node, ...kids) {
+  patchKids(node, present(kids).map(k => k instanceof Node ? k : document.createTextNode(String(k))));
+}
+
+function keyOf(n) {
+  if (n.nodeType !== Node.ELEMENT_NODE) return "#" + n.nodeType;
+  return n.nodeName + "#" + (n.getAttribute("data-job") ?? n.getAttribute("data-cluster") ??
+    n.getAttribute("data-rank") ?? n.getAttribute("data-key") ?? n.getAttribute("data-row") ?? n.id);
+}
+
+function patchKids(node, want) {
+  const pool = new Map(); // a key -> the children with it, in order
+  for (const h of node.childNodes) {
+    const k = keyOf(h);
+    if (!pool.has(k)) pool.set(k, []);
+    pool.get(k).push(h);
+  }
+  want.forEach((w, i) => {
+    const h = (pool.get(keyOf(w)) || []).shift();
+    const n = h ? patch(h, w) : w;
+    if (node.childNodes[i] !== n) node.insertBefore(n, node.childNodes[i] || null);
+  });
+  while (node.childNodes.length > want.length) node.lastChild.remove();
+}
+
+function patch(h, w) {
+  if (h.nodeType !== Node.ELEMENT_NODE) {
+    if (h.nodeValue !== w.nodeValue) h.nodeValue = w.nodeValue;
+    return h;
+  }
+  for (const a of [...h.attributes])
+    if (!w.hasAttribute(a.name)) h.removeAttribute(a.name);
+  for (const a of w.attributes)
+    if (h.getAttribute(a.name) !== a.value) h.setAttribute(a.name, a.value);
+  for (const k of HANDLERS) if (h[k] !== w[k]) h[k] = w[k];
+  patchKids(h, [...w.childNodes]);
+  return h;
 }
 
 function link(href, text) {
@@ -207,7 +258,7 @@ function clustersPage() {
         el("td", {}, c.autostop ? (c.autostop.idle_minutes + "m" + (c.autostop.down ? " (down)" : "")) : "-"),
         el("td", {}, ago(c.launched_at)),
         el("td", {}, ((c.nodes || [])[0] || {}).user || "-")));
-    put(body,
+    redraw(body,
       err ? problem(err) : null,
       table(["NAME", "INFRA", "RESOURCES", "NODES", "STATUS", "AUTOSTOP", "LAUNCHED", "USER"],
             rows, data.length ? "No cluster matches." : "No clusters. Launch one with `skiff launch`."));
@@ -268,7 +319,7 @@ function clusterPage(name) {
                        () => follow.checked);
   };
   const draw = () => {
-    put(info, err ? problem(err) : !cl ? el("p", {class: "muted"}, "No such cluster.") :
+    redraw(info, err ? problem(err) : !cl ? el("p", {class: "muted"}, "No such cluster.") :
       el("div", {},
         el("p", {}, status(cl.status), " on ", cl.infra, " \u00b7 ", cl.resources || "",
            " \u00b7 launched ", ago(cl.launched_at),
@@ -284,7 +335,7 @@ function clusterPage(name) {
              el("td", {}, n.address || "-"), el("td", {}, n.user || "-"),
              el("td", {}, n.port ? String(n.port) : "-"), el("td", {}, n.node || "-"),
              el("td", {class: "supervisor"}, supervisor(n.supervisor)))), "No nodes.")));
-    put(jobsBox, el("h2", {}, "Jobs"), jerr ? problem(jerr) :
+    redraw(jobsBox, el("h2", {}, "Jobs"), jerr ? problem(jerr) :
       table(["ID", "NAME", "USER", "SUBMITTED", "DURATION", "STATUS", "EXIT CODES", ""],
         jobs.slice().reverse().map(j => el("tr", {"data-job": j.id},
           el("td", {}, String(j.id)), el("td", {class: "name"}, j.name || "-"),
@@ -310,7 +361,7 @@ function jobsPage() {
   const body = el("div");
   const load = async () => {
     try { data = await api("/api/v1/jobs"); err = null; } catch (e) { err = e.message; }
-    put(body, err ? problem(err) :
+    redraw(body, err ? problem(err) :
       table(["ID", "NAME", "REQUESTED", "SUBMITTED", "JOB DURATION", "#RECOVERIES", "STATUS", "CLUSTER", "DETAILS", ""],
         data.slice().reverse().map(j => el("tr", {"data-job": j.id},
           el("td", {}, link("/jobs/" + j.id, String(j.id))), el("td", {class: "name"}, j.name || "-"),
@@ -342,7 +393,7 @@ function jobPage(id) {
   const load = async () => {
     try { j = (await api("/api/v1/jobs")).find(x => String(x.id) === String(id)) || null; err = null; }
     catch (e) { err = e.message; }
-    put(info, err ? problem(err) : !j ? el("p", {class: "muted"}, "No such managed job.") :
+    redraw(info, err ? problem(err) : !j ? el("p", {class: "muted"}, "No such managed job.") :
       el("div", {},
         el("p", {}, status(j.status), " \u00b7 ", j.name || "-", " \u00b7 submitted ", ago(j.submitted_at),
            " \u00b7 recoveries ", String(j.recoveries), j.cluster ? " \u00b7 on " + j.cluster : ""),
@@ -391,10 +442,10 @@ function infraPage() {
                       t.error ? problem(t.error) : null,
                       table(head, rows, "None."));
         }
-      put(body, table(["INFRA", "STATE", "WHY"], v.map(i => el("tr", {},
+      redraw(body, table(["INFRA", "STATE", "WHY"], v.map(i => el("tr", {},
         el("td", {}, i.infra), el("td", {}, status(i.enabled ? "enabled" : "disabled")),
         el("td", {}, i.reason || ""))), "No infra."), tables);
-    } catch (e) { put(body, problem(e.message)); }
+    } catch (e) { redraw(body, problem(e.message)); }
   };
   load();
   return {render() {}, stop() {}};
@@ -407,7 +458,7 @@ function configPage() {
   const load = async () => {
     try {
       const c = await api("/api/v1/config");
-      put(body,
+      redraw(body,
         el("p", {}, "Config file: ", el("span", {class: "name"}, c.file || "(none)"),
            el("span", {class: "muted"}, " \u00b7 then each --config; a task's own config: goes between them")),
         (c.errors || []).map(e => problem(where(e) + ": " + e.why)),
@@ -418,7 +469,7 @@ function configPage() {
         el("h2", {}, "Read and ignored"),
         table(["WHERE", "WHY"], (c.ignored || []).map(i => el("tr", {},
           el("td", {class: "muted"}, where(i)), el("td", {}, i.why))), "Nothing is ignored."));
-    } catch (e) { put(body, problem(e.message)); }
+    } catch (e) { redraw(body, problem(e.message)); }
   };
   load();
   return {render: load, stop() {}};

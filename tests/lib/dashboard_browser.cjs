@@ -23,6 +23,9 @@
 //                                until it shows TEXT, then is hidden (as when the person
 //                                switches to the next tab); then the first is shown again
 //                                and shows TEXT again
+//   kept CLUSTER JOB             the cluster's page, once its nodes were asked: the job's
+//                                Logs button is the same element after "Ask the nodes"
+//                                redrew the page, and a click on it opens the log
 //   shot PATH FILE [SELECTOR [CLICK]]
 //                                a screenshot of PATH (after SELECTOR shows, CLICK clicked)
 "use strict";
@@ -137,6 +140,20 @@ function fail(msg) {
       await show(tabs[0], "visible");
       await tabs[0].locator("pre#log:not([data-paused])", {hasText: args[3]}).waitFor({timeout: NODE_WAIT});
       process.stdout.write(tabs.length + " tabs followed the log\n");
+    } else if (step === "kept") {
+      await go("/clusters/" + args[0]);
+      await page.locator("td.supervisor", {hasText: "pid"}).first().waitFor({timeout: NODE_WAIT});
+      const button = await page.locator(`tr[data-job="${args[1]}"] button`, {hasText: "Logs"}).elementHandle({timeout: WAIT});
+      await button.evaluate(b => { b.skiffMark = "before"; });
+      const asked = page.waitForResponse(r => r.url().includes("?refresh=1"), {timeout: NODE_WAIT});
+      await page.locator("#ask-nodes").click({timeout: WAIT});
+      await asked;
+      await page.waitForTimeout(300);
+      const same = await button.evaluate(b => b.isConnected && b.skiffMark === "before");
+      process.stdout.write("the same button after the redraw: " + same + "\n");
+      await button.click({timeout: WAIT});
+      await page.locator("pre#log").waitFor({timeout: WAIT});
+      process.stdout.write("its log opened\n");
     } else if (step === "shot") {
       await go(args[0]);
       if (args[2]) await page.locator(args[2]).first().waitFor({timeout: WAIT});

@@ -211,6 +211,12 @@ test_expect_success 'Chromium: the config page shows a key, its value and its fi
 	pw row /config "tr[data-key=\"kubernetes.provision_timeout\"]" "config.yaml:2:22" >out
 '
 
+test_expect_success 'Chromium: a redraw changes the page in place: the button under the pointer stays, its click is not lost' '
+	pw kept web1 1 >out &&
+	grep -qx "the same button after the redraw: true" out &&
+	grep -qx "its log opened" out
+'
+
 test_expect_success 'Chromium: 10 tabs open at once all load (one events stream for the browser, not one per tab)' '
 	pw tabs 10 /clusters "tr[data-cluster=web1]" >out &&
 	grep -qx "10 tabs drawn" out
@@ -221,6 +227,8 @@ test_expect_success 'Chromium: a hidden tab lets go of its followed log: 8 tabs 
 	TJ=$(skiff queue --json web2 | python3 -c "import json,sys; print(json.load(sys.stdin)[-1][\"id\"])") &&
 	pw log-tabs 8 web2 "$TJ" tab-line >out &&
 	grep -qx "8 tabs followed the log" out &&
+	# Each tab let go of its stream: the followers on the node (9 of them) went too.
+	wait_for "! pgrep -f \"^$TRASH/.*node logs --follow --tail 2000 $TJ\\\$\" >/dev/null" 20 &&
 	skiff cancel -y web2 "$TJ" >/dev/null 2>&1
 '
 
