@@ -40,7 +40,8 @@ struct node_log_rank {
  * The body of `node logs` for job id on an open node db: prints the logs (follow: until
  * the job ends; tail >= 0: only the last lines; only_status: the status, after the end
  * with wait; rank: each line prefixed, NULL: not) and returns the exit code `node logs`
- * would.
+ * would. A follower ends early, EXIT_FAIL, when stdout's reader is gone (OUT_GONE), and
+ * so does node_follow_submitted().
  */
 int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait,
                   const struct node_log_rank *rank);

@@ -276,7 +276,9 @@ static int call_open(const struct msg *req)
 		rc = EXIT_OK;
 		if (!msg_get(&rep, "ended")) {
 			msg_init(&ended);
-			if (proto_recv(fd, &ended, -1)) {
+			if (!wait_readable_or_gone(fd, 1)) {
+				rc = EXIT_FAIL; /* the watcher went: no one waits for the end */
+			} else if (proto_recv(fd, &ended, -1)) {
 				reply_error("the node supervisor stopped before the job ended");
 				rc = EXIT_UNAVAILABLE;
 			} else {

@@ -401,6 +401,7 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 	struct logf logs[2] = {{"setup.log", NULL, -1, 0}, {"run.log", NULL, -1, 0}};
 	struct lprefix px = {.rank = rank, .bol = 1};
 	int i, inf = -1, watched = 0, wal_watched = 0, spin = 1, rc = EXIT_FAIL, woke = 0;
+	int out_open = 1;
 	int64_t t0;
 
 	buf_init(&px.text, 0);
@@ -432,8 +433,9 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 	 */
 	t0 = now_ms();
 	for (;;) {
-		struct pollfd pfd[2];
-		int done = job_status_terminal(s->jb.status), nfd = 0, timeout;
+		struct pollfd pfd[3];
+		int done = job_status_terminal(s->jb.status), nfd = 0, timeout, at_watch = -1;
+		int at_inf = -1, at_out = -1;
 
 		if (!only_status && (drain(&logs[0], &px, s, id) || drain(&logs[1], &px, s, id)))
 			goto out;
@@ -462,20 +464,37 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 			timeout = woke ? FOLLOW_AFTER_EVENT_MS : FOLLOW_STATUS_MS;
 		else
 			timeout = FOLLOW_STATUS_MS;
-		if (s->fd >= 0)
+		if (s->fd >= 0) {
+			at_watch = nfd;
 			pfd[nfd++] = (struct pollfd){s->fd, POLLIN, 0};
-		if (inf >= 0)
+		}
+		if (inf >= 0) {
+			at_inf = nfd;
 			pfd[nfd++] = (struct pollfd){inf, POLLIN, 0};
+		}
+		/*
+		 * Whoever reads us may go without a word (a killed `skiff logs`, a browser's
+		 * tab let go, an ssh client gone) while the log writes nothing: our stdout's
+		 * hang-up tells (OUT_GONE).
+		 */
+		if (out_open) {
+			at_out = nfd;
+			pfd[nfd++] = (struct pollfd){1, 0, 0};
+		}
 		woke = poll(pfd, (nfds_t)nfd, timeout) > 0;
 		if (!watched && spin < FOLLOW_SPIN_MAX_MS)
 			spin *= 2;
-		if (inf >= 0 && pfd[nfd - 1].revents) {
+		if (at_out >= 0 && OUT_GONE(pfd[at_out].revents))
+			goto out; /* no one reads what we would print */
+		if (at_out >= 0 && (pfd[at_out].revents & POLLNVAL))
+			out_open = 0; /* no stdout at all: nothing to watch */
+		if (at_inf >= 0 && pfd[at_inf].revents) {
 			char evbuf[4096];
 
 			while (read(inf, evbuf, sizeof(evbuf)) > 0)
 				;
 		}
-		if (s->fd >= 0 && pfd[0].revents && watch_read(s))
+		if (at_watch >= 0 && pfd[at_watch].revents && watch_read(s))
 			goto out;
 		if (jsrc_refresh(s, id))
 			goto out;

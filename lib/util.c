@@ -516,6 +516,25 @@ double now_wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int wait_readable_or_gone(int fd, int out)
+{
+	struct pollfd pfd[2] = {{fd, POLLIN, 0}, {out, 0, 0}};
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[0].revents)
+			return 1; /* data, its end or an error: the reader of fd says which */
+		if (OUT_GONE(pfd[1].revents))
+			return 0;
+		if (pfd[1].revents & POLLNVAL)
+			pfd[1].fd = -1; /* no out to watch */
+	}
+}
+
 void poll_ms(int ms)
 {
 	poll(NULL, 0, ms);

@@ -3,6 +3,7 @@
 
 /* Small helpers: allocation that cannot fail, numbers, paths, files, time. */
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -105,6 +106,19 @@ int write_file_quick(const char *path, const void *data, size_t len, mode_t mode
 int write_all(int fd, const void *data, size_t len);
 int set_cloexec(int fd);
 int set_nonblock(int fd);
+
+/*
+ * Whether out's reader is gone, seen in poll()'s revents for out (asked with events 0):
+ * a pipe's last reader closed (POLLERR), a socket or a tty hung up (POLLHUP). A file
+ * never is; a closed fd (POLLNVAL) is not called gone. For a follower whose log may
+ * write nothing for hours: EPIPE would never come.
+ */
+#define OUT_GONE(revents) (((revents) & (POLLERR | POLLHUP)) != 0)
+/*
+ * Waits until fd is readable: 1; 0 when out's reader went first (OUT_GONE); -errno on
+ * an error.
+ */
+int wait_readable_or_gone(int fd, int out);
 
 /* Milliseconds on CLOCK_MONOTONIC and seconds (fractional) since the epoch. */
 int64_t now_ms(void);

@@ -170,6 +170,20 @@ test_expect_success 'followers hear of the end from the supervisor, else from th
 	wait_for "grep -q SUCCEEDED c.out" 10
 '
 
+test_expect_success 'a follower whose reader went ends at once, not at the job'"'"'s next line or end' '
+	skiff node up >/dev/null &&
+	id=$(skiff node submit "echo quiet-start; sleep 1000") &&
+	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
+	mkfifo lf &&
+	{ skiff node logs "$id" >lf 2>/dev/null & } && fpid=$! &&
+	head -n 1 lf >first &&
+	# head has read its line and gone: the pipe has no reader, the log writes nothing.
+	grep -qx quiet-start first &&
+	wait_for "! kill -0 $fpid 2>/dev/null" 20 &&
+	test "$(job_status $id)" = RUNNING &&
+	skiff node cancel "$id" >/dev/null
+'
+
 test_expect_success 'cancel a running job: CANCELLED, exit 103, grandchildren killed' '
 	skiff node up --cancel-grace 2 >/dev/null &&
 	# The escaped process leaves the session and process group of the job.
