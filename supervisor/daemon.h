@@ -95,7 +95,6 @@ void sup_listen_resume(struct sup *s);
 /* Closes idle connections; returns when to look again (0: no connection is open). */
 int64_t sup_conns_sweep(void);
 void sup_conn_event(struct sup *s, int fd, uint32_t events);
-void sup_conns_close(void);
 /* Job id has ended: each peer watching it gets its final status (a no-op if not final). */
 void sup_watch_notify(struct sup *s, int64_t id);
 

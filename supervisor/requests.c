@@ -108,18 +108,6 @@ static void conn_close(struct conn *c)
 		sup_listen_resume(s);
 }
 
-void sup_conns_close(void)
-{
-	size_t i;
-
-	for (i = 0; i < nconns_cap; i++)
-		if (conns[i])
-			conn_close(conns[i]);
-	free(conns);
-	conns = NULL;
-	nconns_cap = 0;
-}
-
 static void conn_flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
