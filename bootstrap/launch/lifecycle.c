@@ -359,6 +359,22 @@ static char *down_here_home(const struct cnode *nd)
 	return ours ? xasprintf("%s/" SKIFF_HOME_DIR, home) : NULL;
 }
 
+/*
+ * A local node whose skiff is gone (its directory removed by hand, say, or made again
+ * since by a late request without the binary): there is nothing to ask `node down --all`
+ * with, and what may still run as the node is the teardown's to kill
+ * (infra_local_remove() finds it by its HOME).
+ */
+static int local_node_bare(const struct cnode *nd)
+{
+	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
+	char *exe = home ? boot_exe_path_here(nd->exe, home) : NULL;
+	int bare = exe && access(exe, X_OK) < 0 && errno == ENOENT;
+
+	free(exe);
+	return bare;
+}
+
 /* Takes them down; each node's answer as its `node down --all` would give it. */
 static void here_down(struct here_down *h)
 {
@@ -406,6 +422,8 @@ static size_t stop_nodes(struct clive *cl, size_t from, int fail, int release, s
 			continue; /* never bootstrapped: nothing of skiff runs there */
 		if (i < from && !cl->nodes[i].stays)
 			continue; /* stopped by itself, and nothing to release */
+		if (release && cl->ops->kind == INFRA_LOCAL && local_node_bare(&cl->nodes[i]))
+			continue; /* the teardown kills what still runs as it */
 		jobs[i].nd = &cl->nodes[i];
 		jobs[i].release = release && cl->nodes[i].stays;
 		jobs[i].hold = hold;

@@ -89,6 +89,22 @@ test_expect_success 'down of 6 local nodes at once: every job gone, one taken do
 	test ! -e "$SKIFF_HOME/local/dl4"
 '
 
+# A node whose skiff is gone (its directory removed by hand under its job) has nothing to
+# ask: down goes on, and the teardown kills what still runs as it (by its HOME).
+test_expect_success 'a node whose directory was removed under its running job: down ends it all' '
+	skiff launch -c dl7 --num-nodes 2 -d "sleep 3008.$$" >/dev/null 2>&1 &&
+	wait_for "test \$(left_of dl7 \"sleep 3008.$$\" | grep -c \"^[0-9]* sleep 3008.$$\") = 2" 60 &&
+	rm -rf "$SKIFF_HOME/local/dl7/1" &&
+	skiff down dl7 >out 2>err &&
+	left_of dl7 "sleep 3008.$$" >left &&
+	cat out err left &&
+	grep -qx "cluster dl7 terminated" out &&
+	test ! -s left &&
+	test ! -e "$SKIFF_HOME/local/dl7" &&
+	skiff status >st &&
+	! grep -q "^dl7 " st
+'
+
 test_expect_success 'plain node down still leaves a job running (the cancel-then-stop is down'"'"'s)' '
 	skiff launch -c dl2 -d "sleep 3003.$$" >/dev/null 2>&1 &&
 	wait_for "left_of dl2 \"sleep 3003.$$\" | grep -q \"sleep 3003.$$\"" 30 &&
