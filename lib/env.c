@@ -93,3 +93,95 @@ const char *env_get(const struct env *e, const char *name)
 
 	return i == (size_t)-1 ? NULL : strchr(e->v[i], '=') + 1;
 }
+
+/* A name a shell can hold: [A-Za-z_][A-Za-z0-9_]*, len bytes of s. */
+static int env_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+/*
+ * The length of the value that name (len bytes) has after blob's first end bytes, a
+ * copy's resolved; -1 when no entry there sets it. Copies only name entries before
+ * them, so this ends.
+ */
+static long blob_value_len(const char *blob, size_t end, const char *name, size_t len)
+{
+	size_t at = (size_t)-1, off = 0, n;
+
+	for (off = 0; off < end; off += n + 1) {
+		const char *kv = blob + off + (blob[off] == '=');
+
+		n = strlen(blob + off);
+		if (!strncmp(kv, name, len) && kv[len] == '=')
+			at = off;
+	}
+	if (at == (size_t)-1)
+		return -1;
+	if (blob[at] != '=')
+		return (long)strlen(blob + at + len + 1);
+	name = blob + at + len + 2;
+	return blob_value_len(blob, at, name, strlen(name));
+}
+
+int env_blob_add(struct buf *blob, const char *kv, int copy, size_t max, struct buf *why)
+{
+	const char *eq = strchr(kv, '=');
+	size_t klen = eq ? (size_t)(eq - kv) : 0;
+	long vlen;
+
+	if (!eq || !env_name_ok(kv, klen) || (copy && !env_name_ok(eq + 1, strlen(eq + 1)))) {
+		buf_addf(why, "bad %s '%.64s': expected %s", copy ? "env_copy" : "env", kv,
+		         copy ? "NAME=OTHER, two names" : "NAME=VALUE");
+		return -1;
+	}
+	vlen = copy ? blob_value_len(blob->p ? blob->p : "", blob->len, eq + 1, strlen(eq + 1))
+	            : (long)strlen(eq + 1);
+	if (vlen < 0) {
+		buf_addf(why, "bad env_copy '%.64s': %s is not set by an env before it", kv,
+		         eq + 1);
+		return -1;
+	}
+	if (klen + 1 + (size_t)vlen + 1 > max) {
+		buf_addf(why,
+		         "env %.*s is %zu bytes: one environment entry holds at most %zu bytes "
+		         "(the kernel's limit)",
+		         (int)klen, kv, klen + 1 + (size_t)vlen, max - 1);
+		return -1;
+	}
+	if (copy)
+		buf_addch(blob, '=');
+	buf_add(blob, kv, strlen(kv) + 1);
+	return 0;
+}
+
+void env_blob_apply(struct env *e, const char *blob, size_t len)
+{
+	const char *p = blob, *end = blob + len;
+
+	for (; p < end; p += strlen(p) + 1) {
+		const char *eq, *v;
+		char *name;
+
+		if (*p != '=') {
+			env_put(e, p);
+			continue;
+		}
+		eq = strchr(p + 1, '=');
+		if (!eq || !(v = env_get(e, eq + 1)))
+			continue; /* checked when it was added: not from a node's submit */
+		name = xstrndup(p + 1, (size_t)(eq - p - 1));
+		v = xstrdup(v);
+		env_set(e, name, v);
+		free((char *)v);
+		free(name);
+	}
+}

@@ -49,7 +49,7 @@ struct job {
 	int cwd_optional; /* cwd missing: the job starts in the home instead of failing */
 	int profile;      /* SkyPilot's prelude (supervisor/script.h) before the job's script */
 	char *log_dir;
-	char *envs; /* "K=V\0K=V\0..." */
+	char *envs; /* "K=V\0K=V\0...", and copies "=K=OLD\0" (lib/env.h's env blob) */
 	size_t envs_len;
 	double submitted_at, started_at, ended_at; /* epoch seconds; 0 = not yet */
 	char *exit_codes;                          /* comma-separated per rank, "" until known */

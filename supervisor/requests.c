@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "lib/env.h"
 #include "lib/log.h"
 #include "lib/self.h"
 #include "lib/task.h"
@@ -382,22 +383,6 @@ static void op_status(struct conn *c, const struct msg *req)
 	msg_release(&m);
 }
 
-static int valid_env(const char *kv)
-{
-	const char *eq = strchr(kv, '=');
-	const char *p;
-
-	if (!eq || eq == kv)
-		return 0;
-	if (!((*kv >= 'A' && *kv <= 'Z') || (*kv >= 'a' && *kv <= 'z') || *kv == '_'))
-		return 0;
-	for (p = kv; p < eq; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return 1;
-}
-
 /* 1 if the state dir's file system has (almost) no room left: a failed write's likely cause. */
 static int disk_full(void)
 {
@@ -440,10 +425,12 @@ static void op_submit(struct conn *c, const struct msg *req)
 {
 	struct sup *s = c->s;
 	struct job j = {0}, dup;
-	struct buf envs = BUF_INIT(PROTO_MAX_MSG), renv = BUF_INIT(PROTO_MAX_MSG);
+	struct buf envs = BUF_INIT(PROTO_MAX_MSG), renv = BUF_INIT(PROTO_MAX_MSG),
+	           bad = BUF_INIT(0);
 	struct sched_res want, cap;
 	int64_t prio = 0;
 	size_t i;
+	int copy;
 	char *log_dir = NULL;
 
 	j.cpus = 0.5;
@@ -494,21 +481,16 @@ static void op_submit(struct conn *c, const struct msg *req)
 			buf_add(&renv, req->vals[i], strlen(req->vals[i]) + 1);
 			continue;
 		}
-		if (strcmp(req->keys[i], "env"))
+		copy = !strcmp(req->keys[i], "env_copy");
+		if (!copy && strcmp(req->keys[i], "env"))
 			continue;
-		if (!valid_env(req->vals[i]))
-			return buf_release(&envs), buf_release(&renv),
-			       sup_reply_error(c, "bad env '%.64s': expected NAME=VALUE",
-			                       req->vals[i]);
-		if (strlen(req->vals[i]) + 1 > TASK_ENV_ENTRY_MAX)
-			return buf_release(&envs), buf_release(&renv),
-			       sup_reply_error(c,
-			                       "env %.*s is %zu bytes: one environment entry holds "
-			                       "at most %zu bytes (the kernel's limit)",
-			                       (int)(strchr(req->vals[i], '=') - req->vals[i]),
-			                       req->vals[i], strlen(req->vals[i]),
-			                       TASK_ENV_ENTRY_MAX - 1);
-		buf_add(&envs, req->vals[i], strlen(req->vals[i]) + 1);
+		if (env_blob_add(&envs, req->vals[i], copy, TASK_ENV_ENTRY_MAX, &bad)) {
+			buf_release(&envs);
+			buf_release(&renv);
+			sup_reply_error(c, "%s", bad.p);
+			buf_release(&bad);
+			return;
+		}
 	}
 	j.submit_key = (char *)msg_get(req, "submit_key");
 	if (j.submit_key && (!*j.submit_key || strlen(j.submit_key) > SUBMIT_KEY_MAX)) {

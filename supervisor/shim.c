@@ -201,7 +201,6 @@ static int open_log(const char *dir, const char *name)
 
 static void build_env(struct shim *sh, struct env *env, int with_gpus)
 {
-	const char *p = sh->job.envs, *end = sh->job.envs + sh->job.envs_len;
 	char id[32];
 
 	env_init(env, 1);
@@ -212,8 +211,7 @@ static void build_env(struct shim *sh, struct env *env, int with_gpus)
 	env_set(env, "SKIFF_JOB_ID", id);
 	env_set(env, "SKYPILOT_INTERNAL_JOB_ID", id);
 	env_set(env, "PYTHONUNBUFFERED", "1");
-	for (; p < end; p += strlen(p) + 1)
-		env_put(env, p);
+	env_blob_apply(env, sh->job.envs, sh->job.envs_len);
 	if (with_gpus && sh->job.gpus > 0)
 		env_set(env, "CUDA_VISIBLE_DEVICES", sh->job.gpu_ids);
 	if (sh->has_renv)

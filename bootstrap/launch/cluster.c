@@ -19,6 +19,7 @@
 #include "supervisor/supervisor.h"
 #include "lib/log.h"
 #include "lib/quote.h"
+#include "lib/self.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
 #include "lib/banned.h"
@@ -486,6 +487,17 @@ static int spare_replies(struct cnode *nd, const struct msg *req, struct buf *ou
 		error("node %s: no answer to '%s' (exit status %d)", nd->name, msg_get(req, "op"),
 		      status);
 	return -EPROTO;
+}
+
+int cl_node_ours(const struct cnode *nd)
+{
+	const char *sha = self_sha256_cached();
+	char word[PATH_MAX];
+
+	if (!sha || !nd->exe)
+		return 0;
+	boot_exe_word(sha, word, sizeof(word));
+	return !strcmp(nd->exe, word);
 }
 
 /*

@@ -128,6 +128,12 @@ int cl_cancel_rank(struct cnode *nd, int64_t id, const char *key, int rank);
  */
 int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job);
 
+/*
+ * Whether the node runs this launcher's own build (its binary is the one named by our
+ * sha256), so that it understands all this build sends.
+ */
+int cl_node_ours(const struct cnode *nd);
+
 /* Runs `EXE ARGS` on the node (args already quoted for sh); stdout/stderr inherited. */
 int cl_exec_skiff(struct cnode *nd, const char *args, int timeout_ms, int *status);
 /* Same, capturing stdout. */

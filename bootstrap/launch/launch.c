@@ -164,6 +164,7 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		rs[i].f = f ? &f[i] : NULL;
 		msg_init(&rs[i].m);
 		spec.rank = i;
+		spec.env_copy = cl_node_ours(&cl->nodes[i]);
 		eng_build_spec(&rs[i].m, &spec);
 		if (f && nsub > 1) {
 			/* The node prefixes the ranks' lines, as eng_follow()'s streams ask. */

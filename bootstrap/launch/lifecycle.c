@@ -20,7 +20,6 @@
 #include "lib/lock.h"
 #include "lib/log.h"
 #include "lib/proc.h"
-#include "lib/self.h"
 #include "lib/spawn.h"
 #include "lib/util.h"
 #include "state/jobs.h"
@@ -346,15 +345,13 @@ struct here_down {
 static char *down_here_home(const struct cnode *nd)
 {
 	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
-	const char *sha = self_sha256_cached();
-	char word[PATH_MAX], *exe;
+	char *exe;
 	int ours;
 
-	if (!home || !sha || !nd->exe)
+	if (!home || !cl_node_ours(nd))
 		return NULL;
-	boot_exe_word(sha, word, sizeof(word));
 	exe = boot_exe_path_here(nd->exe, home);
-	ours = exe && !strcmp(nd->exe, word) && !access(exe, X_OK);
+	ours = exe && !access(exe, X_OK);
 	free(exe);
 	return ours ? xasprintf("%s/" SKIFF_HOME_DIR, home) : NULL;
 }

@@ -38,33 +38,45 @@ static void add_env(struct msg *m, const char *k, const char *v)
 	msg_addf(m, "env", "%s=%s", k, v);
 }
 
-/* The rank's gang envs under prefix p (SKYPILOT_, and SKIFF_ for skiff's own names). */
-static void add_gang_envs(struct msg *m, const struct eng_spec *s, const char *p, const char *ips,
-                          const char *setup_ips, int gpus, const char *info)
+/*
+ * One of a rank's gang envs: SUFFIX under prefix p, set to v; or, with "env_copy" (a node
+ * of the launcher's own build), a copy of the same one under prefix from, or of the one
+ * under p named same, when from is NULL and same is not: the node stores and passes the
+ * value once (lib/env.h).
+ */
+static void add_gang(struct msg *m, const struct eng_spec *s, const char *p, const char *from,
+                     const char *suffix, const char *same, const char *v)
 {
-	char key[64], num[32];
+	if (s->env_copy && (from || same))
+		msg_addf(m, "env_copy", "%s%s=%s%s", p, suffix, from ? from : p,
+		         from ? suffix : same);
+	else
+		msg_addf(m, "env", "%s%s=%s", p, suffix, v);
+}
 
-	xsnprintf(num, sizeof(num), "%d", s->rank);
-	xsnprintf(key, sizeof(key), "%sNODE_RANK", p);
-	add_env(m, key, num);
-	xsnprintf(key, sizeof(key), "%sSETUP_NODE_RANK", p);
-	add_env(m, key, num);
-	xsnprintf(key, sizeof(key), "%sNODE_IPS", p);
-	add_env(m, key, ips);
-	xsnprintf(key, sizeof(key), "%sSETUP_NODE_IPS", p);
-	add_env(m, key, setup_ips);
-	xsnprintf(num, sizeof(num), "%d", s->nranks);
-	xsnprintf(key, sizeof(key), "%sNUM_NODES", p);
-	add_env(m, key, num);
-	xsnprintf(num, sizeof(num), "%d", gpus);
-	xsnprintf(key, sizeof(key), "%sNUM_GPUS_PER_NODE", p);
-	add_env(m, key, num);
-	xsnprintf(key, sizeof(key), "%sSETUP_NUM_GPUS_PER_NODE", p);
-	add_env(m, key, num);
-	xsnprintf(key, sizeof(key), "%sTASK_ID", p);
-	add_env(m, key, s->task_id);
-	xsnprintf(key, sizeof(key), "%sCLUSTER_INFO", p);
-	add_env(m, key, info);
+/*
+ * The rank's gang envs under prefix p (SKYPILOT_, and SKIFF_ for skiff's own names:
+ * from, the prefix they are copies of, or NULL).
+ */
+static void add_gang_envs(struct msg *m, const struct eng_spec *s, const char *p, const char *from,
+                          const char *ips, const char *setup_ips, int gpus, const char *info)
+{
+	char rank[32], nranks[32], ngpus[32];
+
+	xsnprintf(rank, sizeof(rank), "%d", s->rank);
+	xsnprintf(nranks, sizeof(nranks), "%d", s->nranks);
+	xsnprintf(ngpus, sizeof(ngpus), "%d", gpus);
+	add_gang(m, s, p, from, "NODE_RANK", NULL, rank);
+	add_gang(m, s, p, from, "SETUP_NODE_RANK", NULL, rank);
+	add_gang(m, s, p, from, "NODE_IPS", NULL, ips);
+	/* Every node runs the job as it runs the setup (the common case): the list once. */
+	add_gang(m, s, p, from, "SETUP_NODE_IPS", strcmp(ips, setup_ips) ? NULL : "NODE_IPS",
+	         setup_ips);
+	add_gang(m, s, p, from, "NUM_NODES", NULL, nranks);
+	add_gang(m, s, p, from, "NUM_GPUS_PER_NODE", NULL, ngpus);
+	add_gang(m, s, p, from, "SETUP_NUM_GPUS_PER_NODE", NULL, ngpus);
+	add_gang(m, s, p, from, "TASK_ID", NULL, s->task_id);
+	add_gang(m, s, p, from, "CLUSTER_INFO", NULL, info);
 }
 
 char *eng_spec_join(const char *const *addrs, int n)
@@ -121,8 +133,8 @@ void eng_build_spec(struct msg *m, const struct eng_spec *s)
 	for (k = 0; k < t->secrets.n; k++)
 		if (t->secrets.v[k].value)
 			add_env(m, t->secrets.v[k].key, t->secrets.v[k].value);
-	add_gang_envs(m, s, "SKYPILOT_", ips, setup_ips, ask.gpus, info);
-	add_gang_envs(m, s, "SKIFF_", ips, setup_ips, ask.gpus, info);
+	add_gang_envs(m, s, "SKYPILOT_", NULL, ips, setup_ips, ask.gpus, info);
+	add_gang_envs(m, s, "SKIFF_", "SKYPILOT_", ips, setup_ips, ask.gpus, info);
 	xsnprintf(num, sizeof(num), "%lld", (long long)s->cluster_job);
 	add_env(m, "SKIFF_CLUSTER_JOB_ID", num);
 	add_env(m, "SKYPILOT_INTERNAL_JOB_ID", num); /* the id `queue` shows, not the node's */

@@ -34,6 +34,12 @@ struct eng_spec {
 	const char *task_id;    /* SKYPILOT_TASK_ID */
 	int with_setup;         /* the task's setup runs (not exec, --fast, --no-setup) */
 	double default_cpus;    /* what a task that names no CPUs reserves */
+	/*
+	 * The node takes "env_copy" (it runs the launcher's own build): a gang env whose
+	 * value another one has already (skiff's names, the setup's address list) is sent as
+	 * a copy of it, not again (lib/env.h).
+	 */
+	int env_copy;
 };
 
 /* addrs[0..n) joined by newlines (malloc'd; "" for none). */

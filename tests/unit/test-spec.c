@@ -5,6 +5,7 @@
 
 #include "bootstrap/launch/resources.h"
 #include "bootstrap/launch/spec.h"
+#include "lib/env.h"
 #include "lib/proto.h"
 #include "lib/task.h"
 #include "lib/yaml.h"
@@ -199,12 +200,92 @@ static void test_cluster_info(void)
 	free(s);
 }
 
+/* The env a node gives the job for m: its "env" and "env_copy" fields, as a node takes them. */
+static int node_env(const struct msg *m, struct env *e)
+{
+	struct buf blob = BUF_INIT(0), why = BUF_INIT(0);
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < m->n && !r; i++)
+		if (!strcmp(m->keys[i], "env") || !strcmp(m->keys[i], "env_copy"))
+			r = env_blob_add(&blob, m->vals[i], !strcmp(m->keys[i], "env_copy"),
+			                 TASK_ENV_ENTRY_MAX, &why);
+	env_init(e, 0);
+	env_blob_apply(e, blob.p, blob.len);
+	buf_release(&blob);
+	buf_release(&why);
+	return r;
+}
+
+/* How many times s occurs in m's encoded form. */
+static int occurs(const struct msg *m, const char *s)
+{
+	const char *p = m->raw.p, *end = m->raw.p + m->raw.len;
+	int n = 0;
+
+	while ((p = memmem(p, (size_t)(end - p), s, strlen(s)))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+static void test_env_copy(void)
+{
+	const struct task *t = parse("setup: echo S\nrun: echo R\nenvs:\n  A: x\n");
+	int shapes[2][2] = {{2, 3}, {3, 3}}, k;
+
+	ok(t != NULL, "the task parses");
+	for (k = 0; k < 2; k++) {
+		struct eng_spec s = spec(t, 1, shapes[k][0], shapes[k][1]);
+		struct msg full, copies;
+		struct env a, b;
+		size_t i;
+		int same = 1;
+
+		msg_init(&full);
+		eng_build_spec(&full, &s);
+		s.env_copy = 1;
+		msg_init(&copies);
+		eng_build_spec(&copies, &s);
+		ok(!count(&full, "env_copy"), "%d of %d: a node of another build gets no copy",
+		   shapes[k][0], shapes[k][1]);
+		is_int(count(&copies, "env_copy"), 9 + (shapes[k][0] == shapes[k][1]),
+		       "%d of %d: skiff's names are copies, and the setup's list when it is the "
+		       "run's",
+		       shapes[k][0], shapes[k][1]);
+		ok(!node_env(&full, &a) && !node_env(&copies, &b), "%d of %d: a node takes both",
+		   shapes[k][0], shapes[k][1]);
+		is_int(a.n, b.n, "%d of %d: the same names", shapes[k][0], shapes[k][1]);
+		for (i = 0; i < a.n; i++) {
+			const char *name = a.v[i], *eq = strchr(name, '=');
+			char *key = strndup(name, (size_t)(eq - name));
+
+			same &= env_get(&b, key) && !strcmp(env_get(&b, key), eq + 1);
+			free(key);
+		}
+		ok(same, "%d of %d: and the same values", shapes[k][0], shapes[k][1]);
+		is_int(occurs(&full, "10.0.0.1\n10.0.0.2"), 4,
+		       "%d of %d: the address list four times without copies", shapes[k][0],
+		       shapes[k][1]);
+		is_int(occurs(&copies, "10.0.0.1\n10.0.0.2"), shapes[k][0] == shapes[k][1] ? 1 : 2,
+		       "%d of %d: with copies, once (twice when the setup's differs)", shapes[k][0],
+		       shapes[k][1]);
+		env_release(&a);
+		env_release(&b);
+		msg_release(&full);
+		msg_release(&copies);
+	}
+}
+
 int main(void)
 {
 	plan_run(test_roles);
 	plan_run(test_nothing_to_run);
 	plan_run(test_fields);
 	plan_run(test_cluster_info);
+	plan_run(test_env_copy);
 	task_list_release(&L);
 	yerr_release(&E);
 	return done_testing();
