@@ -265,6 +265,12 @@ int main(int argc, char **argv)
 		skiff_argv0 = argv[0];
 	/* A closed stdout (`skiff queue | head`) must give EPIPE, not kill us mid-write. */
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A launcher holds a descriptor or more per node it asks or follows at once (a
+	 * 1,000-node gang's followers, their pipes), past the 1,024 many systems give by
+	 * default; a node's supervisor raises it again for itself (fd_budget()).
+	 */
+	nofile_raise();
 	if (getenv("SKIFF_DEBUG"))
 		log_set_level(LOG_DEBUG);
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -737,4 +738,18 @@ int enum_parse(const char *const *names, int n, const char *name)
 		if (!strcmp(names[i], name))
 			return i;
 	return -1;
+}
+
+uint64_t nofile_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : (uint64_t)rl.rlim_cur;
 }

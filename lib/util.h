@@ -98,6 +98,11 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 /* rm -rf PATH (no symlink followed, no mount crossed); 0 (also when absent) or -errno. */
 int rm_rf(const char *path);
 /*
+ * Raises this process's soft limit of open files to its hard one (children inherit it):
+ * the limit then, what there is to share out (1 << 20 for no limit).
+ */
+uint64_t nofile_raise(void);
+/*
  * The same without the fsyncs, for what may be lost in a crash (a cache, a manifest that
  * reads as none when torn): a temp file beside path, then a rename, so a reader sees the
  * old file or the new one. 0 or -errno (the temp file removed).

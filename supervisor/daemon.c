@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -610,17 +609,8 @@ static void sup_reload_config(void)
  */
 static void raise_nofile(void)
 {
-	struct rlimit rl;
-	uint64_t n = 1024;
+	uint64_t n = nofile_raise();
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
-		if (rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			if (setrlimit(RLIMIT_NOFILE, &rl))
-				getrlimit(RLIMIT_NOFILE, &rl);
-		}
-		n = rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : (uint64_t)rl.rlim_cur;
-	}
 	fd_budget(n, &S.fds);
 	if (n < 2 * FD_RESERVE)
 		warning("only %llu file descriptors (ulimit -n): the supervisor keeps %d for "

@@ -427,6 +427,16 @@ test_expect_success 'a 256-node gang runs and is followed; 256 exit codes; cance
 	skiff down g256 >/dev/null
 '
 
+# A launcher holds descriptors per node it follows; where the soft limit of open files
+# is below that (Debian's default 1,024 soft against a 1,000-node gang), it raises it to
+# the hard one rather than fail the launch. A soft 64 against a 40-node gang here.
+test_expect_success 'a gang past the soft limit of open files: the launcher raises it' '
+	(ulimit -Sn 64 && skiff launch -c gfd --num-nodes 40 "echo r\$SKYPILOT_NODE_RANK") >out 2>err &&
+	! grep -q "No file descriptors" err &&
+	test "$(grep -c "^(.*) r[0-9]*$" out)" = 40 &&
+	skiff down gfd >/dev/null
+'
+
 test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	expect_fail 1 skiff exec nosuch "true" 2>err && grep -q "does not exist" err &&
 	expect_fail 2 skiff launch -c "Bad_Name-" "true" 2>/dev/null &&
