@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "lib/banned.h"
 
@@ -94,20 +95,6 @@ const char *env_get(const struct env *e, const char *name)
 	return i == (size_t)-1 ? NULL : strchr(e->v[i], '=') + 1;
 }
 
-/* A name a shell can hold: [A-Za-z_][A-Za-z0-9_]*, len bytes of s. */
-static int env_name_ok(const char *s, size_t len)
-{
-	size_t i;
-
-	if (!len || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return 0;
-	return 1;
-}
-
 /*
  * The length of the value that name (len bytes) has after blob's first end bytes, a
  * copy's resolved; -1 when no entry there sets it. Copies only name entries before
@@ -138,7 +125,7 @@ int env_blob_add(struct buf *blob, const char *kv, int copy, size_t max, struct 
 	size_t klen = eq ? (size_t)(eq - kv) : 0;
 	long vlen;
 
-	if (!eq || !env_name_ok(kv, klen) || (copy && !env_name_ok(eq + 1, strlen(eq + 1)))) {
+	if (!eq || !sh_valid_name_n(kv, klen) || (copy && !sh_valid_name(eq + 1))) {
 		buf_addf(why, "bad %s '%.64s': expected %s", copy ? "env_copy" : "env", kv,
 		         copy ? "NAME=OTHER, two names" : "NAME=VALUE");
 		return -1;

@@ -31,7 +31,7 @@ static int name_byte(unsigned char c, int first)
 	       (!first && c >= '0' && c <= '9');
 }
 
-static int valid_name(const char *s, size_t len)
+int sh_valid_name_n(const char *s, size_t len)
 {
 	size_t i;
 
@@ -45,7 +45,7 @@ static int valid_name(const char *s, size_t len)
 
 int sh_valid_name(const char *s)
 {
-	return s && valid_name(s, strlen(s));
+	return s && sh_valid_name_n(s, strlen(s));
 }
 
 static int can_be_bare(const char *s, size_t len)
@@ -63,7 +63,7 @@ static int can_be_bare(const char *s, size_t len)
 		return 0;
 	/* As a command's first word, NAME=x is an assignment, not a program. */
 	eq = memchr(s, '=', len);
-	if (eq && valid_name(s, (size_t)(eq - s)))
+	if (eq && sh_valid_name_n(s, (size_t)(eq - s)))
 		return 0;
 	return 1;
 }

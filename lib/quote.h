@@ -28,5 +28,7 @@ int sh_quote_argv(struct buf *out, char *const *argv);
 int sh_quote_env(struct buf *out, const char *name, const char *value);
 /* 1 if s is a valid shell variable name. */
 int sh_valid_name(const char *s);
+/* The same for the len bytes at s. */
+int sh_valid_name_n(const char *s, size_t len);
 
 #endif
