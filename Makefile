@@ -35,7 +35,11 @@ ASAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undef
 TSAN_CFLAGS := $(COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 LIBS := -larchive -lz -lzstd -lsqlite3 -lmbedtls -lmbedx509 -lmbedcrypto -lyaml -lm
 
-SRC := $(sort $(wildcard lib/*.c state/*.c supervisor/*.c supervisor/*/*.c bootstrap/*/*.c cmd/*.c))
+# state/images.c and state/mkimage.c stand apart: the images are made by a program that
+# links libskiff.a (below).
+IMAGE_SRC := state/images.c state/mkimage.c
+SRC := $(sort $(filter-out $(IMAGE_SRC),$(wildcard lib/*.c state/*.c supervisor/*.c \
+	supervisor/*/*.c bootstrap/*/*.c cmd/*.c)))
 LIB_SRC := $(filter-out cmd/main.c,$(SRC))
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_NAMES := $(UNIT_SRC:tests/unit/%.c=%)
@@ -111,11 +115,31 @@ DASH_ASSETS := $(sort $(wildcard cmd/dashboard/*))
 $(B)/obj/cmd/dashboard.o $(B)/asan/obj/cmd/dashboard.o \
 $(B)/tsan/obj/cmd/dashboard.o $(B)/fuzz/obj/cmd/dashboard.o: $(DASH_ASSETS)
 
+# A new database is written from an image of its schema (state/images.h) that the schema's
+# own migrations made here, at build time: mkimage runs them through st_open(). Every build
+# (musl, ASan, TSan, fuzz) embeds the same files, with an images.o of its own.
+IMAGES := $(B)/gen/node.db
+IMAGE_DIR_DEF := -DSKIFF_IMAGE_DIR='"$(B)/gen"'
+
+$(B)/gen/mkimage: state/mkimage.c $(B)/libskiff.a
+	@mkdir -p $(@D)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
+
+$(B)/gen/node.db: $(B)/gen/mkimage
+	$(Q)$(B)/gen/mkimage node $@
+
+$(B)/obj/state/images.o $(B)/asan/obj/state/images.o $(B)/tsan/obj/state/images.o \
+$(B)/fuzz/obj/state/images.o: $(IMAGES)
+$(B)/obj/state/images.o: MUSL_CFLAGS += $(IMAGE_DIR_DEF)
+$(B)/asan/obj/state/images.o: ASAN_CFLAGS += $(IMAGE_DIR_DEF)
+$(B)/tsan/obj/state/images.o: TSAN_CFLAGS += $(IMAGE_DIR_DEF)
+$(B)/fuzz/obj/state/images.o: FUZZ_CFLAGS += $(IMAGE_DIR_DEF)
+
 $(B)/libskiff.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(B)/skiff: $(B)/obj/cmd/main.o $(B)/libskiff.a
+$(B)/skiff: $(B)/obj/cmd/main.o $(B)/obj/state/images.o $(B)/libskiff.a
 	@echo "  LINK    $@"
 	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $^ $(MUSL_LDFLAGS) $(LIBS) -s -o $@.tmp
 	@file -L $@.tmp | grep -q 'statically linked' || { echo "error: $@ is not static" >&2; exit 1; }
@@ -123,9 +147,10 @@ $(B)/skiff: $(B)/obj/cmd/main.o $(B)/libskiff.a
 		{ echo "error: $@ is $$size bytes, over the 4 MB budget" >&2; exit 1; }
 	$(Q)mv $@.tmp $@
 
-$(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/libskiff.a
+$(B)/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/obj/state/images.o $(B)/libskiff.a
 	@mkdir -p $(@D)
-	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/libskiff.a $(MUSL_LDFLAGS) $(LIBS) -o $@
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $< $(B)/obj/state/images.o $(B)/libskiff.a $(MUSL_LDFLAGS) \
+		$(LIBS) -o $@
 
 # --- sanitizer build: host gcc against Debian's -dev packages (build.sh installs them) ---
 $(B)/asan/obj/%.o: %.c | $(DEPS_READY)
@@ -137,12 +162,14 @@ $(B)/asan/libskiff.a: $(ASAN_LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(B)/asan/skiff: $(B)/asan/obj/cmd/main.o $(B)/asan/libskiff.a
+$(B)/asan/skiff: $(B)/asan/obj/cmd/main.o $(B)/asan/obj/state/images.o $(B)/asan/libskiff.a
 	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $^ $(LIBS) -o $@
 
-$(B)/asan/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/asan/libskiff.a
+$(B)/asan/unit/%: tests/unit/%.c tests/unit/harness.h $(B)/asan/obj/state/images.o \
+		$(B)/asan/libskiff.a
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $< $(B)/asan/libskiff.a $(LIBS) -o $@
+	$(Q)$(HOST_CC) $(ASAN_CFLAGS) $< $(B)/asan/obj/state/images.o $(B)/asan/libskiff.a \
+		$(LIBS) -o $@
 
 asan: $(B)/asan/skiff $(ASAN_UNIT_BIN)
 
@@ -153,7 +180,7 @@ $(B)/tsan/obj/%.o: %.c | $(DEPS_READY)
 	@$(if $(Q),echo "  CC-TSAN $<")
 	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -c $< -o $@
 
-$(B)/tsan/skiff: $(TSAN_OBJ)
+$(B)/tsan/skiff: $(TSAN_OBJ) $(B)/tsan/obj/state/images.o
 	$(Q)$(HOST_CC) $(TSAN_CFLAGS) $^ $(LIBS) -o $@
 
 tsan: $(B)/tsan/skiff
@@ -184,9 +211,11 @@ $(B)/fuzz/libskiff.a: $(FUZZ_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(B)/fuzz/libskiff.a
+$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/fuzz.h $(B)/fuzz/obj/state/images.o \
+		$(B)/fuzz/libskiff.a
 	@echo "  FUZZ    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(B)/fuzz/libskiff.a $(LIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(B)/fuzz/obj/state/images.o \
+		$(B)/fuzz/libskiff.a $(LIBS) -o $@
 
 fuzz: $(FUZZ_BIN)
 
@@ -211,12 +240,15 @@ dist: $(B)/skiff
 
 format:
 	@command -v clang-format >/dev/null || sh tests/lib/packages.sh pkg clang-format
-	clang-format -i $(SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
+	clang-format -i $(SRC) $(IMAGE_SRC) $(wildcard */*.h */*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.[ch])
 
 clean:
-	rm -rf $(B)/obj $(B)/asan $(B)/tsan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff
+	rm -rf $(B)/obj $(B)/asan $(B)/tsan $(B)/fuzz $(B)/unit $(B)/stub $(B)/libskiff.a $(B)/skiff \
+		$(B)/gen/mkimage $(IMAGES)
 
 .PHONY: all asan tsan fuzz fuzz-long unit test test-asan dist format clean FORCE
 .SECONDARY:
 
--include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(TSAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
+IMAGE_OBJ := $(foreach d,obj asan/obj tsan/obj fuzz/obj,$(B)/$(d)/state/images.o)
+-include $(OBJ:.o=.d) $(ASAN_OBJ:.o=.d) $(TSAN_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(IMAGE_OBJ:.o=.d) \
+	$(B)/gen/mkimage.d

@@ -537,6 +537,45 @@ void st_config_brief(void)
 	sqlite3_config(SQLITE_CONFIG_LOOKASIDE, ST_BRIEF_LOOKASIDE_SLOT, ST_BRIEF_LOOKASIDE_SLOTS);
 }
 
+/*
+ * A database that does not exist yet, created 0600 (sqlite gives -wal and -shm the file's
+ * mode). From the schema's image when it has one: written whole to a file of this call's
+ * own, synced, then linked to its name, so that nothing ever opens it half-written, and a
+ * process that lost the race to another keeps the other's. Else, or where the image cannot
+ * be written (no hard links, a full disk), an empty file, which the migrations take from
+ * version 0. A name that exists, whatever it is, is left to sqlite, as is saying why none
+ * can be made.
+ */
+static void create_new(const char *path, const struct st_schema *schema)
+{
+	static unsigned seq;
+	size_t len = schema->image ? (size_t)(schema->image_end - schema->image) : 0;
+	struct stat st;
+	int fd;
+
+	if (!lstat(path, &st) || errno != ENOENT)
+		return;
+	if (len) {
+		/* Per process and per call: the launcher opens databases from several threads. */
+		char *tmp = xasprintf("%s.new.%ld.%u", path, (long)getpid(),
+		                      __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		int ok = 0;
+
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			ok = !write_all(fd, schema->image, len) && !fdatasync(fd);
+			ok = !close(fd) && ok && (!link(tmp, path) || errno == EEXIST);
+			unlink(tmp);
+		}
+		free(tmp);
+		if (ok)
+			return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out)
 {
 	struct st_db *db = xcalloc(1, sizeof(*db));
@@ -548,17 +587,12 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	db->path = xstrdup(path);
 	db->name = schema->name;
 	/*
-	 * sqlite creates the file 0644 less the umask, and -wal and -shm with the file's own
-	 * mode: a new one is created 0600 here first. Not with umask(): that is the whole
-	 * process's, and the launcher opens databases and creates files from several threads
-	 * at once. A file that exists is left to sqlite, as is saying why none can be made.
+	 * sqlite would create the file 0644 less the umask: a new one is made here first. Not
+	 * with umask(): that is the whole process's, and the launcher opens databases and
+	 * creates files from several threads at once.
 	 */
-	if (!(flags & ST_READONLY)) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-		if (fd >= 0)
-			close(fd);
-	}
+	if (!(flags & ST_READONLY))
+		create_new(path, schema);
 	rc = sqlite3_open_v2(path, &db->h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		if (db->h)

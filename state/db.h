@@ -5,7 +5,9 @@
  * The one place that talks to sqlite. Every database skiff keeps (the node's job queue,
  * the launcher's clusters, the managed-jobs controller) is opened through st_open() with
  * its schema: a list of forward migrations, applied in order inside one transaction, the
- * version kept in PRAGMA user_version. A database newer than this binary is refused.
+ * version kept in PRAGMA user_version (a new file of a schema with an image starts as
+ * the migrations' result, made at build time). A database newer than this binary is
+ * refused.
  *
  * Connections are in WAL mode with a busy timeout, foreign keys on and synchronous=NORMAL
  * (durable across process crashes; see docs/architecture.md for power loss). Statements
@@ -32,6 +34,13 @@ struct st_schema {
 	 * closed rebuilds the WAL index by reading the whole WAL (~1 ms per MB).
 	 */
 	int wal_pages;
+	/*
+	 * The bytes of a new database, made at build time by these very migrations
+	 * (state/images.h): a file that does not exist yet is written from them, not taken
+	 * through every migration (a few ms of parsing, and page faults, at each new node).
+	 * None when image == image_end (or NULL).
+	 */
+	const unsigned char *image, *image_end;
 };
 
 enum st_flags {
@@ -46,7 +55,10 @@ enum st_flags {
  */
 void st_config_brief(void);
 
-/* Opens (creating with mode 0600 if needed) and migrates. *out is NULL on failure. */
+/*
+ * Opens and migrates; a file that does not exist is created with mode 0600, from the
+ * schema's image when it has one. *out is NULL on failure.
+ */
 int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out);
 void st_close(struct st_db *db);
 sqlite3 *st_handle(struct st_db *db);

@@ -7,6 +7,7 @@
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "state/images.h"
 #include "lib/banned.h"
 
 static const char *const status_names[JOB_N_STATUS] = {
@@ -93,7 +94,8 @@ static const char *const migrations[] = {
         "ALTER TABLE jobs ADD COLUMN profile INTEGER NOT NULL DEFAULT 1;",
 };
 
-const struct st_schema st_node_schema = {"node", migrations, 5};
+const struct st_schema st_node_schema = {"node", migrations,    5,
+                                         0,      st_node_image, st_node_image_end};
 
 #define JOB_COLS                                                                                   \
 	"id, name, status, priority, cpus, memory, gpus, setup, run, cwd, log_dir, envs, "         \
