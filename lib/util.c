@@ -337,28 +337,47 @@ char *node_tilde_path(const char *rest)
 	return *rest ? xasprintf("%s/%s", home, rest) : xstrdup(home);
 }
 
+/*
+ * mkdir p, and its missing parents first: the deepest one that exists is found from the
+ * end, so that no name that exists is given to mkdir() (each such call takes its
+ * parent's lock for writing: a thousand nodes' processes starting at once all took the
+ * lock of /tmp, and of every folder above theirs). p is the caller's copy, restored.
+ */
+static int mkdir_up(char *p, mode_t mode)
+{
+	char *slash;
+	int r;
+
+	if (!mkdir(p, mode) || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	slash = strrchr(p, '/');
+	while (slash && slash > p && slash[-1] == '/')
+		slash--;
+	if (!slash || slash == p)
+		return -ENOENT;
+	*slash = '\0';
+	r = mkdir_up(p, mode);
+	*slash = '/';
+	if (r)
+		return r;
+	return !mkdir(p, mode) || errno == EEXIST ? 0 : -errno;
+}
+
 int mkdir_p(const char *path, mode_t mode)
 {
 	struct stat st;
-	char *p, *s, c;
-	int r = 0;
+	char *p;
+	int r;
 
 	if (!*path)
 		return -ENOENT;
+	/* Nearly always there already: a stat takes no lock. */
+	if (!stat(path, &st))
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 	p = xstrdup(path);
-	for (s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		c = *s;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
+	r = mkdir_up(p, mode);
 	free(p);
 	/* EEXIST does not say what exists: the path must end up a directory. */
 	if (!r && stat(path, &st) < 0)

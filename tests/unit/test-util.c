@@ -170,6 +170,19 @@ static void test_dirs(void)
 	xsnprintf(sub, sizeof(sub), "%s/sub", file);
 	is_int(mkdir_p(sub, 0755), -ENOTDIR, "a file in the middle: -ENOTDIR");
 	is_int(mkdir_p("", 0755), -ENOENT, "an empty path is -ENOENT");
+	xsnprintf(sub, sizeof(sub), "%s", in_tmp("m//n///o/"));
+	is_int(mkdir_p(sub, 0700), 0, "doubled slashes, every component new");
+	ok(!stat(in_tmp("m/n/o"), &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700,
+	   "the deepest is made, with the mode");
+	ok(!stat(in_tmp("m/n"), &st) && (st.st_mode & 0777) == 0700, "so is a missing parent");
+	ok(!symlink("nowhere", in_tmp("dangling")), "a dangling link");
+	is_int(mkdir_p(in_tmp("dangling"), 0700), -ENOENT, "is not a directory made");
+	xsnprintf(sub, sizeof(sub), "%s", in_tmp("dangling/x"));
+	ok(mkdir_p(sub, 0700) < 0, "nor is a path under it");
+	unlink(in_tmp("dangling"));
+	rmdir(in_tmp("m/n/o"));
+	rmdir(in_tmp("m/n"));
+	rmdir(in_tmp("m"));
 
 	is_int(ensure_private_dir(in_tmp("priv/x")), 0, "ensure_private_dir of a new path");
 	ok(!stat(in_tmp("priv/x"), &st) && (st.st_mode & 07777) == 0700, "is mode 0700");
