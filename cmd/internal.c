@@ -4,6 +4,7 @@
  * command table (marked hidden) so that `ps` shows what they are; their code is below
  * cmd/ (supervisor/, supervisor/jobs/).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,9 +17,10 @@
 #include "lib/banned.h"
 
 const char cmd___supervisor_usage[] =
-        "usage: skiff __supervisor\n"
+        "usage: skiff __supervisor [--ready-fd N]\n"
         "\n"
-        "Internal: the node supervisor daemon. Started by 'skiff node up'.\n";
+        "Internal: the node supervisor daemon. Started by 'skiff node up', which waits for\n"
+        "a line on fd N (closed then) that says it listens.\n";
 
 const char cmd___shim_usage[] =
         "usage: skiff __shim JOB_ID\n"
@@ -27,10 +29,16 @@ const char cmd___shim_usage[] =
 
 int cmd___supervisor(int argc, char **argv)
 {
-	(void)argv;
-	if (argc != 1)
-		return usage_error("__supervisor", "takes no arguments");
-	return sup_main();
+	long fd = -1;
+
+	if (argc == 3 && !strcmp(argv[1], "--ready-fd")) {
+		if (parse_long(argv[2], 3, INT_MAX, &fd))
+			return usage_error("__supervisor",
+			                   "--ready-fd: expected an fd number >= 3");
+	} else if (argc != 1) {
+		return usage_error("__supervisor", "expected no argument or --ready-fd N");
+	}
+	return sup_main((int)fd);
 }
 
 int cmd___shim(int argc, char **argv)

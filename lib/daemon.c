@@ -16,7 +16,7 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-int daemon_spawn(char *const *argv, const char *log, pid_t *pid)
+int daemon_spawn(char *const *argv, const char *log, int keep_fd, pid_t *pid)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *self = self_path(NULL);
@@ -42,6 +42,10 @@ int daemon_spawn(char *const *argv, const char *log, pid_t *pid)
 	o.fd_out = fd;
 	o.err_to_out = 1;
 	o.pgrp = SPAWN_SESSION_NEW;
+	if (keep_fd >= 0) {
+		o.keep_fds = &keep_fd;
+		o.n_keep_fds = 1;
+	}
 	r = spawn(&o, pid);
 	if (r) {
 		errno = -r;

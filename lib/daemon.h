@@ -19,9 +19,11 @@
  * Starts this binary as argv (argv[0] is replaced by our own path) in a session of its
  * own, stdin /dev/null, stdout and stderr appended to log (NULL: /dev/null; a log that
  * cannot be opened is an error, nothing started), not reaped by us unless the caller
- * waits for it (once we exit, init adopts it). 0 with *pid, or -errno (printed).
+ * waits for it (once we exit, init adopts it). keep_fd (>= 3; -1: none) stays open in it
+ * under its number: the daemon's readiness pipe, named in argv. 0 with *pid, or -errno
+ * (printed).
  */
-int daemon_spawn(char *const *argv, const char *log, pid_t *pid);
+int daemon_spawn(char *const *argv, const char *log, int keep_fd, pid_t *pid);
 
 /*
  * Takes path's lock (flock, exclusive, not waiting) and writes our pid into it. The fd

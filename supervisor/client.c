@@ -22,6 +22,14 @@
 #include "lib/banned.h"
 
 #define START_TIMEOUT_MS 15000
+/*
+ * While the supervisor we started has not said it listens (its readiness pipe), how long
+ * one wait on the pipe may last before we look whether it exited: the pipe may outlive
+ * it in a child of its own. Without the pipe (it ended, or another supervisor won the
+ * race), the socket is tried every START_POLL_MS.
+ */
+#define READY_WAIT_MS 100
+#define START_POLL_MS 2
 #define REPLACE_TIMEOUT_MS 10000
 /* A supervisor that answers "busy" (all its connections taken) is asked again this long. */
 #define BUSY_WAIT_MS 3000
@@ -103,15 +111,75 @@ static int lock_free(const struct node_paths *p)
 	return r;
 }
 
+/*
+ * Waits until the supervisor we started (child) listens: 0. Else -EAGAIN when it found
+ * the lock taken by one that is gone now (it lost to one that was still dying, killed a
+ * moment ago) and may_respawn, -EIO when it failed (its log's tail printed), -ETIMEDOUT.
+ * Closes ready, the read end of its readiness pipe.
+ */
+static int await_listening(const struct node_paths *p, pid_t child, int ready, int may_respawn)
+{
+	int64_t deadline = now_ms() + START_TIMEOUT_MS;
+	int r, exited = 0;
+
+	for (;;) {
+		int status, fd = unix_connect(p->sock);
+
+		if (fd >= 0) {
+			close(fd);
+			r = 0;
+			break;
+		}
+		if (!exited && waitpid(child, &status, WNOHANG) == child) {
+			exited = 1;
+			if (!(WIFEXITED(status) &&
+			      WEXITSTATUS(status) == SUP_EXIT_ALREADY_RUNNING)) {
+				error("the supervisor exited at start-up (status %d)",
+				      status_to_code(status));
+				show_log_tail(p->log);
+				r = -EIO;
+				break;
+			}
+		}
+		/* No supervisor serves and none holds the lock now: start one again. */
+		if (exited && may_respawn && lock_free(p)) {
+			r = -EAGAIN;
+			break;
+		}
+		if (now_ms() > deadline) {
+			error("the supervisor did not accept requests within %d s",
+			      START_TIMEOUT_MS / 1000);
+			show_log_tail(p->log);
+			r = -ETIMEDOUT;
+			break;
+		}
+		if (ready >= 0 && !exited) {
+			struct pollfd pf = {ready, POLLIN, 0};
+			char c;
+
+			/* Its line, or the end of the pipe: either way, the socket is tried next.
+			 */
+			if (poll(&pf, 1, READY_WAIT_MS) > 0 && read(ready, &c, 1) <= 0) {
+				close(ready);
+				ready = -1;
+			}
+		} else {
+			poll(NULL, 0, START_POLL_MS);
+		}
+	}
+	if (ready >= 0)
+		close(ready);
+	return r;
+}
+
 /* may_replace: a running supervisor of another binary is stopped and ours started. */
 static int start(pid_t *pid, int *already, int may_replace)
 {
 	const struct node_paths *p = node_paths();
-	char *argv[] = {"skiff", "__supervisor", NULL};
+	char ready_arg[16], *argv[] = {"skiff", "__supervisor", "--ready-fd", ready_arg, NULL};
 	char why[256];
-	int64_t deadline;
 	pid_t child;
-	int fd, r, exited, replace = 0, respawns = 0;
+	int fd, r, replace = 0, respawns = 0, ready[2];
 
 	*already = 0;
 	if (!p)
@@ -160,49 +228,32 @@ static int start(pid_t *pid, int *already, int may_replace)
 	if (node_ensure_dirs())
 		return -EIO;
 again:
-	exited = 0;
-	r = daemon_spawn(argv, p->log, &child);
+	/*
+	 * The supervisor writes a line to the pipe once it listens (sup_main()): we wait on
+	 * it instead of trying the socket every few ms, which a thousand nodes' `node up`
+	 * starting at once did hundreds of times each, on the CPUs their supervisors needed.
+	 */
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return error_errno("pipe");
+	xsnprintf(ready_arg, sizeof(ready_arg), "%d", ready[1]);
+	r = daemon_spawn(argv, p->log, ready[1], &child);
+	close(ready[1]);
+	if (r) {
+		close(ready[0]);
+		return r;
+	}
+	r = await_listening(p, child, ready[0], respawns < 5);
+	if (r == -EAGAIN) {
+		respawns++;
+		goto again;
+	}
 	if (r)
 		return r;
-	deadline = now_ms() + START_TIMEOUT_MS;
-	for (;;) {
-		int status;
-
-		fd = unix_connect(p->sock);
-		if (fd >= 0) {
-			close(fd);
-			r = start(pid, already, 0);
-			if (!r)
-				*already = 0;
-			/* If another start won the race, the running one is as good. */
-			return r;
-		}
-		if (!exited && waitpid(child, &status, WNOHANG) == child) {
-			exited = 1;
-			if (!(WIFEXITED(status) &&
-			      WEXITSTATUS(status) == SUP_EXIT_ALREADY_RUNNING)) {
-				error("the supervisor exited at start-up (status %d)",
-				      status_to_code(status));
-				show_log_tail(p->log);
-				return -EIO;
-			}
-		}
-		/*
-		 * It found the lock taken, yet no supervisor serves and none holds the lock
-		 * now: it lost to one that was still dying (killed a moment ago). Try again.
-		 */
-		if (exited && respawns < 5 && lock_free(p)) {
-			respawns++;
-			goto again;
-		}
-		if (now_ms() > deadline) {
-			error("the supervisor did not accept requests within %d s",
-			      START_TIMEOUT_MS / 1000);
-			show_log_tail(p->log);
-			return -ETIMEDOUT;
-		}
-		poll(NULL, 0, 2);
-	}
+	r = start(pid, already, 0);
+	if (!r)
+		*already = 0;
+	/* If another start won the race, the running one is as good. */
+	return r;
 }
 
 int sup_start(pid_t *pid, int *already)

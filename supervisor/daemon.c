@@ -694,13 +694,27 @@ static int next_timeout(void)
 	return t > 3600000 ? 3600000 : (int)t;
 }
 
-int sup_main(void)
+/* Says on the starter's pipe that we listen, once (sup_main()). */
+static void say_ready(int *fd)
+{
+	if (*fd < 0)
+		return;
+	if (write(*fd, "\n", 1) < 0)
+		debug("cannot write to the readiness pipe: %s", strerror(errno));
+	close(*fd);
+	*fd = -1;
+}
+
+int sup_main(int ready_fd)
 {
 	const struct node_paths *p = node_paths();
 	struct epoll_event evs[64];
 	char why[256];
 	int r, i;
 
+	/* Not for the jobs: a shim or hook started before we listen would hold it open. */
+	if (ready_fd >= 0 && fcntl(ready_fd, F_SETFD, FD_CLOEXEC) < 0)
+		ready_fd = -1;
 	memset(&S, 0, sizeof(S));
 	S.lock_fd = S.lfd = S.sig_fd = S.epfd = -1;
 	if (!p || node_ensure_dirs())
@@ -741,6 +755,7 @@ int sup_main(void)
 	sup_autostop_load(&S);
 	info("supervisor %s started (pid %ld, %g CPUs, %.1f GiB, %d GPUs)", skiff_version,
 	     (long)getpid(), S.cap.cpus, S.cap.memory, S.cap.gpus);
+	say_ready(&ready_fd);
 	/* Jobs may have ended while we were down. */
 	reap_children();
 	S.sched_needed = 1;

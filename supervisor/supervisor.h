@@ -21,8 +21,12 @@
 /* Exit status of a supervisor that found another one already running for the state dir. */
 #define SUP_EXIT_ALREADY_RUNNING 3
 
-/* The daemon's main loop (`skiff __supervisor`); returns the process exit status. */
-int sup_main(void);
+/*
+ * The daemon's main loop (`skiff __supervisor [--ready-fd N]`); returns the process exit
+ * status. ready_fd (-1: none), the write end of its starter's pipe, gets a line and is
+ * closed once the supervisor listens (supervisor/client.c waits on it).
+ */
+int sup_main(int ready_fd);
 /* A job's shim (`skiff __shim ID`); returns the process exit status. */
 int shim_main(int64_t job_id);
 /* `skiff init`: PID 1 duties in a container; argv is CMD (may be empty). */

@@ -459,7 +459,7 @@ int jobs_host_keep(void)
 	stop_other(p->lock, "controller");
 	if (jobs_lock_holder(p->keeper))
 		return 0;
-	return daemon_spawn(argv, p->log, &pid);
+	return daemon_spawn(argv, p->log, -1, &pid);
 }
 
 int jobs_keeper_main(int argc, char **argv)

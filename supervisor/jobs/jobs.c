@@ -241,5 +241,5 @@ int jobs_controller_kick(void)
 	if (!p)
 		return error("cannot start the jobs controller: no state directory");
 	/* It is detached (own session): never reaped by us, adopted by init. */
-	return daemon_spawn(argv, p->log, &child);
+	return daemon_spawn(argv, p->log, -1, &child);
 }

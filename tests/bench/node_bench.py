@@ -2,9 +2,11 @@
 """Node supervisor benchmarks: prints figures, asserts nothing.
 
     tests/bench/node_bench.py [--skiff build/skiff] [--jobs 1000] [--no-slurm]
-                              [--profile-jobs 100]
+                              [--profile-jobs 100] [--starts 20]
 
 Every figure is measured in this run next to its floor or peer, and reported as a ratio:
+  - a supervisor's start (`node up`), on a new node.db and on an existing one: its CPU and
+    page faults, against a process of the same binary that starts and ends;
   - submit-to-RUNNING latency (p50/p99) vs spawning /bin/true directly;
   - submissions per second through the CLI;
   - supervisor + shim memory (PSS) per running job, with N sleeping jobs;
@@ -15,8 +17,10 @@ Every figure is measured in this run next to its floor or peer, and reported as 
     (srun, sbatch), when slurmctld/slurmd/munged are installed and we are root.
 """
 import argparse
+import hashlib
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -84,6 +88,47 @@ def floor_spawn(n):
         subprocess.run(["/bin/true"])
         ts.append((time.perf_counter() - t) * 1000)
     return ts
+
+
+def proc_cost(pid):
+    """CPU ms the process has run, and its minor page faults, from /proc."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        ms = int(f.read().split()[0]) / 1e6
+    with open(f"/proc/{pid}/stat") as f:
+        minflt = int(f.read().rsplit(")", 1)[1].split()[7])
+    return ms, minflt
+
+
+def bench_starts(skiff, n):
+    """A supervisor's start: `node up` in a new SKIFF_HOME (a new node.db), then again on
+    the database it left; the supervisor's CPU and page faults when `node up` returns."""
+    new, again = [], []
+    # As a node runs it: named by its sha256 (else a new home hashes it for `node up`'s ping).
+    bindir = tempfile.mkdtemp(prefix="skiff-start-bin.")
+    with open(skiff, "rb") as f:
+        named = os.path.join(bindir, "skiff-" + hashlib.sha256(f.read()).hexdigest())
+    shutil.copy2(skiff, named)
+    skiff = named
+    for _ in range(n):
+        home = tempfile.mkdtemp(prefix="skiff-start.")
+        node = Node(skiff, home)
+        try:
+            for into in (new, again):
+                node.run("node", "up")
+                with open(f"{home}/supervisor.lock") as f:
+                    into.append(proc_cost(int(f.read().strip())))
+                node.run("node", "down")
+        finally:
+            node.run("node", "down", check=False)
+            shutil.rmtree(home, ignore_errors=True)
+    # Floor: a process of the same binary that starts and ends (`skiff --help`).
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(n):
+        subprocess.run([skiff, "--help"], stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    floor = ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)) * 1000 / n
+    shutil.rmtree(bindir, ignore_errors=True)
+    return new, again, floor
 
 
 def bench_latency(node, n):
@@ -297,11 +342,19 @@ def main():
     ap.add_argument("--latency-runs", type=int, default=200)
     ap.add_argument("--no-slurm", action="store_true")
     ap.add_argument("--profile-jobs", type=int, default=100)
+    ap.add_argument("--starts", type=int, default=20)
     a = ap.parse_args()
     home = tempfile.mkdtemp(prefix="skiff-bench.")
     node = Node(os.path.abspath(a.skiff), home)
     try:
         print(f"# skiff node bench: {a.skiff}, {os.cpu_count()} CPUs, jobs={a.jobs}")
+        if a.starts > 0:
+            new, again, fl = bench_starts(node.skiff, a.starts)
+            nm, nf = pct([c[0] for c in new], 50), pct([c[1] for c in new], 50)
+            am, af = pct([c[0] for c in again], 50), pct([c[1] for c in again], 50)
+            print(f"supervisor start, {a.starts} x `node up` (p50 of its CPU, page faults):"
+                  f" new node.db {nm:.2f} ms, {nf} faults; existing node.db {am:.2f} ms, {af} faults;"
+                  f" floor: `skiff --help` {fl:.2f} ms ({nm / fl:.1f}x / {am / fl:.1f}x)")
         floor = floor_spawn(a.latency_runs)
         client, server = bench_latency(node, a.latency_runs)
         f50, f99 = pct(floor, 50), pct(floor, 99)

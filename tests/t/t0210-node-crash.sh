@@ -226,4 +226,25 @@ test_expect_success 'a supervisor whose state dir is removed stops on its own' '
 	wait_for "! kill -0 $pid 2>/dev/null" 20
 '
 
+
+test_expect_success 'node up waits on the readiness line; neither the supervisor nor a job keeps the pipe' '
+	h="$TRASH/ready-home" &&
+	SKIFF_HOME=$h skiff node up >out && pid=$(sed -n "s/.*(pid \([0-9]*\)).*/\1/p" out) &&
+	test -n "$pid" &&
+	tr "\000" " " </proc/$pid/cmdline >cmdline && cat cmdline &&
+	grep -q "__supervisor --ready-fd [0-9]" cmdline &&
+	ls -l /proc/$pid/fd >fds && ! grep "pipe:" fds &&
+	id=$(SKIFF_HOME=$h skiff node submit --cpus 0 "ls -l /proc/\$\$/fd") &&
+	SKIFF_HOME=$h skiff node logs $id >jobfds && cat jobfds &&
+	! grep "pipe:" jobfds &&
+	SKIFF_HOME=$h skiff node down
+'
+
+test_expect_success 'a supervisor that fails at its start is reported as such, not as a timeout' '
+	h="$TRASH/bad-home" && mkdir -p "$h/node.db" &&
+	! SKIFF_HOME=$h skiff node up >out 2>&1 && cat out &&
+	grep -q "the supervisor exited at start-up" out &&
+	! grep -q "did not accept requests" out
+'
+
 test_done
