@@ -29,6 +29,15 @@ extern const unsigned char st_node_image_end[1] __attribute__((alias("st_node_im
 #define SQLITE_MAGIC "SQLite format 3"
 #define HEADER_LEN 100
 
+/* Removes the scratch database (and its -wal, -shm) and its folder: a leftover, or done. */
+static void scratch_remove(const char *dir, const char *path, const char *wal, const char *shm)
+{
+	unlink(path);
+	unlink(wal);
+	unlink(shm);
+	rmdir(dir);
+}
+
 static int make(const struct st_schema *schema, const char *out)
 {
 	char *dir = xasprintf("%s.d", out), *path = xasprintf("%s/new.db", dir);
@@ -38,7 +47,7 @@ static int make(const struct st_schema *schema, const char *out)
 	unsigned page;
 	int r;
 
-	unlink(path), unlink(wal), unlink(shm), rmdir(dir);
+	scratch_remove(dir, path, wal, shm);
 	if (mkdir(dir, 0700) < 0) {
 		r = error_errno("cannot create '%s'", dir);
 		goto out;
@@ -67,7 +76,7 @@ static int make(const struct st_schema *schema, const char *out)
 	if (r)
 		r = error("cannot write '%s': %s", out, strerror(-r));
 out:
-	unlink(path), unlink(wal), unlink(shm), rmdir(dir);
+	scratch_remove(dir, path, wal, shm);
 	buf_release(&b);
 	free(dir);
 	free(path);
