@@ -55,8 +55,9 @@ int fcall_start(struct fcall *c, struct runner *r, const char *script, const str
                 unsigned flags);
 /*
  * A call already under way on a connection of the caller's own (a node's supervisor's
- * socket, for a node that is a directory here): its answers come on fd, which c now
- * owns, and first, when not NULL, is one already read, taken first. No process runs:
+ * socket, for a node that is a directory here; the output of a node's install session,
+ * whose process its spare holds: install.h): its answers come on fd, which c now owns,
+ * and first, when not NULL, is one already read, taken first. No process runs:
  * fcall_end() closes fd and gives status 0, fcall_kill() does nothing, fcall_detach()
  * gives pid -1.
  */

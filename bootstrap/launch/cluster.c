@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bootstrap/infra/fcall.h"
@@ -654,15 +656,124 @@ int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id)
 	return r;
 }
 
+/* A submit's answer: 0 and the job id in *id, or the refusal (printed; -E2BIG: never). */
+static int submit_answer(const struct cnode *nd, const struct msg *rep, int64_t *id)
+{
+	if (msg_get(rep, "error")) {
+		int r = error("node %s: submit failed: %s", nd->name, msg_get(rep, "error"));
+
+		return msg_get(rep, "too_big") ? -E2BIG : r; /* -E2BIG: it can never run there */
+	}
+	if (msg_get_int(rep, "id", id) || *id <= 0)
+		return error("node %s: the submit's answer has no job id", nd->name);
+	return 0;
+}
+
+/*
+ * The followed submit req over the node's install session, still open (nd->spare, used
+ * up here): its answer into rep and f the follower, 1; 0 when the session could not
+ * carry it (nothing was sent); or -errno (printed; nothing runs).
+ */
+static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct msg *rep,
+                               struct cl_follower *f)
+{
+	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR);
+	struct boot_spare *sp = nd->spare;
+	unsigned char hdr[PROTO_HDR];
+	int r, rc, from, status = 0;
+	struct fcall c;
+	pid_t none;
+
+	nd->spare = NULL;
+	proto_header(req, hdr);
+	buf_add(&in, hdr, sizeof(hdr));
+	buf_add(&in, req->raw.p, req->raw.len);
+	r = boot_spare_open(sp, in.p, in.len, &from);
+	buf_release(&in);
+	if (r)
+		return r == -EAGAIN ? 0 : r;
+	debug("node %s: the followed submit went over the install session", nd->name);
+	/* Its answers are read as a connection's: the session's process is the spare's. */
+	fcall_start_fd(&c, nd->r, from, NULL);
+	r = fcall_recv(&c, rep, now_ms() + SUBMIT_TIMEOUT_MS);
+	if (r == 1) {
+		r = fcall_detach(&c, &none, &f->fd, &f->rest);
+		if (!r) {
+			f->sp = sp;
+			return 1;
+		}
+		r = error("node %s: cannot keep the job's first log bytes: %s", nd->name,
+		          strerror(-r));
+	}
+	if (r)
+		boot_spare_kill(sp, SIGKILL);
+	fcall_end(&c, &status); /* closes from */
+	fcall_release(&c);
+	rc = boot_spare_end(sp, &status);
+	if (r == -ETIMEDOUT)
+		return error("node %s: no answer to the submit in %d s", nd->name,
+		             SUBMIT_TIMEOUT_MS / 1000);
+	if (r < 0)
+		return error("node %s: cannot read the submit's answer: %s", nd->name,
+		             strerror(-r));
+	if (rc == -EHOSTUNREACH)
+		return error("node %s: submit failed: the connection failed (see above)", nd->name);
+	return rc ? rc : error("node %s: submit failed (exit status %d)", nd->name, status);
+}
+
+int cl_follower_live(const struct cl_follower *f)
+{
+	return f->pid > 0 || f->sp;
+}
+
+void cl_follower_signal(const struct cl_follower *f, int sig)
+{
+	if (f->sp)
+		boot_spare_kill(f->sp, sig);
+	else if (f->pid > 0)
+		kill(-f->pid, sig);
+}
+
+int cl_follower_end(struct cl_follower *f, struct cnode *nd, int *lost)
+{
+	int code = -1, wst = 0, rc;
+
+	*lost = 0;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (f->sp) {
+		struct boot_spare *sp = f->sp;
+
+		f->sp = NULL; /* its EOF came after its end: nothing left to signal */
+		rc = boot_spare_end(sp, &code);
+		if (rc == -EHOSTUNREACH)
+			*lost = 1, code = 255;
+		else if (rc)
+			code = -1;
+		return code;
+	}
+	if (f->pid <= 0)
+		return -1;
+	while (waitpid(f->pid, &wst, 0) < 0 && errno == EINTR)
+		;
+	f->pid = -1;
+	code = WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
+	/* ssh's 255, or that of the exec runners' wrapper: the node is gone. */
+	*lost = code == 255 && nd->r->ops->transport_status == 255;
+	return code;
+}
+
 int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
                      struct cl_follower *f)
 {
 	struct msg rep, req;
 	struct fcall c;
 	int64_t id;
-	int r, status = 0;
+	int r, got, status = 0;
 
 	f->pid = -1;
+	f->sp = NULL;
 	f->fd = -1;
 	buf_init(&f->rest, PROTO_MAX_MSG + PROTO_HDR);
 	if (need_exe(nd))
@@ -673,6 +784,26 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	for (size_t k = 0; k < spec->n; k++)
 		msg_add(&req, spec->keys[k], spec->vals[k]);
 	msg_add(&req, "follow", "1");
+	if (nd->spare && (r = spare_submit_follow(nd, &req, &rep, f))) {
+		/* The install session carried it: its answer is in rep, as below. */
+		msg_release(&req);
+		if (r < 0) {
+			buf_release(&f->rest);
+			msg_release(&rep);
+			return r;
+		}
+		r = submit_answer(nd, &rep, &id);
+		if (!r) {
+			*job_id = id;
+			msg_release(&rep);
+			return 0;
+		}
+		cl_follower_signal(f, SIGKILL); /* a refusal: it ends by itself, or now */
+		cl_follower_end(f, nd, &got);
+		buf_release(&f->rest);
+		msg_release(&rep);
+		return r;
+	}
 	r = live_node_call_start(nd, &c, &req, 0);
 	msg_release(&req);
 	if (r) {
@@ -680,13 +811,10 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		return r;
 	}
 	r = fcall_recv(&c, &rep, now_ms() + SUBMIT_TIMEOUT_MS);
-	if (r == 1 && msg_get(&rep, "error")) {
-		r = error("node %s: submit failed: %s", nd->name, msg_get(&rep, "error"));
-		if (msg_get(&rep, "too_big"))
-			r = -E2BIG; /* the node can never run it */
-	} else if (r == 1 && (msg_get_int(&rep, "id", &id) || id <= 0)) {
-		r = error("node %s: the submit's answer has no job id", nd->name);
-	} else if (r == 1) {
+	got = r == 1;
+	if (got)
+		r = submit_answer(nd, &rep, &id); /* a refusal is printed */
+	if (got && !r) {
 		/* The call goes on as the job's follower; what came after the answer is its log. */
 		r = fcall_detach(&c, &f->pid, &f->fd, &f->rest);
 		if (!r) {
@@ -696,14 +824,14 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		}
 		r = error("node %s: cannot keep the job's first log bytes: %s", nd->name,
 		          strerror(-r));
-	} else if (r == -ETIMEDOUT) {
+	} else if (!got && r == -ETIMEDOUT) {
 		fcall_kill(&c);
 		r = error("node %s: no answer to the submit in %d s", nd->name,
 		          SUBMIT_TIMEOUT_MS / 1000);
-	} else if (r < 0) {
+	} else if (!got && r < 0) {
 		r = error("node %s: cannot read the submit's answer: %s", nd->name, strerror(-r));
 	}
-	if (r == 0) {
+	if (!got && r == 0) {
 		/* No answer: the process's end tells why. */
 		int rc = fcall_end(&c, &status);
 

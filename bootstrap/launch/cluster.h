@@ -80,21 +80,35 @@ void cl_pings_free(struct cl_ping *v, size_t n);
 /* Submits one rank's job (an op=submit message); the node's job id in *job_id. */
 int cl_submit(struct cnode *nd, const struct msg *spec, int64_t *job_id);
 
-/* A follower of one job's logs, started by cl_submit_follow(). */
+/*
+ * A follower of one job's logs, started by cl_submit_follow(): a runner's process of its
+ * own, or the node's install session, still open, carrying the call (sp).
+ */
 struct cl_follower {
-	pid_t pid;       /* the runner's process (its own process group); reap it */
-	int fd;          /* its stdout: the job's logs, after the answer's frame */
-	struct buf rest; /* log bytes already read with the answer */
+	pid_t pid;             /* the runner's process (its own process group), or -1 */
+	struct boot_spare *sp; /* or the install session's call (install.h), or NULL */
+	int fd;                /* its stdout: the job's logs, after the answer's frame */
+	struct buf rest;       /* log bytes already read with the answer */
 };
 
 /*
  * cl_submit() and following the job in one round trip (the submit with "follow"): on
  * success the job id is in *job_id and f holds the running follower (the caller reads
- * f->rest then f->fd to EOF, reaps f->pid, releases f->rest). On failure f holds nothing;
- * -ENOEXEC (not printed) as for cl_call(), any other error printed.
+ * f->rest then f->fd to EOF, then cl_follower_end(); releases f->rest). On failure f holds
+ * nothing; -ENOEXEC (not printed) as for cl_call(), any other error printed.
  */
 int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
                      struct cl_follower *f);
+/* 1 while f holds a follower that has not been ended. */
+int cl_follower_live(const struct cl_follower *f);
+/* Sends sig to f's process group, if it still runs; async-signal-safe. */
+void cl_follower_signal(const struct cl_follower *f, int sig);
+/*
+ * Closes f's fd, waits for its end and empties f (rest stays): its exit status, or -1
+ * when it has none (killed, or it could not be had); *lost set to 1 when the node's
+ * transport failed under it (ssh's 255), else 0.
+ */
+int cl_follower_end(struct cl_follower *f, struct cnode *nd, int *lost);
 
 /*
  * The node's jobs: those of ids[0..nids) (none given: every job), or the one of key;

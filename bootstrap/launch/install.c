@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,12 @@
 #include "lib/util.h"
 #include "lib/banned.h"
 
-/* A few MB over a slow link, then `node up` (which waits up to 15 s for the supervisor). */
+/*
+ * A few MB over a slow link, then `node up` (which waits up to 15 s for the supervisor).
+ * The install session's own limit, kept by session_talk(): its process runs without one,
+ * as it may go on as the node's next call (a followed submit lasts as long as its job).
+ */
 #define COPY_TIMEOUT_MS 600000
-/* A spare call is made only if the session's time limit is this far off when it would end. */
-#define SPARE_MARGIN_MS 10000
 /* How long a spare that is not needed may take to end (it ends at once at EOF). */
 #define SPARE_CLOSE_MS 5000
 
@@ -469,15 +472,25 @@ static int stream_write(int to, struct stream *st, size_t upto)
 	return 0;
 }
 
-/* Waits until `to` takes the stream up to byte upto: 0, or -errno. */
-static int stream_finish(int to, struct stream *st, size_t upto)
+/* poll()'s timeout for an absolute deadline (now_ms() based): 0 once it has passed. */
+static int poll_left(int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* Waits until `to` takes the stream up to byte upto: 0, or -errno (-ETIMEDOUT at deadline). */
+static int stream_finish(int to, struct stream *st, size_t upto, int64_t deadline)
 {
 	while (st->sent < upto) {
 		struct pollfd p = {to, POLLOUT, 0};
-		int rc;
+		int rc, n = poll(&p, 1, poll_left(deadline));
 
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR)
 			return -errno;
+		if (!n)
+			return -ETIMEDOUT;
 		rc = stream_write(to, st, upto);
 		if (rc)
 			return rc;
@@ -492,9 +505,11 @@ static int stream_finish(int to, struct stream *st, size_t upto)
  * meanwhile, so that neither side can wait on a full pipe. Returns 1 at BOOT_UP_MARK, `to`
  * still open and the node having been sent what it reads (the copy, or the `ahead` bytes
  * it skips); 0 at EOF, or when the node stopped reading (it says why), `to` closed; or a
- * negative error (printed). out gets all the node said.
+ * negative error (printed; -ETIMEDOUT at deadline: the caller stops the session). out gets
+ * all the node said.
  */
-static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t *sent)
+static int session_talk(int to, int from, size_t ahead, int64_t deadline, struct buf *out,
+                        size_t *sent)
 {
 	struct stream st = {0};
 	char blk[16384];
@@ -516,10 +531,15 @@ static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t 
 			upto = asked ? st.total : ahead < st.total ? ahead : st.total;
 			np = st.sent < upto ? 2 : 1;
 		}
-		if (poll(p, (nfds_t)np, -1) < 0) {
+		n = poll(p, (nfds_t)np, poll_left(deadline));
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = error_errno("poll");
+			break;
+		}
+		if (!n) {
+			rc = -ETIMEDOUT;
 			break;
 		}
 		if (p[0].revents) {
@@ -541,7 +561,9 @@ static int session_talk(int to, int from, size_t ahead, struct buf *out, size_t 
 		}
 	}
 	/* A node that had the binary skips all of what was to go ahead. */
-	if (up && open_to && !asked && ahead && stream_finish(to, &st, ahead)) {
+	if (up && open_to && !asked && ahead && (rc = stream_finish(to, &st, ahead, deadline))) {
+		if (rc != -ETIMEDOUT)
+			rc = 0; /* it stopped reading: its call finds it gone */
 		close(to);
 		open_to = 0;
 	}
@@ -568,7 +590,6 @@ struct boot_spare {
 	struct runner *twin;
 	int to, from;
 	struct buf early; /* what the node said after BOOT_UP_MARK (nothing, from a sound node) */
-	int64_t born;     /* now_ms() when the session started */
 };
 
 static int spare_end(struct boot_spare *sp, int *status)
@@ -577,7 +598,8 @@ static int spare_end(struct boot_spare *sp, int *status)
 
 	if (sp->to >= 0)
 		close(sp->to);
-	close(sp->from);
+	if (sp->from >= 0)
+		close(sp->from);
 	runner_free(sp->twin);
 	buf_release(&sp->early);
 	free(sp);
@@ -619,12 +641,10 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 	int rc, rc2;
 
 	/*
-	 * Only while the session's own time limit cannot end it during this call, and only a
-	 * node that is still waiting (nothing said, not hung up): else a new channel, which
-	 * the request has not reached.
+	 * Only a node that is still waiting (nothing said, not hung up): else a new channel,
+	 * which the request has not reached.
 	 */
-	if (sp->early.len || deadline + SPARE_MARGIN_MS > sp->born + COPY_TIMEOUT_MS ||
-	    poll(&p, 1, 0) != 0) {
+	if (sp->early.len || poll(&p, 1, 0) != 0) {
 		boot_spare_close(sp);
 		return -EAGAIN;
 	}
@@ -652,6 +672,47 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 	}
 	rc2 = spare_end(sp, status);
 	return rc ? rc : rc2;
+}
+
+int boot_spare_open(struct boot_spare *sp, const char *in, size_t in_len, int *from)
+{
+	struct pollfd p = {sp->from, POLLIN, 0};
+	int rc, status;
+
+	*from = -1;
+	/* As boot_spare_call(): a node that still waits, else a new channel. */
+	if (sp->early.len || poll(&p, 1, 0) != 0) {
+		boot_spare_close(sp);
+		return -EAGAIN;
+	}
+	rc = write_all(sp->to, in, in_len);
+	if (rc == -EPIPE) {
+		boot_spare_close(sp);
+		return -EAGAIN;
+	}
+	if (rc) {
+		rcall_kill(&sp->call);
+		spare_end(sp, &status);
+		return error("node %s (%s): cannot send the request: %s", sp->twin->name,
+		             sp->twin->ip, strerror(-rc));
+	}
+	*from = sp->from;
+	sp->from = -1; /* the caller's now */
+	return 0;
+}
+
+void boot_spare_kill(struct boot_spare *sp, int sig)
+{
+	pid_t pid = __atomic_load_n(&sp->call.pid, __ATOMIC_ACQUIRE);
+
+	/* Its own group, as rcall_kill()'s; async-signal-safe. */
+	if (pid > 0)
+		kill(-pid, sig);
+}
+
+int boot_spare_end(struct boot_spare *sp, int *status)
+{
+	return spare_end(sp, status);
 }
 
 void boot_spares_close(struct boot_spare **v, size_t n)
@@ -686,7 +747,7 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 {
 	struct buf script = BUF_INIT(0), out = BUF_INIT(1 << 20), err = BUF_INIT(0);
 	size_t ahead = flags & BOOT_HAS_SKIFF ? 0 : BOOT_AHEAD_BYTES;
-	int64_t t0 = now_ms();
+	int64_t t0 = now_ms(), deadline = t0 + COPY_TIMEOUT_MS;
 	struct boot_spare *sp = xcalloc(1, sizeof(*sp));
 	const char *data, *sha, *why;
 	int rc, up = 0, status = 0;
@@ -694,7 +755,6 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 
 	memset(res, 0, sizeof(*res));
 	sp->to = sp->from = -1;
-	sp->born = t0;
 	rc = boot_self_image(&data, &len, &sha);
 	if (rc)
 		goto out;
@@ -709,11 +769,10 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 	if (rc)
 		goto out;
 	sp->twin = runner_twin(r);
-	rc = rcall_start(&sp->call, sp->twin, script.p, COPY_TIMEOUT_MS, RCALL_MERGE_ERR, &sp->to,
-	                 &sp->from);
+	rc = rcall_start(&sp->call, sp->twin, script.p, -1, RCALL_MERGE_ERR, &sp->to, &sp->from);
 	if (rc)
 		goto out;
-	up = session_talk(sp->to, sp->from, ahead, &out, &sent);
+	up = session_talk(sp->to, sp->from, ahead, deadline, &out, &sent);
 	if (up == 1 && (flags & BOOT_KEEP_CALL)) {
 		const char *body, *rest = out.p + out.len;
 		size_t blen;
@@ -728,7 +787,12 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 		if (up == 1)
 			close(sp->to);
 		sp->to = -1;
-		spare_read(sp->from, &out, now_ms() + COPY_TIMEOUT_MS);
+		if (up == -ETIMEDOUT || spare_read(sp->from, &out, deadline) == -ETIMEDOUT) {
+			rcall_kill(&sp->call);
+			error("node %s (%s): no end of the install session within %d s; stopped it",
+			      r->name, r->ip, COPY_TIMEOUT_MS / 1000);
+			up = -ETIMEDOUT;
+		}
 		rc = spare_end(sp, &status);
 		sp = NULL;
 		if (up < 0 && !rc)

@@ -84,13 +84,28 @@ enum boot_up_flags {
  * boot_spare_call() sends in[0..in_len) (one framed request) and reads the answer into out
  * (bounded by its max) until the node ends, at most timeout_ms: then 0 and the exit status
  * in *status, or a negative error (printed) as runner_capture() gives them. -EAGAIN (not
- * printed) when the spare cannot carry the call (too near the session's time limit, or
- * gone, before the request reached the node): make the call on a new channel. Either way
- * the spare is used up (freed). boot_spare_close() ends one that no call needs (NULL: no-op).
+ * printed) when the spare cannot carry the call (the node said something more, or went,
+ * before the request reached it): make the call on a new channel. Either way the spare is
+ * used up (freed). boot_spare_close() ends one that no call needs (NULL: no-op).
+ *
+ * The session's process has no time limit of its own once `node up` has answered (a call
+ * may follow a job for as long as it runs): each call bounds its own wait.
  */
 struct boot_spare;
 int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct buf *out,
                     int timeout_ms, int *status);
+/*
+ * A call whose answer goes on (a submit with "follow": the job's logs after its frame),
+ * handed over as it runs: sends in[0..in_len) and gives the node's output in *from, which
+ * the caller reads (the answer's frame first) and closes; the spare is then the call's
+ * handle: boot_spare_kill() signals its local process group (async-signal-safe; nothing
+ * once it has ended), boot_spare_end() waits for its end and frees it (runner_run()'s
+ * result, the exit status in *status). -EAGAIN (not printed, spare freed) as for
+ * boot_spare_call(); another error is printed, the spare freed.
+ */
+int boot_spare_open(struct boot_spare *sp, const char *in, size_t in_len, int *from);
+void boot_spare_kill(struct boot_spare *sp, int sig);
+int boot_spare_end(struct boot_spare *sp, int *status);
 void boot_spare_close(struct boot_spare *sp);
 /* boot_spare_close() of v[0..n) (NULL ones skipped), all at once; each v[i] becomes NULL. */
 void boot_spares_close(struct boot_spare **v, size_t n);

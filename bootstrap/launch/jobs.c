@@ -425,9 +425,8 @@ int eng_queue(struct st_db *ldb, const char *cluster, int skip_finished, const i
 /* ---- logs ------------------------------------------------------------------------------ */
 
 struct stream {
-	pid_t pid;
-	int fd;
-	int code; /* exit status of the remote `node logs`, -1 unknown */
+	struct cl_follower f; /* its fd is the stream's; rest unused */
+	int code;             /* exit status of the remote `node logs`, -1 unknown */
 	struct buf line;
 };
 
@@ -447,19 +446,19 @@ static void flush_line(int out, struct stream *s, int final)
 }
 
 /*
- * The streams run in process groups of their own (runner_spawn), so Ctrl-C on `logs`
- * does not reach them: the handler stops them, then the signal kills us as before.
+ * The streams run in process groups of their own (runner_spawn, or the install session's),
+ * so Ctrl-C on `logs` does not reach them: the handler stops them, then the signal kills
+ * us as before. A stream's follower is emptied once ended (its pid may be reused).
  */
-static pid_t *follow_pids;
-static volatile sig_atomic_t follow_npids;
+static struct stream *follow_streams;
+static volatile sig_atomic_t follow_nstreams;
 
 static void follow_stop(int sig)
 {
 	int i;
 
-	for (i = 0; i < follow_npids; i++)
-		if (follow_pids[i] > 0)
-			kill(-follow_pids[i], SIGTERM);
+	for (i = 0; i < follow_nstreams; i++)
+		cl_follower_signal(&follow_streams[i].f, SIGTERM);
 	raise(sig); /* SA_RESETHAND: the default action, once this handler returns */
 }
 
@@ -485,14 +484,14 @@ static int start_stream(struct clive *cl, int i, int n, int64_t id, int follow, 
 		sh_quote(&script, cl->nodes[i].ip ? cl->nodes[i].ip : "");
 	}
 	buf_addf(&script, " %lld", (long long)id);
-	r = runner_spawn(cl->nodes[i].r, script.p, 0, &io, &s->pid);
+	r = runner_spawn(cl->nodes[i].r, script.p, 0, &io, &s->f.pid);
 	close(pfd[1]);
 	buf_release(&script);
 	if (r) {
 		close(pfd[0]);
 		return -1;
 	}
-	s->fd = pfd[0];
+	s->f.fd = pfd[0];
 	return 0;
 }
 
@@ -555,8 +554,9 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	pf = xcalloc((size_t)(n ? n : 1), sizeof(*pf));
 	map = xcalloc((size_t)(n ? n : 1), sizeof(*map));
 	lost = xcalloc(cl->n ? cl->n : 1, sizeof(*lost));
-	follow_pids = xcalloc((size_t)(n ? n : 1), sizeof(*follow_pids));
-	follow_npids = 0;
+	/* Zeroed, a stream's follower is none: the handler may look at each from here. */
+	follow_streams = ss;
+	follow_nstreams = n;
 	sa.sa_handler = follow_stop;
 	sa.sa_flags = SA_RESETHAND;
 	sigemptyset(&sa.sa_mask);
@@ -564,34 +564,33 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 		if (!sigaction(stop_sigs[i], NULL, &old_sa[i]) && old_sa[i].sa_handler != SIG_IGN)
 			sigaction(stop_sigs[i], &sa, NULL); /* an ignored signal stays ignored */
 	for (i = 0; i < n; i++) {
-		ss[i].fd = -1;
-		ss[i].pid = -1;
+		ss[i].f.fd = -1;
+		ss[i].f.pid = -1;
 		ss[i].code = -1;
 		buf_init(&ss[i].line, LOG_LINE_MAX);
-		if (pre && pre[i].pid > 0) {
+		if (pre && cl_follower_live(&pre[i])) {
 			/* The rank's follower is its submit itself (cl_submit_follow()). */
-			ss[i].fd = pre[i].fd;
-			ss[i].pid = pre[i].pid;
+			ss[i].f = pre[i];
+			buf_init(&ss[i].f.rest, 0);
 			buf_add(&ss[i].line, pre[i].rest.p, pre[i].rest.len);
 			buf_release(&pre[i].rest);
 			pre[i].fd = -1;
 			pre[i].pid = -1;
-			follow_pids[follow_npids++] = ss[i].pid;
+			pre[i].sp = NULL;
 			live++;
 			flush_line(out, &ss[i], 0);
 			continue;
 		}
 		if (mode < 0 || !ids[i] || start_stream(cl, i, n, ids[i], follow, tailarg, &ss[i]))
 			continue;
-		follow_pids[follow_npids++] = ss[i].pid;
 		live++;
 	}
 	while (live) {
 		int np = 0;
 
 		for (i = 0; i < n; i++)
-			if (ss[i].fd >= 0) {
-				pf[np].fd = ss[i].fd;
+			if (ss[i].f.fd >= 0) {
+				pf[np].fd = ss[i].f.fd;
 				pf[np].events = POLLIN;
 				pf[np].revents = 0;
 				map[np++] = i;
@@ -602,11 +601,11 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 			struct stream *s = &ss[map[i]];
 			char blk[8192];
 			ssize_t got;
-			int wst = 0;
+			int gone;
 
 			if (!pf[i].revents)
 				continue;
-			got = read(s->fd, blk, sizeof(blk));
+			got = read(s->f.fd, blk, sizeof(blk));
 			if (got > 0) {
 				/* A line past the buffer's bound goes out in pieces, never lost. */
 				if (buf_add(&s->line, blk, (size_t)got)) {
@@ -619,17 +618,8 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 			if (got < 0 && errno == EINTR)
 				continue;
 			flush_line(out, s, 1);
-			close(s->fd);
-			s->fd = -1;
-			while (waitpid(s->pid, &wst, 0) < 0 && errno == EINTR)
-				;
-			for (int k = 0; k < follow_npids; k++)
-				if (follow_pids[k] == s->pid)
-					follow_pids[k] = 0; /* reaped: its pid may be reused */
-			s->code = WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
-			/* ssh's 255, or that of the exec runners' wrapper: the node is gone. */
-			if (WIFEXITED(wst) && WEXITSTATUS(wst) == 255 &&
-			    cl->nodes[map[i]].r->ops->transport_status == 255) {
+			s->code = cl_follower_end(&s->f, &cl->nodes[map[i]], &gone);
+			if (gone) {
 				lost[map[i]] = 1;
 				error("node %s (rank %d): lost the connection while following the job's "
 				      "logs",
@@ -640,7 +630,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	}
 	for (i = 0; i < 3; i++)
 		sigaction(stop_sigs[i], &old_sa[i], NULL);
-	follow_npids = 0;
+	follow_nstreams = 0;
 	/*
 	 * Ranks that followed to the end told their results by their exit statuses: when
 	 * each is SUCCEEDED or CANCELLED (unambiguous) the gang's is known without a round
@@ -673,8 +663,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 	free(map);
 	free(lost);
 	free(ids);
-	free(follow_pids);
-	follow_pids = NULL;
+	follow_streams = NULL;
 	cluster_job_free(&cj);
 	if (status_out)
 		*status_out = status;

@@ -104,13 +104,6 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 	if ((size_t)nranks > cl->n)
 		return error("the task wants %d nodes, but cluster %s has %zu", nranks, cl->name,
 		             cl->n);
-	/*
-	 * A followed submit takes a channel of its own: the sessions are not needed. Ended
-	 * before the job's row is written, so that the time between the row and the ranks'
-	 * arrival (a launcher killed there leaves a job never submitted) stays short.
-	 */
-	if (f)
-		cl_spares_close(cl);
 	/* Setup runs on every node of the cluster; run on the first nranks. */
 	nsub = with_setup && t->setup ? (int)cl->n : nranks;
 	cj.name = t->name ? t->name : "";
@@ -206,6 +199,13 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		}
 		r = rs[i].r;
 	}
+	/*
+	 * Followed, each rank's install session (still open from the bootstrap) carried its
+	 * submit and now follows it (cl_submit_follow()); the sessions of the nodes that got
+	 * no rank end here, not with the follow.
+	 */
+	if (f)
+		cl_spares_close(cl);
 	for (i = 0; i < nsub; i++) {
 		msg_release(&rs[i].m);
 		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
@@ -848,16 +848,17 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		goto out;
 	}
 	out->rc = eng_follow(ldb, &cl, job, ENG_LOGS_FOLLOW, -1, req->log_fd,
-	                     fl[0].pid > 0 ? fl : NULL, NULL);
+	                     cl_follower_live(&fl[0]) ? fl : NULL, NULL);
 	r = 0;
 out:
 	for (k = 0; fl && k < cl.n; k++) {
-		if (fl[k].pid > 0) {
+		if (cl_follower_live(&fl[k])) {
 			/* Failed between the submit and following it: the job runs on, unwatched.
 			 */
-			kill(-fl[k].pid, SIGTERM);
-			waitpid(fl[k].pid, NULL, 0);
-			close(fl[k].fd);
+			int lost;
+
+			cl_follower_signal(&fl[k], SIGTERM);
+			cl_follower_end(&fl[k], &cl.nodes[k], &lost);
 		}
 		buf_release(&fl[k].rest);
 	}

@@ -176,6 +176,25 @@ test_expect_success 'Ctrl-C while following logs leaves the job running' '
 	skiff cancel c1 >/dev/null
 '
 
+# A new cluster's followed launch: each rank's submit, and then its follower, go over the
+# node's install session, still open from the bootstrap (no `node call` of their own);
+# Ctrl-C stops them, not the job, as it stops a follower of its own.
+test_expect_success 'a new gang follows over its install sessions; Ctrl-C leaves the job' '
+	{ SKIFF_DEBUG=1 python3 -c "import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execv(sys.argv[1], sys.argv[1:])" \
+		"$SKIFF_BIN" launch -c gs --num-nodes 2 "sleep 6$$; echo survived" >gs.out 2>gs.err & } &&
+	wait_for "test \$(pgrep -f \"^sleep 6$$\" | wc -l) = 2" &&
+	test "$(grep -c "the followed submit went over the install session" gs.err)" = 2 &&
+	test "$(pgrep -f "local/gs/[01]/.* node up --then-call" | wc -l)" = 2 &&
+	! pgrep -f "local/gs/.* node call" &&
+	launcher=$(pgrep -f "launch -c gs --num-nodes 2") &&
+	kill -INT -$(ps -o pgid= -p $launcher | tr -d " ") &&
+	wait_for "! kill -0 $launcher 2>/dev/null" &&
+	wait_for "! pgrep -f \"local/gs/.* node up --then-call\" >/dev/null" &&
+	test "$(pgrep -f "^sleep 6$$" | wc -l)" = 2 &&
+	expect_fail 101 skiff logs gs --status >st 2>/dev/null && grep -qx "Job [0-9]*: RUNNING" st &&
+	skiff down gs >/dev/null
+'
+
 test_expect_success 'a 3-node gang: ranks, IPs in rank order, SKYPILOT_* envs' '
 	cat >gang.yaml <<-\EOF &&
 	num_nodes: 3
