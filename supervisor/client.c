@@ -112,10 +112,12 @@ static int lock_free(const struct node_paths *p)
 }
 
 /*
- * Waits until the supervisor we started (child) listens: 0. Else -EAGAIN when it found
- * the lock taken by one that is gone now (it lost to one that was still dying, killed a
- * moment ago) and may_respawn, -EIO when it failed (its log's tail printed), -ETIMEDOUT.
- * Closes ready, the read end of its readiness pipe.
+ * Waits until the supervisor we started (child) listens: 1 when it said so itself (its
+ * readiness line: it holds the lock and listens), 0 when a supervisor answers at the
+ * socket (ours, or another that won the lock). Else -EAGAIN when it found the lock taken
+ * by one that is gone now (it lost to one that was still dying, killed a moment ago) and
+ * may_respawn, -EIO when it failed (its log's tail printed), -ETIMEDOUT. Closes ready, the
+ * read end of its readiness pipe.
  */
 static int await_listening(const struct node_paths *p, pid_t child, int ready, int may_respawn)
 {
@@ -123,7 +125,24 @@ static int await_listening(const struct node_paths *p, pid_t child, int ready, i
 	int r, exited = 0;
 
 	for (;;) {
-		int status, fd = unix_connect(p->sock);
+		int status, fd;
+
+		if (ready >= 0 && !exited) {
+			struct pollfd pf = {ready, POLLIN, 0};
+			char c;
+			ssize_t n = 0;
+
+			/* Its line, or the end of the pipe (then the socket tells). */
+			if (poll(&pf, 1, READY_WAIT_MS) > 0 && (n = read(ready, &c, 1)) <= 0) {
+				close(ready);
+				ready = -1;
+			}
+			if (n == 1) {
+				r = 1;
+				break;
+			}
+		}
+		fd = unix_connect(p->sock);
 
 		if (fd >= 0) {
 			close(fd);
@@ -153,19 +172,8 @@ static int await_listening(const struct node_paths *p, pid_t child, int ready, i
 			r = -ETIMEDOUT;
 			break;
 		}
-		if (ready >= 0 && !exited) {
-			struct pollfd pf = {ready, POLLIN, 0};
-			char c;
-
-			/* Its line, or the end of the pipe: either way, the socket is tried next.
-			 */
-			if (poll(&pf, 1, READY_WAIT_MS) > 0 && read(ready, &c, 1) <= 0) {
-				close(ready);
-				ready = -1;
-			}
-		} else {
+		if (ready < 0 || exited)
 			poll(NULL, 0, START_POLL_MS);
-		}
 	}
 	if (ready >= 0)
 		close(ready);
@@ -246,6 +254,11 @@ again:
 	if (r == -EAGAIN) {
 		respawns++;
 		goto again;
+	}
+	if (r == 1) {
+		/* Ours listens, and said so: no round trip to learn what we know. */
+		*pid = child;
+		return 0;
 	}
 	if (r)
 		return r;
