@@ -160,8 +160,8 @@ static void call_release(struct runner_call *c)
 	}
 }
 
-static int call_prepare(struct runner *r, const char *script, int interactive, int want_diag,
-                        struct runner_call *c)
+static int call_prepare(struct runner *r, const char *script, char *const *cmd, int interactive,
+                        int want_diag, struct runner_call *c)
 {
 	int rc;
 
@@ -180,7 +180,10 @@ static int call_prepare(struct runner *r, const char *script, int interactive, i
 		}
 	}
 	r->diag_path = c->diag;
-	rc = r->ops->build_argv(r, script, interactive, &c->av);
+	if (cmd)
+		rc = r->ops->build_exec ? r->ops->build_exec(r, cmd, &c->av) : -ENOTSUP;
+	else
+		rc = r->ops->build_argv(r, script, interactive, &c->av);
 	r->diag_path = NULL;
 	if (!rc && !c->av.n)
 		rc = -EINVAL;
@@ -286,7 +289,7 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	buf_reset(&r->last_error);
 	if (!io)
 		io = &default_io;
-	rc = call_prepare(r, script, 0, 1, &c);
+	rc = call_prepare(r, script, capture ? NULL : io->argv, 0, 1, &c);
 	if (rc)
 		goto out;
 	if (capture) {
@@ -359,7 +362,7 @@ int runner_spawn(struct runner *r, const char *script, int interactive, const st
 
 	if (!io)
 		io = &default_io;
-	rc = call_prepare(r, script, interactive, 0, &c);
+	rc = call_prepare(r, script, NULL, interactive, 0, &c);
 	if (rc)
 		goto out;
 	o.argv = c.av.v;
@@ -398,7 +401,7 @@ int runner_open(struct runner *r, const char *script, unsigned flags, struct run
 	p->to = p->from = p->err = -1;
 	buf_reset(&r->last_error);
 	p->call = xcalloc(1, sizeof(*p->call));
-	rc = call_prepare(r, script, 0, 1, p->call);
+	rc = call_prepare(r, script, NULL, 0, 1, p->call);
 	if (rc)
 		goto fail;
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||

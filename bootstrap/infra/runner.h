@@ -47,6 +47,11 @@ struct runner_ops {
 	 */
 	int (*build_argv)(struct runner *r, const char *script, int interactive, struct argv *out);
 	/*
+	 * Appends to out the argv that runs cmd (a program and its arguments) on the node as
+	 * it is, without a shell; NULL: this runner runs scripts only (runner_io.argv).
+	 */
+	int (*build_exec)(struct runner *r, char *const *cmd, struct argv *out);
+	/*
 	 * Environment changes for the local process that runs the argv (may be NULL):
 	 * appends "K=V" (set K) or "K" (remove K) to env_kv; the rest is ours.
 	 */
@@ -95,13 +100,19 @@ struct runner {
 struct runner_io {
 	int in_fd, out_fd, err_fd;
 	pid_t *pid_out; /* runner_run(): the local process's pid while it runs (spawn_io) */
+	/*
+	 * runner_run(): run this program and its arguments instead of the script, with no
+	 * shell between (runner_ops.build_exec; -ENOTSUP where the runner has none).
+	 */
+	char *const *argv;
 };
 
 /*
- * Runs script on the node and waits (at most timeout_ms; < 0: no limit). Returns 0 and
- * the script's exit status (0..255, or 128+signal), -EHOSTUNREACH when the transport
- * failed (message in r->last_error and printed), -ETIMEDOUT (the local process is
- * killed), or another negative errno. Every error is printed, naming the node.
+ * Runs script (or io->argv, with no shell) on the node and waits (at most timeout_ms;
+ * < 0: no limit). Returns 0 and the script's exit status (0..255, or 128+signal),
+ * -EHOSTUNREACH when the transport failed (message in r->last_error and printed),
+ * -ETIMEDOUT (the local process is killed), or another negative errno. Every error is
+ * printed, naming the node.
  *
  * io NULL: stdin /dev/null, stdout and stderr ours. The local process runs in its own
  * process group (a timeout kills the group) unless its stdin is our terminal, and gets

@@ -1,10 +1,11 @@
 /*
  * The local runner: a "node" that is a directory on this machine. The script is the
  * argument of `/bin/sh -c` as is: no shell parses it before that one, so it needs no
- * quoting here. The node's home is HOME and the working directory. The environment is a
- * login's (runner.h): what a job on the node sees must not hang on which launcher
- * process happened to start the node's supervisor, and SKIFF_HOME is removed so that
- * the node's skiff uses the node's own ~/.skiff, not the launcher's.
+ * quoting here; a program with its arguments (runner_io.argv) runs with no shell at all. The node's
+ * home is HOME and the working directory. The environment is a login's (runner.h): what a job on
+ * the node sees must not hang on which launcher process happened to start the node's supervisor,
+ * and SKIFF_HOME is removed so that the node's skiff uses the node's own ~/.skiff, not the
+ * launcher's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +34,14 @@ static int local_build_argv(struct runner *r, const char *script, int interactiv
 	}
 	argv_push(out, "-c");
 	argv_push(out, script);
+	return 0;
+}
+
+static int local_build_exec(struct runner *r, char *const *cmd, struct argv *out)
+{
+	(void)r;
+	for (; *cmd; cmd++)
+		argv_push(out, *cmd);
 	return 0;
 }
 
@@ -89,6 +98,7 @@ static void local_release(struct runner *r)
 static const struct runner_ops local_ops = {
         .kind = "local",
         .build_argv = local_build_argv,
+        .build_exec = local_build_exec,
         .build_env = local_build_env,
         .release = local_release,
         .cwd = local_cwd,

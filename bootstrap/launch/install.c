@@ -742,6 +742,27 @@ void boot_spare_close(struct boot_spare *sp)
 	boot_spares_close(&sp, 1);
 }
 
+/*
+ * The node's binary as a path here (malloc'd), for a session that execs it with no shell:
+ * a node that is a directory here and whose runner can (build_exec), that has it already
+ * (linked a moment ago, or there before: nothing goes ahead), and needs no more of `node
+ * up`'s options (shell words). Else NULL: the script.
+ */
+static char *direct_up(struct runner *r, const char *exe_word, size_t ahead, const char *up_args)
+{
+	const char *home = r->ops->home_here ? r->ops->home_here(r) : NULL;
+	char *exe;
+
+	if (!home || !r->ops->build_exec || ahead || (up_args && *up_args))
+		return NULL;
+	exe = boot_exe_path_here(exe_word, home);
+	if (exe && access(exe, X_OK)) {
+		free(exe);
+		exe = NULL;
+	}
+	return exe;
+}
+
 int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
                         struct install_result *res)
 {
@@ -752,6 +773,7 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 	const char *data, *sha, *why;
 	int rc, up = 0, status = 0;
 	size_t len, sent = 0;
+	char *direct;
 
 	memset(res, 0, sizeof(*res));
 	sp->to = sp->from = -1;
@@ -764,12 +786,22 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 		res->copied = res->linked = 1;
 		ahead = 0; /* the probe finds it */
 	}
-	rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
-	                         ahead ? BOOT_SEND_AHEAD : 0, up_args);
-	if (rc)
-		goto out;
 	sp->twin = runner_twin(r);
-	rc = rcall_start(&sp->call, sp->twin, script.p, -1, RCALL_MERGE_ERR, &sp->to, &sp->from);
+	if ((direct = direct_up(r, res->remote_exe, ahead, up_args))) {
+		/* The script's probe would find it and exec it: exec'd here, no shell first. */
+		char *argv[] = {direct, "node", "up", "--then-call", "0", NULL};
+
+		debug("node %s: its skiff is here: 'node up' runs with no shell first", r->name);
+		rc = rcall_start_argv(&sp->call, sp->twin, argv, -1, RCALL_MERGE_ERR, &sp->to,
+		                      &sp->from);
+		free(direct);
+	} else {
+		rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
+		                         ahead ? BOOT_SEND_AHEAD : 0, up_args);
+		if (!rc)
+			rc = rcall_start(&sp->call, sp->twin, script.p, -1, RCALL_MERGE_ERR,
+			                 &sp->to, &sp->from);
+	}
 	if (rc)
 		goto out;
 	up = session_talk(sp->to, sp->from, ahead, deadline, &out, &sent);

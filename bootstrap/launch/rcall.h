@@ -29,6 +29,7 @@ enum rcall_flags {
 struct rcall {
 	struct runner *r;
 	char *script;
+	char **argv; /* rcall_start_argv(): the program and its arguments, no script */
 	int timeout_ms;
 	unsigned flags;
 	int child_in, child_out; /* the script's ends, closed once the call returned */
@@ -41,6 +42,13 @@ struct rcall {
 /* 0, or -errno (printed); on failure no fd is left open and nothing runs. */
 int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
                 unsigned flags, int *to, int *from);
+/*
+ * rcall_start() of a program and its arguments, run on the node as they are, with no
+ * shell between (runner_io.argv): where the runner runs scripts only (no build_exec),
+ * nothing runs and rcall_wait() gives -ENOTSUP (printed).
+ */
+int rcall_start_argv(struct rcall *c, struct runner *r, char *const *argv, int timeout_ms,
+                     unsigned flags, int *to, int *from);
 /* Waits for the call; runner_run()'s result, and the script's exit status in *status. */
 int rcall_wait(struct rcall *c, int *status);
 /* Kills the call's local process (its group) if it still runs; rcall_wait() then returns. */

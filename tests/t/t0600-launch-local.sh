@@ -177,13 +177,15 @@ test_expect_success 'Ctrl-C while following logs leaves the job running' '
 '
 
 # A new cluster's followed launch: each rank's submit, and then its follower, go over the
-# node's install session, still open from the bootstrap (no `node call` of their own);
+# node's install session, still open from the bootstrap (no `node call` of their own; and
+# a local node's `node up` is exec'd with no shell, its binary being linked already);
 # Ctrl-C stops them, not the job, as it stops a follower of its own.
 test_expect_success 'a new gang follows over its install sessions; Ctrl-C leaves the job' '
 	{ SKIFF_DEBUG=1 python3 -c "import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execv(sys.argv[1], sys.argv[1:])" \
 		"$SKIFF_BIN" launch -c gs --num-nodes 2 "sleep 6$$; echo survived" >gs.out 2>gs.err & } &&
 	wait_for "test \$(pgrep -f \"^sleep 6$$\" | wc -l) = 2" &&
 	test "$(grep -c "the followed submit went over the install session" gs.err)" = 2 &&
+	test "$(grep -c "its skiff is here: .node up. runs with no shell first" gs.err)" = 2 &&
 	test "$(pgrep -f "local/gs/[01]/.* node up --then-call" | wc -l)" = 2 &&
 	! pgrep -f "local/gs/.* node call" &&
 	launcher=$(pgrep -f "launch -c gs --num-nodes 2") &&
