@@ -96,7 +96,6 @@ static int spare_op(struct runner *r, struct install_result *res, const char *op
                     int *status)
 {
 	struct buf in = BUF_INIT(0), out = BUF_INIT(1 << 20), err = BUF_INIT(1 << 20);
-	unsigned char hdr[PROTO_HDR];
 	struct msg req, rep;
 	const char *via = "spare", *why;
 	char *script;
@@ -106,9 +105,7 @@ static int spare_op(struct runner *r, struct install_result *res, const char *op
 	msg_init(&req);
 	msg_init(&rep);
 	msg_add(&req, "op", op);
-	proto_header(&req, hdr);
-	buf_add(&in, hdr, sizeof(hdr));
-	buf_add(&in, req.raw.p, req.raw.len);
+	proto_put(&in, &req);
 	if (res->spare)
 		rc = boot_spare_call(res->spare, in.p, in.len, &out, timeout_ms, status);
 	res->spare = NULL;

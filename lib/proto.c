@@ -234,6 +234,21 @@ void proto_header(const struct msg *m, unsigned char hdr[PROTO_HDR])
 	hdr[3] = (unsigned char)n;
 }
 
+int proto_put(struct buf *b, const struct msg *m)
+{
+	unsigned char hdr[PROTO_HDR];
+	size_t len = b->len;
+	int r;
+
+	proto_header(m, hdr);
+	r = buf_add(b, hdr, sizeof(hdr));
+	if (!r)
+		r = buf_add(b, m->raw.p, m->raw.len);
+	if (r)
+		buf_setlen(b, len);
+	return r;
+}
+
 int proto_parse_header(const unsigned char hdr[PROTO_HDR], size_t *len)
 {
 	uint32_t n = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) |

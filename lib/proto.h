@@ -62,6 +62,11 @@ int msg_get_double(const struct msg *m, const char *key, double *out);
 
 /* Encodes the length header for m into hdr. */
 void proto_header(const struct msg *m, unsigned char hdr[PROTO_HDR]);
+/*
+ * Appends m to b as a frame (its header, then its body): 0, or buf_add()'s error with b as
+ * it was (never half a frame).
+ */
+int proto_put(struct buf *b, const struct msg *m);
 /* Reads the length header; -EPROTO if it exceeds PROTO_MAX_MSG. */
 int proto_parse_header(const unsigned char hdr[PROTO_HDR], size_t *len);
 

@@ -138,10 +138,7 @@ static void conn_flush(struct conn *c)
 
 void sup_reply(struct conn *c, const struct msg *m)
 {
-	unsigned char hdr[PROTO_HDR];
-
-	proto_header(m, hdr);
-	if (buf_add(&c->out, hdr, sizeof(hdr)) || buf_add(&c->out, m->raw.p, m->raw.len)) {
+	if (proto_put(&c->out, m)) {
 		conn_close(c);
 		return;
 	}

@@ -61,13 +61,8 @@ int fcall_start(struct fcall *c, struct runner *r, const char *script, const str
 	if (rc)
 		return rc;
 	fcntl(c->p.to, F_SETFL, fcntl(c->p.to, F_GETFL) | O_NONBLOCK);
-	if (req) {
-		unsigned char hdr[PROTO_HDR];
-
-		proto_header(req, hdr);
-		buf_add(&c->tx, hdr, sizeof(hdr));
-		buf_add(&c->tx, req->raw.p, req->raw.len);
-	}
+	if (req)
+		proto_put(&c->tx, req);
 	return send_some(c);
 }
 
@@ -80,13 +75,8 @@ void fcall_start_fd(struct fcall *c, struct runner *r, int fd, const struct msg 
 	buf_init(&c->err, FCALL_ERR_MAX);
 	buf_init(&c->tx, PROTO_MAX_MSG + PROTO_HDR);
 	c->p = (struct runner_proc){.pid = -1, .to = -1, .from = fd, .err = -1};
-	if (first) {
-		unsigned char hdr[PROTO_HDR];
-
-		proto_header(first, hdr);
-		buf_add(&c->rx, hdr, sizeof(hdr));
-		buf_add(&c->rx, first->raw.p, first->raw.len);
-	}
+	if (first)
+		proto_put(&c->rx, first);
 }
 
 int fcall_fd(const struct fcall *c)

@@ -590,12 +590,9 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 		/* The install session's channel, still open: no new one. */
 		struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR),
 		           out = BUF_INIT(CL_CALL_OUT_MAX);
-		unsigned char hdr[PROTO_HDR];
 		int status = 0;
 
-		proto_header(req, hdr);
-		buf_add(&in, hdr, sizeof(hdr));
-		buf_add(&in, req->raw.p, req->raw.len);
+		proto_put(&in, req);
 		r = boot_spare_call(nd->spare, in.p, in.len, &out, timeout_ms, &status);
 		nd->spare = NULL;
 		if (r != -EAGAIN) {
@@ -679,15 +676,12 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 {
 	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR);
 	struct boot_spare *sp = nd->spare;
-	unsigned char hdr[PROTO_HDR];
 	int r, rc, from, status = 0;
 	struct fcall c;
 	pid_t none;
 
 	nd->spare = NULL;
-	proto_header(req, hdr);
-	buf_add(&in, hdr, sizeof(hdr));
-	buf_add(&in, req->raw.p, req->raw.len);
+	proto_put(&in, req);
 	r = boot_spare_open(sp, in.p, in.len, &from);
 	buf_release(&in);
 	if (r)

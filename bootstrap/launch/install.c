@@ -633,12 +633,15 @@ static int spare_read(int from, struct buf *out, int64_t deadline)
 	}
 }
 
-int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct buf *out,
-                    int timeout_ms, int *status)
+/*
+ * Sends the request in[0..in_len) to a spare: 0 once written; -EAGAIN (the spare freed)
+ * when it cannot carry it, nothing having reached the node; another -errno when the write
+ * failed (the spare still held).
+ */
+static int spare_send(struct boot_spare *sp, const char *in, size_t in_len)
 {
 	struct pollfd p = {sp->from, POLLIN, 0};
-	int64_t deadline = now_ms() + timeout_ms;
-	int rc, rc2;
+	int rc;
 
 	/*
 	 * Only a node that is still waiting (nothing said, not hung up): else a new channel,
@@ -660,6 +663,17 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 		boot_spare_close(sp);
 		return -EAGAIN;
 	}
+	return rc;
+}
+
+int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct buf *out,
+                    int timeout_ms, int *status)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	int rc = spare_send(sp, in, in_len), rc2;
+
+	if (rc == -EAGAIN)
+		return rc;
 	if (!rc)
 		rc = spare_read(sp->from, out, deadline);
 	if (rc == -ETIMEDOUT) {
@@ -676,20 +690,11 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 
 int boot_spare_open(struct boot_spare *sp, const char *in, size_t in_len, int *from)
 {
-	struct pollfd p = {sp->from, POLLIN, 0};
-	int rc, status;
+	int rc = spare_send(sp, in, in_len), status;
 
 	*from = -1;
-	/* As boot_spare_call(): a node that still waits, else a new channel. */
-	if (sp->early.len || poll(&p, 1, 0) != 0) {
-		boot_spare_close(sp);
-		return -EAGAIN;
-	}
-	rc = write_all(sp->to, in, in_len);
-	if (rc == -EPIPE) {
-		boot_spare_close(sp);
-		return -EAGAIN;
-	}
+	if (rc == -EAGAIN)
+		return rc;
 	if (rc) {
 		rcall_kill(&sp->call);
 		spare_end(sp, &status);

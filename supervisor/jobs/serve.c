@@ -57,12 +57,10 @@ static int flush_frames(struct server *sv)
 static int send_frame(const struct msg *m, void *arg)
 {
 	struct server *sv = arg;
-	unsigned char hdr[PROTO_HDR];
 
-	proto_header(m, hdr);
 	/* A frame that cannot be held is never half sent: the answer stops there, and the
 	 * launcher, with no end frame, says the controller gave no answer. */
-	if (buf_add(&sv->pending, hdr, sizeof(hdr)) || buf_add(&sv->pending, m->raw.p, m->raw.len))
+	if (proto_put(&sv->pending, m))
 		sv->failed = 1;
 	return sv->pending.len >= SERVE_WRITE_BLOCK ? flush_frames(sv) : sv->failed;
 }

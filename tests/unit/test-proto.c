@@ -150,6 +150,45 @@ static void test_take(void)
 	buf_release(&s);
 }
 
+/* proto_put(): the bytes of a frame written by hand, or nothing at all. */
+static void test_put(void)
+{
+	struct msg a, m;
+	struct buf s = BUF_INIT(0), hand = BUF_INIT(0), small;
+	unsigned char hdr[PROTO_HDR];
+	const char *why;
+
+	msg_init(&a);
+	msg_init(&m);
+	msg_add(&a, "op", "submit");
+	msg_add_int(&a, "id", 42);
+	proto_header(&a, hdr);
+	buf_add(&hand, "x", 1);
+	buf_add(&hand, hdr, sizeof(hdr));
+	buf_add(&hand, a.raw.p, a.raw.len);
+	buf_add(&s, "x", 1);
+	is_int(proto_put(&s, &a), 0, "a frame put after a byte");
+	ok(s.len == hand.len && !memcmp(s.p, hand.p, s.len), "  its header and body, as by hand");
+	buf_init(&small, 1 + PROTO_HDR + a.raw.len - 1);
+	buf_add(&small, "x", 1);
+	ok(proto_put(&small, &a) != 0, "a frame that does not fit: an error");
+	is_int((int)small.len, 1, "  the buffer as it was");
+	buf_release(&small);
+	buf_init(&small, 1 + PROTO_HDR - 1);
+	buf_add(&small, "x", 1);
+	ok(proto_put(&small, &a) != 0, "not even its header fits: an error");
+	is_int((int)small.len, 1, "  the buffer as it was");
+	buf_setlen(&s, 0);
+	is_int(proto_put(&s, &a), 0, "put again");
+	is_int(proto_take(&s, &m, &why), 1, "  proto_take() reads it back");
+	is_str(msg_get(&m, "op"), "submit", "  its field");
+	msg_release(&a);
+	msg_release(&m);
+	buf_release(&s);
+	buf_release(&hand);
+	buf_release(&small);
+}
+
 int main(void)
 {
 	plan_run(test_roundtrip);
@@ -157,5 +196,6 @@ int main(void)
 	plan_run(test_hostile);
 	plan_run(test_socketpair);
 	plan_run(test_take);
+	plan_run(test_put);
 	return done_testing();
 }
