@@ -289,7 +289,7 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	buf_reset(&r->last_error);
 	if (!io)
 		io = &default_io;
-	rc = call_prepare(r, script, capture ? NULL : io->argv, 0, 1, &c);
+	rc = call_prepare(r, script, NULL, 0, 1, &c);
 	if (rc)
 		goto out;
 	if (capture) {
@@ -390,7 +390,8 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int runner_open(struct runner *r, const char *script, unsigned flags, struct runner_proc *p)
+static int proc_open(struct runner *r, const char *script, char *const *argv, unsigned flags,
+                     struct runner_proc *p)
 {
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -401,7 +402,7 @@ int runner_open(struct runner *r, const char *script, unsigned flags, struct run
 	p->to = p->from = p->err = -1;
 	buf_reset(&r->last_error);
 	p->call = xcalloc(1, sizeof(*p->call));
-	rc = call_prepare(r, script, NULL, 0, 1, p->call);
+	rc = call_prepare(r, script, argv, 0, 1, p->call);
 	if (rc)
 		goto fail;
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
@@ -414,7 +415,12 @@ int runner_open(struct runner *r, const char *script, unsigned flags, struct run
 	o.cwd = p->call->cwd;
 	o.fd_in = in[0];
 	o.fd_out = out[1];
-	o.fd_err = (flags & RUNNER_PROC_ERR) ? err[1] : io_fd(RUNNER_INHERIT, 2);
+	if (flags & RUNNER_PROC_ERR)
+		o.fd_err = err[1];
+	else if (flags & RUNNER_PROC_MERGE_ERR)
+		o.err_to_out = 1;
+	else
+		o.fd_err = io_fd(RUNNER_INHERIT, 2);
 	/*
 	 * No death signal: PR_SET_PDEATHSIG fires when the thread that spawned it ends, and a
 	 * session outlives the thread that opened it (a submit thread's follower).
@@ -448,6 +454,16 @@ fail:
 	return rc;
 }
 
+int runner_open(struct runner *r, const char *script, unsigned flags, struct runner_proc *p)
+{
+	return proc_open(r, script, NULL, flags, p);
+}
+
+int runner_open_argv(struct runner *r, char *const *argv, unsigned flags, struct runner_proc *p)
+{
+	return proc_open(r, NULL, argv, flags, p);
+}
+
 void runner_proc_kill(struct runner_proc *p)
 {
 	if (p->pid > 0)
@@ -478,7 +494,7 @@ int runner_close(struct runner *r, struct runner_proc *p, int *status)
 		raw = p->raw;
 	else
 		rc = spawn_wait(p->pid, &raw);
-	p->pid = -1;
+	__atomic_store_n(&p->pid, -1, __ATOMIC_RELEASE);
 	if (rc) {
 		runner_proc_forget(p);
 		return node_error(r, rc, "cannot wait for the %s process: %s", r->ops->kind,

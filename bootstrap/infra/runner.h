@@ -100,15 +100,10 @@ struct runner {
 struct runner_io {
 	int in_fd, out_fd, err_fd;
 	pid_t *pid_out; /* runner_run(): the local process's pid while it runs (spawn_io) */
-	/*
-	 * runner_run(): run this program and its arguments instead of the script, with no
-	 * shell between (runner_ops.build_exec; -ENOTSUP where the runner has none).
-	 */
-	char *const *argv;
 };
 
 /*
- * Runs script (or io->argv, with no shell) on the node and waits (at most timeout_ms;
+ * Runs script on the node and waits (at most timeout_ms;
  * < 0: no limit). Returns 0 and the script's exit status (0..255, or 128+signal),
  * -EHOSTUNREACH when the transport failed (message in r->last_error and printed),
  * -ETIMEDOUT (the local process is killed), or another negative errno. Every error is
@@ -150,10 +145,15 @@ int runner_spawn(struct runner *r, const char *script, int interactive, const st
  * process (runner_proc_kill()) when one passes.
  */
 enum runner_proc_flags {
-	RUNNER_PROC_ERR = 1 << 0, /* the script's stderr on a pipe (else ours) */
+	RUNNER_PROC_ERR = 1 << 0,       /* the script's stderr on a pipe (else ours) */
+	RUNNER_PROC_MERGE_ERR = 1 << 1, /* the script's stderr on `from` with its stdout */
 };
 struct runner_proc {
-	pid_t pid;  /* its own process group; -1 once reaped */
+	/*
+	 * Its own process group; -1 once reaped (stored atomically: a signal handler may
+	 * read it with an atomic load, to signal the group).
+	 */
+	pid_t pid;
 	int to;     /* its stdin (ours to close, for EOF; -1 once closed) */
 	int from;   /* its stdout */
 	int err;    /* its stderr with RUNNER_PROC_ERR, else -1 */
@@ -164,6 +164,12 @@ struct runner_proc {
 };
 /* 0, or -errno (printed); on failure nothing runs and no fd is open. */
 int runner_open(struct runner *r, const char *script, unsigned flags, struct runner_proc *p);
+/*
+ * runner_open() of a program and its arguments, run on the node as they are, with no
+ * shell between (runner_ops.build_exec): -ENOTSUP (printed) where the runner runs
+ * scripts only.
+ */
+int runner_open_argv(struct runner *r, char *const *argv, unsigned flags, struct runner_proc *p);
 /*
  * Closes the fds still open, waits for the process (unless p->reaped), and returns as
  * runner_run() does: 0 with its exit status in *status, -EHOSTUNREACH when the transport failed

@@ -1,7 +1,9 @@
 #include "bootstrap/launch/cluster.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "bootstrap/infra/fcall.h"
 #include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/cl_sync.h"
+#include "bootstrap/launch/gang.h"
 #include "bootstrap/launch/install.h"
 #include "bootstrap/launch/selfimage.h"
 #include "bootstrap/sync/sync.h"
@@ -113,6 +116,7 @@ struct boot_job {
 	struct cnode *nd;
 	unsigned flags; /* enum boot_up_flags */
 	char *up_args;  /* the hold (cl_hold_args()) and the share, or NULL */
+	sem_t *slots;   /* the bootstraps that may start at once (gang_boot_slots()) */
 	pthread_t th;
 	int started;
 	int r;
@@ -123,8 +127,11 @@ static void *boot_thread(void *arg)
 {
 	struct boot_job *j = arg;
 
+	while (sem_wait(j->slots) && errno == EINTR)
+		;
 	/* The node's runner is this thread's alone (runner.h); errors are printed. */
 	j->r = boot_install_and_up(j->nd->r, j->flags, j->up_args, &j->res);
+	sem_post(j->slots);
 	return NULL;
 }
 
@@ -238,20 +245,33 @@ static char *share_args(const char *cluster, const char *share)
  */
 int cl_bootstrap(struct clive *cl)
 {
-	struct boot_job *jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
+	uint64_t nofile = nofile_raise();
+	size_t i, img_len, nslots = gang_boot_slots(nofile, cl->n);
+	struct boot_job *jobs;
 	const char *img, *sha;
 	char *hold = NULL;
-	size_t i, img_len;
 	int failed = 0, held = 0, e;
+	sem_t slots;
 
+	if (cl->n && !nslots)
+		return error("cannot bootstrap the %zu nodes of cluster %s: each holds %d "
+		             "descriptors here until its job is submitted or followed, and this "
+		             "process may open %llu (raise `ulimit -n` and its hard limit `ulimit "
+		             "-Hn`, or launch fewer nodes)",
+		             cl->n, cl->name, GANG_FDS_HELD, (unsigned long long)nofile);
+	if (nslots < cl->n)
+		debug("cluster %s: %zu of its %zu nodes bootstrap at once (%llu descriptors)",
+		      cl->name, nslots, cl->n, (unsigned long long)nofile);
 	/* Load (and hash) our image once, before the threads start, so they share it. */
-	if (boot_self_image(&img, &img_len, &sha)) {
-		free(jobs);
+	if (boot_self_image(&img, &img_len, &sha))
 		return -1;
-	}
+	jobs = xcalloc(cl->n ? cl->n : 1, sizeof(*jobs));
+	sem_init(&slots, 0,
+	         nslots ? (unsigned)(nslots > SEM_VALUE_MAX ? SEM_VALUE_MAX : nslots) : 1);
 	for (i = 0; i < cl->n && !hold; i++)
 		if (cl->nodes[i].stays && !(hold = cl_hold_args(cl->name, 1))) {
 			free(jobs);
+			sem_destroy(&slots);
 			return -1;
 		}
 	for (i = 0; i < cl->n; i++) {
@@ -269,6 +289,7 @@ int cl_bootstrap(struct clive *cl)
 		if (cl->nodes[i].exe && strstr(cl->nodes[i].exe, sha))
 			jobs[i].flags |= BOOT_HAS_SKIFF;
 		jobs[i].flags |= BOOT_KEEP_CALL | BOOT_LINK_HERE;
+		jobs[i].slots = &slots;
 		e = pthread_create(&jobs[i].th, NULL, boot_thread, &jobs[i]);
 		if (e) {
 			failed = error("cannot start a thread to bootstrap node %s: %s",
@@ -307,6 +328,7 @@ int cl_bootstrap(struct clive *cl)
 		free(jobs[i].up_args);
 	free(jobs);
 	free(hold);
+	sem_destroy(&slots);
 	return failed ? -1 : held ? -EADDRINUSE : 0;
 }
 

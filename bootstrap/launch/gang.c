@@ -77,3 +77,15 @@ bad:
 	free(v);
 	return -EINVAL;
 }
+
+size_t gang_boot_slots(uint64_t nofile, size_t n)
+{
+	uint64_t need = GANG_FDS_RESERVE + (uint64_t)n * GANG_FDS_HELD, room;
+
+	if (!n)
+		return 0;
+	if (nofile < need)
+		return 0;
+	room = (nofile - need) / GANG_FDS_STARTING;
+	return room >= n ? n : (size_t)room;
+}

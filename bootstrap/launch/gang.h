@@ -4,9 +4,10 @@
 /*
  * A gang (a job on several ranks) as pure logic, tested over every combination in
  * tests/unit/test-gang.c: one status from its ranks' statuses, the exit code shown for
- * each rank, and the ranks' node job ids as an array.
+ * each rank, the ranks' node job ids as an array, and how many nodes bootstrap at once.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -33,5 +34,25 @@ int gang_rank_code(int gang, int status, int code);
  * malloc'd array; returns the number of ranks (0 for ""), or -EINVAL for anything else.
  */
 int gang_parse_ids(const char *text, int64_t **ids);
+
+/*
+ * The launcher's descriptors for a gang's bootstrap. A node's install session holds
+ * GANG_FDS_HELD from its start until the submit over it is done or its rank's follow has
+ * ended (its stdin, its stdout, ssh's diag file), and GANG_FDS_STARTING more while it
+ * starts (the child's pipe ends and spawn's report pipe, a file of its copy);
+ * GANG_FDS_RESERVE is what the launcher holds besides (its database, lock and logs, the
+ * pipes of followers of their own).
+ */
+#define GANG_FDS_HELD 3
+#define GANG_FDS_STARTING 6
+#define GANG_FDS_RESERVE 64
+
+/*
+ * How many of n nodes may bootstrap at once within nofile descriptors: every one of
+ * them holds GANG_FDS_HELD to the end, those starting GANG_FDS_STARTING more. n when all
+ * fit; 0 when the held ones alone do not, or leave no room for one to start (the launch
+ * cannot hold the gang). Pure.
+ */
+size_t gang_boot_slots(uint64_t nofile, size_t n);
 
 #endif

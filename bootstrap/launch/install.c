@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bootstrap/launch/rcall.h"
 #include "bootstrap/launch/selfimage.h"
 #include "bootstrap/launch/stub/pack.h"
 
@@ -38,8 +37,13 @@
  * as it may go on as the node's next call (a followed submit lasts as long as its job).
  */
 #define COPY_TIMEOUT_MS 600000
-/* How long a spare that is not needed may take to end (it ends at once at EOF). */
+/*
+ * How long a spare that is not needed may take to end (it ends at once at EOF), and how
+ * long a session's process may live on once it has closed its output.
+ */
 #define SPARE_CLOSE_MS 5000
+/* A bigger pipe for the copy a script's session may send: fewer wake-ups between us and ssh. */
+#define COPY_PIPE_SIZE (1 << 20)
 
 #define NEED_COPY "SKIFF-NEED-COPY"
 #define COPY_FAILED "SKIFF-COPY-FAILED: "
@@ -582,24 +586,36 @@ static int session_talk(int to, int from, size_t ahead, int64_t deadline, struct
 /*
  * A node's `node up --then-call` (node.h), waiting on the install session's channel for
  * one request: the launcher's next call to the node costs no new channel (a round trip on
- * ssh). The session runs in a thread of its own (rcall.h), on a twin of the node's runner
- * (runner_twin()), so that the node's runner stays free for other calls meanwhile.
+ * ssh). The session is a runner process (runner_open(): two pipe ends here, no thread),
+ * on a twin of the node's runner (runner_twin()), which keeps its own messages while the
+ * node's runner makes other calls.
  */
 struct boot_spare {
-	struct rcall call;
+	struct runner_proc p; /* p.to: its stdin; p.from: its stdout and stderr */
 	struct runner *twin;
-	int to, from;
 	struct buf early; /* what the node said after BOOT_UP_MARK (nothing, from a sound node) */
 };
 
+/*
+ * Waits for the session's process, which has closed its output or was killed: at most
+ * SPARE_CLOSE_MS, then its group is killed (a process that hangs on after its output
+ * must not hang us). runner_close()'s result.
+ */
 static int spare_end(struct boot_spare *sp, int *status)
 {
-	int rc = rcall_wait(&sp->call, status);
+	int fd = sp->p.pid > 0 ? pidfd_open_pid(sp->p.pid) : -1;
+	int rc;
 
-	if (sp->to >= 0)
-		close(sp->to);
-	if (sp->from >= 0)
-		close(sp->from);
+	if (fd >= 0) {
+		struct pollfd w = {fd, POLLIN, 0};
+
+		while (poll(&w, 1, SPARE_CLOSE_MS) < 0 && errno == EINTR)
+			;
+		if (!w.revents)
+			runner_proc_kill(&sp->p);
+		close(fd);
+	}
+	rc = runner_close(sp->twin, &sp->p, status);
 	runner_free(sp->twin);
 	buf_release(&sp->early);
 	free(sp);
@@ -640,7 +656,7 @@ static int spare_read(int from, struct buf *out, int64_t deadline)
  */
 static int spare_send(struct boot_spare *sp, const char *in, size_t in_len)
 {
-	struct pollfd p = {sp->from, POLLIN, 0};
+	struct pollfd p = {sp->p.from, POLLIN, 0};
 	int rc;
 
 	/*
@@ -657,7 +673,7 @@ static int spare_send(struct boot_spare *sp, const char *in, size_t in_len)
 	 * once, it raced the request through kubectl exec: the node saw EOF first, now and
 	 * then under load, and ended without an answer (exit status 0).
 	 */
-	rc = write_all(sp->to, in, in_len);
+	rc = write_all(sp->p.to, in, in_len);
 	if (rc == -EPIPE) {
 		/* It went away before it had read the whole request: nothing was done. */
 		boot_spare_close(sp);
@@ -675,9 +691,9 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
 	if (rc == -EAGAIN)
 		return rc;
 	if (!rc)
-		rc = spare_read(sp->from, out, deadline);
+		rc = spare_read(sp->p.from, out, deadline);
 	if (rc == -ETIMEDOUT) {
-		rcall_kill(&sp->call);
+		runner_proc_kill(&sp->p);
 		error("node %s (%s): no answer within %d.%03d s; stopped the call", sp->twin->name,
 		      sp->twin->ip, timeout_ms / 1000, timeout_ms % 1000);
 	} else if (rc == -ENOBUFS) {
@@ -696,21 +712,21 @@ int boot_spare_open(struct boot_spare *sp, const char *in, size_t in_len, int *f
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc) {
-		rcall_kill(&sp->call);
+		runner_proc_kill(&sp->p);
 		spare_end(sp, &status);
 		return error("node %s (%s): cannot send the request: %s", sp->twin->name,
 		             sp->twin->ip, strerror(-rc));
 	}
-	*from = sp->from;
-	sp->from = -1; /* the caller's now */
+	*from = sp->p.from;
+	sp->p.from = -1; /* the caller's now */
 	return 0;
 }
 
 void boot_spare_kill(struct boot_spare *sp, int sig)
 {
-	pid_t pid = __atomic_load_n(&sp->call.pid, __ATOMIC_ACQUIRE);
+	pid_t pid = __atomic_load_n(&sp->p.pid, __ATOMIC_ACQUIRE);
 
-	/* Its own group, as rcall_kill()'s; async-signal-safe. */
+	/* Its own group, as runner_proc_kill()'s; async-signal-safe. */
 	if (pid > 0)
 		kill(-pid, sig);
 }
@@ -728,15 +744,15 @@ void boot_spares_close(struct boot_spare **v, size_t n)
 
 	/* EOF before a request: each node's `node call` ends at once, all of them together. */
 	for (i = 0; i < n; i++)
-		if (v[i] && v[i]->to >= 0) {
-			close(v[i]->to);
-			v[i]->to = -1;
+		if (v[i] && v[i]->p.to >= 0) {
+			close(v[i]->p.to);
+			v[i]->p.to = -1;
 		}
 	for (i = 0; i < n; i++) {
 		if (!v[i])
 			continue;
-		if (spare_read(v[i]->from, NULL, deadline) == -ETIMEDOUT)
-			rcall_kill(&v[i]->call);
+		if (spare_read(v[i]->p.from, NULL, deadline) == -ETIMEDOUT)
+			runner_proc_kill(&v[i]->p);
 		spare_end(v[i], &status);
 		v[i] = NULL;
 	}
@@ -781,7 +797,8 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 	char *direct;
 
 	memset(res, 0, sizeof(*res));
-	sp->to = sp->from = -1;
+	sp->p.pid = -1;
+	sp->p.to = sp->p.from = sp->p.err = -1;
 	rc = boot_self_image(&data, &len, &sha);
 	if (rc)
 		goto out;
@@ -797,19 +814,19 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 		char *argv[] = {direct, "node", "up", "--then-call", "0", NULL};
 
 		debug("node %s: its skiff is here: 'node up' runs with no shell first", r->name);
-		rc = rcall_start_argv(&sp->call, sp->twin, argv, -1, RCALL_MERGE_ERR, &sp->to,
-		                      &sp->from);
+		rc = runner_open_argv(sp->twin, argv, RUNNER_PROC_MERGE_ERR, &sp->p);
 		free(direct);
 	} else {
 		rc = boot_install_script(&script, BOOT_SCRIPT_SESSION, sha, len,
 		                         ahead ? BOOT_SEND_AHEAD : 0, up_args);
 		if (!rc)
-			rc = rcall_start(&sp->call, sp->twin, script.p, -1, RCALL_MERGE_ERR,
-			                 &sp->to, &sp->from);
+			rc = runner_open(sp->twin, script.p, RUNNER_PROC_MERGE_ERR, &sp->p);
+		if (!rc)
+			fcntl(sp->p.to, F_SETPIPE_SZ, COPY_PIPE_SIZE);
 	}
 	if (rc)
 		goto out;
-	up = session_talk(sp->to, sp->from, ahead, deadline, &out, &sent);
+	up = session_talk(sp->p.to, sp->p.from, ahead, deadline, &out, &sent);
 	if (up == 1 && (flags & BOOT_KEEP_CALL)) {
 		const char *body, *rest = out.p + out.len;
 		size_t blen;
@@ -822,10 +839,10 @@ int boot_install_and_up(struct runner *r, unsigned flags, const char *up_args,
 	} else {
 		/* No call to come: EOF, and the node's `node call` ends. */
 		if (up == 1)
-			close(sp->to);
-		sp->to = -1;
-		if (up == -ETIMEDOUT || spare_read(sp->from, &out, deadline) == -ETIMEDOUT) {
-			rcall_kill(&sp->call);
+			close(sp->p.to);
+		sp->p.to = -1;
+		if (up == -ETIMEDOUT || spare_read(sp->p.from, &out, deadline) == -ETIMEDOUT) {
+			runner_proc_kill(&sp->p);
 			error("node %s (%s): no end of the install session within %d s; stopped it",
 			      r->name, r->ip, COPY_TIMEOUT_MS / 1000);
 			up = -ETIMEDOUT;

@@ -99,7 +99,8 @@ int boot_spare_call(struct boot_spare *sp, const char *in, size_t in_len, struct
  * handed over as it runs: sends in[0..in_len) and gives the node's output in *from, which
  * the caller reads (the answer's frame first) and closes; the spare is then the call's
  * handle: boot_spare_kill() signals its local process group (async-signal-safe; nothing
- * once it has ended), boot_spare_end() waits for its end and frees it (runner_run()'s
+ * once it has ended), boot_spare_end() waits for its end, which follows the end of its
+ * output (at most a few seconds, then it is killed), and frees it (runner_close()'s
  * result, the exit status in *status). -EAGAIN (not printed, spare freed) as for
  * boot_spare_call(); another error is printed, the spare freed.
  */

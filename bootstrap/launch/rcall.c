@@ -15,20 +15,11 @@
 /* Bigger pipes: fewer wake-ups between us and ssh on a fast link. */
 #define PIPE_SIZE (1 << 20)
 
-static void free_argv(struct rcall *c)
-{
-	for (size_t i = 0; c->argv && c->argv[i]; i++)
-		free(c->argv[i]);
-	free(c->argv);
-	c->argv = NULL;
-}
-
 static void *call_main(void *arg)
 {
 	struct rcall *c = arg;
 	struct runner_io io = {c->child_in, c->child_out,
-	                       c->flags & RCALL_MERGE_ERR ? c->child_out : RUNNER_INHERIT, &c->pid,
-	                       c->argv};
+	                       c->flags & RCALL_MERGE_ERR ? c->child_out : RUNNER_INHERIT, &c->pid};
 
 	c->rc = runner_run(c->r, c->script, &io, c->timeout_ms, &c->status);
 	/* Now the reader sees EOF, whatever the transport still holds. */
@@ -37,8 +28,8 @@ static void *call_main(void *arg)
 	return NULL;
 }
 
-static int start(struct rcall *c, struct runner *r, const char *script, char *const *argv,
-                 int timeout_ms, unsigned flags, int *to, int *from)
+int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
+                unsigned flags, int *to, int *from)
 {
 	int in[2], out[2];
 
@@ -55,16 +46,7 @@ static int start(struct rcall *c, struct runner *r, const char *script, char *co
 	fcntl(in[1], F_SETPIPE_SZ, PIPE_SIZE);
 	fcntl(out[1], F_SETPIPE_SZ, PIPE_SIZE);
 	c->r = r;
-	c->script = script ? xstrdup(script) : NULL;
-	if (argv) {
-		size_t n = 0;
-
-		while (argv[n])
-			n++;
-		c->argv = xcalloc(n + 1, sizeof(*c->argv));
-		while (n--)
-			c->argv[n] = xstrdup(argv[n]);
-	}
+	c->script = xstrdup(script);
 	c->timeout_ms = timeout_ms;
 	c->flags = flags;
 	c->child_in = in[0];
@@ -76,25 +58,12 @@ static int start(struct rcall *c, struct runner *r, const char *script, char *co
 		close(out[1]);
 		free(c->script);
 		c->script = NULL;
-		free_argv(c);
 		return error("cannot start a thread: out of resources");
 	}
 	c->started = 1;
 	*to = in[1];
 	*from = out[0];
 	return 0;
-}
-
-int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
-                unsigned flags, int *to, int *from)
-{
-	return start(c, r, script, NULL, timeout_ms, flags, to, from);
-}
-
-int rcall_start_argv(struct rcall *c, struct runner *r, char *const *argv, int timeout_ms,
-                     unsigned flags, int *to, int *from)
-{
-	return start(c, r, NULL, argv, timeout_ms, flags, to, from);
 }
 
 void rcall_kill(struct rcall *c)
@@ -114,7 +83,6 @@ int rcall_wait(struct rcall *c, int *status)
 	c->started = 0;
 	free(c->script);
 	c->script = NULL;
-	free_argv(c);
 	*status = c->status;
 	return c->rc;
 }

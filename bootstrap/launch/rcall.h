@@ -4,8 +4,8 @@
 /*
  * A runner call that talks both ways while it runs: runner_run() in a thread of its own,
  * with the script's stdin and stdout on pipes whose other ends the caller gets. For the
- * sync sessions (bootstrap/launch/cl_sync.c) and the self-copy (install.c), which write
- * to a node and read its answers at the same time. Transport failures and the timeout
+ * sync sessions (bootstrap/launch/cl_sync.c), which write to a node and read its answers
+ * at the same time, within the runner's timeout. Transport failures and the timeout
  * are runner_run()'s (bootstrap/infra/runner.h).
  *
  *   struct rcall c;
@@ -29,7 +29,6 @@ enum rcall_flags {
 struct rcall {
 	struct runner *r;
 	char *script;
-	char **argv; /* rcall_start_argv(): the program and its arguments, no script */
 	int timeout_ms;
 	unsigned flags;
 	int child_in, child_out; /* the script's ends, closed once the call returned */
@@ -42,13 +41,6 @@ struct rcall {
 /* 0, or -errno (printed); on failure no fd is left open and nothing runs. */
 int rcall_start(struct rcall *c, struct runner *r, const char *script, int timeout_ms,
                 unsigned flags, int *to, int *from);
-/*
- * rcall_start() of a program and its arguments, run on the node as they are, with no
- * shell between (runner_io.argv): where the runner runs scripts only (no build_exec),
- * nothing runs and rcall_wait() gives -ENOTSUP (printed).
- */
-int rcall_start_argv(struct rcall *c, struct runner *r, char *const *argv, int timeout_ms,
-                     unsigned flags, int *to, int *from);
 /* Waits for the call; runner_run()'s result, and the script's exit status in *status. */
 int rcall_wait(struct rcall *c, int *status);
 /* Kills the call's local process (its group) if it still runs; rcall_wait() then returns. */

@@ -458,6 +458,24 @@ test_expect_success 'a gang past the soft limit of open files: the launcher rais
 	skiff down gfd >/dev/null
 '
 
+# Past the hard limit, the nodes bootstrap a few at a time within it (each holds 3
+# descriptors until its job is followed, and a few more while it starts); a gang whose
+# held ones alone do not fit is refused before any node is touched, with the limit named.
+test_expect_success 'a gang near the hard limit of open files: a few at a time, or a clear refusal' '
+	(ulimit -Sn 256 && ulimit -Hn 256 &&
+	 SKIFF_DEBUG=1 skiff launch -c gfh --num-nodes 60 "echo r\$SKYPILOT_NODE_RANK") >out 2>err &&
+	! grep -q "No file descriptors" err &&
+	grep -q "cluster gfh: 2 of its 60 nodes bootstrap at once" err &&
+	test "$(grep -c "^(.*) r[0-9]*$" out)" = 60 &&
+	skiff down gfh >/dev/null &&
+	(ulimit -Sn 256 && ulimit -Hn 256 &&
+	 expect_fail 1 skiff launch -c gfh2 --num-nodes 100 "true") >out 2>err &&
+	grep -q "cannot bootstrap the 100 nodes of cluster gfh2: .* may open 256 (raise" err &&
+	! grep -q "No file descriptors" err &&
+	! skiff status gfh2 >/dev/null 2>&1 &&
+	! pgrep -f "/local/gfh2/" >/dev/null
+'
+
 test_expect_success 'bad input: unknown cluster, bad name, invalid YAML' '
 	expect_fail 1 skiff exec nosuch "true" 2>err && grep -q "does not exist" err &&
 	expect_fail 2 skiff launch -c "Bad_Name-" "true" 2>/dev/null &&

@@ -1,4 +1,7 @@
-/* A gang's status from its ranks', over every combination; rank codes; rank id arrays. */
+/*
+ * A gang's status from its ranks', over every combination; rank codes; rank id arrays;
+ * how many nodes bootstrap at once.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +125,43 @@ static void test_ids(void)
 	}
 }
 
+/*
+ * The slots against the rule written out: every node's held descriptors and the starting
+ * ones of the slots fit, and one more slot would not (or all n run at once).
+ */
+static void test_boot_slots(void)
+{
+	static const uint64_t limits[] = {0, 1, 63, 64, 65, 70, 256, 1024, 4096, 1 << 20};
+	static const size_t ns[] = {0, 1, 2, 10, 60, 61, 62, 64, 100, 1000, 100000};
+	size_t a, b, bad = 0;
+
+	for (a = 0; a < sizeof(limits) / sizeof(*limits); a++)
+		for (b = 0; b < sizeof(ns) / sizeof(*ns); b++) {
+			uint64_t lim = limits[a], n = ns[b];
+			size_t k = gang_boot_slots(lim, (size_t)n);
+			uint64_t use = GANG_FDS_RESERVE + n * GANG_FDS_HELD + k * GANG_FDS_STARTING;
+
+			uint64_t more = use + GANG_FDS_STARTING; /* one more slot */
+
+			if (k > n || (k && use > lim) || (k < n && more <= lim) || (!n && k))
+				bad++;
+		}
+	is_int((int)bad, 0, "every slot count fits its limit, and one more would not");
+	is_int((int)gang_boot_slots(256, 100), 0, "100 nodes in 256 descriptors: none");
+	is_int((int)gang_boot_slots(256, 60), 2, "60 nodes in 256: two at a time");
+	is_int((int)gang_boot_slots(1 << 20, 1000), 1000, "1,000 nodes in 2^20: all at once");
+	is_int((int)gang_boot_slots(4096, 1000), 172, "1,000 nodes in 4,096: 172 at a time");
+	is_int((int)gang_boot_slots(1024, 300), 10, "300 in 1,024: 10 at a time");
+	is_int((int)gang_boot_slots(1024, 320), 0, "320 in 1,024: none (1,024 held)");
+	is_int((int)gang_boot_slots(1024, 100), 100, "100 in 1,024: all");
+}
+
 int main(void)
 {
 	plan_run(test_every_combination);
 	plan_run(test_the_cases_that_matter);
 	plan_run(test_rank_codes);
 	plan_run(test_ids);
+	plan_run(test_boot_slots);
 	return done_testing();
 }
