@@ -209,11 +209,16 @@ static int start(pid_t *pid, int *already, int may_replace)
 			return r;
 		}
 		if (!msg_get_int(&rep, "pid", &v)) {
-			const char *theirs = msg_get(&rep, "sha256"), *ours = self_sha256_cached();
+			const char *theirs = msg_get(&rep, "sha256"), *ours = NULL;
 
 			*pid = (pid_t)v;
 			*already = 1;
-			/* An older skiff says no sha256 at all. */
+			/*
+			 * An older skiff says no sha256 at all. Ours is taken only to compare: a
+			 * binary not named by its sha256 hashes itself for it.
+			 */
+			if (may_replace)
+				ours = self_sha256_cached();
 			if (may_replace && ours && (!theirs || strcmp(theirs, ours))) {
 				debug("replacing the supervisor (pid %ld, sha256 %.12s) with this "
 				      "skiff's (sha256 %.12s)",
