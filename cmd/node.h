@@ -48,10 +48,12 @@ int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_
 /*
  * Follows a job just submitted with "follow" on connection fd (closed here), whose logs
  * are in log_dir: the logs (prefixed as rank's, when not NULL) until the job ends, then
- * the `node logs` exit status.
+ * the `node logs` exit status. stdin_held: our stdin is the reader's channel, which it
+ * holds open while it reads (`node call`'s "stdin_held"): EOF on it ends the follow early,
+ * EXIT_FAIL, as stdout's reader gone does (the job runs on).
  */
-int node_follow_submitted(int fd, int64_t id, const char *log_dir,
-                          const struct node_log_rank *rank);
+int node_follow_submitted(int fd, int64_t id, const char *log_dir, const struct node_log_rank *rank,
+                          int stdin_held);
 /* Parses a job id argument; -1 (with an error printed) if it is not one. */
 int64_t node_parse_job_id(const char *cmdname, const char *s);
 

@@ -5,7 +5,9 @@
  *
  *   submit   the supervisor's reply; with "follow", the job's logs follow it, raw (with
  *            "prefix_rank" and "prefix_ip": each line prefixed as a gang rank's, as by
- *            `node logs --prefix-rank`), and the exit status is `node logs`'s
+ *            `node logs --prefix-rank`), and the exit status is `node logs`'s; with
+ *            "stdin_held" (the launcher keeps our stdin open while it reads), EOF on
+ *            stdin ends the follow as a reader gone (the job runs on)
  *   queue    answered here from the node db: one frame per job ("job" = its id, then
  *            status, submitted_at, started_at, ended_at, exit_codes, cpus, memory, gpus,
  *            log_dir, name, reason, submit_key), then {"ok", "end", "count"}; the jobs are
@@ -305,7 +307,8 @@ static int call_open(const struct msg *req)
 		lr.ip = msg_get(req, "prefix_ip");
 		plr = &lr;
 	}
-	rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), plr);
+	rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), plr,
+	                           msg_get(req, "stdin_held") != NULL);
 	msg_release(&rep);
 	return rc;
 }

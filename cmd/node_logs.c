@@ -284,6 +284,7 @@ struct jsrc {
 	struct st_db *spare; /* the caller's db, for when the watch fails */
 	int own_db;          /* db was opened here */
 	int fd;              /* the watch connection, or -1 */
+	int in_held; /* stdin is the reader's channel, held open: its EOF, the reader gone */
 	struct job jb;
 };
 
@@ -433,9 +434,9 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 	 */
 	t0 = now_ms();
 	for (;;) {
-		struct pollfd pfd[3];
+		struct pollfd pfd[4];
 		int done = job_status_terminal(s->jb.status), nfd = 0, timeout, at_watch = -1;
-		int at_inf = -1, at_out = -1;
+		int at_inf = -1, at_out = -1, at_in = -1;
 
 		if (!only_status && (drain(&logs[0], &px, s, id) || drain(&logs[1], &px, s, id)))
 			goto out;
@@ -481,6 +482,14 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 			at_out = nfd;
 			pfd[nfd++] = (struct pollfd){1, 0, 0};
 		}
+		/*
+		 * Over a channel that carries no hang-up to stdout (ssh's: sshd holds it), the
+		 * reader that went is told by our stdin, which it held open: EOF (in_held).
+		 */
+		if (s->in_held) {
+			at_in = nfd;
+			pfd[nfd++] = (struct pollfd){0, POLLIN, 0};
+		}
 		woke = poll(pfd, (nfds_t)nfd, timeout) > 0;
 		if (!watched && spin < FOLLOW_SPIN_MAX_MS)
 			spin *= 2;
@@ -488,6 +497,13 @@ static int follow_job(struct jsrc *s, int64_t id, int follow, long tail, int onl
 			goto out; /* no one reads what we would print */
 		if (at_out >= 0 && (pfd[at_out].revents & POLLNVAL))
 			out_open = 0; /* no stdout at all: nothing to watch */
+		if (at_in >= 0 && pfd[at_in].revents) {
+			char junk[256];
+			ssize_t n = read(0, junk, sizeof(junk));
+
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+				goto out; /* the reader is gone: no one reads what we would print */
+		}
 		if (at_inf >= 0 && pfd[at_inf].revents) {
 			char evbuf[4096];
 
@@ -562,9 +578,10 @@ int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_
 	return rc;
 }
 
-int node_follow_submitted(int fd, int64_t id, const char *log_dir, const struct node_log_rank *rank)
+int node_follow_submitted(int fd, int64_t id, const char *log_dir, const struct node_log_rank *rank,
+                          int stdin_held)
 {
-	struct jsrc s = {.fd = fd};
+	struct jsrc s = {.fd = fd, .in_held = stdin_held};
 	int rc;
 
 	s.jb.status = JOB_PENDING;

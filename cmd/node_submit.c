@@ -311,7 +311,7 @@ send:
 			goto out;
 		}
 		if (msg_get(&rep, "follow")) {
-			rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), NULL);
+			rc = node_follow_submitted(fd, id, msg_get(&rep, "log_dir"), NULL, 0);
 			fd = -1;
 		} else {
 			/* An older supervisor: follow through the db. */

@@ -699,11 +699,21 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR);
 	struct boot_spare *sp = nd->spare;
 	int r, rc, from, status = 0;
+	struct msg held;
 	struct fcall c;
 	pid_t none;
 
 	nd->spare = NULL;
-	proto_put(&in, req);
+	/*
+	 * The session's stdin stays open while we read (boot_spare_open()): its EOF tells the
+	 * node we are gone, over a channel that carries no hang-up of our end (ssh's).
+	 */
+	msg_init(&held);
+	for (size_t k = 0; k < req->n; k++)
+		msg_add(&held, req->keys[k], req->vals[k]);
+	msg_add(&held, "stdin_held", "1");
+	proto_put(&in, &held);
+	msg_release(&held);
 	r = boot_spare_open(sp, in.p, in.len, &from);
 	buf_release(&in);
 	if (r)

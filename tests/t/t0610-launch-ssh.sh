@@ -451,6 +451,22 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff down cx >/dev/null
 '
 
+# A followed launch's ranks are followed over their install sessions; the launcher killed
+# outright says nothing to the nodes, and sshd keeps their stdout open: each follower
+# learns it from its stdin, which the launcher held open (EOF), and ends; the job runs on.
+test_expect_success 'a followed launcher killed with SIGKILL: its followers end on every node; the job runs on' '
+	down_all &&
+	{ "$SKIFF_BIN" launch -c kfz --infra "$INFRA" --num-nodes 3 "sleep 6200.$$" >/dev/null 2>&1 & } &&
+	lpid=$! &&
+	wait_for "all_running \"sleep 6200.$$\"" 30 &&
+	wait_for "all_running \"--hold kfz \"" 20 &&
+	kill -9 $lpid &&
+	wait_for "none_left \"--hold kfz \"" 20 &&
+	all_running "sleep 6200.$$" &&
+	skiff down kfz >/dev/null &&
+	wait_for "none_left \"sleep 6200.$$\"" 20
+'
+
 test_expect_success 'down leaves nothing: a job ignoring SIGTERM, a follower, watcher, masters' '
 	down_all &&
 	skiff launch -c dn -d --infra "$INFRA" --num-nodes 3 \
