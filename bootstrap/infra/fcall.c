@@ -170,7 +170,7 @@ int fcall_recv(struct fcall *c, struct msg *m, int64_t deadline)
 	}
 }
 
-int fcall_detach(struct fcall *c, pid_t *pid, int *fd, struct buf *rest)
+int fcall_detach(struct fcall *c, pid_t *pid, int *fd, int *in, struct buf *rest)
 {
 	int r = buf_add(rest, c->rx.p, c->rx.len);
 
@@ -181,7 +181,10 @@ int fcall_detach(struct fcall *c, pid_t *pid, int *fd, struct buf *rest)
 	c->p.pid = -1;
 	c->p.from = -1;
 	runner_proc_forget(&c->p);
-	if (c->p.to >= 0) {
+	if (in) {
+		*in = c->p.to;
+		c->p.to = -1;
+	} else if (c->p.to >= 0) {
 		close(c->p.to);
 		c->p.to = -1;
 	}

@@ -82,10 +82,11 @@ int fcall_end(struct fcall *c, int *status);
 /*
  * Hands the running process over to the caller, who reaps it (spawn_wait()) and reads
  * the rest of its stdout: its pid into *pid, our end of its stdout into *fd, what was
- * read and not taken appended to rest. Its stdin is closed; c is released. 0, or the
- * error of appending to rest (then nothing is handed over: fcall_end() still ends it).
+ * read and not taken appended to rest. Its stdin goes to *in (FCALL_KEEP_IN: our end,
+ * still open; else -1), or is closed when in is NULL; c is released. 0, or the error of
+ * appending to rest (then nothing is handed over: fcall_end() still ends it).
  */
-int fcall_detach(struct fcall *c, pid_t *pid, int *fd, struct buf *rest);
+int fcall_detach(struct fcall *c, pid_t *pid, int *fd, int *in, struct buf *rest);
 /* Kills the process (a deadline passed); fcall_end() still reaps it. */
 void fcall_kill(struct fcall *c);
 void fcall_release(struct fcall *c);

@@ -699,21 +699,11 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	struct buf in = BUF_INIT(PROTO_MAX_MSG + PROTO_HDR);
 	struct boot_spare *sp = nd->spare;
 	int r, rc, from, status = 0;
-	struct msg held;
 	struct fcall c;
 	pid_t none;
 
 	nd->spare = NULL;
-	/*
-	 * The session's stdin stays open while we read (boot_spare_open()): its EOF tells the
-	 * node we are gone, over a channel that carries no hang-up of our end (ssh's).
-	 */
-	msg_init(&held);
-	for (size_t k = 0; k < req->n; k++)
-		msg_add(&held, req->keys[k], req->vals[k]);
-	msg_add(&held, "stdin_held", "1");
-	proto_put(&in, &held);
-	msg_release(&held);
+	proto_put(&in, req);
 	r = boot_spare_open(sp, in.p, in.len, &from);
 	buf_release(&in);
 	if (r)
@@ -723,7 +713,7 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	fcall_start_fd(&c, nd->r, from, NULL);
 	r = fcall_recv(&c, rep, now_ms() + SUBMIT_TIMEOUT_MS);
 	if (r == 1) {
-		r = fcall_detach(&c, &none, &f->fd, &f->rest);
+		r = fcall_detach(&c, &none, &f->fd, NULL, &f->rest);
 		if (!r) {
 			f->sp = sp;
 			return 1;
@@ -747,6 +737,14 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	return rc ? rc : error("node %s: submit failed (exit status %d)", nd->name, status);
 }
 
+void cl_follower_none(struct cl_follower *f)
+{
+	f->pid = -1;
+	f->sp = NULL;
+	f->fd = -1;
+	f->in = -1;
+}
+
 int cl_follower_live(const struct cl_follower *f)
 {
 	return f->pid > 0 || f->sp;
@@ -768,6 +766,9 @@ int cl_follower_end(struct cl_follower *f, struct cnode *nd, int *lost)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	if (f->in >= 0)
+		close(f->in);
+	f->in = -1;
 	if (f->sp) {
 		struct boot_spare *sp = f->sp;
 
@@ -798,9 +799,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	int64_t id;
 	int r, got, status = 0;
 
-	f->pid = -1;
-	f->sp = NULL;
-	f->fd = -1;
+	cl_follower_none(f);
 	buf_init(&f->rest, PROTO_MAX_MSG + PROTO_HDR);
 	if (need_exe(nd))
 		return -EINVAL;
@@ -810,6 +809,12 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	for (size_t k = 0; k < spec->n; k++)
 		msg_add(&req, spec->keys[k], spec->vals[k]);
 	msg_add(&req, "follow", "1");
+	/*
+	 * Its stdin stays open while we read (the install session's, or FCALL_KEEP_IN): its
+	 * EOF tells the node we are gone, over a channel that carries no hang-up of our end
+	 * (ssh's: sshd holds the follower's stdout).
+	 */
+	msg_add(&req, "stdin_held", "1");
 	if (nd->spare && (r = spare_submit_follow(nd, &req, &rep, f))) {
 		/* The install session carried it: its answer is in rep, as below. */
 		msg_release(&req);
@@ -830,7 +835,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		msg_release(&rep);
 		return r;
 	}
-	r = live_node_call_start(nd, &c, &req, 0);
+	r = live_node_call_start(nd, &c, &req, FCALL_KEEP_IN);
 	msg_release(&req);
 	if (r) {
 		buf_release(&f->rest);
@@ -842,7 +847,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		r = submit_answer(nd, &rep, &id); /* a refusal is printed */
 	if (got && !r) {
 		/* The call goes on as the job's follower; what came after the answer is its log. */
-		r = fcall_detach(&c, &f->pid, &f->fd, &f->rest);
+		r = fcall_detach(&c, &f->pid, &f->fd, &f->in, &f->rest);
 		if (!r) {
 			*job_id = id;
 			msg_release(&rep);

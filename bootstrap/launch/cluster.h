@@ -88,8 +88,15 @@ struct cl_follower {
 	pid_t pid;             /* the runner's process (its own process group), or -1 */
 	struct boot_spare *sp; /* or the install session's call (install.h), or NULL */
 	int fd;                /* its stdout: the job's logs, after the answer's frame */
-	struct buf rest;       /* log bytes already read with the answer */
+	/*
+	 * Its stdin, held open while we follow (the submit said "stdin_held": its EOF tells
+	 * the node we are gone), or -1; the install session's is the spare's.
+	 */
+	int in;
+	struct buf rest; /* log bytes already read with the answer */
 };
+/* A follower that holds nothing (rest untouched). */
+void cl_follower_none(struct cl_follower *f);
 
 /*
  * cl_submit() and following the job in one round trip (the submit with "follow"): on
@@ -104,7 +111,7 @@ int cl_follower_live(const struct cl_follower *f);
 /* Sends sig to f's process group, if it still runs; async-signal-safe. */
 void cl_follower_signal(const struct cl_follower *f, int sig);
 /*
- * Closes f's fd, waits for its end and empties f (rest stays): its exit status, or -1
+ * Closes f's fd and stdin, waits for its end and empties f (rest stays): its exit status, or -1
  * when it has none (killed, or it could not be had); *lost set to 1 when the node's
  * transport failed under it (ssh's 255), else 0.
  */

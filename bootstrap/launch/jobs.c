@@ -564,8 +564,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 		if (!sigaction(stop_sigs[i], NULL, &old_sa[i]) && old_sa[i].sa_handler != SIG_IGN)
 			sigaction(stop_sigs[i], &sa, NULL); /* an ignored signal stays ignored */
 	for (i = 0; i < n; i++) {
-		ss[i].f.fd = -1;
-		ss[i].f.pid = -1;
+		cl_follower_none(&ss[i].f);
 		ss[i].code = -1;
 		buf_init(&ss[i].line, LOG_LINE_MAX);
 		if (pre && cl_follower_live(&pre[i])) {
@@ -574,9 +573,7 @@ int eng_follow(struct st_db *ldb, struct clive *cl, int64_t job, int mode, long 
 			buf_init(&ss[i].f.rest, 0);
 			buf_add(&ss[i].line, pre[i].rest.p, pre[i].rest.len);
 			buf_release(&pre[i].rest);
-			pre[i].fd = -1;
-			pre[i].pid = -1;
-			pre[i].sp = NULL;
+			cl_follower_none(&pre[i]);
 			live++;
 			flush_line(out, &ss[i], 0);
 			continue;

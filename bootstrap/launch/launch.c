@@ -815,10 +815,8 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 		goto out;
 	}
 	fl = xcalloc(cl.n ? cl.n : 1, sizeof(*fl));
-	for (k = 0; k < cl.n; k++) {
-		fl[k].pid = -1;
-		fl[k].fd = -1;
-	}
+	for (k = 0; k < cl.n; k++)
+		cl_follower_none(&fl[k]);
 	r = submit_job(ldb, &cl, req, eng_alternative(t, chosen), !fast && !req->no_setup, commit,
 	               &job, req->detach ? NULL : fl);
 	if (r)

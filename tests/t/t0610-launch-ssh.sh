@@ -451,10 +451,11 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff down cx >/dev/null
 '
 
-# A followed launch's ranks are followed over their install sessions; the launcher killed
-# outright says nothing to the nodes, and sshd keeps their stdout open: each follower
-# learns it from its stdin, which the launcher held open (EOF), and ends; the job runs on.
-test_expect_success 'a followed launcher killed with SIGKILL: its followers end on every node; the job runs on' '
+# A followed launch's ranks are followed over their install sessions, an exec's over a
+# node call of its own; the launcher killed outright says nothing to the nodes, and sshd
+# keeps their stdout open: each follower learns it from its stdin, which the launcher held
+# open (EOF), and ends; the job runs on.
+test_expect_success 'a followed launch or exec killed with SIGKILL: its followers end on every node; the job runs on' '
 	down_all &&
 	{ "$SKIFF_BIN" launch -c kfz --infra "$INFRA" --num-nodes 3 "sleep 6200.$$" >/dev/null 2>&1 & } &&
 	lpid=$! &&
@@ -464,7 +465,17 @@ test_expect_success 'a followed launcher killed with SIGKILL: its followers end 
 	wait_for "none_left \"--hold kfz \"" 20 &&
 	all_running "sleep 6200.$$" &&
 	skiff down kfz >/dev/null &&
-	wait_for "none_left \"sleep 6200.$$\"" 20
+	wait_for "none_left \"sleep 6200.$$\"" 20 &&
+	# exec on a live cluster: the follower is a node call on a channel of its own.
+	skiff launch -c kfe -d --infra "$INFRA" "true" >/dev/null 2>&1 &&
+	{ "$SKIFF_BIN" exec kfe "sleep 6300.$$" >/dev/null 2>&1 & } &&
+	lpid=$! &&
+	wait_for "! none_left \"sleep 6300.$$\"" 30 &&
+	wait_for "! none_left \"node call\"" 20 &&
+	kill -9 $lpid &&
+	wait_for "none_left \"node call\"" 20 &&
+	! none_left "sleep 6300.$$" &&
+	skiff down kfe >/dev/null
 '
 
 test_expect_success 'down leaves nothing: a job ignoring SIGTERM, a follower, watcher, masters' '
