@@ -48,7 +48,7 @@ struct runner_ops {
 	int (*build_argv)(struct runner *r, const char *script, int interactive, struct argv *out);
 	/*
 	 * Appends to out the argv that runs cmd (a program and its arguments) on the node as
-	 * it is, without a shell; NULL: this runner runs scripts only (runner_io.argv).
+	 * it is, without a shell; NULL: this runner runs scripts only (runner_open_argv()).
 	 */
 	int (*build_exec)(struct runner *r, char *const *cmd, struct argv *out);
 	/*
@@ -103,11 +103,10 @@ struct runner_io {
 };
 
 /*
- * Runs script on the node and waits (at most timeout_ms;
- * < 0: no limit). Returns 0 and the script's exit status (0..255, or 128+signal),
- * -EHOSTUNREACH when the transport failed (message in r->last_error and printed),
- * -ETIMEDOUT (the local process is killed), or another negative errno. Every error is
- * printed, naming the node.
+ * Runs script on the node and waits (at most timeout_ms; < 0: no limit). Returns 0 and
+ * the script's exit status (0..255, or 128+signal), -EHOSTUNREACH when the transport
+ * failed (message in r->last_error and printed), -ETIMEDOUT (the local process is
+ * killed), or another negative errno. Every error is printed, naming the node.
  *
  * io NULL: stdin /dev/null, stdout and stderr ours. The local process runs in its own
  * process group (a timeout kills the group) unless its stdin is our terminal, and gets

@@ -1,11 +1,11 @@
 /*
  * The local runner: a "node" that is a directory on this machine. The script is the
  * argument of `/bin/sh -c` as is: no shell parses it before that one, so it needs no
- * quoting here; a program with its arguments (runner_io.argv) runs with no shell at all. The node's
- * home is HOME and the working directory. The environment is a login's (runner.h): what a job on
- * the node sees must not hang on which launcher process happened to start the node's supervisor,
- * and SKIFF_HOME is removed so that the node's skiff uses the node's own ~/.skiff, not the
- * launcher's.
+ * quoting here; a program with its arguments (runner_open_argv()) runs with no shell at
+ * all. The node's home is HOME and the working directory. The environment is a login's
+ * (runner.h): what a job on the node sees must not hang on which launcher process happened
+ * to start the node's supervisor, and SKIFF_HOME is removed so that the node's skiff uses
+ * the node's own ~/.skiff, not the launcher's.
  */
 #include <errno.h>
 #include <limits.h>
