@@ -698,13 +698,13 @@ int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries
 	return update_one(db, st);
 }
 
-int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit_codes,
-                 const char *probe_error)
+int mj_set_probe(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
+                 int node_status, const char *exit_codes, const char *probe_error)
 {
 	sqlite3_stmt *st = st_prepare(
 	        db, "UPDATE managed_jobs SET node_status = ?1, exit_codes = ?2, probe_error = ?3, "
 	            "probe_failures = CASE WHEN ?3 = '' THEN 0 ELSE probe_failures + 1 END "
-	            "WHERE id = ?4");
+	            "WHERE id = ?4 AND cluster = ?5 AND cluster_job = ?6");
 
 	if (!st)
 		return -EIO;
@@ -712,6 +712,8 @@ int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit
 	st_bind_text(st, 2, nz(exit_codes));
 	st_bind_text(st, 3, nz(probe_error));
 	st_bind_int(st, 4, id);
+	st_bind_text(st, 5, nz(cluster));
+	st_bind_int(st, 6, cluster_job);
 	return update_one(db, st);
 }
 

@@ -232,8 +232,13 @@ int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cl
 int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id);
 int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries, int restarts,
                     int attempts, double next_try_at);
-int mj_set_probe(struct st_db *db, int64_t id, int node_status, const char *exit_codes,
-                 const char *probe_error);
+/*
+ * What a probe of cluster job cluster_job on cluster saw: written only while the row still
+ * runs as that one (a probe is slow, and the job may have moved on meanwhile); -ENOENT when
+ * it no longer does.
+ */
+int mj_set_probe(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
+                 int node_status, const char *exit_codes, const char *probe_error);
 
 /*
  * The clusters managed jobs run on: the shared local pool (MJ_POOL_CLUSTER), or a cluster

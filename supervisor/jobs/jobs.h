@@ -182,6 +182,12 @@ struct jobs_runs {
 };
 /* Fills *out (zeroed first). 0 or -EIO. */
 int jobs_runs(struct st_db *db, int64_t id, struct jobs_runs *out);
+/*
+ * The runs of job id and its row *j (the caller frees it), the row read after the runs:
+ * never older than they are, as jobs_run_ended() needs. A row read before them (a listing)
+ * does not know a run recorded since, and that run would look ended. 0, -ENOENT or -EIO.
+ */
+int jobs_runs_with_row(struct st_db *db, int64_t id, struct jobs_runs *out, struct mjob *j);
 /* 1 if name may be one component of a path under kept/ (no '/', not "." or ".."). */
 int jobs_name_ok(const char *name);
 /* The newest managed job (named name, unless NULL); 0: none. */

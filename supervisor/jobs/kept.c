@@ -119,12 +119,17 @@ out:
 	return r;
 }
 
-/* Keeps the ended pool runs of one job. */
-static int keep_pool_job(const struct mjob *j, void *arg)
+/*
+ * Keeps the ended pool runs of one job. Its row is read again with its runs: mj_each()
+ * listed the rows before this ran, and by that listing's row a run recorded since (a launch
+ * that went on meanwhile) would look ended and be kept before its job wrote a line.
+ */
+static int keep_pool_job(const struct mjob *listed, void *arg)
 {
 	struct st_db *db = arg;
 	struct jobs_runs *runs;
-	char *dir = jobs_kept_dir(j->id), *tomb;
+	char *dir = jobs_kept_dir(listed->id), *tomb;
+	struct mjob j;
 	int i;
 
 	if (!dir)
@@ -138,11 +143,14 @@ static int keep_pool_job(const struct mjob *j, void *arg)
 	}
 	free(tomb);
 	runs = xcalloc(1, sizeof(*runs));
-	jobs_runs(db, j->id, runs);
-	for (i = 0; i < runs->n; i++)
-		if (!strcmp(runs->cluster[i], JOBS_POOL_CLUSTER) &&
-		    jobs_run_ended(j, i, runs->n, runs->job[i]))
-			jobs_keep_run(db, j->id, runs->cluster[i], runs->job[i], runs->at[i]);
+	if (!jobs_runs_with_row(db, listed->id, runs, &j)) {
+		for (i = 0; i < runs->n; i++)
+			if (!strcmp(runs->cluster[i], JOBS_POOL_CLUSTER) &&
+			    jobs_run_ended(&j, i, runs->n, runs->job[i]))
+				jobs_keep_run(db, j.id, runs->cluster[i], runs->job[i],
+				              runs->at[i]);
+		mjob_free(&j);
+	}
 	free(runs);
 	return 0;
 }

@@ -137,6 +137,13 @@ int jobs_runs(struct st_db *db, int64_t id, struct jobs_runs *out)
 	return mj_events(db, id, collect_run, out) ? -EIO : 0;
 }
 
+int jobs_runs_with_row(struct st_db *db, int64_t id, struct jobs_runs *out, struct mjob *j)
+{
+	int r = jobs_runs(db, id, out);
+
+	return r ? r : mj_get(db, id, j);
+}
+
 int jobs_name_ok(const char *name)
 {
 	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");

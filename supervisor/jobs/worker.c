@@ -533,7 +533,8 @@ static int worker_watch(struct st_db *db)
 			/* Cut off, a node that did not answer is no news about it. */
 			if (offline && p->status < 0)
 				continue;
-			mj_set_probe(db, p->id, p->status, p->codes.p, p->err);
+			mj_set_probe(db, p->id, p->cluster, p->cluster_job, p->status, p->codes.p,
+			             p->err);
 		}
 		st_commit(db);
 	}

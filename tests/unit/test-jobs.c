@@ -18,6 +18,7 @@
 #include "state/launcher.h"
 #include "state/node.h"
 #include "supervisor/jobs/jobs.h"
+#include "supervisor/jobs/policy.h"
 #include "tests/unit/harness.h"
 
 static char dir[] = "/tmp/skiff-unit-jobs.XXXXXX";
@@ -565,6 +566,61 @@ static const char *requested(const char *yaml, struct buf *out)
 	return out->p;
 }
 
+/*
+ * The keep worker judges whether a pool run has ended by the job's row; a row listed
+ * before a launch went on does not know the run that launch recorded (cluster_job 0), and
+ * by it that run looks ended: its logs would be kept before its job wrote a line.
+ */
+static void test_runs_with_row(void)
+{
+	struct st_db *db = open_db();
+	struct jobs_runs *runs = xcalloc(1, sizeof(*runs));
+	struct mjob listed, j;
+	int64_t id;
+
+	if (!db) {
+		free(runs);
+		return;
+	}
+	id = submit_pool(db, "keep", 0);
+	ok(!mj_get(db, id, &listed), "the row as a listing read it, before the launch");
+	/* The launch worker: claimed, submitted, its cluster job recorded, then ALIVE. */
+	mj_transition(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_STARTING, MJS_LAUNCHING, "claimed");
+	ok(!mj_set_cluster(db, id, "skiff-jobs", 33, 1), "the launch records its cluster job");
+	ok(!mj_transition(db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING), MJ_RUNNING, MJS_ALIVE,
+	                  "running on skiff-jobs (cluster job 33)"),
+	   "and the run begins");
+	ok(!jobs_runs(db, id, runs) && runs->n == 1 && runs->job[0] == 33, "one run: job 33");
+	ok(jobs_run_ended(&listed, 0, runs->n, runs->job[0]),
+	   "by the row listed before it, the run looks ended");
+	ok(!jobs_runs_with_row(db, id, runs, &j), "the runs with the row read after them");
+	ok(runs->n == 1 && !jobs_run_ended(&j, 0, runs->n, runs->job[0]),
+	   "by that row the run has not ended");
+	mjob_free(&j);
+	/* A probe of run 33 that comes back after the job moved on to run 34 is dropped. */
+	ok(!mj_set_probe(db, id, "skiff-jobs", 33, JOB_RUNNING, "", ""), "a probe of run 33");
+	ok(!mj_set_cluster(db, id, "skiff-jobs", 34, 1), "the job moves on to run 34");
+	is_int(mj_set_probe(db, id, "skiff-jobs", 33, JOB_FAILED, "1", ""), -ENOENT,
+	       "a late probe of run 33 is not written");
+	is_int(mj_set_probe(db, id, "other", 34, JOB_FAILED, "1", ""), -ENOENT,
+	       "nor one of another cluster's job 34");
+	ok(!mj_get(db, id, &j) && j.node_status == -1 && j.cluster_job == 34,
+	   "the row knows nothing of run 34's end");
+	mjob_free(&j);
+	ok(!mj_set_probe(db, id, "skiff-jobs", 34, JOB_SUCCEEDED, "0", ""), "a probe of run 34");
+	ok(!mj_get(db, id, &j) && j.node_status == JOB_SUCCEEDED, "is written");
+	mjob_free(&j);
+	ok(!mj_transition(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_SUCCEEDED, MJS_DONE, "succeeded"),
+	   "the job succeeds");
+	ok(!jobs_runs_with_row(db, id, runs, &j) && jobs_run_ended(&j, 0, runs->n, runs->job[0]),
+	   "then its run has ended");
+	mjob_free(&j);
+	is_int(jobs_runs_with_row(db, id + 100, runs, &j), -ENOENT, "no such job: -ENOENT");
+	mjob_free(&listed);
+	free(runs);
+	st_close(db);
+}
+
 static void test_requested(void)
 {
 	struct buf b = BUF_INIT(0);
@@ -786,6 +842,7 @@ int main(void)
 	plan_run(test_holders_cleanups);
 	plan_run(test_details);
 	plan_run(test_tasks);
+	plan_run(test_runs_with_row);
 	plan_run(test_requested);
 	plan_run(test_groups);
 	plan_run(test_snapshot_frames);
