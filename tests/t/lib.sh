@@ -282,6 +282,17 @@ rank_prefix_re() {
 	fi
 }
 
+# own_pids PID...: those of the PIDs that run with this script's SKIFF_HOME (a script
+# beside this one runs the same commands: a worker of the same job ids, a packer of the
+# same binary).
+own_pids() {
+	for _op in "$@"; do
+		tr "\000" "\n" <"/proc/$_op/environ" 2>/dev/null |
+			grep -qxF "SKIFF_HOME=$SKIFF_HOME" && echo "$_op"
+	done
+	return 0
+}
+
 # expect_fail CODE CMD...: run CMD, succeed only if it exits with CODE.
 expect_fail() {
 	want=$1

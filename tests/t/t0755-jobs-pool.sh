@@ -107,10 +107,14 @@ test_expect_success 'a launch that fails in a batch: the jobs after it go back, 
 	wait_for "test \"\$(jfield $(cat a) status)\" = SUCCEEDED" 60 &&
 	wait_for "test \"\$(jfield $(cat b) status)\" = FAILED_PRECHECKS" 60 &&
 	wait_for "test \"\$(jfield $(cat c) status)\" = SUCCEEDED" 60 &&
-	batched "$(cat a)" && batched "$(cat b)" && batched "$(cat c)" &&
+	for f in a b c; do
+		batched "$(cat $f)" || { echo "job $(cat $f) was not in a batch"; exit 1; }
+	done &&
 	grep -q "back in the queue: the launch before it in its batch failed" \
 		"$SKIFF_HOME/jobs/logs/$(cat c).log" &&
-	skiff jobs logs "$(cat c)" | grep -qx three &&
+	skiff jobs logs "$(cat c)" >log.c &&
+	{ grep -qx three log.c || { echo "job $(cat c)'"'"'s logs:"; cat log.c; exit 1; }; } &&
+	cat "$TRASH/ran" &&
 	test "$(ran one)" = 1 && test "$(ran never)" = 0 && test "$(ran three)" = 1
 '
 
@@ -123,7 +127,7 @@ test_expect_success 'a batch whose worker is killed: every job launched again, e
 	wait_for "started $(cat first)" 30 &&
 	skiff jobs launch -d -n k --num-jobs 3 "echo killed-\$SKYPILOT_JOB_RANK >>$TRASH/ran" >ids &&
 	wait_for "started $(head -1 ids)" 30 &&
-	pid=$(pgrep -f "__jobs-worker launch $(paste -sd, ids) ") &&
+	pid=$(own_pids $(pgrep -f "__jobs-worker launch $(paste -sd, ids) ")) &&
 	test -n "$pid" &&
 	kill -KILL $pid &&
 	for id in $(cat first ids); do
