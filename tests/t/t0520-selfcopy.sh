@@ -85,11 +85,41 @@ test_expect_success 'the launcher keeps the packed image, and checks it when it 
 	cmp good.zst "$zst"
 '
 
+# The packer runs at the lowest CPU priority, its own and its autogroup's (cmd/pack_self.c):
+# on a machine kept busy by the scripts beside this one it gets almost no CPU and takes
+# minutes. A test that waits for it gives it back the usual priority (root may; otherwise
+# it is left as it is), once the next test has seen that it lowered both.
+hurry() {
+	[ "$(id -u)" = 0 ] || return 0
+	for _hp in "$@"; do
+		renice -n 0 -p "$_hp" >/dev/null 2>&1
+		echo 0 2>/dev/null >"/proc/$_hp/autogroup"
+	done
+	return 0
+}
+hurry_packer() { hurry $(own_pids $(pgrep -f "__pack-self $SHA")); }
+
+test_lazy_prereq AUTOGROUP 'test -e /proc/self/autogroup'
+
+# Started in a session of its own (as a launch starts it), it lowers its own nice and its
+# session's autogroup's; it is seen while it packs (a second or more), then it is done.
+test_expect_success AUTOGROUP 'the packer runs at the lowest priority, and its autogroup too' '
+	mkdir -p packhome &&
+	{ SKIFF_HOME=$TRASH/packhome setsid "$SKIFF_BIN" __pack-self "$SHA" & } &&
+	pid=$! &&
+	wait_for "grep -q \"nice 19\" /proc/$pid/autogroup 2>/dev/null" 20 &&
+	test "$(cut -d")" -f2 /proc/$pid/stat | cut -d" " -f18)" = 19 &&
+	hurry $pid &&
+	wait $pid &&
+	test -s "packhome/cache/self-$SHA.19.zst"
+'
+
 test_expect_success 'a smaller pack is made in the background, and later launches send it' '
 	best=$SKIFF_HOME/cache/self-$SHA.19.zst &&
-	wait_for "test -s \"$best\"" 120 &&
+	wait_for "hurry_packer; test -s \"$best\"" 120 &&
 	test "$(wc -c <"$best")" -lt "$(wc -c <good.zst)" &&
-	! test -e "$best.lock" &&
+	# The packer removes its lock just after it puts the pack in place.
+	wait_for "! test -e \"$best.lock\"" 30 &&
 	rtl "$TRASH/node-3" install >inst &&
 	test "$(kv copied inst)" = 1 &&
 	test "$(kv sent inst)" -lt "$(kv sent inst-first)" &&
@@ -100,7 +130,7 @@ test_expect_success 'a smaller pack is made in the background, and later launche
 	rtl "$TRASH/node-4" install >inst &&
 	test "$(kv copied inst)" = 1 &&
 	cmp "$SKIFF_BIN" "$TRASH/node-4/.skiff/bin/skiff-$SHA" &&
-	wait_for "cmp -s best.zst \"$best\"" 120
+	wait_for "hurry_packer; cmp -s best.zst \"$best\"" 120
 '
 
 test_expect_success 'a node that has skiff skips what was sent ahead; then one call on the session' '
