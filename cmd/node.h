@@ -40,11 +40,12 @@ struct node_log_rank {
  * The body of `node logs` for job id on an open node db: prints the logs (follow: until
  * the job ends; tail >= 0: only the last lines; only_status: the status, after the end
  * with wait; rank: each line prefixed, NULL: not) and returns the exit code `node logs`
- * would. A follower ends early, EXIT_FAIL, when stdout's reader is gone (OUT_GONE), and
- * so does node_follow_submitted().
+ * would. A follower ends early, EXIT_FAIL, when stdout's reader is gone (OUT_GONE), or
+ * with stdin_held when our stdin (held open by the reader) reaches EOF, and so does
+ * node_follow_submitted().
  */
 int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait,
-                  const struct node_log_rank *rank);
+                  const struct node_log_rank *rank, int stdin_held);
 /*
  * Follows a job just submitted with "follow" on connection fd (closed here), whose logs
  * are in log_dir: the logs (prefixed as rank's, when not NULL) until the job ends, then

@@ -44,7 +44,7 @@
 
 const char node_logs_usage[] =
         "usage: skiff node logs JOB [--follow|--no-follow] [--tail N] [--status [--wait]]\n"
-        "                      [--prefix-rank N [--prefix-ip IP]]\n"
+        "                      [--prefix-rank N [--prefix-ip IP]] [--stdin-held]\n"
         "\n"
         "Prints the job's setup log then its run log. By default it follows them until\n"
         "the job ends (Ctrl-C stops following; the job keeps running).\n"
@@ -56,6 +56,8 @@ const char node_logs_usage[] =
         "  --prefix-rank N, --prefix-ip IP\n"
         "                each line prefixed as SkyPilot does for gang rank N:\n"
         "                (head, rank=0, pid=P) or (workerN, rank=N, pid=P, ip=IP)\n"
+        "  --stdin-held  whoever reads holds our stdin open while it reads: EOF on it\n"
+        "                ends the follow, as when stdout's reader is gone\n"
         "\n"
         "Exit status: 0 succeeded, 100 failed (FAILED, FAILED_SETUP, FAILED_DRIVER),\n"
         "101 not finished (0 with --no-follow), 102 not found, 103 cancelled.\n";
@@ -223,7 +225,7 @@ static void watch_wal(int inf)
 
 int node_logs(int argc, char **argv)
 {
-	int i, follow = 1, only_status = 0, wait = 0, rc;
+	int i, follow = 1, only_status = 0, wait = 0, stdin_held = 0, rc;
 	long tail = -1, rank = -1;
 	struct node_log_rank lr = {0, NULL};
 	int64_t id = 0;
@@ -238,6 +240,8 @@ int node_logs(int argc, char **argv)
 			only_status = 1;
 		} else if (!strcmp(argv[i], "--wait")) {
 			wait = 1;
+		} else if (!strcmp(argv[i], "--stdin-held")) {
+			stdin_held = 1;
 		} else if (!strcmp(argv[i], "--tail")) {
 			if (i + 1 >= argc || parse_long(argv[i + 1], 0, 1L << 40, &tail))
 				return usage_error("node logs", "--tail needs a number of lines");
@@ -268,7 +272,8 @@ int node_logs(int argc, char **argv)
 	if (!db)
 		return EXIT_UNAVAILABLE;
 	lr.rank = (int)rank;
-	rc = node_logs_job(db, id, follow, tail, only_status, wait, rank >= 0 ? &lr : NULL);
+	rc = node_logs_job(db, id, follow, tail, only_status, wait, rank >= 0 ? &lr : NULL,
+	                   stdin_held);
 	st_close(db);
 	return rc;
 }
@@ -549,9 +554,9 @@ static void jsrc_release(struct jsrc *s)
 }
 
 int node_logs_job(struct st_db *db, int64_t id, int follow, long tail, int only_status, int wait,
-                  const struct node_log_rank *rank)
+                  const struct node_log_rank *rank, int stdin_held)
 {
-	struct jsrc s = {.db = db, .fd = -1};
+	struct jsrc s = {.db = db, .fd = -1, .in_held = stdin_held};
 	int rc;
 
 	if (st_job_get(db, id, &s.jb)) {

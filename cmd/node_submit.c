@@ -321,7 +321,7 @@ send:
 				rc = EXIT_UNAVAILABLE;
 				goto out;
 			}
-			rc = node_logs_job(db, id, 1, -1, 0, 0, NULL);
+			rc = node_logs_job(db, id, 1, -1, 0, 0, NULL, 0);
 			st_close(db);
 		}
 	}

@@ -465,20 +465,33 @@ static void follow_stop(int sig)
 /*
  * Starts rank i's `node logs` stream; 0, or -1 (it stays off). With several ranks the
  * node prefixes each line as SkyPilot does, with the pid of the rank's process there.
+ *
+ * A follower's stdin is a pipe we hold, and it is told so (--stdin-held): over ssh its
+ * stdout's hang-up comes only with its next write, so a killed `skiff logs` would leave
+ * the follower of a silent job on its node until the job ends; our end's close (our
+ * death included) is its EOF. Only a node running this very binary is told (an older
+ * one does not know the option): the others get stdin /dev/null, as before.
  */
 static int start_stream(struct clive *cl, int i, int n, int64_t id, int follow, const char *tailarg,
                         struct stream *s)
 {
 	struct runner_io io = {RUNNER_NULL, -1, RUNNER_INHERIT};
 	struct buf script = BUF_INIT(0);
-	int pfd[2], r;
+	int held = follow && cl_node_ours(&cl->nodes[i]);
+	int pfd[2], in[2] = {-1, -1}, r;
 
 	if (!cl->nodes[i].exe || pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
+	if (held && pipe2(in, O_CLOEXEC) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	io.in_fd = held ? in[0] : RUNNER_NULL;
 	io.out_fd = pfd[1];
 	/* -q: one "finished" line for the gang, printed by the caller, not one per rank. */
-	buf_addf(&script, "exec %s -q node logs %s%s", cl->nodes[i].exe,
-	         follow ? "--follow" : "--no-follow", tailarg);
+	buf_addf(&script, "exec %s -q node logs %s%s%s", cl->nodes[i].exe,
+	         follow ? "--follow" : "--no-follow", held ? " --stdin-held" : "", tailarg);
 	if (n > 1) {
 		buf_addf(&script, " --prefix-rank %d --prefix-ip ", i);
 		sh_quote(&script, cl->nodes[i].ip ? cl->nodes[i].ip : "");
@@ -486,12 +499,17 @@ static int start_stream(struct clive *cl, int i, int n, int64_t id, int follow, 
 	buf_addf(&script, " %lld", (long long)id);
 	r = runner_spawn(cl->nodes[i].r, script.p, 0, &io, &s->f.pid);
 	close(pfd[1]);
+	if (held)
+		close(in[0]);
 	buf_release(&script);
 	if (r) {
 		close(pfd[0]);
+		if (held)
+			close(in[1]);
 		return -1;
 	}
 	s->f.fd = pfd[0];
+	s->f.in = in[1];
 	return 0;
 }
 

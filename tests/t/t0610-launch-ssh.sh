@@ -452,10 +452,10 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 '
 
 # A followed launch's ranks are followed over their install sessions, an exec's over a
-# node call of its own; the launcher killed outright says nothing to the nodes, and sshd
-# keeps their stdout open: each follower learns it from its stdin, which the launcher held
-# open (EOF), and ends; the job runs on.
-test_expect_success 'a followed launch or exec killed with SIGKILL: its followers end on every node; the job runs on' '
+# node call of its own, `logs` over a `node logs` of its own; the launcher killed outright
+# says nothing to the nodes, and sshd keeps their stdout open: each follower learns it from
+# its stdin, which the launcher held open (EOF), and ends; the job runs on.
+test_expect_success 'a followed launch, exec or logs killed with SIGKILL: its followers end on every node; the job runs on' '
 	down_all &&
 	{ "$SKIFF_BIN" launch -c kfz --infra "$INFRA" --num-nodes 3 "sleep 6200.$$" >/dev/null 2>&1 & } &&
 	lpid=$! &&
@@ -474,6 +474,13 @@ test_expect_success 'a followed launch or exec killed with SIGKILL: its follower
 	wait_for "! none_left \"node call\"" 20 &&
 	kill -9 $lpid &&
 	wait_for "none_left \"node call\"" 20 &&
+	! none_left "sleep 6300.$$" &&
+	# logs: the job is silent, so the follower has nothing to write that would fail.
+	{ "$SKIFF_BIN" logs kfe >/dev/null 2>&1 & } &&
+	lpid=$! &&
+	wait_for "! none_left \"node logs --follow --stdin-held\"" 20 &&
+	kill -9 $lpid &&
+	wait_for "none_left \"node logs --follow\"" 20 &&
 	! none_left "sleep 6300.$$" &&
 	skiff down kfe >/dev/null
 '
