@@ -222,13 +222,28 @@ static int drain_err(struct fcall *c)
 
 int fcall_end(struct fcall *c, int *status)
 {
+	int64_t deadline = now_ms() + FCALL_CLOSE_MS, left;
+
+	/*
+	 * Its stdin and stdout first: all it will be sent has been (FCALL_KEEP_IN held stdin
+	 * until now), and what it would still write (a caller that stopped reading) is not
+	 * wanted: the next write fails and it ends, rather than block while we wait.
+	 */
+	if (!c->direct) {
+		if (c->p.to >= 0)
+			close(c->p.to);
+		if (c->p.from >= 0)
+			close(c->p.from);
+		c->p.to = c->p.from = -1;
+	}
 	/*
 	 * What it writes to stderr until it exits is kept (ssh may pass the remote stderr on
-	 * after the stdout's EOF); not what a process it left behind writes after.
+	 * after the stdout's EOF); not what a process it left behind writes after. It has
+	 * FCALL_CLOSE_MS in all to exit.
 	 */
 	if (c->p.err >= 0 && c->p.pid > 0) {
 		fcntl(c->p.err, F_SETFL, fcntl(c->p.err, F_GETFL) | O_NONBLOCK);
-		while (!drain_err(c)) {
+		while (!drain_err(c) && now_ms() < deadline) {
 			struct pollfd pf = {c->p.err, POLLIN, 0};
 			pid_t w = waitpid(c->p.pid, &c->p.raw, WNOHANG);
 
@@ -248,7 +263,8 @@ int fcall_end(struct fcall *c, int *status)
 		*status = 0;
 		return 0;
 	}
-	return runner_close(c->r, &c->p, status);
+	left = deadline - now_ms();
+	return runner_close_within(c->r, &c->p, left > 0 ? (int)left : 0, status);
 }
 
 void fcall_release(struct fcall *c)

@@ -28,6 +28,8 @@
 
 /* Bytes of a process's stderr kept for the message when it gives no answer. */
 #define FCALL_ERR_MAX ((size_t)64 << 10)
+/* How long a call's process has to exit once fcall_end() begins; then it is killed. */
+#define FCALL_CLOSE_MS 5000
 
 enum fcall_flags {
 	FCALL_KEEP_IN = 1 << 0,  /* stdin stays open until fcall_end() (else EOF at once) */
@@ -74,9 +76,10 @@ int fcall_read(struct fcall *c);
 /* A whole frame already read into m: 1, 0 when none yet, -EPROTO. */
 int fcall_take(struct fcall *c, struct msg *m);
 /*
- * Ends the call (closing our ends, waiting for the process): runner_close()'s result,
- * with the process's exit status in *status. c.rx and c.err stay readable until
- * fcall_release().
+ * Ends the call: closes our ends (its stdin and stdout first), keeps what it writes to
+ * stderr until it exits, and waits for it, FCALL_CLOSE_MS at most in all, then kills its
+ * group (runner_close_within()). runner_close()'s result, with the process's exit status
+ * in *status. c.rx and c.err stay readable until fcall_release().
  */
 int fcall_end(struct fcall *c, int *status);
 /*

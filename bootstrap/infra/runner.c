@@ -32,6 +32,8 @@
 
 /* How much of the transport's own log we read to explain a failure. */
 #define DIAG_MAX (64 << 10)
+/* How often runner_close_within() looks, where there is no pidfd to wait on. */
+#define CLOSE_POLL_MS 10
 
 /* --- argv ------------------------------------------------------------------------------ */
 
@@ -477,6 +479,52 @@ void runner_proc_forget(struct runner_proc *p)
 		free(p->call);
 		p->call = NULL;
 	}
+}
+
+/*
+ * 1 once p's process has exited within ms (not reaped: a pidfd tells; without one it is
+ * reaped here, p->reaped), 0 while it still runs.
+ */
+static int exits_within(struct runner_proc *p, int ms)
+{
+	int64_t end = now_ms() + ms;
+	int fd = pidfd_open_pid(p->pid);
+
+	if (fd >= 0) {
+		struct pollfd w = {fd, POLLIN, 0};
+		int64_t left;
+
+		do {
+			left = end - now_ms();
+			w.revents = 0;
+		} while (poll(&w, 1, left > 0 ? (int)left : 0) < 0 && errno == EINTR);
+		close(fd);
+		return w.revents != 0;
+	}
+	for (;;) {
+		pid_t got = waitpid(p->pid, &p->raw, WNOHANG);
+
+		if (got == p->pid || (got < 0 && errno != EINTR)) {
+			p->reaped = got == p->pid;
+			return 1; /* ended, or not ours to wait for: runner_close() says */
+		}
+		if (now_ms() >= end)
+			return 0;
+		poll_ms(CLOSE_POLL_MS);
+	}
+}
+
+int runner_close_within(struct runner *r, struct runner_proc *p, int ms, int *status)
+{
+	close_fd(&p->to);
+	close_fd(&p->from);
+	close_fd(&p->err);
+	if (ms >= 0 && p->pid > 0 && !p->reaped && !exits_within(p, ms)) {
+		warning("node %s: the %s session still ran %d ms after its end; killed", r->name,
+		        r->ops->kind, ms);
+		runner_proc_kill(p);
+	}
+	return runner_close(r, p, status);
 }
 
 int runner_close(struct runner *r, struct runner_proc *p, int *status)

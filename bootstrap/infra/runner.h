@@ -175,6 +175,12 @@ int runner_open_argv(struct runner *r, char *const *argv, unsigned flags, struct
  * (printed), or another -errno (printed).
  */
 int runner_close(struct runner *r, struct runner_proc *p, int *status);
+/*
+ * runner_close() for a process that has said all it will (its output ended, or its
+ * answer came): once our ends are closed it has ms to exit, then its group is killed
+ * (with a warning) and reaped, so that one that hangs on cannot hang us.
+ */
+int runner_close_within(struct runner *r, struct runner_proc *p, int ms, int *status);
 /* SIGKILL to its process group (a deadline passed); runner_close() then reaps it. */
 void runner_proc_kill(struct runner_proc *p);
 /*

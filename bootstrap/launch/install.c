@@ -597,25 +597,14 @@ struct boot_spare {
 };
 
 /*
- * Waits for the session's process, which has closed its output or was killed: at most
- * SPARE_CLOSE_MS, then its group is killed (a process that hangs on after its output
- * must not hang us). runner_close()'s result.
+ * Ends the session, whose process has closed its output or was killed: it has
+ * SPARE_CLOSE_MS to exit, then its group is killed (runner_close_within()).
+ * runner_close()'s result.
  */
 static int spare_end(struct boot_spare *sp, int *status)
 {
-	int fd = sp->p.pid > 0 ? pidfd_open_pid(sp->p.pid) : -1;
-	int rc;
+	int rc = runner_close_within(sp->twin, &sp->p, SPARE_CLOSE_MS, status);
 
-	if (fd >= 0) {
-		struct pollfd w = {fd, POLLIN, 0};
-
-		while (poll(&w, 1, SPARE_CLOSE_MS) < 0 && errno == EINTR)
-			;
-		if (!w.revents)
-			runner_proc_kill(&sp->p);
-		close(fd);
-	}
-	rc = runner_close(sp->twin, &sp->p, status);
 	runner_free(sp->twin);
 	buf_release(&sp->early);
 	free(sp);
@@ -712,10 +701,11 @@ int boot_spare_open(struct boot_spare *sp, const char *in, size_t in_len, int *f
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc) {
+		rc = error("node %s (%s): cannot send the request: %s", sp->twin->name,
+		           sp->twin->ip, strerror(-rc));
 		runner_proc_kill(&sp->p);
-		spare_end(sp, &status);
-		return error("node %s (%s): cannot send the request: %s", sp->twin->name,
-		             sp->twin->ip, strerror(-rc));
+		spare_end(sp, &status); /* frees sp */
+		return rc;
 	}
 	*from = sp->p.from;
 	sp->p.from = -1; /* the caller's now */

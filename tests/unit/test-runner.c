@@ -530,6 +530,37 @@ static void test_local_timeout_and_leftovers(void)
 	free(home);
 }
 
+/*
+ * runner_close_within(): a session that exits once its stdin ends gives its status at
+ * once; one that closes its output and hangs on is killed when its time is up, group and
+ * all, and the call returns then.
+ */
+static void test_local_close_within(void)
+{
+	char *home = xasprintf("%s/node4", tmp);
+	struct runner *r = runner_local_new("loc", home);
+	struct runner_proc p;
+	int64_t t0;
+	int st = -1, rc;
+	char c;
+
+	rc = runner_open(r, "cat >/dev/null; exit 7", 0, &p);
+	ok(!rc, "a session that reads its stdin to the end");
+	t0 = now_ms();
+	rc = runner_close_within(r, &p, 10000, &st);
+	ok(!rc && st == 7 && now_ms() - t0 < 5000,
+	   "closed within 10 s: its stdin ends, it exits 7, and the call returns then");
+	rc = runner_open(r, "exec >&-; sleep 60", 0, &p);
+	ok(!rc && read(p.from, &c, 1) == 0, "a session that closes its output and hangs on");
+	t0 = now_ms();
+	rc = runner_close_within(r, &p, 300, &st);
+	ok(!rc && st == 128 + SIGKILL && now_ms() - t0 < 5000,
+	   "closed within 300 ms: killed when they pass (status %d)", st);
+	ok(p.pid == -1, "and reaped");
+	runner_free(r);
+	free(home);
+}
+
 /* A free local port, closed again: connecting there is refused. */
 static int closed_port(void)
 {
@@ -593,6 +624,7 @@ int main(void)
 	plan_run(test_local_round_trip);
 	plan_run(test_local_stdin_env_status);
 	plan_run(test_local_timeout_and_leftovers);
+	plan_run(test_local_close_within);
 	plan_run(test_ssh_transport_failure);
 	{
 		char *rm[] = {"rm", "-rf", tmp, NULL};
