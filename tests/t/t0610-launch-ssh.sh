@@ -478,7 +478,7 @@ test_expect_success 'a followed launch, exec or logs killed with SIGKILL: its fo
 	# logs: the job is silent, so the follower has nothing to write that would fail.
 	{ "$SKIFF_BIN" logs kfe >/dev/null 2>&1 & } &&
 	lpid=$! &&
-	wait_for "! none_left \"node logs --follow --stdin-held\"" 20 &&
+	wait_for "! none_left \"node logs --follow\"" 20 &&
 	kill -9 $lpid &&
 	wait_for "none_left \"node logs --follow\"" 20 &&
 	! none_left "sleep 6300.$$" &&
