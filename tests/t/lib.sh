@@ -235,7 +235,8 @@ test_expect_success() {
 
 # test_faillog OUT: a failed test's report for SKIFF_TEST_FAILLOG: its head and tail
 # (a wait's last words come last), then the end of each daemon log the test wrote to
-# (the supervisor's or the controller's side of a timeout is there, not in the output).
+# (the supervisor's or the controller's side of a timeout is there, not in the output)
+# and of the other files it wrote in the trash directory.
 test_faillog() {
 	echo "=== ${0##*/}"
 	if [ "$(wc -l <"$1.report")" -le $((TEST_FAILLOG_HEAD + TEST_FAILLOG_TAIL)) ]; then
@@ -250,11 +251,21 @@ test_faillog() {
 		echo "#   --- the end of ${_tf_l#"$TRASH"/}:"
 		tail -n "$TEST_FAILLOG_LOG_LINES" "$_tf_l" | sed 's/^/#   /'
 	done
+	# A command whose output went to a file (">out 2>err &&") says nothing in the report
+	# when it is the one that failed: the ends of the files the test wrote beside it.
+	find "$TRASH" -maxdepth 1 -type f -newer "$1.start" ! -name '.*' ! -name '*.log' \
+		2>/dev/null | head -n "$TEST_FAILLOG_FILES" | while IFS= read -r _tf_l; do
+		echo "#   --- the end of ${_tf_l#"$TRASH"/}:"
+		tail -c "$TEST_FAILLOG_FILE_BYTES" "$_tf_l" | tr -d '\000' |
+			tail -n "$TEST_FAILLOG_LOG_LINES" | sed 's/^/#   /'
+	done
 }
 TEST_FAILLOG_HEAD=50
 TEST_FAILLOG_TAIL=30
 TEST_FAILLOG_LOGS=6
 TEST_FAILLOG_LOG_LINES=15
+TEST_FAILLOG_FILES=8
+TEST_FAILLOG_FILE_BYTES=2048
 
 # node_up_said FILE: the frame `node up --frame` wrote after its SKIFF-UP line in FILE
 # (cmd/node.c say_up()), as KEY=VALUE lines; nothing when there is none.

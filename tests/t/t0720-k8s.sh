@@ -558,8 +558,13 @@ test_expect_success 'the managed-jobs controller in a pod (jobs.controller.resou
 	      infra: $INFRA
 	      image_id: docker:$BB
 	EOF
-	skiff jobs launch --infra local -n inpod "echo \"job on \$(hostname)\"" >out 2>err &&
-	cat err out &&
+	{
+		skiff jobs launch --infra local -n inpod "echo \"job on \$(hostname)\"" >out 2>err
+		rc=$?
+		cat err out
+		echo "# jobs launch: exit $rc"
+		test $rc = 0
+	} &&
 	ctl=$(pods skiff.managed=1 | grep "^skiff-skiff-jobs-controller-" | cut -d" " -f1) &&
 	test -n "$ctl" &&
 	grep -qx "job on $ctl" out &&
