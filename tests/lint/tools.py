@@ -135,27 +135,65 @@ def command_words(text):
 
 
 _pkg_cache = {}
+# Path -> its owners, as `dpkg-query -S` says; filled for many paths at once by
+# owners_prefetch(): each call reads every package's file list (a tenth of a second), so
+# one call per program made the check take 20 s.
+_owners = {}
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def candidates(word):
+    """The paths dpkg may know the program WORD by (usrmerge: with and without /usr)."""
+    path = shutil.which(word, path=SEARCH_PATH)
+    if not path:
+        return None, []
+    cands = [path, os.path.realpath(path)]
+    for alt in list(cands):
+        if alt.startswith("/usr/"):
+            cands.append(alt[4:])
+        else:
+            cands.append("/usr" + alt)
+    return path, cands
+
+
+def owners_fetch(paths):
+    """One `dpkg-query -S` for all PATHS (a pattern that starts with / is matched
+    exactly): their owners into _owners; a path it does not name has none."""
+    paths = sorted(set(paths) - set(_owners))
+    if not paths:
+        return
+    r = subprocess.run(["dpkg-query", "-S"] + paths, capture_output=True, text=True)
+    for p in paths:
+        _owners[p] = []
+    for ln in r.stdout.splitlines():
+        if ln.startswith("diversion ") or ": " not in ln:
+            continue
+        owners, path = ln.rsplit(": ", 1)
+        if path in _owners:
+            _owners[path] = [o.strip() for o in owners.split(",")]
+
+
+def owners_prefetch(words):
+    """The owners of every candidate path of all WORDS, in one call."""
+    owners_fetch([c for w in words for c in candidates(w)[1]])
+
+
+def owners_of(path):
+    owners_fetch([path])
+    return _owners[path]
 
 
 def package_of(word):
     """(package, is_base) for the program WORD on this machine, or None."""
     if word in _pkg_cache:
         return _pkg_cache[word]
-    path = shutil.which(word, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    path, cands = candidates(word)
     res = None
     if path:
-        cands = [path, os.path.realpath(path)]
-        for alt in list(cands):
-            if alt.startswith("/usr/"):
-                cands.append(alt[4:])
-            else:
-                cands.append("/usr" + alt)
         for c in cands:
-            r = subprocess.run(["dpkg-query", "-S", c], capture_output=True, text=True)
-            owners = [ln.split(":", 1)[0] for ln in r.stdout.splitlines()
-                      if not ln.startswith("diversion ")]
-            if r.returncode == 0 and owners:
-                pkg = owners[0].split(",")[0].strip()
+            owners = owners_of(c)
+            if owners:
+                pkg = owners[0]
                 q = subprocess.run(["dpkg-query", "-W", "-f=${Essential} ${Priority}", pkg],
                                    capture_output=True, text=True).stdout.split()
                 res = (pkg, "yes" in q or "required" in q)
@@ -175,28 +213,30 @@ def main():
             m = FUNC.match(line)
             if m:
                 funcs.add(m.group(1))
-    problems, found = [], {}
+    problems, found, uses = [], {}, []
     for f in files:
         for n, line in shell_lines(f):
             words = set(command_words(line))
             checked = set(CHECK.findall(line))
-            for w in words | checked:
+            for w in sorted(words | checked):
                 if not WORD.match(w) or w in BUILTINS or w in funcs or w == "skiff":
                     continue
                 found.setdefault(w, "%s:%d" % (f, n))
-                if w in cmds:
-                    continue
-                p = package_of(w)
-                if p is None:
-                    if w in checked:
-                        problems.append("%s:%d: %s: checked for, but no list installs it "
-                                        "(add it to tests/packages.list)" % (f, n, w))
-                    continue
-                if p[1] or p[0] in pkgs:
-                    continue
-                problems.append("%s:%d: %s: from package %s, which is not in "
-                                "tests/packages.list and not on every Debian system"
-                                % (f, n, w, p[0]))
+                if w not in cmds:
+                    uses.append((f, n, w, w in checked))
+    owners_prefetch({w for _, _, w, _ in uses})
+    for f, n, w, is_checked in uses:
+        p = package_of(w)
+        if p is None:
+            if is_checked:
+                problems.append("%s:%d: %s: checked for, but no list installs it "
+                                "(add it to tests/packages.list)" % (f, n, w))
+            continue
+        if p[1] or p[0] in pkgs:
+            continue
+        problems.append("%s:%d: %s: from package %s, which is not in "
+                        "tests/packages.list and not on every Debian system"
+                        % (f, n, w, p[0]))
     if "--list" in sys.argv:
         for w in sorted(found):
             p = cmds.get(w) or package_of(w)
