@@ -356,7 +356,9 @@ gang_watchers() {
 	done
 }
 
-# wait_for 'shell condition' [TIMEOUT_S]: poll every 20 ms until true; fail on timeout.
+# wait_for 'shell condition' [TIMEOUT_S]: poll until true (after 20 ms, 50 ms, then every
+# 100 ms: a long wait's polls, each a few processes, are CPU the scripts beside it lack);
+# fail on timeout.
 # The limit is TIMEOUT_S times TEST_WAIT_SCALE: 1, or 3 for a binary that is not the
 # static build (the ASan/UBSan one, several times slower, where 10 s waits ran out in CI
 # beside the other sanitizer scripts); SKIFF_TEST_WAIT_SCALE sets it. Only how long a
@@ -365,12 +367,17 @@ wait_for() {
 	cond=$1
 	limit=$((${2:-10} * TEST_WAIT_SCALE))
 	end=$(($(date +%s) + limit))
+	_wf_s=0.02
 	while ! eval "$cond"; do
 		if [ "$(date +%s)" -ge "$end" ]; then
 			echo "timed out after ${limit}s waiting for: $cond" >&2
 			return 1
 		fi
-		sleep 0.02
+		sleep $_wf_s
+		case $_wf_s in
+		0.02) _wf_s=0.05 ;;
+		0.05) _wf_s=0.1 ;;
+		esac
 	done
 }
 
