@@ -236,7 +236,7 @@ test_expect_success() {
 # test_faillog OUT: a failed test's report for SKIFF_TEST_FAILLOG: its head and tail
 # (a wait's last words come last), then the end of each daemon log the test wrote to
 # (the supervisor's or the controller's side of a timeout is there, not in the output)
-# and of the other files it wrote in the trash directory.
+# and of the other text files it wrote in the trash directory.
 test_faillog() {
 	echo "=== ${0##*/}"
 	if [ "$(wc -l <"$1.report")" -le $((TEST_FAILLOG_HEAD + TEST_FAILLOG_TAIL)) ]; then
@@ -252,12 +252,16 @@ test_faillog() {
 		tail -n "$TEST_FAILLOG_LOG_LINES" "$_tf_l" | sed 's/^/#   /'
 	done
 	# A command whose output went to a file (">out 2>err &&") says nothing in the report
-	# when it is the one that failed: the ends of the files the test wrote beside it.
+	# when it is the one that failed: the ends of the text files the test wrote beside it
+	# (not a binary, such as a copy of skiff: grep -I reads none of it; in the C locale, so
+	# that a UTF-8 character the cut split does not make a text file look binary).
 	find "$TRASH" -maxdepth 1 -type f -newer "$1.start" ! -name '.*' ! -name '*.log' \
 		2>/dev/null | head -n "$TEST_FAILLOG_FILES" | while IFS= read -r _tf_l; do
+		_tf_t=$(tail -c "$TEST_FAILLOG_FILE_BYTES" "$_tf_l" | LC_ALL=C grep -I '' |
+			tail -n "$TEST_FAILLOG_LOG_LINES")
+		[ -n "$_tf_t" ] || continue
 		echo "#   --- the end of ${_tf_l#"$TRASH"/}:"
-		tail -c "$TEST_FAILLOG_FILE_BYTES" "$_tf_l" | tr -d '\000' |
-			tail -n "$TEST_FAILLOG_LOG_LINES" | sed 's/^/#   /'
+		printf '%s\n' "$_tf_t" | sed 's/^/#   /'
 	done
 }
 TEST_FAILLOG_HEAD=50
