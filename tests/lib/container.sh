@@ -98,9 +98,7 @@ ctr_down_all() {
 		"import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
 		timeout 60 "$SKIFF_BIN" down "$_c" >/dev/null 2>&1
 	done
-	for _p in /proc/[0-9]*; do
-		{ tr '\0' '\n' <"$_p/cmdline" | grep -qx __gang; } 2>/dev/null || continue
-		{ tr '\0' '\n' <"$_p/environ" | grep -qxF "SKIFF_HOME=$SKIFF_HOME"; } 2>/dev/null &&
-			kill -KILL "${_p#/proc/}" 2>/dev/null
+	for _p in $(gang_watchers); do
+		kill -KILL "$_p" 2>/dev/null
 	done
 }

@@ -83,9 +83,7 @@ docker_private() {
 
 # The pids of the processes whose command line names PATH (containerd, its shims).
 _docker_pids_naming() {
-	for _p in /proc/[0-9]*; do
-		{ tr '\0' '\n' <"$_p/cmdline" | grep -qF "$1"; } 2>/dev/null && echo "${_p#/proc/}"
-	done
+	procs -p cmd-has "$1"
 }
 
 docker_private_down() {

@@ -23,27 +23,10 @@ command -v python3 >/dev/null || test_skip_all "needs python3 to read the --json
 # Not this probe.
 left_of() {
 	_base=$SKIFF_HOME/local/$1
-	for _p in /proc/[0-9]*; do
-		[ "${_p#/proc/}" = "$$" ] && continue
-		_c=$( { tr '\0' ' ' <"$_p/cmdline"; } 2>/dev/null) || continue
-		_e=$(readlink "$_p/exe" 2>/dev/null)
-		case $_e in "$_base"/*)
-			echo "${_p#/proc/} $_c"
-			continue
-			;;
-		esac
-		# The mark (a glob) starts the command line: a probe that names it (the grep
-		# counting these lines) is not one of the cluster's processes.
-		# shellcheck disable=SC2254 # a glob on purpose
-		case $_c in $2*)
-			echo "${_p#/proc/} $_c"
-			continue
-			;;
-		esac
-		{ tr '\0' '\n' <"$_p/environ" | grep -q "^HOME=$_base/"; } 2>/dev/null &&
-			echo "${_p#/proc/} $_c"
-	done
-	gang_watchers
+	# The mark (a glob) starts the command line: a probe that names it (the grep
+	# counting these lines) is not one of the cluster's processes.
+	procs exe-under "$_base" -o cmd "$2*" -o env-prefix "HOME=$_base/" &&
+		gang_watchers
 }
 
 # A 2-node cluster whose setup sleeps (job 1 stays SETTING_UP) and a second job that

@@ -106,10 +106,7 @@ node_skiff_procs() {
 
 # masters: the launcher's ssh ControlMasters (their sockets are in $SKIFF_HOME/ssh).
 masters() {
-	for _p in /proc/[0-9]*; do
-		_c=$( { tr '\0' ' ' <"$_p/cmdline"; } 2>/dev/null) || continue
-		case $_c in ssh*"$SKIFF_HOME/ssh/"*) echo "${_p#/proc/} $_c" ;; esac
-	done
+	procs cmd "ssh*" cmd-has "$SKIFF_HOME/ssh/"
 }
 
 # all_running MARK: a process of MARK on every node.

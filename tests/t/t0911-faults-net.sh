@@ -39,10 +39,7 @@ secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # The node's processes running a binary from its skiff bin dir.
 node_skiffs() {
-	for _p in /proc/[0-9]*; do
-		_e=$(readlink "$_p/exe" 2>/dev/null) || continue
-		case $_e in "$NODE_HOME"/.skiff/bin/*) echo "${_p#/proc/} $_e" ;; esac
-	done
+	procs exe-under "$NODE_HOME/.skiff/bin"
 }
 
 dd if=/dev/urandom of="$TRASH/big.bin" bs=1M count=3 2>/dev/null
