@@ -384,6 +384,8 @@ procs() {
 	        groups.append([])
 	        args = args[1:]
 	        continue
+	    if len(args) < 2:
+	        sys.exit(f"procs: {args[0]!r} wants a value")
 	    groups[-1].append((args[0], args[1]))
 	    args = args[2:]
 
