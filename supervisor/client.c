@@ -63,7 +63,7 @@ out:
 static int stop_other(const struct node_paths *p, pid_t pid)
 {
 	int64_t deadline = now_ms() + REPLACE_TIMEOUT_MS;
-	int fd, r = 0;
+	int fd, held;
 
 	fd = unix_connect(p->sock);
 	if (fd >= 0) {
@@ -78,35 +78,29 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 		msg_release(&rep);
 		close(fd);
 	}
-	fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : error_errno("cannot open '%s'", p->lock);
-	while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			r = error_errno("cannot lock '%s'", p->lock);
-			break;
-		}
-		if (now_ms() > deadline) {
-			r = error("the supervisor of another skiff (pid %ld) did not stop "
-			          "within %d s",
-			          (long)pid, REPLACE_TIMEOUT_MS / 1000);
-			break;
-		}
+	while ((held = sup_lock_held(p->lock)) > 0 && now_ms() <= deadline)
 		poll(NULL, 0, 5);
-	}
-	/* Closing drops our shared lock at once. */
-	close(fd);
-	return r;
+	if (held < 0)
+		return error("cannot lock '%s': %s", p->lock, strerror(-held));
+	if (held)
+		return error("the supervisor of another skiff (pid %ld) did not stop within %d s",
+		             (long)pid, REPLACE_TIMEOUT_MS / 1000);
+	return 0;
 }
 
-/* 1 if no process holds the supervisor's lock (a missing lock file: none either). */
-static int lock_free(const struct node_paths *p)
+int sup_lock_held(const char *path)
 {
-	int fd = open(p->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r = 0;
 
 	if (fd < 0)
-		return errno == ENOENT;
-	r = !flock(fd, LOCK_SH | LOCK_NB);
+		return errno == ENOENT ? 0 : -errno;
+	while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		r = errno == EWOULDBLOCK ? 1 : -errno;
+		break;
+	}
+	/* Closing drops our shared lock at once. */
 	close(fd);
 	return r;
 }
@@ -161,7 +155,7 @@ static int await_listening(const struct node_paths *p, pid_t child, int ready, i
 			}
 		}
 		/* No supervisor serves and none holds the lock now: start one again. */
-		if (exited && may_respawn && lock_free(p)) {
+		if (exited && may_respawn && sup_lock_held(p->lock) == 0) {
 			r = -EAGAIN;
 			break;
 		}

@@ -3,8 +3,9 @@
  * cancelled, the supervisor is asked to stop, and then it returns only once nothing of the
  * node runs any more: no process whose executable is one of the node's skiff binaries
  * ($SKIFF_HOME/bin: the supervisor, its shims, followers, `node call` sessions, install
- * stubs) and no process of a job those shims ran (its group and session, its
- * SKIFF_JOB_TAG: lib/proc.h). The steps and their deadlines are down_step()
+ * stubs), no process of a job those shims ran (its group and session, its
+ * SKIFF_JOB_TAG: lib/proc.h), and none holding the supervisor's lock (a supervisor that
+ * /proc no longer names as it ends). The steps and their deadlines are down_step()
  * (supervisor/policy.h); what survives SIGKILL is named in the answer.
  *
  * Plain `node down` is not this: it leaves the jobs running for the next `node up`.
@@ -286,6 +287,23 @@ static struct proc_scope job_scope(const struct down_job *j)
  * jobs'. Each node's left, its sig sent; /proc is read once for the skiff processes and
  * once for all the jobs, whatever the number of nodes.
  */
+/*
+ * A supervisor that has stopped but not yet ended: /proc no longer names it (its memory
+ * is being torn down) while it still holds its lock, and the node's release, or a new
+ * supervisor, would meet that lock (sup_lock_held()). Counted as left until it lets go.
+ */
+static void supervisor_ending(struct down_node *dn)
+{
+	if (dn->done || sup_lock_held(dn->paths->lock) <= 0)
+		return;
+	dn->left++;
+	if (dn->name && dn->named > 0) {
+		buf_addf(&dn->out->what, "%sa process holding %s (a supervisor ending)",
+		         dn->out->what.len ? ", " : "", dn->paths->lock);
+		dn->named--;
+	}
+}
+
 static void look(struct down_node *v, struct down_node **byb, size_t n)
 {
 	struct proc_scope *scopes = NULL;
@@ -299,6 +317,8 @@ static void look(struct down_node *v, struct down_node **byb, size_t n)
 		v[i].named = DOWN_NAMED_MAX;
 	}
 	node_procs(byb, n);
+	for (i = 0; i < n; i++)
+		supervisor_ending(&v[i]);
 	for (i = 0; i < n; i++) {
 		struct down_node *dn = &v[i];
 

@@ -352,4 +352,38 @@ test_expect_success 'a config request with one bad value changes nothing, even a
 	python3 -c "import json; d = json.load(open(\"st.json\")); assert d[\"cpus\"] == 2, d"
 '
 
+
+# ---- 12. a supervisor that has stopped but not ended ----------------------------------------
+
+# An ending process is gone from /proc's exe links while the kernel tears down its memory,
+# yet still holds its descriptors: a supervisor that said it stops keeps its lock a while
+# (long on a busy machine), and a release right after down met it ("the supervisor runs").
+# down counts whatever holds the lock as left: here flock(1) stands in for that moment
+# (-o: the lock is flock's alone, not its sleep's).
+test_expect_success 'node down --all waits for whatever holds the supervisor lock, then release works' '
+	skiff node down >/dev/null &&
+	{ flock -o "$SKIFF_HOME/supervisor.lock" sleep 3 & } &&
+	holder=$! &&
+	wait_for "! flock -n \"$SKIFF_HOME/supervisor.lock\" true" &&
+	skiff node down --all >out &&
+	grep -q "^stopped: nothing of this node runs any more" out &&
+	! kill -0 $holder 2>/dev/null &&
+	flock -n "$SKIFF_HOME/supervisor.lock" true &&
+	skiff node release >out 2>err &&
+	test ! -s err
+'
+
+test_expect_success 'a lock held past the kill steps: down names it and fails' '
+	{ flock -o "$SKIFF_HOME/supervisor.lock" sleep 60 & } &&
+	holder=$! &&
+	wait_for "! flock -n \"$SKIFF_HOME/supervisor.lock\" true" &&
+	expect_fail 1 skiff node down --all >out 2>err &&
+	cat out err &&
+	grep -q "left running after SIGKILL: a process holding $SKIFF_HOME/supervisor.lock (a supervisor ending)" out &&
+	pkill -P $holder sleep &&
+	{ wait $holder || test $? = 143; } &&
+	flock -n "$SKIFF_HOME/supervisor.lock" true &&
+	skiff node up >/dev/null
+'
+
 test_done
