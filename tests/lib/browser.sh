@@ -6,7 +6,10 @@
 #                          playwright-core; 0, or 1 with the reason in $browser_why
 #   browser_run FILE.mjs ARGS...
 #                          runs a node script that imports playwright-core (its
-#                          chromium is $BROWSER_CHROMIUM)
+#                          chromium is $BROWSER_CHROMIUM; the script's one Chromium is at
+#                          $BROWSER_WS once browser_server_start started it)
+#   browser_server_start, browser_server_stop
+#                          one Chromium for a whole test script (below)
 
 BROWSER_PW_VERSION=1.57.0
 BROWSER_CACHE=${SKIFF_TEST_CACHE:-/var/cache/skiff-test}/npm/playwright-core-$BROWSER_PW_VERSION
@@ -31,6 +34,35 @@ browser_setup() {
 			{ browser_why="npm install playwright-core@$BROWSER_PW_VERSION failed (see $BROWSER_CACHE/npm.log)"; return 1; }
 	fi
 	export NODE_PATH="$BROWSER_CACHE/node_modules" BROWSER_CHROMIUM
+	return 0
+}
+
+# browser_server_start (a test script, after browser_setup: it needs tests/t/lib.sh): one
+# Chromium for the whole script (tests/lib/browser_server.cjs), which each step reaches
+# at $BROWSER_WS with a context of its own: a Chromium started a step was most of the
+# dashboard scripts' CPU. It ends with the script. Where it cannot start, BROWSER_WS
+# stays unset and each step starts its own, as it says.
+browser_server_start() {
+	unset BROWSER_WS
+	rm -f "$TRASH/browser.ws"
+	NODE_PATH="$BROWSER_CACHE/node_modules" node "$SRC_DIR/tests/lib/browser_server.cjs" \
+		"$TRASH/browser.ws" "$$" >"$TRASH/browser-server.log" 2>&1 &
+	if ! wait_for "test -s \"$TRASH/browser.ws\" || ! kill -0 $! 2>/dev/null" 60 ||
+		! test -s "$TRASH/browser.ws"; then
+		echo "# browser: no shared Chromium ($(tail -n 3 "$TRASH/browser-server.log" 2>/dev/null)):" \
+			"each step starts its own"
+		return 0
+	fi
+	BROWSER_WS=$(cat "$TRASH/browser.ws")
+	BROWSER_SERVER_PID=$!
+	export BROWSER_WS
+}
+
+# browser_server_stop: ends that Chromium now (a test_cleanup_hook's first step).
+browser_server_stop() {
+	[ -n "${BROWSER_SERVER_PID:-}" ] || return 0
+	kill -TERM "$BROWSER_SERVER_PID" 2>/dev/null && wait "$BROWSER_SERVER_PID" 2>/dev/null
+	BROWSER_SERVER_PID=
 	return 0
 }
 

@@ -47,8 +47,12 @@ function fail(msg) {
 }
 
 (async () => {
-  const browser = await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
-                                         args: ["--no-sandbox", "--disable-gpu"]});
+  // The script's one Chromium (tests/lib/browser_server.cjs), else one of our own; a
+  // context of our own either way, which close() takes away.
+  const browser = process.env.BROWSER_WS
+    ? await chromium.connect(process.env.BROWSER_WS)
+    : await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
+                             args: ["--no-sandbox", "--disable-gpu"]});
   const page = await (await browser.newContext({viewport: {width: 1280, height: 800}})).newPage();
   let confirmAnswer = null;
   const problems = [];

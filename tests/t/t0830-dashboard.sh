@@ -11,6 +11,7 @@
 . "$SRC_DIR/tests/lib/dashboard.sh"
 
 test_cleanup_hook() {
+	browser_server_stop
 	[ -z "${DASH_PID:-}" ] || kill "$DASH_PID" 2>/dev/null
 	for c in $(skiff status --json 2>/dev/null | python3 -c "import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
 		skiff down "$c" >/dev/null 2>&1
@@ -188,6 +189,7 @@ if ! browser_setup; then
 	dash_ends
 	test_done
 fi
+browser_server_start
 
 test_expect_success 'Chromium: the clusters page lists the clusters with their status' '
 	pw row /clusters "tr[data-cluster=web1]" UP >out &&

@@ -26,6 +26,7 @@ export SKIFF_SSH_NODE_POOLS=$NODES_POOL_FILE
 INFRA=ssh/$NODES_POOL
 
 test_cleanup_hook() {
+	browser_server_stop
 	[ -z "${DASH_PID:-}" ] || kill "$DASH_PID" 2>/dev/null
 	for _c in $("$SKIFF_BIN" status --json 2>/dev/null | python3 -c \
 		"import json,sys; [print(c['name']) for c in json.load(sys.stdin)]" 2>/dev/null); do
@@ -73,6 +74,7 @@ if ! browser_setup; then
 	dash_ends
 	test_done
 fi
+browser_server_start
 
 test_expect_success 'Chromium: the clusters page shows the ssh cluster UP on its pool' '
 	pw text /clusters "tr[data-cluster=sg]" >out && cat out &&
