@@ -73,18 +73,22 @@ static void fault_note(struct st_db *db, const char *sql)
  * writers (one per job shim) that turns into seconds of idle waiting. Sleep briefly with
  * jitter instead, up to the same overall timeout.
  */
-static int busy_handler(void *arg, int count)
+static void busy_pause(int count)
 {
 	struct timespec ts;
-	long us;
+	long us = 200 + (random() % 800) + (count > 100 ? 2000 : count * 20);
 
-	(void)arg;
-	if ((int64_t)count * 1000 > (int64_t)ST_BUSY_TIMEOUT_MS * 1000 / 2 + 1000000)
-		return 0;
-	us = 200 + (random() % 800) + (count > 100 ? 2000 : count * 20);
 	ts.tv_sec = 0;
 	ts.tv_nsec = us * 1000;
 	nanosleep(&ts, NULL);
+}
+
+static int busy_handler(void *arg, int count)
+{
+	(void)arg;
+	if ((int64_t)count * 1000 > (int64_t)ST_BUSY_TIMEOUT_MS * 1000 / 2 + 1000000)
+		return 0;
+	busy_pause(count);
 	return 1;
 }
 
@@ -576,6 +580,37 @@ static void create_new(const char *path, const struct st_schema *schema)
 		close(fd);
 }
 
+/*
+ * journal_mode is stored in the file: a new one is switched to WAL, and that it took is
+ * checked. The switch takes the file's exclusive lock from inside the pragma's own read
+ * transaction, where sqlite answers SQLITE_BUSY at once instead of calling the busy
+ * handler (waiting there could deadlock): two processes opening a new database at once
+ * met "database is locked" (a jobs controller pod's first launch, and its controller).
+ * The pragma is tried again, paced as the busy handler paces, for ST_BUSY_TIMEOUT_MS.
+ */
+static int set_wal(struct st_db *db)
+{
+	int64_t deadline = now_ms() + ST_BUSY_TIMEOUT_MS;
+	sqlite3_stmt *st = st_prepare(db, "PRAGMA journal_mode=WAL");
+	int rc, tries = 0, wal;
+
+	if (!st)
+		return -EIO;
+	for (;;) {
+		rc = sqlite3_step(st);
+		wal = rc == SQLITE_ROW && !strcmp(st_col_text(st, 0), "wal");
+		sqlite3_reset(st);
+		if (wal)
+			return 0;
+		if ((rc & 0xff) != SQLITE_BUSY || now_ms() >= deadline)
+			break;
+		busy_pause(tries++);
+	}
+	if (rc != SQLITE_ROW)
+		db_error(db, "query failed");
+	return error("%s database '%s': cannot switch to WAL mode", db->name, db->path);
+}
+
 int st_open(const char *path, const struct st_schema *schema, unsigned flags, struct st_db **out)
 {
 	struct st_db *db = xcalloc(1, sizeof(*db));
@@ -611,15 +646,9 @@ int st_open(const char *path, const struct st_schema *schema, unsigned flags, st
 	 */
 	sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 	if (!(flags & ST_READONLY)) {
-		sqlite3_stmt *st;
-
-		/* journal_mode is stored in the file; check that WAL really took. */
-		st = st_prepare(db, "PRAGMA journal_mode=WAL");
-		if (!st || st_step(db, st) != 1 || strcmp(st_col_text(st, 0), "wal")) {
-			r = error("%s database '%s': cannot switch to WAL mode", db->name, path);
+		r = set_wal(db);
+		if (r)
 			goto fail;
-		}
-		sqlite3_reset(st);
 		r = st_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
 		if (r)
 			goto fail;

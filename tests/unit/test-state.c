@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/buf.h"
@@ -57,6 +58,50 @@ static void test_open_and_migrate(void)
 	ok(st_exec(db, "INSERT INTO a (x) VALUES (2)") < 0, "read-only refuses writes");
 	ok(!st_integrity_check(db), "integrity_check ok");
 	st_close(db);
+	free(path);
+}
+
+/*
+ * A new database opened while another process writes it (still in rollback mode): the
+ * switch to WAL waits for the writer instead of failing with "database is locked".
+ */
+static void test_open_beside_a_writer(void)
+{
+	static const char *const v1[] = {"CREATE TABLE a (x INTEGER)"};
+	struct st_schema s1 = {"t", v1, 1};
+	char *path = xasprintf("%s/w.db", dir), c = 0;
+	struct st_db *db = NULL;
+	sqlite3_stmt *q;
+	int p[2], status = -1;
+	pid_t pid;
+
+	if (pipe(p) < 0 || (pid = fork()) < 0) {
+		ok(0, "pipe and fork");
+		return;
+	}
+	if (!pid) {
+		sqlite3 *h;
+		int r = sqlite3_open(path, &h) ||
+		        sqlite3_exec(h, "BEGIN IMMEDIATE; CREATE TABLE hold (y)", NULL, NULL, NULL);
+
+		/* Holds its write lock while the parent opens, then lets go. */
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		usleep(300 * 1000);
+		r = r || sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+		_exit(r ? 1 : 0);
+	}
+	close(p[1]);
+	ok(read(p[0], &c, 1) == 1, "the writer holds its lock");
+	close(p[0]);
+	ok(!st_open(path, &s1, 0, &db), "open beside the writer waits for it");
+	q = db ? st_prepare(db, "PRAGMA journal_mode") : NULL;
+	ok(q && st_step(db, q) == 1 && !strcmp(st_col_text(q, 0), "wal"), "and is in WAL mode");
+	if (q)
+		sqlite3_reset(q);
+	st_close(db);
+	ok(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	   "the writer committed");
 	free(path);
 }
 
@@ -190,6 +235,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	plan_run(test_open_and_migrate);
+	plan_run(test_open_beside_a_writer);
 	plan_run(test_tx);
 	plan_run(test_jobs);
 	plan_run(test_jobs_with_shims);
