@@ -79,6 +79,23 @@ int daemon_lock(const char *path)
 	return fd;
 }
 
+int daemon_lock_held(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		r = errno == EWOULDBLOCK ? 1 : -errno;
+		break;
+	}
+	/* Closing drops our shared lock at once. */
+	close(fd);
+	return r;
+}
+
 int daemon_signals(const sigset_t *set)
 {
 	int fd;

@@ -33,6 +33,16 @@ int daemon_spawn(char *const *argv, const char *log, int keep_fd, pid_t *pid);
 int daemon_lock(const char *path);
 
 /*
+ * 1 when a process holds path's lock (daemon_lock()): its daemon runs, or one is still
+ * ending. The lock, not /proc, says a daemon is gone: an ending process's /proc/PID/exe
+ * is unreadable once the kernel is tearing down its memory, before it closes its
+ * descriptors (the lock among them), and it may linger as a zombie after. 0 when none
+ * holds it or there is no lock file; -errno when it cannot be told. Takes a shared lock
+ * for a moment: never in a starting daemon's way for long.
+ */
+int daemon_lock_held(const char *path);
+
+/*
  * Blocks the signals in set and returns a signalfd for them (CLOEXEC, non-blocking), with
  * SIGPIPE ignored; -errno (printed).
  */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,7 +77,7 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 		msg_release(&rep);
 		close(fd);
 	}
-	while ((held = sup_lock_held(p->lock)) > 0 && now_ms() <= deadline)
+	while ((held = daemon_lock_held(p->lock)) > 0 && now_ms() <= deadline)
 		poll(NULL, 0, 5);
 	if (held < 0)
 		return error("cannot lock '%s': %s", p->lock, strerror(-held));
@@ -86,23 +85,6 @@ static int stop_other(const struct node_paths *p, pid_t pid)
 		return error("the supervisor of another skiff (pid %ld) did not stop within %d s",
 		             (long)pid, REPLACE_TIMEOUT_MS / 1000);
 	return 0;
-}
-
-int sup_lock_held(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r = 0;
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	while (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		if (errno == EINTR)
-			continue;
-		r = errno == EWOULDBLOCK ? 1 : -errno;
-		break;
-	}
-	/* Closing drops our shared lock at once. */
-	close(fd);
-	return r;
 }
 
 /*
@@ -155,7 +137,7 @@ static int await_listening(const struct node_paths *p, pid_t child, int ready, i
 			}
 		}
 		/* No supervisor serves and none holds the lock now: start one again. */
-		if (exited && may_respawn && sup_lock_held(p->lock) == 0) {
+		if (exited && may_respawn && daemon_lock_held(p->lock) == 0) {
 			r = -EAGAIN;
 			break;
 		}

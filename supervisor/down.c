@@ -284,11 +284,11 @@ static struct proc_scope job_scope(const struct down_job *j)
 /*
  * A supervisor that has stopped but not yet ended: /proc no longer names it (its memory
  * is being torn down) while it still holds its lock, and the node's release, or a new
- * supervisor, would meet that lock (sup_lock_held()). Counted as left until it lets go.
+ * supervisor, would meet that lock (daemon_lock_held()). Counted as left until it lets go.
  */
 static void supervisor_ending(struct down_node *dn)
 {
-	if (dn->done || sup_lock_held(dn->paths->lock) <= 0)
+	if (dn->done || daemon_lock_held(dn->paths->lock) <= 0)
 		return;
 	dn->left++;
 	if (dn->name && dn->named > 0) {
@@ -301,8 +301,8 @@ static void supervisor_ending(struct down_node *dn)
 /*
  * One look at what is left of the nodes not done: their skiff processes, whatever holds
  * their supervisor's lock and, of a node whose are gone (a live shim ends its job
- * itself) or that is signalled or named, its jobs'. Each node's left, its sig sent; /proc is read once for the skiff processes and
- * once for all the jobs, whatever the number of nodes.
+ * itself) or that is signalled or named, its jobs'. Each node's left, its sig sent; /proc is read
+ * once for the skiff processes and once for all the jobs, whatever the number of nodes.
  */
 static void look(struct down_node *v, struct down_node **byb, size_t n)
 {

@@ -98,19 +98,10 @@ int sup_call_open_at(const char *sock, const struct msg *req, struct msg *reply,
  */
 int sup_start(pid_t *pid, int *already);
 /*
- * 1 when a process holds the supervisor's lock at path: one runs, or one is still
- * ending. The lock, not /proc, says a supervisor is gone: an ending process's
- * /proc/PID/exe is unreadable once the kernel is tearing down its memory, before it
- * closes its descriptors (the lock among them), and it may linger as a zombie after.
- * 0 when none holds it or there is no lock file; -errno when it cannot be told. Takes a
- * shared lock for a moment: never in a starting supervisor's way for long.
- */
-int sup_lock_held(const char *path);
-/*
  * `node down --all` (supervisor/down.c): marks the node taken down (no request starts a
  * supervisor there any more: sup_connect()), cancels every job, stops the supervisor, and
  * waits until no process of this node is left (its skiff processes, its jobs', and
- * whatever holds the supervisor's lock: sup_lock_held()), with
+ * whatever holds the supervisor's lock: daemon_lock_held()), with
  * SIGTERM and then SIGKILL to what outlives the jobs' cancel grace (supervisor/policy.h).
  * 0 when nothing is left; -EBUSY with what is left described in *what (pids and command
  * lines); -ENOTSUP when this /proc cannot tell (why in *what). May block about a minute.

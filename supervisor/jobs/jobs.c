@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -201,14 +200,12 @@ int jobs_lock_holder(const char *path)
 	int fd, pid = 0;
 	ssize_t n;
 
+	/* A lock we can take means nobody holds it: no controller. */
+	if (!daemon_lock_held(path))
+		return 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
-	/* A lock we can take means nobody holds it: no controller. */
-	if (!flock(fd, LOCK_SH | LOCK_NB)) {
-		close(fd);
-		return 0;
-	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n > 0) {

@@ -47,14 +47,15 @@ browser_server_start() {
 	rm -f "$TRASH/browser.ws"
 	NODE_PATH="$BROWSER_CACHE/node_modules" node "$SRC_DIR/tests/lib/browser_server.cjs" \
 		"$TRASH/browser.ws" "$$" >"$TRASH/browser-server.log" 2>&1 &
-	if ! wait_for "test -s \"$TRASH/browser.ws\" || ! kill -0 $! 2>/dev/null" 60 ||
+	BROWSER_SERVER_PID=$!
+	if ! wait_for "test -s \"$TRASH/browser.ws\" || ! kill -0 $BROWSER_SERVER_PID 2>/dev/null" 60 ||
 		! test -s "$TRASH/browser.ws"; then
 		echo "# browser: no shared Chromium ($(tail -n 3 "$TRASH/browser-server.log" 2>/dev/null)):" \
 			"each step starts its own"
+		browser_server_stop
 		return 0
 	fi
 	BROWSER_WS=$(cat "$TRASH/browser.ws")
-	BROWSER_SERVER_PID=$!
 	export BROWSER_WS
 }
 
