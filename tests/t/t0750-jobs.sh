@@ -260,7 +260,7 @@ test_expect_success 'controller kill -9 during RUNNING: the job finishes, its cl
 	export SKIFF_HOME=$TRASH/home2 SKIFF_JOBS_LOCAL_POOL=0 SKIFF_JOBS_LAUNCH_DELAY_MS=0 &&
 	# It runs until the test has seen it RUNNING and killed the controller (a fixed
 	# "sleep 4" ended first once, on a loaded machine, and RUNNING was never seen).
-	skiff jobs launch -d -n r1 "echo hello-r1; echo run >>$TRASH/runs.r1; while [ ! -e $TRASH/go.r1 ]; do sleep 0.1; done" >id &&
+	skiff jobs launch -d -n r1 "echo hello-r1; echo run >>$TRASH/runs.r1; while [ ! -e $TRASH/go.r1 ]; do $(nap 0.1); done" >id &&
 	id=$(cat id) &&
 	wait_for "test \"\$(jfield $id status)\" = RUNNING" 30 &&
 	kill -KILL $(skiff_ctl_pid) &&
@@ -286,7 +286,10 @@ test_expect_success 'a vanished node (own cluster, EAGER_NEXT_REGION): relaunche
 	wait_for "test -s $TRASH/gone.shim" 30 &&
 	node=$SKIFF_HOME/local/skiff-job-$id &&
 	kill -KILL $(head -1 "$node/0/.skiff/supervisor.lock") $(cat "$TRASH/gone.shim") &&
-	rm -rf "$node" &&
+	# The controller, asking the node meanwhile, may start its supervisor again (a
+	# node call revives a node whose supervisor died), which writes under the directory
+	# while rm removes it: remove until it is gone.
+	wait_for "rm -rf \"$node\" 2>/dev/null; test ! -e \"$node\"" 10 &&
 	wait_for "test \"\$(jfield $id status)\" = SUCCEEDED" 60 &&
 	test "$(jfield $id recoveries)" = 1 &&
 	skiff jobs logs --controller $id >ctl &&
