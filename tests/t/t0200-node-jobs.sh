@@ -149,7 +149,7 @@ test_expect_success 'submit --follow: the id line, then the logs; the exit code 
 test_expect_success 'followers hear of the end from the supervisor, else from the db' '
 	skiff node up --cpus 1 >/dev/null &&
 	a=$(skiff node submit --cpus 1 \
-		"echo a-started; while [ ! -e gate7 ]; do sleep 0.1; done; echo a-done") &&
+		"echo a-started; while [ ! -e gate7 ]; do $(nap 0.1); done; echo a-done") &&
 	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
 	# A follower of a job that never starts: its cancel ends the follow (103).
 	{ { skiff node submit --follow --cpus 1 "echo never" >b.out 2>b.err; echo $? >b.rc; } & } &&
@@ -236,7 +236,7 @@ test_expect_success 'cancel of an id with of_key: only while that id is the job 
 
 test_expect_success 'backfill: a small job runs while a large one waits' '
 	skiff node up --cpus 2 --max-bypass 20 >/dev/null &&
-	big1=$(skiff node submit --cpus 1.5 "while [ ! -e gate1 ]; do sleep 0.1; done") &&
+	big1=$(skiff node submit --cpus 1.5 "while [ ! -e gate1 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(job_status $big1)\" = RUNNING" &&
 	big2=$(skiff node submit --cpus 2 "true") &&
 	small=$(skiff node submit --cpus 0.5 "true") &&
@@ -248,10 +248,10 @@ test_expect_success 'backfill: a small job runs while a large one waits' '
 
 test_expect_success 'a starving job blocks further backfill (max-bypass)' '
 	skiff node up --cpus 4 --max-bypass 1 >/dev/null &&
-	a=$(skiff node submit --cpus 3 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	a=$(skiff node submit --cpus 3 "while [ ! -e gate2 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
 	b=$(skiff node submit --cpus 4 "true") &&
-	c=$(skiff node submit --cpus 0.5 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	c=$(skiff node submit --cpus 0.5 "while [ ! -e gate2 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(job_status $c)\" = RUNNING" &&
 	d=$(skiff node submit --cpus 0.5 "true") &&
 	skiff node status --json >st && grep -q "\"cpus_free\": 0.5" st &&
@@ -265,7 +265,7 @@ test_expect_success 'a starving job blocks further backfill (max-bypass)' '
 
 test_expect_success 'priority: a higher-priority job starts first' '
 	skiff node up --cpus 1 --max-bypass 0 >/dev/null &&
-	a=$(skiff node submit --cpus 1 "while [ ! -e gate3 ]; do sleep 0.1; done") &&
+	a=$(skiff node submit --cpus 1 "while [ ! -e gate3 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(job_status $a)\" = RUNNING" &&
 	lo=$(skiff node submit --cpus 1 --priority -5 "sleep 0.2") &&
 	hi=$(skiff node submit --cpus 1 --priority 7 "sleep 0.2") &&
@@ -276,8 +276,8 @@ test_expect_success 'priority: a higher-priority job starts first' '
 
 test_expect_success 'GPUs are packed and given as CUDA_VISIBLE_DEVICES' '
 	skiff node up --cpus 8 --gpus 2 --max-bypass 20 >/dev/null &&
-	a=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do sleep 0.1; done") &&
-	b=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do sleep 0.1; done") &&
+	a=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do $(nap 0.1); done") &&
+	b=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES; while [ ! -e gate4 ]; do $(nap 0.1); done") &&
 	c=$(skiff node submit --gpus 1 --cpus 0 "echo gpu=\$CUDA_VISIBLE_DEVICES") &&
 	wait_for "test \"\$(job_status $b)\" = RUNNING" &&
 	test "$(job_status $c)" = PENDING &&
@@ -295,7 +295,7 @@ test_expect_success 'a job asking for more than the node has is refused' '
 
 test_expect_success 'node down leaves jobs running; node up re-adopts them' '
 	skiff node up --cpus 8 >/dev/null &&
-	id=$(skiff node submit "while [ ! -e gate5 ]; do sleep 0.1; done; exit 4") &&
+	id=$(skiff node submit "while [ ! -e gate5 ]; do $(nap 0.1); done; exit 4") &&
 	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
 	skiff node down >out && grep -q "1 job(s) keep running" out &&
 	touch "$HOME/gate5" &&

@@ -32,7 +32,7 @@ test_expect_success "kill -9 of the supervisor with $N running jobs loses none" 
 	i=0 &&
 	while [ $i -lt '$N' ]; do
 		skiff node submit --cpus 0 --env CODE=$((i % 7)) \
-			"while [ ! -e gate ]; do sleep 1; done; exit \$CODE" >/dev/null || exit 1
+			"while [ ! -e gate ]; do $(nap 1); done; exit \$CODE" >/dev/null || exit 1
 		i=$((i + 1))
 	done &&
 	wait_for "test \$(count_status RUNNING) = '$N'" 60 &&
@@ -55,8 +55,8 @@ test_expect_success "kill -9 of the supervisor with $N running jobs loses none" 
 '
 
 test_expect_success 'kill -9 of the supervisor; restart re-adopts running jobs' '
-	a=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do sleep 0.1; done; exit 5") &&
-	b=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do sleep 0.1; done") &&
+	a=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do $(nap 0.1); done; exit 5") &&
+	b=$(skiff node submit --cpus 0 "while [ ! -e gate2 ]; do $(nap 0.1); done") &&
 	wait_for "test \$(count_status RUNNING) = 2" &&
 	kill -9 $(sup_pid) &&
 	skiff node up >out && grep -q "supervisor started" out &&
@@ -96,7 +96,7 @@ test_expect_success 'autostop runs the stop hook after the idle time, not before
 	mkdir -p "$SKIFF_HOME/hooks" &&
 	printf "#!/bin/sh\necho \$SKIFF_AUTOSTOP >\"%s/hook-ran\"\n" "$HOME" >"$SKIFF_HOME/hooks/stop" &&
 	chmod +x "$SKIFF_HOME/hooks/stop" &&
-	id=$(skiff node submit --cpus 0 "while [ ! -e gate3 ]; do sleep 0.1; done") &&
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate3 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
 	skiff node autostop 0.02 --wait-for jobs >/dev/null &&
 	skiff node status --json | grep -q "\"idle_minutes\": 0.02" &&
@@ -155,7 +155,7 @@ test_expect_success 'after node down --all no request starts a supervisor; node 
 # A value past ten years (TASK_AUTOSTOP_MINUTES_MAX), NaN, infinite or negative once made
 # a deadline of 1 ms: the busy node cancelled its job and stopped at once.
 test_expect_success 'the autostop request refuses minutes past ten years, NaN, inf, < 0' '
-	id=$(skiff node submit --cpus 0 "while [ ! -e gate4 ]; do sleep 0.1; done") &&
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate4 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
 	pid=$(sup_pid) &&
 	for v in 1e300 5256000.5 -1 nan inf 1e309 ""; do
@@ -172,7 +172,7 @@ test_expect_success 'the autostop request refuses minutes past ten years, NaN, i
 '
 
 test_expect_success 'node autostop refuses them too, and takes ten years' '
-	id=$(skiff node submit --cpus 0 "while [ ! -e gate5 ]; do sleep 0.1; done") &&
+	id=$(skiff node submit --cpus 0 "while [ ! -e gate5 ]; do $(nap 0.1); done") &&
 	wait_for "test \"\$(skiff node logs --status $id)\" = RUNNING" &&
 	pid=$(sup_pid) &&
 	for v in 1e300 5256001 -1 nan inf -inf; do

@@ -39,7 +39,7 @@ boot_id() { cat /proc/sys/kernel/random/boot_id; }
 # PENDING row with a shim recorded, and that shim gone (it read EOF and exited).
 test_expect_success 'a PENDING job whose shim died before its go is queued again and runs once' '
 	skiff node up --cpus 1 >/dev/null &&
-	blocker=$(skiff node submit --cpus 1 "while [ ! -e \"$HOME/gate\" ]; do sleep 0.05; done") &&
+	blocker=$(skiff node submit --cpus 1 "while [ ! -e \"$HOME/gate\" ]; do $(nap 0.05); done") &&
 	job=$(skiff node submit --cpus 1 "echo \$SKIFF_JOB_ID >>\"$HOME/MARK\"; exit 3") &&
 	wait_for "test \"\$(job_field $blocker status)\" = \"\\\"RUNNING\\\"\"" &&
 	skiff node down >/dev/null &&
@@ -58,7 +58,7 @@ test_expect_success 'a PENDING job whose shim died before its go is queued again
 # starts: it is adopted, then exits on EOF.
 test_expect_success 'an adopted shim that exits without its go leaves its job PENDING, not FAILED_DRIVER' '
 	rm -f "$HOME/gate" "$HOME/MARK" &&
-	blocker=$(skiff node submit --cpus 1 "while [ ! -e \"$HOME/gate\" ]; do sleep 0.05; done") &&
+	blocker=$(skiff node submit --cpus 1 "while [ ! -e \"$HOME/gate\" ]; do $(nap 0.05); done") &&
 	job=$(skiff node submit --cpus 1 "echo \$SKIFF_JOB_ID >>\"$HOME/MARK\"") &&
 	wait_for "test \"\$(job_field $blocker status)\" = \"\\\"RUNNING\\\"\"" &&
 	skiff node down >/dev/null &&
@@ -121,7 +121,7 @@ test_expect_success 'a restart under ulimit -n 128 with 150 running jobs fails n
 	first=$(db "select coalesce(max(id), 0) from jobs") &&
 	i=0 &&
 	while [ $i -lt 150 ]; do
-		skiff node submit --cpus 0 "while [ ! -e \"$HOME/gate2\" ]; do sleep 1; done" >/dev/null ||
+		skiff node submit --cpus 0 "while [ ! -e \"$HOME/gate2\" ]; do $(nap 1); done" >/dev/null ||
 			exit 1
 		i=$((i + 1))
 	done &&

@@ -105,7 +105,7 @@ test_expect_success 'upgrade in place: a different binary replaces the superviso
 	test "$SHA_B" != "$SHA" &&
 	"$B" version >/dev/null &&
 	id=$(on_node "$N1" node submit -n long \
-		"while [ ! -e \"\$HOME/go\" ]; do sleep 0.05; done; echo finished") &&
+		"while [ ! -e \"\$HOME/go\" ]; do $(nap 0.05); done; echo finished") &&
 	wait_for "test \"\$(on_node \"$N1\" node logs $id --status)\" = RUNNING" &&
 	"$B" __runner-test --local "$N1" --name loc-1 install >instB &&
 	cat instB &&

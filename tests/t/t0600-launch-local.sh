@@ -88,7 +88,7 @@ test_expect_success 'env and secret values arrive verbatim; secrets stay out of 
 	home=$(ls -d "$SKIFF_HOME"/local/c1/0) &&
 	rm -f "$home/envout" "$home/gate" &&
 	skiff exec c1 -d --env "V=$v" --secret "S3CR=hunter2-$$" \
-		"printf %s \"\$V\" >envout; while [ ! -e gate ]; do sleep 0.05; done
+		"printf %s \"\$V\" >envout; while [ ! -e gate ]; do $(nap 0.05); done
 		printf %s \"\$S3CR\" >secout" >/dev/null 2>&1 &&
 	# Look while the job runs (it waits for the gate): its environment holds the secret,
 	# which shows the scan sees it; no command line does.

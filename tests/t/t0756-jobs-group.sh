@@ -60,14 +60,14 @@ name: trainer
 run: |
   echo "trainer of \$SKYPILOT_JOBGROUP_NAME" >>$TRASH/runs.trainer
   touch $TRASH/trainer.up
-  while [ ! -e $TRASH/buffer.up ]; do sleep 0.1; done
+  while [ ! -e $TRASH/buffer.up ]; do $(nap 0.1); done
   echo "trainer saw the buffer"
 ---
 name: buffer
 run: |
   echo "buffer of \$SKYPILOT_JOBGROUP_NAME" >>$TRASH/runs.buffer
   touch $TRASH/buffer.up
-  while [ ! -e $TRASH/trainer.up ]; do sleep 0.1; done
+  while [ ! -e $TRASH/trainer.up ]; do $(nap 0.1); done
   echo "buffer serving"
   sleep 100000
 EOF

@@ -228,7 +228,7 @@ test_expect_success ROOT 'full disk: the supervisor serves, jobs fail clearly, r
 	skiff node up --cpus 0 >/dev/null &&
 	ok=$(skiff node submit --cpus 0 "echo before") &&
 	wait_for "test \"\$(skiff node logs --status $ok)\" = SUCCEEDED" &&
-	a=$(skiff node submit --cpus 0 "while [ ! -e \"$FULL_MNT/gate\" ]; do sleep 0.05; done; exit 3") &&
+	a=$(skiff node submit --cpus 0 "while [ ! -e \"$FULL_MNT/gate\" ]; do $(nap 0.05); done; exit 3") &&
 	wait_for "test \"\$(skiff node logs --status $a)\" = RUNNING" &&
 	touch "$FULL_MNT/gate.new" &&
 	full_on &&
@@ -270,7 +270,7 @@ test_expect_success 'a start that finds the lock still held by a dying superviso
 test_expect_success 'a restart (down/up, kill -9) keeps pending jobs pending' '
 	skiff node down >/dev/null &&
 	skiff node up --cpus 1 >/dev/null &&
-	a=$(skiff node submit --cpus 1 "while [ ! -e gate1 ]; do sleep 0.05; done") &&
+	a=$(skiff node submit --cpus 1 "while [ ! -e gate1 ]; do $(nap 0.05); done") &&
 	b=$(skiff node submit --cpus 1 "exit 4") &&
 	wait_for "test \"\$(skiff node logs --status $a)\" = RUNNING" &&
 	test "$(skiff node logs --status $b)" = PENDING &&
@@ -286,7 +286,7 @@ test_expect_success 'a restart (down/up, kill -9) keeps pending jobs pending' '
 '
 
 test_expect_success 'a changed boot id: running jobs are FAILED_DRIVER, pending ones run' '
-	a=$(skiff node submit --cpus 1 "while [ ! -e gate2 ]; do sleep 0.05; done") &&
+	a=$(skiff node submit --cpus 1 "while [ ! -e gate2 ]; do $(nap 0.05); done") &&
 	b=$(skiff node submit --cpus 1 "exit 5") &&
 	wait_for "test \"\$(skiff node logs --status $a)\" = RUNNING" &&
 	skiff node down >/dev/null &&
@@ -317,8 +317,8 @@ test_expect_success ROOT 'a node whose monotonic clock is 30 years ahead: grace,
 	export SKIFF_HOME="$TRASH/timens-home" &&
 	unshare --time --monotonic 1000000000 --boottime 1000000000 --fork \
 		"$SKIFF_BIN" node up --cpus 0 --cancel-grace 1 >/dev/null &&
-	a=$(skiff node submit --cpus 0 "trap \"\" TERM; while :; do sleep 0.05; done") &&
-	b=$(skiff node submit --cpus 0 "while [ ! -e gate3 ]; do sleep 0.05; done; exit 6") &&
+	a=$(skiff node submit --cpus 0 "trap \"\" TERM; while :; do $(nap 0.05); done") &&
+	b=$(skiff node submit --cpus 0 "while [ ! -e gate3 ]; do $(nap 0.05); done; exit 6") &&
 	wait_for "test \"\$(skiff node logs --status $a)\" = RUNNING" &&
 	wait_for "test \"\$(skiff node logs --status $b)\" = RUNNING" &&
 	# Re-adoption compares start times read inside the namespace.

@@ -22,7 +22,7 @@ envs:
 run: |
   test "\$(printf %s "\$TOKEN" | sha256sum | cut -c1-32)" = $HASH && echo token-ok
   touch "$TRASH/job-up"
-  while [ ! -e "$TRASH/gate" ]; do sleep 0.05; done
+  while [ ! -e "$TRASH/gate" ]; do $(nap 0.05); done
 EOF
 
 test_cleanup_hook() {
