@@ -32,9 +32,9 @@ enum dash_verdict {
 };
 
 /*
- * Whether r is let in: the Host first, then the token (the cookie, an "Authorization:
- * Bearer" header, or ?token= on a page's GET), then for a POST the Origin. The token is
- * compared in constant time.
+ * Whether r is let in: the Host first, then the token (?token= on a page's GET, which is
+ * always swapped for the cookie, even beside a valid one; the cookie; an "Authorization:
+ * Bearer" header), then for a POST the Origin. The token is compared in constant time.
  */
 enum dash_verdict dash_admit(const struct dash_conf *c, const struct http_req *r);
 

@@ -39,13 +39,18 @@ enum dash_verdict dash_admit(const struct dash_conf *c, const struct http_req *r
 
 	if (!host_ok(c, host))
 		return DASH_BAD_HOST;
+	/*
+	 * The token in a page's URL is swapped for the cookie, also when the browser has the
+	 * cookie already (the printed URL opened again): it leaves the address bar and the
+	 * history either way.
+	 */
+	if (!strcmp(r->method, "GET") && strncmp(r->path, "/api/", 5) &&
+	    !http_query_get(r->query, "token", v, sizeof(v)) && same_secret(v, c->token))
+		return DASH_SET_COOKIE;
 	if (cookie && !http_cookie_get(cookie, DASH_COOKIE, v, sizeof(v)))
 		in = same_secret(v, c->token);
 	if (!in && auth && !strncmp(auth, "Bearer ", 7))
 		in = same_secret(auth + 7, c->token);
-	if (!in && !strcmp(r->method, "GET") && strncmp(r->path, "/api/", 5) &&
-	    !http_query_get(r->query, "token", v, sizeof(v)) && same_secret(v, c->token))
-		return DASH_SET_COOKIE;
 	if (!in)
 		return DASH_NO_AUTH;
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {

@@ -201,8 +201,17 @@ static void test_admit(void)
 	       "the token in a page's URL: the cookie is set");
 	is_int(admit("GET", "/clusters/x?a=1&token=" TOKEN, "localhost:46590", NULL, NULL, NULL),
 	       DASH_SET_COOKIE, "  on any page");
+	is_int(admit("GET", "/?token=" TOKEN, "127.0.0.1:46590", "skiff_dashboard=" TOKEN, NULL,
+	             NULL),
+	       DASH_SET_COOKIE, "  also when the cookie is there (the URL opened again)");
+	is_int(admit("GET", "/?token=" TOKEN "1", "127.0.0.1:46590", "skiff_dashboard=" TOKEN, NULL,
+	             NULL),
+	       DASH_PASS, "  a wrong token beside the cookie: the cookie lets it in");
 	is_int(admit("GET", "/api/v1/clusters?token=" TOKEN, "127.0.0.1:46590", NULL, NULL, NULL),
 	       DASH_NO_AUTH, "  never for the API (a URL in a log would be a key)");
+	is_int(admit("GET", "/api/v1/clusters?token=" TOKEN, "127.0.0.1:46590",
+	             "skiff_dashboard=" TOKEN, NULL, NULL),
+	       DASH_PASS, "  an API call with the cookie is let in, the query aside");
 	is_int(admit("POST", "/?token=" TOKEN, "127.0.0.1:46590", NULL, NULL, NULL), DASH_NO_AUTH,
 	       "  never with a POST");
 	is_int(admit("GET", "/?token=" TOKEN "1", "127.0.0.1:46590", NULL, NULL, NULL),
