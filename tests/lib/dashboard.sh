@@ -9,7 +9,8 @@
 #   get FILE PATH        GET with the cookie: the body into FILE, the status printed
 #   post FILE PATH       POST with the cookie and our Origin, the same
 #   dash_ends            the last test: SIGTERM ends it with exit 0, no bug report
-#   pw STEP ARGS...      one step of tests/lib/dashboard_browser.cjs in Chromium
+#   pw STEP ARGS...      one step of tests/lib/dashboard_browser.cjs in Chromium (the
+#                        script's browser server runs it, once browser_server_start ran)
 #   pw_background ...    pw in the background: live.out, live.err, its status in live.rc
 
 dash_start() {
@@ -45,7 +46,11 @@ dash_ends() {
 }
 
 pw() {
-	browser_run "$SRC_DIR/tests/lib/dashboard_browser.cjs" "$URL" "$@"
+	if [ -n "${BROWSER_STEPS:-}" ]; then
+		python3 "$SRC_DIR/tests/lib/browser_step.py" "$BROWSER_STEPS" "$URL" "$@"
+	else
+		browser_run "$SRC_DIR/tests/lib/dashboard_browser.cjs" "$URL" "$@"
+	fi
 }
 
 pw_background() {

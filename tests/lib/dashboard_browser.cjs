@@ -1,4 +1,6 @@
-// The dashboard in a real Chromium (t0830): one step per run, its findings on stdout.
+// The dashboard in a real Chromium (t0830, t0831): the steps, runStep(), which the test
+// script's browser server runs (tests/lib/browser_server.cjs, sent by browser_step.py),
+// or one step a run, its findings on stdout, where there is no server:
 //
 //   node dashboard_browser.cjs URL STEP ARGS...
 //
@@ -31,8 +33,7 @@
 "use strict";
 const {chromium} = require("playwright-core");
 
-const [url, step, ...args] = process.argv.slice(2);
-const base = url.replace(/\/\?token=.*/, "");
+const VIEWPORT = {width: 1280, height: 800};
 const WAIT = 20000;
 /*
  * A log's lines reach the page over the nodes' own channels (a gang: an ssh session per
@@ -41,31 +42,34 @@ const WAIT = 20000;
  */
 const NODE_WAIT = 60000;
 
+// A step that did not find what it looks for: its message is the step's whole report.
+class StepFailed extends Error {}
+
 function fail(msg) {
-  process.stderr.write("dashboard_browser: " + msg + "\n");
-  process.exit(1);
+  throw new StepFailed(msg);
 }
 
-(async () => {
-  // The script's one Chromium (tests/lib/browser_server.cjs), else one of our own; a
-  // context of our own either way, which close() takes away.
-  const browser = process.env.BROWSER_WS
-    ? await chromium.connect(process.env.BROWSER_WS)
-    : await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
-                             args: ["--no-sandbox", "--disable-gpu"]});
-  const page = await (await browser.newContext({viewport: {width: 1280, height: 800}})).newPage();
+/*
+ * Runs one step on page (in a context of the caller's, whose other pages it closes at the
+ * end) and gives its findings to out(text). Throws StepFailed with the reason, the page's
+ * own note on its last action and its errors, when the step fails.
+ */
+async function runStep(page, url, step, args, out) {
+  const base = url.replace(/\/\?token=.*/, "");
   let confirmAnswer = null;
   const problems = [];
-  page.on("dialog", async d => {
+  const onDialog = async d => {
     if (d.type() === "confirm" && confirmAnswer !== null) {
-      process.stdout.write("confirm: " + d.message() + "\n");
+      out("confirm: " + d.message() + "\n");
       if (confirmAnswer) await d.accept(); else await d.dismiss();
       return;
     }
     problems.push("unexpected " + d.type() + " dialog: " + d.message());
     await d.dismiss();
-  });
-  page.on("pageerror", e => problems.push("page error: " + e.message));
+  };
+  const onError = e => problems.push("page error: " + e.message);
+  page.on("dialog", onDialog);
+  page.on("pageerror", onError);
   try {
     // The token URL: the cookie is set, the token leaves the address bar.
     await page.goto(url, {waitUntil: "domcontentloaded"});
@@ -74,39 +78,39 @@ function fail(msg) {
     if (step === "row") {
       await go(args[0]);
       await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: WAIT});
-      process.stdout.write("found\n");
+      out("found\n");
     } else if (step === "text") {
       await go(args[0]);
       const loc = page.locator(args[1]).first();
       await loc.waitFor({timeout: WAIT});
-      process.stdout.write((await loc.textContent()) + "\n");
+      out((await loc.textContent()) + "\n");
     } else if (step === "noscript") {
       await go(args[0]);
       await page.locator("table").first().waitFor({timeout: WAIT});
       await page.waitForTimeout(300);
       const n = await page.evaluate(() =>
         document.querySelectorAll("main img, main script, main [onerror]").length);
-      process.stdout.write("injected elements: " + n + "\n");
+      out("injected elements: " + n + "\n");
     } else if (step === "wait-text") {
       await go(args[0]);
       await page.locator("table, p.muted").first().waitFor({timeout: WAIT});
       require("fs").writeFileSync(args[3], "ready\n");
       const t0 = Date.now();
       await page.locator(args[1], {hasText: args[2]}).first().waitFor({timeout: NODE_WAIT});
-      process.stdout.write("shown after " + (Date.now() - t0) + " ms\n");
+      out("shown after " + (Date.now() - t0) + " ms\n");
     } else if (step === "logs") {
       await go("/clusters/" + args[0]);
       await page.locator(`tr[data-job="${args[1]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
       for (const text of args.slice(2))
         await page.locator("pre#log", {hasText: text}).waitFor({timeout: NODE_WAIT});
-      process.stdout.write(await page.locator("pre#log").innerHTML() + "\n");
+      out(await page.locator("pre#log").innerHTML() + "\n");
     } else if (step === "click") {
       await go(args[0]);
       confirmAnswer = args[2] === "accept";
       await page.locator(args[1]).first().click({timeout: WAIT});
       await page.locator(args[3], {hasText: args[4]}).first().waitFor({timeout: NODE_WAIT});
       const note = await page.locator("#note").textContent();
-      process.stdout.write("note: " + note + "\n");
+      out("note: " + note + "\n");
     } else if (step === "tabs") {
       const tabs = [page];
       for (let i = 1; i < Number(args[0]); i++) tabs.push(await page.context().newPage());
@@ -114,7 +118,7 @@ function fail(msg) {
         await t.goto(base + args[1], {waitUntil: "domcontentloaded", timeout: WAIT});
         await t.locator(args[2]).first().waitFor({timeout: WAIT});
       }
-      process.stdout.write(tabs.length + " tabs drawn\n");
+      out(tabs.length + " tabs drawn\n");
     } else if (step === "filter") {
       await go("/clusters");
       await page.locator("tr[data-cluster]").first().waitFor({timeout: WAIT});
@@ -124,7 +128,7 @@ function fail(msg) {
       await page.waitForTimeout(300);
       const shown = await page.evaluate(() =>
         [...document.querySelectorAll("tr[data-cluster]")].map(r => r.dataset.cluster).join(" "));
-      process.stdout.write("shown: " + shown + "\n");
+      out("shown: " + shown + "\n");
     } else if (step === "log-tabs") {
       // document.visibilityState as a tab switch sets it (headless tabs are all "visible").
       const show = (t, state) => t.evaluate(v => {
@@ -143,7 +147,7 @@ function fail(msg) {
       }
       await show(tabs[0], "visible");
       await tabs[0].locator("pre#log:not([data-paused])", {hasText: args[3]}).waitFor({timeout: NODE_WAIT});
-      process.stdout.write(tabs.length + " tabs followed the log\n");
+      out(tabs.length + " tabs followed the log\n");
     } else if (step === "kept") {
       await go("/clusters/" + args[0]);
       await page.locator("td.supervisor", {hasText: "pid"}).first().waitFor({timeout: NODE_WAIT});
@@ -154,27 +158,54 @@ function fail(msg) {
       await asked;
       await page.waitForTimeout(300);
       const same = await button.evaluate(b => b.isConnected && b.skiffMark === "before");
-      process.stdout.write("the same button after the redraw: " + same + "\n");
+      out("the same button after the redraw: " + same + "\n");
       await button.click({timeout: WAIT});
       await page.locator("pre#log").waitFor({timeout: WAIT});
-      process.stdout.write("its log opened\n");
+      out("its log opened\n");
     } else if (step === "shot") {
       await go(args[0]);
       if (args[2]) await page.locator(args[2]).first().waitFor({timeout: WAIT});
       if (args[3]) await page.locator(args[3]).first().click({timeout: WAIT});
       await page.waitForTimeout(args[3] ? 3000 : 500);
       await page.screenshot({path: args[1], fullPage: false});
-      process.stdout.write("shot " + args[1] + "\n");
+      out("shot " + args[1] + "\n");
     } else {
       fail("unknown step " + step);
     }
   } catch (e) {
     // What the page said of its last action (an error instead of "done"), if anything.
     const note = await page.locator("#note").first().textContent({timeout: 1000}).catch(() => null);
-    await browser.close();
     fail(e.message + (note ? "\nthe page's note: " + note : "") +
          (problems.length ? "\n" + problems.join("\n") : ""));
+  } finally {
+    page.off("dialog", onDialog);
+    page.off("pageerror", onError);
+    for (const p of page.context().pages())
+      if (p !== page) await p.close().catch(() => {});
   }
-  await browser.close();
   if (problems.length) fail(problems.join("\n"));
-})();
+}
+
+module.exports = {runStep, StepFailed};
+
+if (require.main === module) {
+  (async () => {
+    const [url, step, ...args] = process.argv.slice(2);
+    // The script's one Chromium (tests/lib/browser_server.cjs), else one of our own; a
+    // context of our own either way, which close() takes away.
+    const browser = process.env.BROWSER_WS
+      ? await chromium.connect(process.env.BROWSER_WS)
+      : await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
+                               args: ["--no-sandbox", "--disable-gpu"]});
+    const page = await (await browser.newContext({viewport: VIEWPORT})).newPage();
+    let code = 0;
+    try {
+      await runStep(page, url, step, args, text => process.stdout.write(text));
+    } catch (e) {
+      process.stderr.write("dashboard_browser: " + e.message + "\n");
+      code = 1;
+    }
+    await browser.close();
+    process.exit(code);
+  })();
+}
