@@ -50,8 +50,8 @@ function fail(msg) {
 }
 
 /*
- * Runs one step on page (in a context of the caller's, whose other pages it closes at the
- * end) and gives its findings to out(text). Throws StepFailed with the reason, the page's
+ * Runs one step on page (in a context of the caller's, where other steps may run at the
+ * same time; the tabs the step opens, it closes) and gives its findings to out(text). Throws StepFailed with the reason, the page's
  * own note on its last action and its errors, when the step fails.
  */
 async function runStep(page, url, step, args, out) {
@@ -68,6 +68,12 @@ async function runStep(page, url, step, args, out) {
     await d.dismiss();
   };
   const onError = e => problems.push("page error: " + e.message);
+  const opened = [];
+  const newTab = async () => {
+    const t = await page.context().newPage();
+    opened.push(t);
+    return t;
+  };
   page.on("dialog", onDialog);
   page.on("pageerror", onError);
   try {
@@ -113,7 +119,7 @@ async function runStep(page, url, step, args, out) {
       out("note: " + note + "\n");
     } else if (step === "tabs") {
       const tabs = [page];
-      for (let i = 1; i < Number(args[0]); i++) tabs.push(await page.context().newPage());
+      for (let i = 1; i < Number(args[0]); i++) tabs.push(await newTab());
       for (const t of tabs) {
         await t.goto(base + args[1], {waitUntil: "domcontentloaded", timeout: WAIT});
         await t.locator(args[2]).first().waitFor({timeout: WAIT});
@@ -137,7 +143,7 @@ async function runStep(page, url, step, args, out) {
       }, state);
       const tabs = [];
       for (let i = 0; i < Number(args[0]); i++) {
-        const t = i ? await page.context().newPage() : page;
+        const t = i ? await newTab() : page;
         await t.goto(base + "/clusters/" + args[0 + 1], {waitUntil: "domcontentloaded", timeout: WAIT});
         await t.locator(`tr[data-job="${args[2]}"] button`, {hasText: "Logs"}).click({timeout: WAIT});
         await t.locator("pre#log", {hasText: args[3]}).waitFor({timeout: NODE_WAIT});
@@ -180,8 +186,7 @@ async function runStep(page, url, step, args, out) {
   } finally {
     page.off("dialog", onDialog);
     page.off("pageerror", onError);
-    for (const p of page.context().pages())
-      if (p !== page) await p.close().catch(() => {});
+    for (const t of opened) await t.close().catch(() => {});
   }
   if (problems.length) fail(problems.join("\n"));
 }
