@@ -299,6 +299,10 @@ test_expect_success 'a vanished node (own cluster, EAGER_NEXT_REGION): relaunche
 
 test_expect_success 'cancel during LAUNCHING releases the cluster it was launching' '
 	export SKIFF_HOME=$TRASH/home2 SKIFF_JOBS_LOCAL_POOL=0 SKIFF_JOBS_LAUNCH_DELAY_MS=1500 &&
+	# The launch delay is the controller'"'"'s environment: the one of the test above,
+	# started without it, must have ended (SKIFF_JOBS_IDLE_S) before this launch starts
+	# another, else the launch takes no time to watch.
+	wait_for "test -z \"\$(skiff_ctl_pid)\"" 20 &&
 	id=$(skiff jobs launch -d -n c1 "sleep 100") &&
 	wait_for "test \"\$(jfield $id schedule_state)\" = LAUNCHING" 20 &&
 	skiff jobs cancel $id &&
