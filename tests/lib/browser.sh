@@ -6,11 +6,10 @@
 #                          playwright-core; 0, or 1 with the reason in $browser_why
 #   browser_run FILE.mjs ARGS...
 #                          runs a node script that imports playwright-core (its
-#                          chromium is $BROWSER_CHROMIUM; the script's one Chromium is at
-#                          $BROWSER_WS once browser_server_start started it)
+#                          chromium is $BROWSER_CHROMIUM)
 #   browser_server_start, browser_server_stop
-#                          one Chromium for a whole test script, which runs its steps
-#                          (below)
+#                          one Chromium for a whole test script, which runs its
+#                          steps (below)
 
 BROWSER_PW_VERSION=1.57.0
 BROWSER_CACHE=${SKIFF_TEST_CACHE:-/var/cache/skiff-test}/npm/playwright-core-$BROWSER_PW_VERSION
@@ -39,27 +38,27 @@ browser_setup() {
 }
 
 # browser_server_start (a test script, after browser_setup: it needs tests/t/lib.sh): one
-# Chromium for the whole script (tests/lib/browser_server.cjs), which also runs the
-# script's steps of dashboard_browser.cjs, sent by tests/lib/browser_step.py to the
-# socket in $BROWSER_STEPS: a step that started a node and a Chromium of its own was most
-# of the dashboard scripts' CPU. It ends with the script. Where it cannot start,
-# BROWSER_STEPS and BROWSER_WS stay unset and each step starts its own, as it says.
+# Chromium for the whole script (tests/lib/browser_server.cjs), which runs the script's
+# steps of dashboard_browser.cjs, sent by tests/lib/browser_step.py to the socket in
+# $BROWSER_STEPS: a step that started a node and a Chromium of its own was most of the
+# dashboard scripts' CPU. It ends with the script. Where it cannot start, BROWSER_STEPS
+# stays unset and each step starts its own, as it says.
 browser_server_start() {
-	unset BROWSER_WS BROWSER_STEPS
-	rm -f "$TRASH/browser.ws"
+	unset BROWSER_STEPS
+	rm -f "$TRASH/browser.sock"
 	NODE_PATH="$BROWSER_CACHE/node_modules" node "$SRC_DIR/tests/lib/browser_server.cjs" \
-		"$TRASH/browser.ws" "$$" "$TRASH/browser.sock" >"$TRASH/browser-server.log" 2>&1 &
+		"$TRASH/browser.sock" "$$" >"$TRASH/browser-server.log" 2>&1 &
 	BROWSER_SERVER_PID=$!
-	if ! wait_for "test -s \"$TRASH/browser.ws\" || ! kill -0 $BROWSER_SERVER_PID 2>/dev/null" 60 ||
-		! test -s "$TRASH/browser.ws"; then
+	# The socket is there once the browser runs and the server listens.
+	if ! wait_for "test -S \"$TRASH/browser.sock\" || ! kill -0 $BROWSER_SERVER_PID 2>/dev/null" 60 ||
+		! test -S "$TRASH/browser.sock"; then
 		echo "# browser: no shared Chromium ($(tail -n 3 "$TRASH/browser-server.log" 2>/dev/null)):" \
 			"each step starts its own"
 		browser_server_stop
 		return 0
 	fi
-	BROWSER_WS=$(cat "$TRASH/browser.ws")
 	BROWSER_STEPS=$TRASH/browser.sock
-	export BROWSER_WS BROWSER_STEPS
+	export BROWSER_STEPS
 }
 
 # browser_server_stop: ends that Chromium now (a test_cleanup_hook's first step).

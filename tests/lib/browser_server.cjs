@@ -3,37 +3,31 @@
 // loaded playwright (0.6 CPU-s on the suite's VM), then opened a new context and page
 // (a renderer process, 0.8 CPU-s more), where its own work was half a CPU-second.
 //
-//   node browser_server.cjs WS_FILE OWNER_PID SOCKET
+//   node browser_server.cjs SOCKET OWNER_PID
 //
-// Listens at SOCKET for steps (tests/lib/browser_step.py sends them: one JSON line
-// {"url", "step", "args"}; the answer is one JSON object {"code", "out", "err"}), each
-// run by dashboard_browser.cjs's runStep() on a page kept from step to step in one
-// context (the dashboard keeps nothing in the browser but its cookie, which each step
-// sets again): a page that a step failed on is closed and the next step gets a new one.
-// Steps run at once when they come at once (a step waiting in the background), each on a
-// page of its own. Writes the browser's endpoint to WS_FILE (whole: renamed into place)
-// once both listen, and ends, browser and all, on SIGTERM or when OWNER_PID (the test
-// script) is gone.
+// Listens at SOCKET, once the browser runs, for steps (tests/lib/browser_step.py sends
+// them: one JSON line {"url", "step", "args"}; the answer is one JSON object {"code",
+// "out", "err"}), each run by dashboard_browser.cjs's runStep() on a page kept from step
+// to step in one context (the dashboard keeps nothing in the browser but its cookie,
+// which each step sets again): a page that a step failed on is closed and the next step
+// gets a new one. Steps run at once when they come at once (a step waiting in the
+// background), each on a page of its own. Ends, browser and all, on SIGTERM or when
+// OWNER_PID (the test script) is gone.
 "use strict";
 const fs = require("fs");
 const net = require("net");
 const path = require("path");
-const {chromium} = require("playwright-core");
-const {runStep} = require(path.join(__dirname, "dashboard_browser.cjs"));
+const {runStep, launchBrowser, baseOf, failure, VIEWPORT} =
+  require(path.join(__dirname, "dashboard_browser.cjs"));
 
-const [wsFile, owner, sockPath] = process.argv.slice(2);
+const [sockPath, owner] = process.argv.slice(2);
 // How often it looks whether the test script is still there.
 const OWNER_CHECK_MS = 1000;
-const VIEWPORT = {width: 1280, height: 800};
 // A request is one line; a longer one is not ours.
 const MAX_REQUEST = 64 << 10;
 
 (async () => {
-  const server = await chromium.launchServer({
-    executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
-  const browser = await chromium.connect(server.wsEndpoint());
+  const browser = await launchBrowser();
   const context = await browser.newContext({viewport: VIEWPORT});
   const idle = []; // pages no step uses now, each at a page of no script (below)
 
@@ -44,11 +38,11 @@ const MAX_REQUEST = 64 << 10;
       await runStep(page, req.url, req.step, req.args || [], t => { out += t; });
       // Off the dashboard's pages, whose event stream would stay open and keep the page
       // busy until the next step: its origin, so that the renderer stays for the next.
-      await page.goto(req.url.replace(/\/\?token=.*/, "") + "/api/",
+      await page.goto(baseOf(req.url) + "/api/",
                       {waitUntil: "domcontentloaded"});
       idle.push(page);
     } catch (e) {
-      err = "dashboard_browser: " + e.message + "\n";
+      err = failure(e);
       code = 1;
       await page.close().catch(() => {});
     }
@@ -86,7 +80,6 @@ const MAX_REQUEST = 64 << 10;
     ending = true;
     listener.close();
     await browser.close().catch(() => {});
-    await server.close().catch(() => {});
     process.exit(0);
   };
   process.on("SIGTERM", end);
@@ -98,8 +91,6 @@ const MAX_REQUEST = 64 << 10;
       end();
     }
   }, OWNER_CHECK_MS);
-  fs.writeFileSync(wsFile + ".tmp", server.wsEndpoint() + "\n");
-  fs.renameSync(wsFile + ".tmp", wsFile);
 })().catch(e => {
   process.stderr.write("browser_server: " + e.message + "\n");
   process.exit(1);

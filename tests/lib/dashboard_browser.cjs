@@ -1,6 +1,7 @@
 // The dashboard in a real Chromium (t0830, t0831): the steps, runStep(), which the test
 // script's browser server runs (tests/lib/browser_server.cjs, sent by browser_step.py),
-// or one step a run, its findings on stdout, where there is no server:
+// or one step a run in a Chromium of its own, its findings on stdout, where there is no
+// server:
 //
 //   node dashboard_browser.cjs URL STEP ARGS...
 //
@@ -34,6 +35,7 @@
 const {chromium} = require("playwright-core");
 
 const VIEWPORT = {width: 1280, height: 800};
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu"];
 const WAIT = 20000;
 /*
  * A log's lines reach the page over the nodes' own channels (a gang: an ssh session per
@@ -49,13 +51,29 @@ function fail(msg) {
   throw new StepFailed(msg);
 }
 
+// The dashboard's address: URL without its token.
+function baseOf(url) {
+  return url.replace(/\/\?token=.*/, "");
+}
+
+function launchBrowser() {
+  return chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
+                         args: CHROMIUM_ARGS});
+}
+
+// What a failed step says on stderr.
+function failure(e) {
+  return "dashboard_browser: " + e.message + "\n";
+}
+
 /*
  * Runs one step on page (in a context of the caller's, where other steps may run at the
- * same time; the tabs the step opens, it closes) and gives its findings to out(text). Throws StepFailed with the reason, the page's
- * own note on its last action and its errors, when the step fails.
+ * same time; the tabs the step opens, it closes) and gives its findings to out(text).
+ * Throws StepFailed with the reason, the page's own note on its last action and its
+ * errors, when the step fails.
  */
 async function runStep(page, url, step, args, out) {
-  const base = url.replace(/\/\?token=.*/, "");
+  const base = baseOf(url);
   let confirmAnswer = null;
   const problems = [];
   const onDialog = async d => {
@@ -191,23 +209,18 @@ async function runStep(page, url, step, args, out) {
   if (problems.length) fail(problems.join("\n"));
 }
 
-module.exports = {runStep, StepFailed};
+module.exports = {runStep, launchBrowser, baseOf, failure, VIEWPORT};
 
 if (require.main === module) {
   (async () => {
     const [url, step, ...args] = process.argv.slice(2);
-    // The script's one Chromium (tests/lib/browser_server.cjs), else one of our own; a
-    // context of our own either way, which close() takes away.
-    const browser = process.env.BROWSER_WS
-      ? await chromium.connect(process.env.BROWSER_WS)
-      : await chromium.launch({executablePath: process.env.BROWSER_CHROMIUM || "/usr/bin/chromium",
-                               args: ["--no-sandbox", "--disable-gpu"]});
+    const browser = await launchBrowser();
     const page = await (await browser.newContext({viewport: VIEWPORT})).newPage();
     let code = 0;
     try {
       await runStep(page, url, step, args, text => process.stdout.write(text));
     } catch (e) {
-      process.stderr.write("dashboard_browser: " + e.message + "\n");
+      process.stderr.write(failure(e));
       code = 1;
     }
     await browser.close();
