@@ -14,7 +14,8 @@
  *            those named by "id" fields, the one of "key", or all ("active": only those
  *            that have not ended)
  *   watch    the supervisor's two replies ("watching", then "ended" with the status),
- *            each a frame as it comes
+ *            each a frame as it comes; an error, with "no_job" when the node has no job
+ *            of that id
  *   autostop_state  answered here, without starting a supervisor: {"ok", "running" (1
  *            while a supervisor serves), "fired" (stop, down or "": what autostop did
  *            last since it was set), "fired_at"}

@@ -747,8 +747,15 @@ static void op_watch(struct conn *c, const struct msg *req)
 	if (c->watch)
 		return sup_reply_error(c, "watch: this connection watches job %lld already",
 		                       (long long)c->watch);
-	if (st_job_get_state(s->db, id, &j))
-		return sup_reply_error(c, "job %lld not found", (long long)id);
+	if (st_job_get_state(s->db, id, &j)) {
+		/* "no_job": the gang watcher's sign that the rank's job is not on this node. */
+		msg_init(&m);
+		msg_addf(&m, "error", "job %lld not found", (long long)id);
+		msg_add(&m, "no_job", "1");
+		sup_reply(c, &m);
+		msg_release(&m);
+		return;
+	}
 	if (job_status_terminal(j.status)) {
 		watch_reply(c, &j);
 		job_free(&j);

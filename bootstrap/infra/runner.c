@@ -237,6 +237,7 @@ static int transport_failed(struct runner *r, struct runner_call *c, int code)
 		off += n;
 	}
 	buf_reset(&r->last_error);
+	r->last_gone = 0;
 	for (line = log.p; line && *line; line = next) {
 		size_t len;
 
@@ -247,6 +248,10 @@ static int transport_failed(struct runner *r, struct runner_call *c, int code)
 		len = strcspn(line, "\r");
 		while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
 			len--;
+		if (len == strlen(RUNNER_GONE_LINE) && !strncmp(line, RUNNER_GONE_LINE, len)) {
+			r->last_gone = 1;
+			continue;
+		}
 		if (!len || starts_with(line, "Warning: Permanently added"))
 			continue;
 		if (r->last_error.len)
@@ -254,8 +259,10 @@ static int transport_failed(struct runner *r, struct runner_call *c, int code)
 		buf_add(&r->last_error, line, len);
 	}
 	buf_release(&log);
-	if (!r->last_error.len)
+	if (!r->last_error.len) {
+		r->last_gone = 0;
 		return 0;
+	}
 	error("node %s (%s): %s", r->name, r->ip, r->last_error.p);
 	return 1;
 }
@@ -289,6 +296,7 @@ static int run_wait(struct runner *r, const char *script, const struct runner_io
 	int64_t t0 = now_ms();
 
 	buf_reset(&r->last_error);
+	r->last_gone = 0;
 	if (!io)
 		io = &default_io;
 	rc = call_prepare(r, script, NULL, 0, 1, &c);
@@ -403,6 +411,7 @@ static int proc_open(struct runner *r, const char *script, char *const *argv, un
 	p->pid = -1;
 	p->to = p->from = p->err = -1;
 	buf_reset(&r->last_error);
+	r->last_gone = 0;
 	p->call = xcalloc(1, sizeof(*p->call));
 	rc = call_prepare(r, script, argv, 0, 1, p->call);
 	if (rc)

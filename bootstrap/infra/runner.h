@@ -82,6 +82,14 @@ struct runner {
 	char *name;            /* node name for messages ("tn1", "local-2") */
 	char *ip;              /* the node's address as other nodes see it */
 	struct buf last_error; /* the transport's last complaint (ssh's own messages) */
+	/*
+	 * With a transport failure: whether the transport said the node is no longer there
+	 * (a container or pod that is not running, an allocation that has ended), where
+	 * other failures (ssh cut off, an API server that does not answer) leave that open.
+	 * A wrapper says it with the line RUNNER_GONE_LINE in its diag file, which is not
+	 * part of last_error.
+	 */
+	int last_gone;
 	void *priv;
 	/*
 	 * Set by runner.c around build_argv() for runner_run() and runner_capture(): a
@@ -92,6 +100,9 @@ struct runner {
 	char *diag_dir; /* a private dir for those files, or NULL (owned) */
 	int twin;       /* runner_twin(): ops, priv and diag_dir are another runner's */
 };
+
+/* A diag file's line by which a transport's wrapper says the node is gone (last_gone). */
+#define RUNNER_GONE_LINE "skiff-transport: node gone"
 
 /* What a local process gets for stdin/stdout/stderr: an fd, /dev/null, or ours. */
 #define RUNNER_NULL (-1)
@@ -311,8 +322,8 @@ struct runner *runner_container_new(const char *name, const struct container_tar
 /*
  * The Kubernetes runner (runner_k8s.c): `kubectl [--context CTX] [-n NS] exec -i POD
  * [-c CONTAINER] -- sh -c SCRIPT`, under the same wrapper (the probe is `kubectl get pod
- * POD -o jsonpath={.status.phase}`, Running). Not tested against a live cluster: see
- * docs/infra-k8s.md. Same rules for the names as runner_container_new().
+ * POD --ignore-not-found -o jsonpath={.status.phase}`, Running; a probe that fails is no
+ * answer). Same rules for the names as runner_container_new().
  */
 struct k8s_target {
 	const char *kubectl;   /* the command; NULL: "kubectl" */
@@ -329,12 +340,16 @@ struct runner *runner_k8s_new(const char *name, const struct k8s_target *t);
  * exec (the CLI's own argv) under a host /bin/sh wrapper. When exec ends with one of the
  * space-separated statuses in codes, the wrapper runs probe (an argv, quoted with
  * lib/quote.h) and, unless it printed exactly the text of `running`, writes "NAME is not
- * running (WHAT THE PROBE PRINTED)" to r->diag_path (stderr when that is NULL) and exits
- * 255, the transport's status. Any other status, and every status of a node that runs,
- * passes through. 0, or -EINVAL when probe cannot be quoted.
+ * running (WHAT THE PROBE PRINTED)" after RUNNER_GONE_LINE to r->diag_path (stderr, the
+ * message alone, when that is NULL) and exits 255, the transport's status. With
+ * failed_probe_unsure, a probe that exits non-zero is no answer: "cannot tell whether
+ * NAME is running (WHAT IT PRINTED)", exit 255, the node not said to be gone. Any other
+ * status, and every status of a node that runs, passes through. 0, or -EINVAL when probe
+ * cannot be quoted.
  */
 int runner_exec_wrap(struct runner *r, struct argv *out, const struct argv *exec,
-                     char *const *probe, const char *running, const char *codes);
+                     char *const *probe, const char *running, const char *codes,
+                     int failed_probe_unsure);
 /* A private directory for the wrapper's diag files ($SKIFF_HOME/exec, else /tmp); or NULL. */
 char *runner_diag_dir_new(void);
 /* 1 if s is a container, pod or namespace name: [A-Za-z0-9_.-], not starting with '-'. */

@@ -16,8 +16,11 @@
  * node's state (`podman container inspect`, `kubectl get pod`). A node that is not
  * running is a transport failure: the wrapper writes "NODE is not running (STATE)" to
  * the runner's diag file (or, for runner_spawn(), to stderr) and exits 255, the status
- * runner.h treats as the transport's, as with ssh. Any other status, and any status of a
- * node that is still running, is the script's and passes through unchanged. The check
+ * runner.h treats as the transport's, as with ssh; the diag's RUNNER_GONE_LINE says the
+ * node is gone (runner.h's last_gone). A probe that fails where that is no answer
+ * (kubectl without its API server) writes "cannot tell whether NODE is running (WHAT
+ * IT SAID)": a transport failure too, the node not known to be gone. Any other status, and any
+ * status of a node that is still running, is the script's and passes through unchanged. The check
  * costs nothing when the script succeeds, and one engine call when it ends with one of
  * those statuses.
  */
@@ -36,25 +39,35 @@
 /*
  * $1 the probe (a command line quoted with sh_quote_argv()), $2 what it prints for a
  * running node, $3 the diag file ("" for stderr), $4 the node's name, $5 the statuses
- * that call for the probe (space-separated); then the exec argv.
+ * that call for the probe (space-separated), $6 non-empty when a probe that fails is
+ * no answer (kubectl that cannot reach its API server); then the exec argv. A node the
+ * probe says is not running is gone: RUNNER_GONE_LINE before the message in the diag.
  */
-static const char wrap_sh[] = "p=$1 w=$2 d=$3 n=$4 c=\" $5 \"\n"
-                              "shift 5\n"
-                              "\"$@\"\n"
-                              "r=$?\n"
-                              "case $c in *\" $r \"*) ;; *) exit $r ;; esac\n"
-                              "s=$(eval \"$p\" </dev/null 2>&1)\n"
-                              "[ \"$s\" = \"$w\" ] && exit $r\n"
-                              "m=\"$n is not running (${s:-no state})\"\n"
-                              "if [ -n \"$d\" ]; then\n"
-                              "\tprintf '%s\\n' \"$m\" >>\"$d\"\n"
-                              "else\n"
-                              "\tprintf 'skiff: error: %s\\n' \"$m\" >&2\n"
-                              "fi\n"
-                              "exit 255\n";
+static const char wrap_sh[] =
+        "p=$1 w=$2 d=$3 n=$4 c=\" $5 \" u=$6\n"
+        "shift 6\n"
+        "\"$@\"\n"
+        "r=$?\n"
+        "case $c in *\" $r \"*) ;; *) exit $r ;; esac\n"
+        "s=$(eval \"$p\" </dev/null 2>&1)\n"
+        "q=$?\n"
+        "[ \"$s\" = \"$w\" ] && exit $r\n"
+        "g='" RUNNER_GONE_LINE "'\n"
+        "m=\"$n is not running (${s:-not found})\"\n"
+        "if [ $q != 0 ] && [ -n \"$u\" ]; then\n"
+        "\tg=\n"
+        "\tm=\"cannot tell whether $n is running (${s:-no answer})\"\n"
+        "fi\n"
+        "if [ -n \"$d\" ]; then\n"
+        "\t{ [ -z \"$g\" ] || printf '%s\\n' \"$g\"; printf '%s\\n' \"$m\"; } >>\"$d\"\n"
+        "else\n"
+        "\tprintf 'skiff: error: %s\\n' \"$m\" >&2\n"
+        "fi\n"
+        "exit 255\n";
 
 int runner_exec_wrap(struct runner *r, struct argv *out, const struct argv *exec,
-                     char *const *probe, const char *running, const char *codes)
+                     char *const *probe, const char *running, const char *codes,
+                     int failed_probe_unsure)
 {
 	struct buf p = BUF_INIT(0);
 	size_t i;
@@ -74,6 +87,7 @@ int runner_exec_wrap(struct runner *r, struct argv *out, const struct argv *exec
 	argv_push(out, r->diag_path ? r->diag_path : "");
 	argv_push(out, r->name);
 	argv_push(out, codes);
+	argv_push(out, failed_probe_unsure ? "1" : "");
 	for (i = 0; i < exec->n; i++)
 		argv_push(out, exec->v[i]);
 	buf_release(&p);
@@ -175,8 +189,8 @@ static int ctr_build_argv(struct runner *r, const char *script, int interactive,
 	argv_push(&probe, "{{.State.Status}}");
 	argv_push(&probe, c->container);
 	rc = runner_exec_wrap(r, out, &ex, probe.v, "running",
-	                      strcmp(c->engine, "docker") ? PODMAN_PROBE_CODES
-	                                                  : DOCKER_PROBE_CODES);
+	                      strcmp(c->engine, "docker") ? PODMAN_PROBE_CODES : DOCKER_PROBE_CODES,
+	                      0);
 	argv_release(&probe);
 	argv_release(&ex);
 	return rc;

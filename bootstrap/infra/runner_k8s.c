@@ -8,8 +8,9 @@
  * argv word that no shell parses on the way (as with the local and container runners).
  * The exec runs under runner_exec_wrap() (runner_container.c): when kubectl exits with 1
  * (its own errors, but also a script's `exit 1`), 126, 127, 137 or 255, the wrapper asks
- * `kubectl get pod POD -o jsonpath={.status.phase}`; a pod that is not Running (gone,
- * Failed, Succeeded, or an API server that does not answer) is a transport failure.
+ * `kubectl get pod POD --ignore-not-found -o jsonpath={.status.phase}`. A pod that is not
+ * Running (not found, Failed, Succeeded) is gone, and an API server that does not answer
+ * leaves that open (the probe fails): both are transport failures.
  *
  * Tested against a real cluster (tests/t/t0720-k8s.sh: exec, the binary and a workdir on
  * stdin, a pod deleted, the API server away); tests/unit/test-runner-k8s.c checks the
@@ -78,9 +79,10 @@ static int k8s_build_argv(struct runner *r, const char *script, int interactive,
 	argv_push(&probe, "get");
 	argv_push(&probe, "pod");
 	argv_push(&probe, k->pod);
+	argv_push(&probe, "--ignore-not-found");
 	argv_push(&probe, "-o");
 	argv_push(&probe, "jsonpath={.status.phase}");
-	rc = runner_exec_wrap(r, out, &ex, probe.v, "Running", K8S_PROBE_CODES);
+	rc = runner_exec_wrap(r, out, &ex, probe.v, "Running", K8S_PROBE_CODES, 1);
 	argv_release(&probe);
 	argv_release(&ex);
 	return rc;

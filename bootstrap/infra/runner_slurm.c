@@ -23,8 +23,10 @@
  * Transport failures: srun runs under a small local sh that asks squeue, only when srun
  * exits non-zero, whether the allocation still runs. If it ended (scancel, time limit,
  * preemption, a failed node), the sh writes "the Slurm allocation J has ended (STATE)" to
- * the diag file (stderr for runner_spawn()) and exits 255, which runner.c reports as
- * -EHOSTUNREACH, as it does for ssh.
+ * the diag file (stderr for runner_spawn()), after RUNNER_GONE_LINE (the node is gone:
+ * runner.h's last_gone), and exits 255, which runner.c reports as -EHOSTUNREACH, as it
+ * does for ssh; a squeue that cannot answer is a transport failure too, the node not
+ * said to be gone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,16 +56,18 @@ static const char wrap_fmt[] =
         "rc=$?\n"
         "[ \"$rc\" -eq 0 ] && exit 0\n"
         "st=$(squeue -h -t all -j %1$s -o %%T 2>&1)\n"
-        "case $?:$st in\n"
+        "q=$?\n"
+        "g='" RUNNER_GONE_LINE "'\n"
+        "case $q:$st in\n"
         "0:RUNNING | 0:CONFIGURING | 0:SUSPENDED | 0:RESIZING) exit \"$rc\" ;;\n"
         "0:?*) m=\"the Slurm allocation %1$s has ended ($st)\" ;;\n"
         "0:* | *'Invalid job id'*) m='the Slurm allocation %1$s has ended (Slurm no longer "
         "knows it)' ;;\n"
-        "*) m=\"cannot ask Slurm about allocation %1$s: $st\" ;;\n"
+        "*) m=\"cannot ask Slurm about allocation %1$s: $st\" g= ;;\n"
         "esac\n"
         "d=%2$s\n"
-        "if [ -n \"$d\" ]; then printf '%%s\\n' \"$m\" >>\"$d\"; else printf 'skiff: error: node "
-        "%%s: %%s\\n' %3$s \"$m\" >&2; fi\n"
+        "if [ -n \"$d\" ]; then { [ -z \"$g\" ] || printf '%%s\\n' \"$g\"; printf '%%s\\n' \"$m\"; } "
+        ">>\"$d\"; else printf 'skiff: error: node %%s: %%s\\n' %3$s \"$m\" >&2; fi\n"
         "exit 255\n";
 
 static int slurm_build_argv(struct runner *r, const char *script, int interactive, struct argv *out)

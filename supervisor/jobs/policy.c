@@ -23,6 +23,39 @@ int64_t gang_retry_delay_ms(int tries)
 	return d > 30000 ? 30000 : d;
 }
 
+enum gang_away gang_away_decide(int64_t away_since, int64_t now, int tries, int gone, int stopping,
+                                int64_t lost_ms, int64_t *at)
+{
+	int64_t d = GANG_REWATCH_FIRST_MS;
+
+	*at = -1;
+	if (gone || stopping || now >= gang_lost_at(away_since, lost_ms))
+		return GANG_AWAY_LOST;
+	while (tries-- > 0 && d < GANG_REWATCH_MAX_MS)
+		d *= 2;
+	if (d > GANG_REWATCH_MAX_MS)
+		d = GANG_REWATCH_MAX_MS;
+	*at = now + d < gang_lost_at(away_since, lost_ms) ? now + d
+	                                                  : gang_lost_at(away_since, lost_ms);
+	return GANG_AWAY_RETRY;
+}
+
+int64_t gang_lost_at(int64_t away_since, int64_t lost_ms)
+{
+	return away_since > INT64_MAX - lost_ms ? INT64_MAX : away_since + lost_ms;
+}
+
+int64_t gang_lost_ms(const char *env)
+{
+	long v;
+
+	if (!env)
+		return GANG_LOST_MS;
+	if (parse_long(env, GANG_LOST_MIN_MS, GANG_RETRY_MAX_MS, &v))
+		return -1;
+	return v;
+}
+
 double jobs_backoff_s(int base_s, int attempts, double jitter)
 {
 	double b = (double)base_s;

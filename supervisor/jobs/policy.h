@@ -27,6 +27,42 @@ int64_t gang_retry_delay_ms(int tries);
 /* How long the watcher lets the job start before it looks. */
 #define GANG_START_DELAY_MS 100
 
+/*
+ * A watch that ends without the rank's status is a node that stopped answering, not yet
+ * a node lost: a blip of the network or of the transport (an ssh master gone, an API
+ * server restarting: every `kubectl exec` breaks at once), or a supervisor that died and
+ * is started again by the next call. The rank is watched again until its node answers;
+ * it is lost, and the gang fails, once its node has not answered for GANG_LOST_MS (in the
+ * manner of Ray's node-death timeout), or at once when the transport says the node is
+ * gone (a pod deleted, a container or an allocation ended: runner.h's last_gone) or the
+ * node no longer knows the job (its supervisor answers that it has none of that id).
+ * SKIFF_GANG_LOST_MS sets another bound (GANG_LOST_MIN_MS..GANG_RETRY_MAX_MS).
+ */
+#define GANG_LOST_MS ((int64_t)30 * 1000)
+#define GANG_LOST_MIN_MS ((int64_t)1000)
+/* A rank's watch is tried again after 1 s, then 2 and 4 s, then every GANG_REWATCH_MAX_MS. */
+#define GANG_REWATCH_FIRST_MS ((int64_t)1000)
+#define GANG_REWATCH_MAX_MS ((int64_t)5000)
+
+enum gang_away {
+	GANG_AWAY_RETRY, /* watch it again at *at */
+	GANG_AWAY_LOST,  /* its node is lost: the rank has failed */
+};
+/*
+ * A rank whose watch ended at now without its status: away_since is when its node stopped
+ * answering (now, the first time), tries how many watches of it were tried since, gone
+ * whether the transport said that the node is no longer there, stopping whether the gang
+ * is being stopped already (a rank that cannot be asked then is stopped once its node
+ * is back, not watched), lost_ms the bound. On GANG_AWAY_RETRY, *at is when to watch it
+ * again: never past the bound, where a watch still under way is given up (gang_lost_at()).
+ */
+enum gang_away gang_away_decide(int64_t away_since, int64_t now, int tries, int gone, int stopping,
+                                int64_t lost_ms, int64_t *at);
+/* When a rank away since away_since is lost, whatever its watch under way says. */
+int64_t gang_lost_at(int64_t away_since, int64_t lost_ms);
+/* The bound from SKIFF_GANG_LOST_MS's value env (NULL: unset), else GANG_LOST_MS; -1 if bad. */
+int64_t gang_lost_ms(const char *env);
+
 /* ---- the managed-jobs controller (supervisor/jobs/controller.c) ------------------------- */
 
 /* Launch backoff grows by this factor per failed attempt up to JOBS_BACKOFF_CAP_S. */

@@ -220,16 +220,35 @@ test_expect_success 'gang: the first rank to fail stops the others (137) and fai
 	skiff queue g3 --json | field "d[-1][\"status\"]" | grep -q FAILED
 '
 
+# A supervisor that dies is started again by the next call to its node, and its shims
+# carry its jobs on: the gang watcher watches that rank again rather than fail the gang.
+test_expect_success 'gang: a rank'"'"'s supervisor killed mid-job: watched again, the job runs on' '
+	stops=$(grep -c "stopping the other ranks" "$SKIFF_HOME/gang.log") &&
+	skiff launch -d -c gk --num-nodes 2 "sleep 3; echo rank \$SKYPILOT_NODE_RANK done" \
+		>/dev/null 2>&1 &&
+	wait_for "grep -q \"job 1 of gk: watching 2 of its 2 rank(s)\" \"\$SKIFF_HOME/gang.log\"" &&
+	kill -9 $(cat "$SKIFF_HOME/local/gk/1/.skiff/supervisor.lock") &&
+	wait_for "grep -q \"job 1: rank 1.s node gk-1 answers again\" \"\$SKIFF_HOME/gang.log\"" 20 &&
+	{ timeout 60 "$SKIFF_BIN" logs gk 1 >out 2>&1; rc=$?; } &&
+	cat out && test $rc = 0 &&
+	grep -q "rank 0 done" out && grep -q "rank 1 done" out &&
+	skiff queue gk --json | field "d[0][\"status\"]" >st &&
+	test "$(cat st)" = "\"SUCCEEDED\"" &&
+	test "$(grep -c "stopping the other ranks" "$SKIFF_HOME/gang.log")" = "$stops" &&
+	skiff down gk >/dev/null
+'
+
 # down stops the cluster's gang watchers before its nodes (even a stopped one): none can
 # outlive it to act on the next cluster of the name. (A watcher that did would still know
 # its job by the submit's key: t0200 checks of_key over the control socket.)
 test_expect_success 'gang: the watcher of a cluster taken down leaves alone the next one of its name' '
-	skiff launch -d -c gw --num-nodes 2 "sleep 6$$" >/dev/null 2>&1 &&
+	SKIFF_GANG_LOST_MS=1000 skiff launch -d -c gw --num-nodes 2 "sleep 6$$" >/dev/null 2>&1 &&
 	wait_for "test -n \"\$(gang_watchers)\"" &&
 	old=$(gang_watchers) &&
 	wait_for "grep -q \"job 1 of gw: watching 2 of its 2 rank(s)\" \"\$SKIFF_HOME/gang.log\"" &&
-	# One watch cut (its node supervisor killed): its node is lost, a rank to stop when
-	# it is back (retried in 5 s).
+	# One watch cut (its node supervisor killed) and not tried again within the bound
+	# of 1 s the watcher was given: its node is lost, a rank to stop when it is back
+	# (retried in 5 s).
 	kill -9 $(cat "$SKIFF_HOME/local/gw/0/.skiff/supervisor.lock") &&
 	wait_for "grep -q \"job 1: 1 rank(s) on unreachable nodes\" \"\$SKIFF_HOME/gang.log\"" &&
 	kill -STOP $old &&

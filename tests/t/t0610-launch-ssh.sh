@@ -343,9 +343,12 @@ test_expect_success 'gang failure: rank 2 exits 5; the others are stopped; launc
 
 # ---- 4. a node dies mid-job --------------------------------------------------------------
 
+# The gang watcher gives a node that stopped answering 5 s (30 by default) to answer
+# again before it fails the gang.
 test_expect_success 'a long 3-node job runs on every node' '
 	down_all &&
-	skiff launch -c p -d --infra "$INFRA" --num-nodes 3 "echo started; sleep 4000.$$" 2>err &&
+	SKIFF_GANG_LOST_MS=5000 skiff launch -c p -d --infra "$INFRA" --num-nodes 3 \
+		"echo started; sleep 4000.$$" 2>err &&
 	wait_for "all_running \"sleep 4000.$$\"" 20 &&
 	skiff queue p --json >q.json &&
 	test "$(json "d[-1][\"status\"]" q.json)" = "\"RUNNING\""
@@ -362,6 +365,8 @@ test_expect_success 'tn3 partitioned: logs comes back, naming it; the job is FAI
 	grep -qx "(head, rank=0, pid=[0-9]*) started" out &&
 	grep -q "^skiff: error: node 10.200.0.13 (rank 2): lost the connection" err &&
 	grep -q "^skiff: job 1 finished (status: FAILED_DRIVER)\$" err &&
+	grep -q "job 1: rank 2.s node 10.200.0.13 does not answer; watching it again for up to 5 s" \
+		"$SKIFF_HOME/gang.log" &&
 	grep -q "job 1: rank 2 ended (node unreachable); stopping the other ranks" "$SKIFF_HOME/gang.log"
 '
 

@@ -28,6 +28,53 @@ static void test_gang(void)
 	is_int(gang_retry_delay_ms(1000), 30000, "however many tries");
 }
 
+/* Every case of a rank whose node stopped answering, against what the watcher must do. */
+static void test_gang_away(void)
+{
+	const int64_t t0 = 1000000, L = GANG_LOST_MS;
+	int64_t at;
+	int tries, fails = 0;
+
+	is_int(gang_away_decide(t0, t0, 0, 0, 0, L, &at), GANG_AWAY_RETRY,
+	       "a watch that ends without a status: watched again, not lost");
+	is_int(at, t0 + GANG_REWATCH_FIRST_MS, "after 1 s");
+	gang_away_decide(t0, t0 + 1000, 1, 0, 0, L, &at);
+	is_int(at, t0 + 1000 + 2000, "then 2 s");
+	gang_away_decide(t0, t0 + 3000, 2, 0, 0, L, &at);
+	is_int(at, t0 + 3000 + 4000, "then 4 s");
+	gang_away_decide(t0, t0 + 7000, 3, 0, 0, L, &at);
+	is_int(at, t0 + 7000 + GANG_REWATCH_MAX_MS, "then every 5 s");
+	gang_away_decide(t0, t0 + 12000, 1000, 0, 0, L, &at);
+	is_int(at, t0 + 12000 + GANG_REWATCH_MAX_MS, "however many tries");
+	gang_away_decide(t0, t0 + L - 100, 9, 0, 0, L, &at);
+	is_int(at, t0 + L, "never past the bound");
+	is_int(gang_away_decide(t0, t0 + L - 1, 9, 0, 0, L, &at), GANG_AWAY_RETRY,
+	       "1 ms before the bound: still watched");
+	is_int(gang_away_decide(t0, t0 + L, 9, 0, 0, L, &at), GANG_AWAY_LOST, "at the bound: lost");
+	is_int(at, -1, "no time to watch it again");
+	is_int(gang_away_decide(t0, t0 + 10 * L, 9, 0, 0, L, &at), GANG_AWAY_LOST, "and after it");
+	is_int(gang_away_decide(t0, t0, 0, 1, 0, L, &at), GANG_AWAY_LOST,
+	       "a node its transport says is gone: lost at once");
+	is_int(gang_away_decide(t0, t0, 0, 0, 1, L, &at), GANG_AWAY_LOST,
+	       "a gang being stopped: not watched again (stopped once back)");
+	is_int(gang_lost_at(t0, L), t0 + L, "lost at away + bound");
+	is_int(gang_lost_at(INT64_MAX - 5, L), INT64_MAX, "no overflow");
+	/* Exhaustively over the first minute: a retry is always in the future and in bound. */
+	for (int64_t now = t0; now < t0 + 2 * L; now += 250)
+		for (tries = 0; tries < 12; tries++) {
+			enum gang_away d = gang_away_decide(t0, now, tries, 0, 0, L, &at);
+
+			if (d == GANG_AWAY_RETRY ? !(at > now && at <= t0 + L) : now < t0 + L)
+				fails++;
+		}
+	ok(!fails, "every retry is after now and by the bound; lost only from the bound");
+	is_int(gang_lost_ms(NULL), GANG_LOST_MS, "SKIFF_GANG_LOST_MS unset: 30 s");
+	is_int(gang_lost_ms("5000"), 5000, "set: its value");
+	is_int(gang_lost_ms("999"), -1, "under 1 s: refused");
+	is_int(gang_lost_ms("5s"), -1, "not a number: refused");
+	is_int(gang_lost_ms(""), -1, "empty: refused");
+}
+
 static void test_backoff(void)
 {
 	ok(jobs_backoff_s(60, 1, 0) == 60, "first retry: the base");
@@ -710,6 +757,7 @@ int main(void)
 	plan_run(test_task_ids);
 	plan_run(test_codes_summary);
 	plan_run(test_gang);
+	plan_run(test_gang_away);
 	plan_run(test_backoff);
 	plan_run(test_launch_decide);
 	plan_run(test_probe_decide);

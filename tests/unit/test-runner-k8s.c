@@ -45,7 +45,7 @@ static char *argv_str(const struct argv *a, size_t from)
 
 /*
  * The argv for script; wrapped: the wrapper's own words ("/bin/sh|-c|WRAPPER|skiff-exec|
- * PROBE|RUNNING|DIAG|NAME|CODES") are checked apart and left out of *exec.
+ * PROBE|RUNNING|DIAG|NAME|CODES|UNSURE") are checked apart and left out of *exec.
  */
 static int build(struct runner *r, const char *script, int interactive, char **exec, char **probe,
                  char **running, char **codes)
@@ -58,12 +58,12 @@ static int build(struct runner *r, const char *script, int interactive, char **e
 	*exec = *probe = *running = *codes = NULL;
 	if (rc)
 		goto out;
-	if (a.n > 9 && !strcmp(a.v[0], "/bin/sh") && !strcmp(a.v[1], "-c") &&
+	if (a.n > 10 && !strcmp(a.v[0], "/bin/sh") && !strcmp(a.v[1], "-c") &&
 	    !strcmp(a.v[3], "skiff-exec")) {
 		*probe = xstrdup(a.v[4]);
 		*running = xstrdup(a.v[5]);
-		*codes = xstrdup(a.v[8]);
-		*exec = argv_str(&a, 9);
+		*codes = xasprintf("%s%s", a.v[8], *a.v[9] ? " (a failed probe: no answer)" : "");
+		*exec = argv_str(&a, 10);
 	} else {
 		*exec = argv_str(&a, 0);
 	}
@@ -98,10 +98,13 @@ static void test_k8s_argv(void)
 	ok(!build(r, "echo hi", 0, &ex, &pr, &run, &codes), "builds");
 	is_str(ex, "kubectl|--context|kind-dev|-n|ml|exec|-i|train-0|-c|main|--|sh|-c|echo hi",
 	       "kubectl --context CTX -n NS exec -i POD -c CONTAINER -- sh -c SCRIPT");
-	is_str(pr, "kubectl --context kind-dev -n ml get pod train-0 -o 'jsonpath={.status.phase}'",
-	       "the probe asks for the pod's phase, quoted for sh");
+	is_str(pr,
+	       "kubectl --context kind-dev -n ml get pod train-0 --ignore-not-found -o "
+	       "'jsonpath={.status.phase}'",
+	       "the probe asks for the pod's phase, quoted for sh; none for a pod not found");
 	is_str(run, "Running", "a Running pod is reachable");
-	is_str(codes, "1 126 127 137 255", "kubectl's own failures are probed");
+	is_str(codes, "1 126 127 137 255 (a failed probe: no answer)",
+	       "kubectl's own failures are probed; a probe that fails says nothing of the pod");
 	free4(ex, pr, run, codes);
 
 	ok(!build(r, hostile, 0, &ex, &pr, &run, &codes), "hostile script builds");
@@ -128,7 +131,8 @@ static void test_k8s_argv(void)
 	ok(r && !build(r, "true", 0, &ex, &pr, &run, &codes), "defaults build");
 	is_str(ex, "kubectl|exec|-i|p|--|sh|-c|true",
 	       "no context, namespace or container: kubectl's defaults");
-	is_str(pr, "kubectl get pod p -o 'jsonpath={.status.phase}'", "the probe too");
+	is_str(pr, "kubectl get pod p --ignore-not-found -o 'jsonpath={.status.phase}'",
+	       "the probe too");
 	free4(ex, pr, run, codes);
 	runner_free(r);
 
@@ -171,7 +175,8 @@ static void test_container_argv(void)
 	is_str(pr, "podman container inspect --format '{{.State.Status}}' skiff-c-0",
 	       "the probe asks for the container's state");
 	is_str(run, "running", "a running container is reachable");
-	is_str(codes, "125 126 127 137 255", "podman's own failures are probed, not exit 1");
+	is_str(codes, "125 126 127 137 255",
+	       "podman's own failures are probed, not exit 1; its probe's answer is the state");
 	free4(ex, pr, run, codes);
 	ok(r && !build(r, NULL, 1, &ex, &pr, &run, &codes), "interactive builds");
 	is_str(ex, "podman|exec|-i|-t|skiff-c-0|sh", "interactive: exec -i -t, no wrapper");
@@ -213,6 +218,7 @@ static const char fake_kubectl[] =
         "\tesac\n"
         "done\n"
         "verb=$1; shift\n"
+        "down='The connection to the server 127.0.0.1:6443 was refused'\n"
         "case $verb in\n"
         "exec)\n"
         "\t[ \"$1\" = -i ] && shift\n"
@@ -220,10 +226,13 @@ static const char fake_kubectl[] =
         "\t[ \"$1\" = -c ] && shift 2\n"
         "\t[ \"$1\" = -- ] && shift\n"
         "\td=$FAKE_K8S/$pod\n"
+        "\t[ -e \"$FAKE_K8S/down\" ] && { echo \"$down\" >&2; exit 1; }\n"
         "\t[ -d \"$d\" ] && [ ! -e \"$d.gone\" ] ||\n"
         "\t\t{ echo \"Error from server (NotFound): pods \\\"$pod\\\" not found\" >&2; exit 1; }\n"
         "\tcd \"$d\" && HOME=$d exec \"$@\" ;;\n"
         "get)\n"
+        "\t[ -e \"$FAKE_K8S/down\" ] && { echo \"$down\" >&2; exit 1; }\n"
+        "\tcase \" $* \" in *\" --ignore-not-found \"*) [ -e \"$FAKE_K8S/$2.gone\" ] && exit 0 ;; esac\n"
         "\t[ -e \"$FAKE_K8S/$2.gone\" ] &&\n"
         "\t\t{ echo \"Error from server (NotFound): pods \\\"$2\\\" not found\" >&2; exit 1; }\n"
         "\tprintf Running ;;\n"
@@ -301,8 +310,25 @@ static void test_k8s_transport(void)
 	st = -1;
 	rc = runner_capture(r, "echo never", NULL, 0, &out, &err, 10000, &st);
 	is_int(rc, -EHOSTUNREACH, "a gone pod is a transport failure");
-	ok(strstr(r->last_error.p, "pod-a is not running (Error from server (NotFound)"),
-	   "naming the pod and what kubectl said: %s", r->last_error.p);
+	ok(strstr(r->last_error.p, "pod-a is not running (not found)"), "naming the pod: %s",
+	   r->last_error.p);
+	ok(r->last_gone, "and the node is said to be gone");
+	ok(!strstr(r->last_error.p, RUNNER_GONE_LINE),
+	   "the wrapper's gone line is not in the message");
+	{
+		char *down = xasprintf("%s/down", pods);
+
+		ok(!write_file_atomic(down, "", 0, 0600), "the API server goes away");
+		rc = runner_capture(r, "echo never", NULL, 0, &out, &err, 10000, &st);
+		is_int(rc, -EHOSTUNREACH, "a pod that cannot be asked about: a transport failure");
+		ok(strstr(r->last_error.p,
+		          "cannot tell whether pod-a is running (The connection to "
+		          "the server 127.0.0.1:6443 was refused)"),
+		   "saying so, with kubectl's words: %s", r->last_error.p);
+		ok(!r->last_gone, "the pod not said to be gone");
+		unlink(down);
+		free(down);
+	}
 	{
 		pid_t pid;
 		int pfd[2], wst = 0;
