@@ -99,6 +99,8 @@ static const struct st_col mj_cols[] = {
         ST_COL(struct mjob, group_primary, INT),
         ST_COL(struct mjob, group_delay_s, INT64),
         ST_COL(struct mjob, group_name, TEXT),
+        ST_COL(struct mjob, probe_since, DOUBLE),
+        ST_COL(struct mjob, probe_gone, INT),
 };
 
 void mjob_free(struct mjob *j)
@@ -365,7 +367,8 @@ fail:
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
-	"resources, group_id, group_task, group_primary, group_delay_s, group_name"
+	"resources, group_id, group_task, group_primary, group_delay_s, group_name, probe_since, " \
+	"probe_gone"
 
 /* Columns without the spec text: what the queue and the controller need. */
 #define MJ_COLS_LIGHT                                                                              \
@@ -373,7 +376,8 @@ fail:
 	"priority, status, sched, ntasks, task_index, recoveries, restarts, attempts, cluster, "   \
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
-	"resources, group_id, group_task, group_primary, group_delay_s, group_name"
+	"resources, group_id, group_task, group_primary, group_delay_s, group_name, probe_since, " \
+	"probe_gone"
 
 /* A row of MJ_COLS or MJ_COLS_LIGHT into j (zeroed by the caller). */
 static void read_row(sqlite3_stmt *st, struct mjob *j)
@@ -424,7 +428,7 @@ int mj_group(struct st_db *db, int64_t gid, struct mjob **out, size_t *n)
 		j = &(*out)[(*n)++];
 		read_row(st, j);
 		free(j->task_name);
-		j->task_name = xstrdup(st_col_text(st, 39));
+		j->task_name = xstrdup(st_col_text(st, (int)ARRAY_SIZE(mj_cols)));
 	}
 	sqlite3_reset(st);
 	return r < 0 ? r : 0;
@@ -658,7 +662,8 @@ int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cl
 {
 	sqlite3_stmt *st = st_prepare(db, "UPDATE managed_jobs SET cluster = ?, cluster_job = ?, "
 	                                  "pool = ?, node_status = -1, exit_codes = '', "
-	                                  "probe_error = '', probe_failures = 0 WHERE id = ?");
+	                                  "probe_error = '', probe_failures = 0, probe_since = 0, "
+	                                  "probe_gone = 0 WHERE id = ?");
 
 	if (!st)
 		return -EIO;
@@ -699,11 +704,16 @@ int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries
 }
 
 int mj_set_probe(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
-                 int node_status, const char *exit_codes, const char *probe_error)
+                 int node_status, const char *exit_codes, const char *probe_error, int gone,
+                 double at)
 {
+	/* The SET's expressions read the row as it was. */
 	sqlite3_stmt *st = st_prepare(
 	        db, "UPDATE managed_jobs SET node_status = ?1, exit_codes = ?2, probe_error = ?3, "
-	            "probe_failures = CASE WHEN ?3 = '' THEN 0 ELSE probe_failures + 1 END "
+	            "probe_failures = CASE WHEN ?3 = '' THEN 0 ELSE probe_failures + 1 END, "
+	            "probe_since = CASE WHEN ?3 = '' THEN 0 WHEN probe_failures = 0 THEN ?8 "
+	            "ELSE probe_since END, "
+	            "probe_gone = CASE WHEN ?3 = '' THEN 0 ELSE ?7 END "
 	            "WHERE id = ?4 AND cluster = ?5 AND cluster_job = ?6");
 
 	if (!st)
@@ -714,6 +724,8 @@ int mj_set_probe(struct st_db *db, int64_t id, const char *cluster, int64_t clus
 	st_bind_int(st, 4, id);
 	st_bind_text(st, 5, nz(cluster));
 	st_bind_int(st, 6, cluster_job);
+	st_bind_int(st, 7, !!gone);
+	st_bind_double(st, 8, at);
 	return update_one(db, st);
 }
 

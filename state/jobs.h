@@ -104,6 +104,8 @@ struct mjob {
 	char *exit_codes;
 	char *probe_error;
 	int probe_failures; /* consecutive */
+	double probe_since; /* when the first of them failed; 0: the last probe did not */
+	int probe_gone;     /* the last one found a node gone (runner_node_gone()) */
 	char *resources;    /* what it asks for, as `jobs queue` shows it; "" unknown */
 	/* A member of a job group (migration 10 -> 11); group_id 0: in none. */
 	int64_t group_id;   /* the group's first member's id */
@@ -233,12 +235,15 @@ int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id);
 int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries, int restarts,
                     int attempts, double next_try_at);
 /*
- * What a probe of cluster job cluster_job on cluster saw: written only while the row still
- * runs as that one (a probe is slow, and the job may have moved on meanwhile); -ENOENT when
- * it no longer does.
+ * What a probe of cluster job cluster_job on cluster saw at time at: written only while the
+ * row still runs as that one (a probe is slow, and the job may have moved on meanwhile);
+ * -ENOENT when it no longer does. A probe_error counts one more failed probe (the first
+ * of a row sets probe_since to at), gone says whether it found a node gone; none clears
+ * all three.
  */
 int mj_set_probe(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
-                 int node_status, const char *exit_codes, const char *probe_error);
+                 int node_status, const char *exit_codes, const char *probe_error, int gone,
+                 double at);
 
 /*
  * The clusters managed jobs run on: the shared local pool (MJ_POOL_CLUSTER), or a cluster

@@ -107,6 +107,12 @@ static const char *const migrations[] = {
         "(SELECT name FROM clusters WHERE infra = 'ssh' OR infra LIKE 'ssh/%');",
         /* 13 -> 14: a node held as a share of a host that clusters share (cluster_node.share) */
         "ALTER TABLE cluster_nodes ADD COLUMN share TEXT NOT NULL DEFAULT '';",
+        /*
+         * 14 -> 15: since when a managed job's probes have failed, and whether the last one
+         * found its node gone (state/jobs.h)
+         */
+        "ALTER TABLE managed_jobs ADD COLUMN probe_since REAL NOT NULL DEFAULT 0;"
+        "ALTER TABLE managed_jobs ADD COLUMN probe_gone INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */

@@ -125,6 +125,15 @@ void runner_free(struct runner *r)
 	free(r);
 }
 
+int runner_node_gone(struct runner *r, int rc)
+{
+	const char *home = r->ops && r->ops->home_here ? r->ops->home_here(r) : NULL;
+
+	if (rc == -EHOSTUNREACH && r->last_gone)
+		return 1;
+	return home && access(home, F_OK) < 0 && errno == ENOENT;
+}
+
 static int node_error(struct runner *r, int code, const char *fmt, ...) SKIFF_PRINTF(3, 4);
 static int node_error(struct runner *r, int code, const char *fmt, ...)
 {

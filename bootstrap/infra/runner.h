@@ -104,6 +104,13 @@ struct runner {
 /* A diag file's line by which a transport's wrapper says the node is gone (last_gone). */
 #define RUNNER_GONE_LINE "skiff-transport: node gone"
 
+/*
+ * Whether a call on r that failed with rc failed because the node is gone: its transport
+ * said so (rc -EHOSTUNREACH and last_gone), or the node is a directory here (home_here)
+ * that no longer exists. 0 where it may only be away for a while.
+ */
+int runner_node_gone(struct runner *r, int rc);
+
 /* What a local process gets for stdin/stdout/stderr: an fd, /dev/null, or ours. */
 #define RUNNER_NULL (-1)
 #define RUNNER_INHERIT (-2)

@@ -84,6 +84,7 @@ int eng_launch_plan(struct st_db *ldb, const struct eng_launch *req);
 struct eng_rank {
 	int64_t node_job; /* its id on the rank's node; 0: never submitted */
 	int status;       /* enum job_status; -1: its node could not be asked */
+	int gone;         /* status -1, and the node is gone (runner_node_gone()) */
 	int lost;         /* its node answered, without the job: FAILED_DRIVER */
 	int exit_code;    /* -1: none yet */
 	double submitted_at, started_at, ended_at;

@@ -142,6 +142,7 @@ int eng_settle_submit(struct st_db *ldb, struct clive *cl, struct cluster_job *c
 /* One node's answer: its jobs by id. */
 struct node_answer {
 	int ok;
+	int gone; /* not ok: the node is gone (runner_node_gone()) */
 	struct eng_rank *v;
 	size_t n, alloc;
 };
@@ -216,8 +217,13 @@ static struct node_answer *ask_nodes(struct clive *cl, int64_t **ids, const int 
 			a[node].ok = 1;
 			continue;
 		}
-		a[node].ok = (!skip || !skip[node]) &&
-		             !cl_queue(&cl->nodes[node], want, nwant, NULL, take_record, &a[node]);
+		if (!skip || !skip[node]) {
+			int r = cl_queue(&cl->nodes[node], want, nwant, NULL, take_record,
+			                 &a[node]);
+
+			a[node].ok = !r;
+			a[node].gone = r && runner_node_gone(cl->nodes[node].r, r);
+		}
 		*missing += !a[node].ok;
 		free(want);
 	}
@@ -240,6 +246,8 @@ static void fill_ranks(struct eng_job *job, const int64_t *ids, int n, const str
 		r->status = -1;
 		r->exit_code = -1;
 		r->log_dir = xstrdup("");
+		if ((size_t)k < nnodes && !a[k].ok)
+			r->gone = a[k].gone;
 		if ((size_t)k >= nnodes || !a[k].ok)
 			continue;
 		/* Answered, but the node has no such job: it lost it. */

@@ -68,7 +68,7 @@ static struct {
 	int64_t *batch; /* room for the ids of one claim (lim.launch_batch) */
 	int64_t last_watch_ms, last_holder_ms, idle_since_ms, last_cleanup_ms, last_gc_ms;
 	int probes_ready, want_cancels, want_settle, want_keep, want_gc, stop, idle;
-	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, gc_ms;
+	long poll_ms, backoff_s, attempts_max, idle_s, probe_max, lost_ms, gc_ms;
 } C;
 
 static void logf_job(int64_t id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -379,7 +379,7 @@ static void launch_done(int64_t id, int code)
 /* What the watch worker saw of an ALIVE job (decided by jobs_probe_decide()). */
 static int apply_probe(const struct mjob *j, void *arg)
 {
-	struct jobs_probe_decision d = jobs_probe_decide(j, C.probe_max);
+	struct jobs_probe_decision d = jobs_probe_decide(j, C.probe_max, C.lost_ms, now_wall());
 	/* Grows with the ranks: the codes are summarised (jobs_codes_summary()), never cut. */
 	struct buf reason = BUF_INIT(0), codes = BUF_INIT(0);
 
@@ -886,6 +886,7 @@ int jobs_controller_main(int argc, char **argv)
 	C.attempts_max = jobs_env_long("SKIFF_JOBS_LAUNCH_ATTEMPTS", 3, 1, 1000);
 	C.idle_s = jobs_env_long("SKIFF_JOBS_IDLE_S", 60, 0, 86400);
 	C.probe_max = jobs_env_long("SKIFF_JOBS_PROBE_FAILURES", 3, 1, 1000);
+	C.lost_ms = jobs_env_long("SKIFF_JOBS_LOST_MS", JOBS_LOST_MS, 0, 86400000);
 	C.gc_ms =
 	        1000 * jobs_env_long("SKIFF_JOBS_KEPT_GC_S", JOBS_KEPT_GC_INTERVAL_S, 1, 86400 * 7);
 	xsnprintf(v, sizeof(v), "%d", C.lim.max_launching);

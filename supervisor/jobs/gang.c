@@ -89,16 +89,16 @@ static int stop_rank(struct cnode *nd, int64_t id, const char *key, int rank)
 	return cl_cancel_rank(nd, id, key, rank) == -EHOSTUNREACH ? -1 : 0;
 }
 
-/* Ends rank i's watch; whether its transport said the node is gone. */
+/* Ends rank i's watch; whether its node is gone (runner_node_gone()). */
 static int watch_end(struct cnode *nd, struct rank_watch *w)
 {
-	int status, gone;
+	int status, rc;
 
 	watch_frames(w);
-	gone = fcall_end(&w->call, &status) == -EHOSTUNREACH && nd->r->last_gone;
+	rc = fcall_end(&w->call, &status);
 	fcall_release(&w->call);
 	w->live = 0;
-	return gone;
+	return runner_node_gone(nd->r, rc);
 }
 
 struct gang {
@@ -225,7 +225,8 @@ static void watch_ranks(struct gang *g)
 				if (now >= gang_lost_at(w->away, g->lost_ms))
 					rank_ended(g, i);
 				else if (watch_start(&g->cl->nodes[i], g->ids[i], w))
-					rank_away(g, i, 0, now);
+					rank_away(g, i, runner_node_gone(g->cl->nodes[i].r, 0),
+					          now);
 			}
 		}
 	}

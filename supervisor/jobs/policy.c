@@ -219,7 +219,8 @@ int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface
 	return links > 0;
 }
 
-struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max)
+struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max, long lost_ms,
+                                             double now)
 {
 	struct jobs_probe_decision d = {JP_NONE, -1, -1, 0};
 	int failed = j->node_status == JOB_FAILED || j->node_status == JOB_FAILED_SETUP;
@@ -251,7 +252,9 @@ struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max
 	case JOB_CANCELLED: d.act = JP_CANCELLED; return d;
 	case JOB_FAILED_DRIVER: d.act = JP_RECOVER; return d;
 	default:
-		if (j->probe_error && *j->probe_error && j->probe_failures >= probe_max)
+		if (j->probe_error && *j->probe_error &&
+		    (j->probe_gone || (j->probe_failures >= probe_max &&
+		                       now - j->probe_since >= (double)lost_ms / 1000)))
 			d.act = JP_RECOVER;
 		return d;
 	}

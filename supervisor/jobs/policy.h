@@ -33,9 +33,9 @@ int64_t gang_retry_delay_ms(int tries);
  * server restarting: every `kubectl exec` breaks at once), or a supervisor that died and
  * is started again by the next call. The rank is watched again until its node answers;
  * it is lost, and the gang fails, once its node has not answered for GANG_LOST_MS (in the
- * manner of Ray's node-death timeout), or at once when the transport says the node is
- * gone (a pod deleted, a container or an allocation ended: runner.h's last_gone) or the
- * node no longer knows the job (its supervisor answers that it has none of that id).
+ * manner of Ray's node-death timeout), or at once when the node is gone (a pod deleted, a
+ * container or an allocation ended, a local node's directory removed: runner_node_gone())
+ * or no longer knows the job (its supervisor answers that it has none of that id).
  * SKIFF_GANG_LOST_MS sets another bound (GANG_LOST_MIN_MS..GANG_RETRY_MAX_MS).
  */
 #define GANG_LOST_MS ((int64_t)30 * 1000)
@@ -139,8 +139,15 @@ struct jobs_probe_decision {
 int jobs_host_cut_off(const char *routes, const char *(*state)(const char *iface, void *arg),
                       void *arg);
 
-/* probe_max: consecutive failed looks after which the node counts as lost. */
-struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max);
+/*
+ * A node that cannot be asked counts as lost once probe_max looks in a row have failed over
+ * at least lost_ms (the gang watcher's bound: a Kubernetes API server restarting, a blip of
+ * the network, must not relaunch every job), or at once when a look found it gone (a pod,
+ * container or allocation that is no longer there: j->probe_gone). now: wall seconds.
+ */
+#define JOBS_LOST_MS 30000
+struct jobs_probe_decision jobs_probe_decide(const struct mjob *j, int probe_max, long lost_ms,
+                                             double now);
 
 /*
  * 1 when the last probe of j's cluster job saw it end on every node it ran on (a final

@@ -405,6 +405,7 @@ struct probe {
 	int status;       /* the gang's status (gang_status()), -1 unknown */
 	struct buf codes; /* every rank's, in rank order (PROBE_CODES_MAX) */
 	char err[256];    /* numbers and a cluster name (at most INFRA_CLUSTER_NAME_MAX) */
+	int gone;         /* a rank's node is gone (runner_node_gone()): lost at once */
 };
 
 /* Room for every rank's exit code: TASK_MAX_NODES of ",-2147483648". */
@@ -501,9 +502,14 @@ static void probe_cluster(struct st_db *db, struct probe *v, size_t n)
 			 * Only what could not be asked is an error (jobs_old_copy_gone()): a
 			 * node that answered without the job (rk->lost) said it is gone there.
 			 */
-			if (rk->status < 0 && !p->err[0])
+			if (rk->status < 0 && rk->gone && !p->gone) {
+				xsnprintf(p->err, sizeof(p->err), "the node of rank %d is gone",
+				          rank);
+				p->gone = 1;
+			} else if (rk->status < 0 && !p->err[0]) {
 				xsnprintf(p->err, sizeof(p->err),
 				          "the node of rank %d is unreachable", rank);
+			}
 		}
 	}
 	eng_jobs_free(jobs, got);
@@ -534,7 +540,7 @@ static int worker_watch(struct st_db *db)
 			if (offline && p->status < 0)
 				continue;
 			mj_set_probe(db, p->id, p->cluster, p->cluster_job, p->status, p->codes.p,
-			             p->err);
+			             p->err, p->gone, now_wall());
 		}
 		st_commit(db);
 	}

@@ -461,14 +461,31 @@ resources:
 run: for i in \$(seq 1 40); do echo "line \$i"; sleep 1; done
 EOF
 
-# Every kubectl exec breaks with the API server: the gang watcher cannot tell whether
-# the pods run, and watches the ranks again (its bound raised from 30 s for this outage
-# of 20 s and the API server's start) rather than fail the gang.
+cat >"$TRASH/mjo.yaml" <<EOF
+name: mjo
+resources:
+  infra: $INFRA
+  image_id: docker:$BB
+run: sleep 600
+EOF
+
+# jq_field ID FIELD: a managed job's field in `jobs queue --json`.
+jq_field() {
+	skiff jobs queue --json >"$TRASH/.jq.json" &&
+		json "[j[\"$2\"] for j in d if j[\"id\"] == $1][0]" "$TRASH/.jq.json"
+}
+
+# Every kubectl exec breaks with the API server: the gang watcher and the managed-jobs
+# controller cannot tell whether the pods run, and ask again (their bounds raised from
+# 30 s for this outage of 20 s and the API server's start) rather than fail the gang or
+# relaunch the job.
 test_expect_success 'the API server away for 20 s during logs -f: a clear error in bounded time, state right after' '
+	mid=$(SKIFF_JOBS_LOST_MS=120000 skiff jobs launch -d mjo.yaml 2>jl.err) &&
 	SKIFF_GANG_LOST_MS=120000 skiff exec -d --num-nodes 3 g "sleep 300" >/dev/null 2>&1 &&
 	gid=$(newest g) &&
 	wait_for "test \"\$(job_status g $gid)\" = RUNNING" 30 &&
 	wait_for "grep -q \"job $gid of g: watching 3 of its 3 rank(s)\" \"\$SKIFF_HOME/gang.log\"" 30 &&
+	wait_for "test \"\$(jq_field $mid status)\" = RUNNING" 120 &&
 	skiff launch -c ap -d ticks.yaml >/dev/null 2>&1 &&
 	wait_for "test \"\$(job_status ap 1)\" = RUNNING" 30 &&
 	{ skiff logs -f ap 1 >lf.out 2>lf.err & lf=$!; } &&
@@ -504,7 +521,11 @@ test_expect_success 'the API server away for 20 s during logs -f: a clear error 
 	done &&
 	test "$(job_status g $gid)" = RUNNING &&
 	! grep -q "job $gid: rank .* stopping the other ranks" "$SKIFF_HOME/gang.log" &&
-	skiff cancel g $gid >/dev/null
+	skiff cancel g $gid >/dev/null &&
+	test "$(jq_field $mid status)" = RUNNING &&
+	test "$(jq_field $mid recoveries)" = 0 &&
+	skiff jobs cancel "$mid" >/dev/null 2>&1 &&
+	wait_for "test \"\$(jq_field $mid status)\" = CANCELLED" 60
 '
 
 # Whatever the test above did, the API server is back for the rest.
@@ -563,6 +584,10 @@ test_expect_success 'a managed job on pods: its pod deleted, it recovers onto a 
 	skiff jobs logs --no-follow "$id" >jlog 2>&1 &&
 	cat jlog &&
 	grep -qx "attempt on $(cut -d" " -f1 mp)" jlog &&
+	# Recovered for its pod gone (found at once), not for probes that failed for 120 s.
+	skiff jobs logs --controller "$id" >ctl 2>&1 &&
+	grep "RECOVERING" ctl &&
+	grep -q "RECOVERING.*the node of rank 0 is gone" ctl &&
 	skiff jobs cancel "$id" >/dev/null 2>&1 &&
 	wait_for "test -z \"\$(k8s_kubectl get pods -l skiff.managed=1 -o name)\"" 120
 '

@@ -7,9 +7,10 @@
 
 command -v python3 >/dev/null || test_skip_all "needs python3 to read --json"
 
-# A cluster per job, probes every 200 ms, one failed probe makes a node lost.
+# A cluster per job, probes every 200 ms, one failed probe makes a node lost (and no time
+# is asked for beside it).
 export SKIFF_JOBS_POLL_MS=200 SKIFF_JOBS_BACKOFF_S=1 SKIFF_JOBS_IDLE_S=3 \
-	SKIFF_JOBS_LOCAL_POOL=0 SKIFF_JOBS_PROBE_FAILURES=1
+	SKIFF_JOBS_LOCAL_POOL=0 SKIFF_JOBS_PROBE_FAILURES=1 SKIFF_JOBS_LOST_MS=0
 
 test_cleanup_hook() {
 	for p in $(cat "$TRASH"/stopped.* 2>/dev/null); do kill -CONT $p; done 2>/dev/null

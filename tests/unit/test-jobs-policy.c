@@ -125,7 +125,8 @@ static void test_launch_decide(void)
 }
 
 /* The rule written out again, independently of jobs_probe_decide(). */
-static struct jobs_probe_decision probe_expected(const struct mjob *j, int probe_max)
+static struct jobs_probe_decision probe_expected(const struct mjob *j, int probe_max, long lost_ms,
+                                                 double now)
 {
 	struct jobs_probe_decision d = {JP_NONE, -1, -1, 0};
 	int st = j->node_status, last = j->task_index + 1 >= j->ntasks;
@@ -158,7 +159,10 @@ static struct jobs_probe_decision probe_expected(const struct mjob *j, int probe
 		d.act = JP_CANCELLED;
 	else if (st == JOB_FAILED_DRIVER)
 		d.act = JP_RECOVER;
-	else if (*j->probe_error && j->probe_failures >= probe_max)
+	else if (*j->probe_error && j->probe_gone)
+		d.act = JP_RECOVER; /* a node gone: lost at its first look */
+	else if (*j->probe_error && j->probe_failures >= probe_max &&
+	         j->probe_since + (double)lost_ms / 1000 <= now)
 		d.act = JP_RECOVER;
 	return d;
 }
@@ -215,19 +219,22 @@ static void test_probe_decide(void)
 	static const char *const codes[] = {"", "1", "1,3"};
 	static const char *const recover[] = {"", "3"};
 	static const char *const perr[] = {"", "node gone"};
+	/* Failing since: just now, a moment before the bound, the bound. */
+	static const double since[] = {0, 29.999, 30};
+	const double now = 1e9;
 	/* Every combination, one mixed-radix counter: digit i counts to radix[i]. */
-	static const int radix[] = {JOB_N_STATUS + 1, 2, 2, 2, 3, 2, 3, 2, 4};
+	static const int radix[] = {JOB_N_STATUS + 1, 2, 2, 2, 3, 2, 3, 2, 4, 2, 3};
 	struct mjob j;
-	int v[9], n = 0, bad = 0, i, k, total = 1;
+	int v[11], n = 0, bad = 0, i, k, total = 1;
 
 	memset(&j, 0, sizeof(j));
-	for (i = 0; i < 9; i++)
+	for (i = 0; i < 11; i++)
 		total *= radix[i];
 	for (k = 0; k < total; k++) {
 		struct jobs_probe_decision got, want;
 		int rest = k;
 
-		for (i = 0; i < 9; i++) {
+		for (i = 0; i < 11; i++) {
 			v[i] = rest % radix[i];
 			rest /= radix[i];
 		}
@@ -242,8 +249,10 @@ static void test_probe_decide(void)
 		j.max_restarts = 1;
 		j.probe_error = (char *)perr[v[7]];
 		j.probe_failures = v[8];
-		got = jobs_probe_decide(&j, 3);
-		want = probe_expected(&j, 3);
+		j.probe_gone = v[9];
+		j.probe_since = now - since[v[10]];
+		got = jobs_probe_decide(&j, 3, JOBS_LOST_MS, now);
+		want = probe_expected(&j, 3, JOBS_LOST_MS, now);
 		n++;
 		if (got.act == want.act && got.status == want.status && got.code == want.code &&
 		    got.before_cancel == want.before_cancel)
@@ -251,11 +260,11 @@ static void test_probe_decide(void)
 		bad++;
 		ok(0,
 		   "node status %d, %s, cancel %d, task %d of 2, codes '%s', recover '%s', restarts "
-		   "%d of 1, probe '%s' x%d: got %d/%d/%d/%d, want %d/%d/%d/%d",
+		   "%d of 1, probe '%s' x%d gone %d for %.3f s: got %d/%d/%d/%d, want %d/%d/%d/%d",
 		   j.node_status, v[1] ? "CANCELLING" : "RUNNING", j.cancel_requested,
 		   j.task_index + 1, j.exit_codes, j.recover_codes, j.restarts, j.probe_error,
-		   j.probe_failures, got.act, got.status, got.code, got.before_cancel, want.act,
-		   want.status, want.code, want.before_cancel);
+		   j.probe_failures, j.probe_gone, since[v[10]], got.act, got.status, got.code,
+		   got.before_cancel, want.act, want.status, want.code, want.before_cancel);
 	}
 	ok(!bad, "%d combinations of a probe decided as the rule says", n);
 	/* The cases a reader checks first, by name. */
@@ -269,20 +278,35 @@ static void test_probe_decide(void)
 	j.max_restarts = 0;
 	j.probe_error = "";
 	j.probe_failures = 0;
+	j.probe_gone = 0;
 	j.node_status = JOB_FAILED;
-	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER && jobs_probe_decide(&j, 3).code == 137,
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_RECOVER &&
+	           jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).code == 137,
 	   "a listed exit code recovers, restarts untouched");
 	j.recover_codes = "";
-	ok(jobs_probe_decide(&j, 3).act == JP_FAIL && jobs_probe_decide(&j, 3).status == MJ_FAILED,
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_FAIL &&
+	           jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).status == MJ_FAILED,
 	   "an unlisted failure with no restarts left fails");
 	j.max_restarts = 2;
-	ok(jobs_probe_decide(&j, 3).act == JP_RESTART, "with restarts left it restarts");
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_RESTART,
+	   "with restarts left it restarts");
 	j.node_status = JOB_RUNNING;
 	j.probe_error = "unreachable";
 	j.probe_failures = 2;
-	ok(jobs_probe_decide(&j, 3).act == JP_NONE, "two failed looks: wait");
+	j.probe_since = 1e9 - 60;
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_NONE, "two failed looks: wait");
 	j.probe_failures = 3;
-	ok(jobs_probe_decide(&j, 3).act == JP_RECOVER, "the third: the node is lost");
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_RECOVER,
+	   "the third, the first a minute ago: the node is lost");
+	j.probe_since = 1e9 - 5;
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_NONE,
+	   "the third within 5 s (an API server restarting): wait for 30 s");
+	ok(jobs_probe_decide(&j, 3, 0, 1e9).act == JP_RECOVER, "unless no time is asked for");
+	j.probe_failures = 1;
+	j.probe_since = 1e9;
+	j.probe_gone = 1;
+	ok(jobs_probe_decide(&j, 3, JOBS_LOST_MS, 1e9).act == JP_RECOVER,
+	   "a node its transport says is gone: lost at the first look");
 }
 
 /* n codes: code (or, with every > 0, rank % every) per rank, comma-separated. */

@@ -149,7 +149,7 @@ static void test_submit_and_claim(void)
 	ok(db != NULL, "the launcher db opens with the jobs tables");
 	if (!db)
 		return;
-	is_int(st_version(db), 14, "schema version 14");
+	is_int(st_version(db), 15, "schema version 15");
 	a = submit(db, "a", 0);
 	b = submit(db, "b", 10);
 	c = submit(db, "c", 0);
@@ -598,17 +598,34 @@ static void test_runs_with_row(void)
 	   "by that row the run has not ended");
 	mjob_free(&j);
 	/* A probe of run 33 that comes back after the job moved on to run 34 is dropped. */
-	ok(!mj_set_probe(db, id, "skiff-jobs", 33, JOB_RUNNING, "", ""), "a probe of run 33");
+	ok(!mj_set_probe(db, id, "skiff-jobs", 33, JOB_RUNNING, "", "", 0, 100),
+	   "a probe of run 33");
 	ok(!mj_set_cluster(db, id, "skiff-jobs", 34, 1), "the job moves on to run 34");
-	is_int(mj_set_probe(db, id, "skiff-jobs", 33, JOB_FAILED, "1", ""), -ENOENT,
+	is_int(mj_set_probe(db, id, "skiff-jobs", 33, JOB_FAILED, "1", "", 0, 100), -ENOENT,
 	       "a late probe of run 33 is not written");
-	is_int(mj_set_probe(db, id, "other", 34, JOB_FAILED, "1", ""), -ENOENT,
+	is_int(mj_set_probe(db, id, "other", 34, JOB_FAILED, "1", "", 0, 100), -ENOENT,
 	       "nor one of another cluster's job 34");
 	ok(!mj_get(db, id, &j) && j.node_status == -1 && j.cluster_job == 34,
 	   "the row knows nothing of run 34's end");
 	mjob_free(&j);
-	ok(!mj_set_probe(db, id, "skiff-jobs", 34, JOB_SUCCEEDED, "0", ""), "a probe of run 34");
+	ok(!mj_set_probe(db, id, "skiff-jobs", 34, JOB_SUCCEEDED, "0", "", 0, 100),
+	   "a probe of run 34");
 	ok(!mj_get(db, id, &j) && j.node_status == JOB_SUCCEEDED, "is written");
+	mjob_free(&j);
+	/* Failed probes in a row: counted, the first one's time kept, a gone node said. */
+	mj_set_probe(db, id, "skiff-jobs", 34, -1, "", "unreachable", 0, 200);
+	mj_set_probe(db, id, "skiff-jobs", 34, -1, "", "unreachable", 0, 205);
+	ok(!mj_get(db, id, &j) && j.probe_failures == 2 && j.probe_since == 200 && !j.probe_gone,
+	   "two failed probes: 2, since the first (%d, %.0f, %d)", j.probe_failures, j.probe_since,
+	   j.probe_gone);
+	mjob_free(&j);
+	mj_set_probe(db, id, "skiff-jobs", 34, -1, "", "gone", 1, 210);
+	ok(!mj_get(db, id, &j) && j.probe_failures == 3 && j.probe_since == 200 && j.probe_gone,
+	   "a third that found the node gone says so");
+	mjob_free(&j);
+	mj_set_probe(db, id, "skiff-jobs", 34, JOB_SUCCEEDED, "0", "", 1, 215);
+	ok(!mj_get(db, id, &j) && !j.probe_failures && !j.probe_since && !j.probe_gone,
+	   "a probe that answers clears all three");
 	mjob_free(&j);
 	ok(!mj_transition(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_SUCCEEDED, MJS_DONE, "succeeded"),
 	   "the job succeeds");
