@@ -272,13 +272,13 @@ static int run(struct st_db *ldb, const char *cluster, int64_t job, const char *
 	if (g.n < 0)
 		g.n = 0;
 	g.w = xcalloc((size_t)(g.n ? g.n : 1), sizeof(*g.w));
+	/* A rank whose watch cannot be started at all (cl_node_watch()'s message) is not watched.
+	 */
 	for (i = 0; i < g.n; i++) {
-		if (!g.ids[i])
-			g.w[i].ended = 1;
-		else if (!watch_start(&cl.nodes[i], g.ids[i], &g.w[i]))
+		if (g.ids[i] && !watch_start(&cl.nodes[i], g.ids[i], &g.w[i]))
 			live++;
 		else
-			rank_away(&g, i, 0, now_ms());
+			g.w[i].ended = 1;
 	}
 	info("job %lld of %s: watching %d of its %d rank(s)", (long long)job, cluster, live, g.n);
 	watch_ranks(&g);
