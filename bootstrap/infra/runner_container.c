@@ -18,11 +18,11 @@
  * the runner's diag file (or, for runner_spawn(), to stderr) and exits 255, the status
  * runner.h treats as the transport's, as with ssh; the diag's RUNNER_GONE_LINE says the
  * node is gone (runner.h's last_gone). A probe that fails where that is no answer
- * (kubectl without its API server) writes "cannot tell whether NODE is running (WHAT
- * IT SAID)": a transport failure too, the node not known to be gone. Any other status, and any
- * status of a node that is still running, is the script's and passes through unchanged. The check
- * costs nothing when the script succeeds, and one engine call when it ends with one of
- * those statuses.
+ * (kubectl without its API server) writes "cannot tell whether NODE is running (WHAT IT
+ * SAID)": a transport failure too, the node not known to be gone. Any other status, and
+ * any status of a node that is still running, is the script's and passes through
+ * unchanged. The check costs nothing when the script succeeds, and one engine call when
+ * it ends with one of those statuses.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -66,8 +66,11 @@ static const char wrap_fmt[] =
         "*) m=\"cannot ask Slurm about allocation %1$s: $st\" g= ;;\n"
         "esac\n"
         "d=%2$s\n"
-        "if [ -n \"$d\" ]; then { [ -z \"$g\" ] || printf '%%s\\n' \"$g\"; printf '%%s\\n' \"$m\"; } "
-        ">>\"$d\"; else printf 'skiff: error: node %%s: %%s\\n' %3$s \"$m\" >&2; fi\n"
+        "if [ -n \"$d\" ]; then\n"
+        "\t{ [ -z \"$g\" ] || printf '%%s\\n' \"$g\"; printf '%%s\\n' \"$m\"; } >>\"$d\"\n"
+        "else\n"
+        "\tprintf 'skiff: error: node %%s: %%s\\n' %3$s \"$m\" >&2\n"
+        "fi\n"
         "exit 255\n";
 
 static int slurm_build_argv(struct runner *r, const char *script, int interactive, struct argv *out)

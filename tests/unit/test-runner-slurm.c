@@ -128,6 +128,11 @@ static const char fake_srun[] = "#!/bin/sh\n"
                                 "while [ \"$1\" != /bin/sh ]; do shift; done\n"
                                 "exec \"$@\"\n";
 static const char fake_squeue[] = "#!/bin/sh\n"
+                                  "if [ -e \"$FAKE/down\" ]; then\n"
+                                  "\techo 'slurm_load_jobs error: Unable to contact slurm "
+                                  "controller (connect failure)' >&2\n"
+                                  "\texit 1\n"
+                                  "fi\n"
                                   "if [ -e \"$FAKE/gone\" ]; then\n"
                                   "\techo 'slurm_load_jobs error: Invalid job id specified' >&2\n"
                                   "\texit 1\n"
@@ -208,11 +213,27 @@ static void test_transport(void)
 	rc = runner_run(r, "true", NULL, 10000, &status);
 	is_int(rc, -EHOSTUNREACH, "srun fails, allocation CANCELLED: transport failure");
 	is_str(r->last_error.p, "the Slurm allocation 42 has ended (CANCELLED)", "says so");
+	ok(r->last_gone, "the node is gone");
 	write_exe(gone, "");
 	rc = runner_run(r, "true", NULL, 10000, &status);
 	is_int(rc, -EHOSTUNREACH, "Slurm forgot the job: transport failure");
 	ok(strstr(r->last_error.p, "42 has ended (Slurm no longer knows it)") != NULL, "%s",
 	   r->last_error.p);
+	ok(r->last_gone, "gone too");
+	{
+		char down[128];
+
+		xsnprintf(down, sizeof(down), "%s/down", tmp);
+		write_exe(down, "");
+		rc = runner_run(r, "true", NULL, 10000, &status);
+		is_int(rc, -EHOSTUNREACH,
+		       "srun fails, squeue cannot reach slurmctld: transport failure");
+		ok(strstr(r->last_error.p, "cannot ask Slurm about allocation 42: slurm_load_jobs "
+		                           "error: Unable to contact slurm controller") != NULL,
+		   "%s", r->last_error.p);
+		ok(!r->last_gone, "the node not said to be gone");
+		unlink(down);
+	}
 	unlink(fails);
 	unlink(gone);
 	set_state("RUNNING");
