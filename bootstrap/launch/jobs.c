@@ -246,10 +246,10 @@ static void fill_ranks(struct eng_job *job, const int64_t *ids, int n, const str
 		r->status = -1;
 		r->exit_code = -1;
 		r->log_dir = xstrdup("");
-		if ((size_t)k < nnodes && !a[k].ok)
-			r->gone = a[k].gone;
-		if ((size_t)k >= nnodes || !a[k].ok)
+		if ((size_t)k >= nnodes || !a[k].ok) {
+			r->gone = (size_t)k < nnodes && a[k].gone;
 			continue;
+		}
 		/* Answered, but the node has no such job: it lost it. */
 		r->status = JOB_FAILED_DRIVER;
 		r->lost = 1;

@@ -14,29 +14,31 @@ int gang_end_stops_others(const char *status)
 	return !status || !*status || (strcmp(status, "SUCCEEDED") && strcmp(status, "CANCELLED"));
 }
 
+/* first, doubled after each of tries, at most cap: the watcher's waits. */
+static int64_t doubling(int64_t first, int tries, int64_t cap)
+{
+	int64_t d = first;
+
+	while (tries-- > 0 && d < cap)
+		d *= 2;
+	return d > cap ? cap : d;
+}
+
 int64_t gang_retry_delay_ms(int tries)
 {
-	int64_t d = 5000;
-
-	while (tries-- > 0 && d < 30000)
-		d *= 2;
-	return d > 30000 ? 30000 : d;
+	return doubling(5000, tries, 30000);
 }
 
 enum gang_away gang_away_decide(int64_t away_since, int64_t now, int tries, int gone, int stopping,
                                 int64_t lost_ms, int64_t *at)
 {
-	int64_t d = GANG_REWATCH_FIRST_MS;
+	int64_t lost = gang_lost_at(away_since, lost_ms);
+	int64_t next = now + doubling(GANG_REWATCH_FIRST_MS, tries, GANG_REWATCH_MAX_MS);
 
 	*at = -1;
-	if (gone || stopping || now >= gang_lost_at(away_since, lost_ms))
+	if (gone || stopping || now >= lost)
 		return GANG_AWAY_LOST;
-	while (tries-- > 0 && d < GANG_REWATCH_MAX_MS)
-		d *= 2;
-	if (d > GANG_REWATCH_MAX_MS)
-		d = GANG_REWATCH_MAX_MS;
-	*at = now + d < gang_lost_at(away_since, lost_ms) ? now + d
-	                                                  : gang_lost_at(away_since, lost_ms);
+	*at = next < lost ? next : lost;
 	return GANG_AWAY_RETRY;
 }
 
