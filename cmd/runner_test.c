@@ -281,9 +281,17 @@ int cmd___runner_test(int argc, char **argv)
 	}
 	if (!local == !t.host)
 		return usage_error("__runner-test", "give one of --local HOME or --ssh HOST");
-	if (local)
+	if (local) {
+		/* The harness makes the node, as the local infra's pick does for a cluster. */
+		int mr = mkdir_p(local, 0700);
+
+		if (mr) {
+			errno = -mr;
+			error_errno("cannot create '%s'", local);
+			return EXIT_FAIL;
+		}
 		r = runner_local_new(name ? name : "local", local);
-	else
+	} else
 		r = runner_ssh_new(name ? name : t.host, &t);
 	if (!r)
 		return EXIT_FAIL;

@@ -223,7 +223,9 @@ struct runner *runner_new(const struct runner_ops *ops, const char *name, const 
  * /bin/sh -c, HOME set to node_home (so ~/.skiff and ~/sky_workdir are the node's own),
  * in node_home, in a clean login-like environment, as sshd would give them (below):
  * the node's supervisor, and so its jobs, never depend on which launcher started it.
- * node_home is created (0700) if missing. NULL (error printed) on failure.
+ * node_home is the node: it is made where the node is made (the local infra's pick), never
+ * here, and a node_home that is gone (an absolute path) gives a runner whose calls fail and
+ * whose node is gone (runner_node_gone()). NULL (error printed) on failure.
  */
 struct runner *runner_local_new(const char *name, const char *node_home);
 /* The PATH a local node's commands get (a login's, as Debian's sshd and login set it). */

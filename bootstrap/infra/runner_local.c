@@ -109,28 +109,29 @@ static const struct runner_ops local_ops = {
 struct runner *runner_local_new(const char *name, const char *node_home)
 {
 	char abs[PATH_MAX];
+	const char *home = abs;
 	struct runner *r;
 	struct local *l;
-	int rc;
 
 	if (!node_home || !*node_home) {
 		error("node %s: no home directory given for the local node", name);
 		return NULL;
 	}
-	rc = mkdir_p(node_home, 0700);
-	if (rc) {
-		errno = -rc;
-		error_errno("node %s: cannot create '%s'", name, node_home);
-		return NULL;
-	}
-	/* HOME and PWD must name the directory itself, whatever our cwd is later. */
+	/*
+	 * HOME and PWD must name the directory itself, whatever our cwd is later. A directory
+	 * that is gone is the node gone (runner_node_gone()): the runner is made all the same,
+	 * so that its calls fail and say so, and nothing makes the directory again here.
+	 */
 	if (!realpath(node_home, abs)) {
-		error_errno("node %s: cannot resolve '%s'", name, node_home);
-		return NULL;
+		if (errno != ENOENT || *node_home != '/') {
+			error_errno("node %s: cannot resolve '%s'", name, node_home);
+			return NULL;
+		}
+		home = node_home;
 	}
 	r = runner_new(&local_ops, name, "127.0.0.1");
 	l = xcalloc(1, sizeof(*l));
-	l->home = xstrdup(abs);
+	l->home = xstrdup(home);
 	r->priv = l;
 	return r;
 }

@@ -31,6 +31,15 @@
 
 static char tmp[64];
 
+/* A local node made as the local infra's pick makes one: its directory, then its runner. */
+static struct runner *local_node(const char *home)
+{
+	int rc = mkdir_p(home, 0700);
+
+	ok(!rc, "node directory %s made", home);
+	return runner_local_new("loc", home);
+}
+
 /* The argv joined with '|' (the expected values hold no '|'). */
 static char *argv_str(const struct argv *a)
 {
@@ -365,7 +374,7 @@ static void test_ssh_remote_parse(void)
 static void test_local_round_trip(void)
 {
 	char *home = xasprintf("%s/node", tmp);
-	struct runner *r = runner_local_new("loc", home);
+	struct runner *r = local_node(home);
 	char *bytes = all_bytes();
 	int fails = 0;
 	size_t i;
@@ -405,8 +414,8 @@ static void test_local_stdin_env_status(void)
 	int st = -1, rc;
 
 	setenv("SKIFF_HOME", "/launcher/home", 1);
-	r = runner_local_new("loc", home);
-	ok(r && realpath(home, real), "local runner creates its home");
+	r = local_node(home);
+	ok(r && realpath(home, real), "the runner takes the node's directory");
 	for (i = 0; i < n; i++)
 		in[i] = (char)(i * 7 + i / 256);
 	rc = runner_capture(r, "cat", in, n, &out, &err, 10000, &st);
@@ -505,7 +514,7 @@ static int gone(pid_t pid)
 static void test_local_timeout_and_leftovers(void)
 {
 	char *home = xasprintf("%s/node3", tmp);
-	struct runner *r = runner_local_new("loc", home);
+	struct runner *r = local_node(home);
 	struct buf out = BUF_INIT(0);
 	long bg = 0;
 	int st = -1, rc;
@@ -538,7 +547,7 @@ static void test_local_timeout_and_leftovers(void)
 static void test_local_close_within(void)
 {
 	char *home = xasprintf("%s/node4", tmp);
-	struct runner *r = runner_local_new("loc", home);
+	struct runner *r = local_node(home);
 	struct runner_proc p;
 	int64_t t0;
 	int st = -1, rc;
@@ -608,6 +617,35 @@ static void test_ssh_transport_failure(void)
 	free(cd);
 }
 
+/*
+ * A local node whose directory is removed is gone: the runner is made all the same, its
+ * calls fail, runner_node_gone() says so, and nothing makes the directory again.
+ */
+static void test_local_gone(void)
+{
+	char *home = xasprintf("%s/node5", tmp), *rel = "node-relative";
+	struct runner *r = runner_local_new("loc", home);
+	int st = -1, rc;
+
+	ok(r != NULL, "a runner on a directory that is not there is made");
+	rc = runner_capture(r, "echo hi", NULL, 0, NULL, NULL, 10000, &st);
+	ok(rc < 0, "its call fails (rc %d)", rc);
+	ok(runner_node_gone(r, rc), "its node is gone");
+	ok(access(home, F_OK) < 0 && errno == ENOENT, "and its directory was not made again");
+	runner_free(r);
+	ok(runner_local_new("loc", rel) == NULL, "a relative path that is not there: refused");
+	ok(!mkdir_p(home, 0700) && (r = runner_local_new("loc", home)) != NULL,
+	   "the directory made: a runner on it");
+	rc = runner_capture(r, "exit 0", NULL, 0, NULL, NULL, 10000, &st);
+	ok(!rc && !st && !runner_node_gone(r, rc), "it answers, and is not gone");
+	ok(!rmdir(home), "the directory removed under the runner");
+	rc = runner_capture(r, "exit 0", NULL, 0, NULL, NULL, 10000, &st);
+	ok(rc < 0 && runner_node_gone(r, rc), "its next call fails, and its node is gone");
+	ok(access(home, F_OK) < 0, "the directory is still not there");
+	runner_free(r);
+	free(home);
+}
+
 int main(void)
 {
 	alarm(120);
@@ -625,6 +663,7 @@ int main(void)
 	plan_run(test_local_stdin_env_status);
 	plan_run(test_local_timeout_and_leftovers);
 	plan_run(test_local_close_within);
+	plan_run(test_local_gone);
 	plan_run(test_ssh_transport_failure);
 	{
 		char *rm[] = {"rm", "-rf", tmp, NULL};
