@@ -117,16 +117,25 @@ static int with_db_retry(int (*fn)(struct st_db *db, struct shim *sh, void *arg)
                          void *arg)
 {
 	const struct node_paths *p = node_paths();
+	enum log_level lvl = log_get_level();
 	int r, delay = 50, warned = 0;
 
 	while ((r = with_db(fn, sh, arg)) == -EIO && p && !access(p->db, F_OK)) {
-		if (!warned++)
+		if (!warned++) {
 			error("job %lld: cannot write to the node database (disk full?); trying "
 			      "again until it can",
 			      (long long)sh->id);
+			/* The first failure said why; a line every 2 s would fill the disk more. */
+			log_set_level(LOG_QUIET);
+		}
 		db_idle();
 		poll(NULL, 0, delay);
 		delay = delay < 1000 ? delay * 2 : 2000;
+	}
+	if (warned) {
+		log_set_level(lvl);
+		if (!r)
+			info("job %lld: the node database takes writes again", (long long)sh->id);
 	}
 	return r;
 }

@@ -239,11 +239,16 @@ test_expect_success ROOT 'full disk: the supervisor serves, jobs fail clearly, r
 	# A job that ends now cannot be recorded yet: it must not be lost, nor stuck after.
 	mv "$FULL_MNT/gate.new" "$FULL_MNT/gate" &&
 	wait_for "! pgrep -f \"$FULL_MNT/gate\" >/dev/null" &&
-	sleep 0.5 &&
+	sleep 2 &&
 	test "$(skiff node logs --status $a)" = RUNNING &&
 	kill -0 $(sup_pid) &&
 	full_off &&
 	wait_for "test \"\$(skiff node logs --status $a)\" = FAILED" &&
+	# The shim said why once, not at every try (each try a line on the full disk), and
+	# said when the database took its write.
+	test "$(grep -c "skiff-shim: error: node database .*: query failed" \
+		"$FULL_HOME/supervisor.log" || :)" -le 1 &&
+	grep -q "skiff-shim: job $a: the node database takes writes again" "$FULL_HOME/supervisor.log" &&
 	test "$(job_field $a exit_codes)" = "[3]" &&
 	b=$(skiff node submit --cpus 0 "echo after") &&
 	wait_for "test \"\$(skiff node logs --status $b)\" = SUCCEEDED" &&
