@@ -642,6 +642,8 @@ int shim_main(int64_t job_id)
 	renv_job_init(&sh.renv);
 	st_config_brief();
 	log_set_prog("skiff-shim");
+	/* Its stderr is the supervisor's log: its lines carry the time and pid as those do. */
+	log_set_fd(2, 1);
 	/* Block the signals first: a cancel that arrives early is handled, not fatal. */
 	if (setup_signals(&sh))
 		return 1;
