@@ -117,6 +117,12 @@ struct infra_ops {
 	struct runner *(*runner)(const struct infra *inf, const struct cluster_node *n);
 	/* Once every node's supervisor is up (slurm: each moves into a job step). */
 	int (*nodes_up)(struct clive *cl);
+	/*
+	 * A launch on an existing cluster: makes again what pick made for a node that is gone
+	 * (local: its directory, removed). How many nodes it made again (they need their
+	 * bootstrap), or -errno. Only a launch calls it: elsewhere a node gone stays gone.
+	 */
+	int (*remake)(struct clive *cl);
 	/* How many jobs a restart of the nodes' supervisors would end (slurm's steps: an
 	 * upgrade in place waits until none); < 0 unknown. */
 	int (*busy)(struct clive *cl);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra_internal.h"
+#include "bootstrap/infra/live.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "lib/task.h"
@@ -91,6 +92,33 @@ static struct runner *local_runner(const struct infra *inf, const struct cluster
 	r = runner_local_new(name, n->home);
 	free(name);
 	return r;
+}
+
+static int local_remake(struct clive *cl)
+{
+	size_t i;
+	int made = 0;
+
+	for (i = 0; i < cl->n; i++) {
+		struct runner *r = cl->nodes[i].r;
+		const char *home = r && r->ops->home_here ? r->ops->home_here(r) : NULL;
+		int rc;
+
+		if (!home || !access(home, F_OK) || errno != ENOENT)
+			continue;
+		rc = mkdir_p(home, 0700);
+		if (rc) {
+			errno = -rc;
+			return error_errno(
+			        "cluster '%s': cannot make node %d's directory '%s' again",
+			        cl->name, cl->nodes[i].rank, home);
+		}
+		info("cluster %s: node %d's directory was gone; made again (the node starts "
+		     "empty: its setup runs again)",
+		     cl->name, cl->nodes[i].rank);
+		made++;
+	}
+	return made;
 }
 
 static int local_teardown(const struct infra *inf, struct st_db *ldb, struct clive *cl,
@@ -231,6 +259,7 @@ const struct infra_ops infra_local_ops = {
         .parse = local_parse,
         .pick = local_pick,
         .runner = local_runner,
+        .remake = local_remake,
         .teardown = local_teardown,
         .probe = local_probe,
 };

@@ -174,6 +174,7 @@ static void call_release(struct runner_call *c)
 static int call_prepare(struct runner *r, const char *script, char *const *cmd, int interactive,
                         int want_diag, struct runner_call *c)
 {
+	const char *home;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -221,6 +222,14 @@ static int call_prepare(struct runner *r, const char *script, char *const *cmd, 
 			env_set(&c->env, "TERM", getenv("TERM"));
 	}
 	c->cwd = r->ops->cwd ? r->ops->cwd(r) : NULL;
+	/* A node that is a directory here, removed: gone, said as such (runner_node_gone()). */
+	home = r->ops->home_here ? r->ops->home_here(r) : NULL;
+	if (home && access(home, F_OK) < 0 && errno == ENOENT) {
+		buf_reset(&r->last_error);
+		buf_addf(&r->last_error, "its directory '%s' is gone", home);
+		r->last_gone = 1;
+		return node_error(r, -EHOSTUNREACH, "%s", r->last_error.p);
+	}
 	return 0;
 }
 
@@ -379,6 +388,8 @@ int runner_spawn(struct runner *r, const char *script, int interactive, const st
 	struct runner_call c;
 	int rc, step = 0;
 
+	buf_reset(&r->last_error);
+	r->last_gone = 0;
 	if (!io)
 		io = &default_io;
 	rc = call_prepare(r, script, NULL, interactive, 0, &c);

@@ -211,9 +211,11 @@ static int submit_job(struct st_db *ldb, struct clive *cl, const struct eng_laun
 		buf_addf(&ids, "%s%lld", i ? "," : "", (long long)rs[i].id);
 		/*
 		 * A gang runs whole or not at all: take back the ranks that went in, by key, so
-		 * that one whose answer was lost (a timeout) is stopped too, or never starts.
+		 * that one whose answer was lost (a timeout) is stopped too, or never starts. A
+		 * node that is gone runs nothing of it.
 		 */
-		if (r && cl_cancel_key(rs[i].nd, key, i))
+		if (r && !(rs[i].r && runner_node_gone(rs[i].nd->r, rs[i].r)) &&
+		    cl_cancel_key(rs[i].nd, key, i))
 			warning("node %s: cannot cancel rank %d of the failed submit: cancel it with "
 			        "'skiff cancel %s'",
 			        rs[i].nd->name, i, cl->name);
@@ -690,7 +692,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	char *name = NULL, *commit = NULL;
 	int64_t job = 0;
 	int r = -EIO, existed, have_c = 0, upgrade, lock_fd = -1, created = 0, stopped = 0, fast;
-	int as_due = 0;
+	int as_due = 0, remade = 0;
 	size_t k, chosen = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -753,6 +755,14 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	/* A new cluster is open already (launch_new()). */
 	if (!created && eng_open_cluster(ldb, &c, &cl))
 		goto out;
+	/* A launch makes again a node that is gone (infra.h: remake): bootstrapped, set up. */
+	if (existed && !req->exec && cl.ops->remake) {
+		int made = cl.ops->remake(&cl);
+
+		if (made < 0)
+			goto out;
+		remade = made > 0;
+	}
 	stopped = c.status == CLUSTER_STOPPED;
 	if (stopped && req->exec) {
 		r = error("cluster %s is stopped: 'skiff start %s' starts it again (or 'skiff "
@@ -770,7 +780,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	 * submit starts a supervisor that is down, and a node that lost its binary is
 	 * bootstrapped again when the submit finds it missing.
 	 */
-	upgrade = c.status != CLUSTER_UP || outdated(&cl);
+	upgrade = c.status != CLUSTER_UP || remade || outdated(&cl);
 	if (upgrade && c.status == CLUSTER_UP && cl.ops->busy && cl.ops->busy(&cl) > 0) {
 		/* A restart of the supervisors would end those jobs (slurm: their steps). */
 		info("cluster %s runs another skiff build, with jobs that have not ended: it "
@@ -797,7 +807,7 @@ int eng_launch(struct st_db *ldb, const struct eng_launch *req, struct eng_launc
 	as_due = !req->exec;
 	st_cluster_set_last_task(ldb, name, entry);
 	/* exec, and --fast on a cluster that was UP, run no setup and sync only the workdir. */
-	fast = req->exec || (req->fast && existed && !stopped && c.status == CLUSTER_UP);
+	fast = req->exec || (req->fast && existed && !stopped && !remade && c.status == CLUSTER_UP);
 	if (eng_sync_task(&cl, t, !fast, &commit))
 		goto out;
 	if (!t->run && !(t->setup && !fast && !req->no_setup) && !req->always_submit) {

@@ -88,6 +88,29 @@ test_expect_success 'a node whose directory was removed under its running job: d
 	! grep -q "^dl7 " st
 '
 
+# Only a launch makes a node: exec on a node whose directory is gone says so and makes
+# nothing (no directory, no supervisor); a launch makes it again, sets it up and runs.
+test_expect_success 'a node whose directory was removed: exec says it is gone; launch makes it again' '
+	printf "setup: echo set up >>~/setup.runs\nrun: echo ran\n" >remake.yaml &&
+	skiff launch -c dl8 remake.yaml >/dev/null 2>&1 &&
+	kill -KILL $(head -1 "$SKIFF_HOME/local/dl8/0/.skiff/supervisor.lock") &&
+	rm -rf "$SKIFF_HOME/local/dl8/0" &&
+	expect_fail 1 skiff exec dl8 "echo never" >out 2>err &&
+	cat out err &&
+	grep -q "^skiff: error: node dl8/0 (127.0.0.1): its directory .$SKIFF_HOME/local/dl8/0. is gone\$" err &&
+	! grep -q "cannot cancel" err && ! grep -q never out &&
+	test ! -e "$SKIFF_HOME/local/dl8/0" &&
+	skiff launch -c dl8 remake.yaml >out 2>err &&
+	cat out err &&
+	grep -q "node 0.s directory was gone; made again" err &&
+	grep -qx ran out &&
+	test "$(cat "$SKIFF_HOME/local/dl8/0/setup.runs")" = "set up" &&
+	skiff exec dl8 "echo again" >out &&
+	grep -qx again out &&
+	skiff down dl8 >/dev/null &&
+	test ! -e "$SKIFF_HOME/local/dl8"
+'
+
 test_expect_success 'plain node down still leaves a job running (the cancel-then-stop is down'"'"'s)' '
 	skiff launch -c dl2 -d "sleep 3003.$$" >/dev/null 2>&1 &&
 	wait_for "left_of dl2 \"sleep 3003.$$\" | grep -q \"sleep 3003.$$\"" 30 &&

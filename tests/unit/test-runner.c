@@ -629,7 +629,8 @@ static void test_local_gone(void)
 
 	ok(r != NULL, "a runner on a directory that is not there is made");
 	rc = runner_capture(r, "echo hi", NULL, 0, NULL, NULL, 10000, &st);
-	ok(rc < 0, "its call fails (rc %d)", rc);
+	ok(rc == -EHOSTUNREACH && r->last_gone, "its call fails as a node gone (rc %d)", rc);
+	ok(strstr(r->last_error.p, "is gone") != NULL, "and says so: %s", r->last_error.p);
 	ok(runner_node_gone(r, rc), "its node is gone");
 	ok(access(home, F_OK) < 0 && errno == ENOENT, "and its directory was not made again");
 	runner_free(r);
@@ -640,7 +641,15 @@ static void test_local_gone(void)
 	ok(!rc && !st && !runner_node_gone(r, rc), "it answers, and is not gone");
 	ok(!rmdir(home), "the directory removed under the runner");
 	rc = runner_capture(r, "exit 0", NULL, 0, NULL, NULL, 10000, &st);
-	ok(rc < 0 && runner_node_gone(r, rc), "its next call fails, and its node is gone");
+	ok(rc == -EHOSTUNREACH && runner_node_gone(r, rc),
+	   "its next call fails, and its node is gone");
+	{
+		pid_t pid = -1;
+		struct runner_io io = {RUNNER_NULL, RUNNER_NULL, RUNNER_NULL};
+
+		rc = runner_spawn(r, "exit 0", 0, &io, &pid);
+		ok(rc == -EHOSTUNREACH && pid == -1 && r->last_gone, "runner_spawn too");
+	}
 	ok(access(home, F_OK) < 0, "the directory is still not there");
 	runner_free(r);
 	free(home);
