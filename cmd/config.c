@@ -181,10 +181,18 @@ int cmd_config(int argc, char **argv)
 			if (errs.v[k].warning)
 				buf_addf(&out, "ignored: %s:%d:%d: %s\n", errs.v[k].file,
 				         errs.v[k].line, errs.v[k].col, errs.v[k].msg);
-		for (k = 0; k < errs.n; k++)
-			if (!errs.v[k].warning)
-				fprintf(stderr, "%s:%d:%d: %s\n", errs.v[k].file, errs.v[k].line,
-				        errs.v[k].col, errs.v[k].msg);
+		for (k = 0; k < errs.n; k++) {
+			char *line;
+
+			if (errs.v[k].warning)
+				continue;
+			line = xasprintf("%s:%d:%d: %s", errs.v[k].file, errs.v[k].line,
+			                 errs.v[k].col, errs.v[k].msg);
+			fprintf(stderr, "%s\n", line);
+			/* Printed in a form of its own: counted, so no "said nothing" line. */
+			log_count_error(line);
+			free(line);
+		}
 	}
 	rc = print_out(out.p, out.len) ? EXIT_FAIL : bad ? EXIT_INVALID : EXIT_OK;
 	for (k = 0; k < n; k++)

@@ -42,9 +42,12 @@ void log_last_error(char *out, size_t size)
 	pthread_mutex_unlock(&last_lock);
 }
 
-void log_count_error(void)
+void log_count_error(const char *text)
 {
 	errors++;
+	pthread_mutex_lock(&last_lock);
+	snprintf(last_error, sizeof(last_error), "%s", text ? text : "");
+	pthread_mutex_unlock(&last_lock);
 }
 
 void log_set_fd(int fd, int timestamps)

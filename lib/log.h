@@ -28,8 +28,11 @@ unsigned long log_error_count(void);
  * for a summary of several attempts that each printed their own error as it came.
  */
 void log_last_error(char *out, size_t size);
-/* Counts an error printed in a form of its own ("FILE:LINE:COL: message"). */
-void log_count_error(void);
+/*
+ * Counts an error printed in a form of its own ("FILE:LINE:COL: message"): text, that
+ * form without its newline, is then the last error (log_last_error()).
+ */
+void log_count_error(const char *text);
 /* Messages go to fd (default 2). With timestamps set, each line starts with an ISO time
  * and the pid: daemons use that for their log file. The fd is not owned. */
 void log_set_fd(int fd, int timestamps);

@@ -75,10 +75,13 @@ void yerr_print(const struct yerrors *e, FILE *out)
 	for (i = 0; i < e->n; i++) {
 		const struct yerror *y = &e->v[i];
 
-		fprintf(out, "%s:%d:%d: %s%s\n", y->file, y->line, y->col,
-		        y->warning ? "warning: " : "", y->msg);
+		char *line = xasprintf("%s:%d:%d: %s%s", y->file, y->line, y->col,
+		                       y->warning ? "warning: " : "", y->msg);
+
+		fprintf(out, "%s\n", line);
 		if (!y->warning)
-			log_count_error();
+			log_count_error(line);
+		free(line);
 	}
 	if (e->dropped && e->n) {
 		const struct yerror *y = &e->v[e->n - 1];
