@@ -35,10 +35,15 @@ static int is_exec_file(const char *p)
 
 const char *self_exec_path(void)
 {
+	static int warned;
 	const char *env = getenv("SKIFF_EXE");
 
-	if (env && *env)
+	/* A path that cannot be run would leave every job without its shim: ours then. */
+	if (env && *env && is_exec_file(env))
 		return env;
+	if (env && *env && !warned++)
+		warning("SKIFF_EXE '%.200s' is not an executable file: running %s instead", env,
+		        "this skiff");
 	if (!access("/proc/self/exe", X_OK))
 		return "/proc/self/exe";
 	return self_path(NULL);

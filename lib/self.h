@@ -21,8 +21,9 @@ extern const char *skiff_argv0;
  */
 const char *self_path(const char *argv0);
 /*
- * What to exec to run this very binary again (a shim, a helper): SKIFF_EXE when set
- * (under valgrind or a debugger /proc/self/exe is the tool), else /proc/self/exe (our
+ * What to exec to run this very binary again (a shim, a helper): SKIFF_EXE when set to an
+ * executable file (under valgrind or a debugger /proc/self/exe is the tool; another value
+ * is said once, and ignored), else /proc/self/exe (our
  * own image even if an upgrade replaced the file), else self_path(). NULL: none found.
  */
 const char *self_exec_path(void);
