@@ -145,7 +145,8 @@ int parse_double(const char *s, double *out)
 	char *end;
 	double v;
 
-	if (!s || !*s || isspace((unsigned char)*s))
+	/* Decimal only: strtod's hex floats ("0x10") are no number a person writes here. */
+	if (!s || !*s || isspace((unsigned char)*s) || strpbrk(s, "xX"))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

@@ -91,6 +91,8 @@ static void test_parse_double(void)
 	is_int(parse_double("1.5 ", &d), -EINVAL, "trailing space is -EINVAL");
 	is_int(parse_double("nan", &d), -EINVAL, "nan is -EINVAL");
 	is_int(parse_double("inf", &d), -EINVAL, "inf is -EINVAL");
+	is_int(parse_double("0x10", &d), -EINVAL, "a hex float is -EINVAL (decimal only)");
+	is_int(parse_double("-0X1p3", &d), -EINVAL, "  in any case");
 	is_int(parse_double("1e999", &d), -ERANGE, "overflow is -ERANGE");
 	is_int(parse_double("-1e999", &d), -ERANGE, "negative overflow is -ERANGE");
 	is_int(parse_double("1e-400", &d), -ERANGE, "underflow to zero is -ERANGE");
