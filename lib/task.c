@@ -129,6 +129,15 @@ static int check_storage(struct tparse *p, const struct ynode *n, const char *pa
 	return r ? -1 : 0;
 }
 
+/* The first control character (below 0x20, or 0x7f) of s, or NULL. */
+static const char *has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return s;
+	return NULL;
+}
+
 static int parse_file_mounts(struct tparse *p, const struct ynode *n, struct task *t)
 {
 	char sub[TASK_PATH_MAX];
@@ -148,6 +157,17 @@ static int parse_file_mounts(struct tparse *p, const struct ynode *n, struct tas
 			continue;
 		}
 		tp_path(sub, "file_mounts", k->value);
+		if (!*k->value) {
+			r = tp_err(p, k, "a remote path in file_mounts cannot be empty");
+			continue;
+		}
+		if (has_control(k->value)) {
+			r = tp_err(p, k,
+			           "remote path in file_mounts has a control character (0x%02x): "
+			           "a path on the node is printable text",
+			           (unsigned char)*has_control(k->value));
+			continue;
+		}
 		if (v->kind == Y_MAP) {
 			if (check_storage(p, v, sub)) {
 				r = -1;

@@ -25,6 +25,8 @@
 
 #define TASK_MAX_ALTERNATIVES 64 /* resource alternatives after any_of/ordered expansion */
 #define TASK_MAX_NODES 100000    /* num_nodes */
+/* Where a task's workdir lands on a node, and a relative file_mounts path under it. */
+#define TASK_WORKDIR_ON_NODE "~/sky_workdir"
 /*
  * Characters in a task's or a pipeline's name (name:, -n/--name): SkyPilot sets no limit;
  * this one keeps a name within one file name's length, should it ever become one.

@@ -88,8 +88,27 @@ size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
 		}
 		for (k = 0; k < t->nmounts; k++) {
 			const struct task_mount *m = &t->mounts[k];
+			const char *c;
 			char *path;
 
+			/* The remote path as ${VAR}s made it: the parse saw it before them. */
+			for (c = m->dst; *c && (unsigned char)*c >= 0x20 && *c != 0x7f; c++)
+				;
+			if (*c) {
+				yerr_add(errs, file, m->line, m->col,
+				         "file_mounts: its remote path has a control character "
+				         "(0x%02x) once its variables are filled in",
+				         (unsigned char)*c);
+				n++;
+				continue;
+			}
+			if (!strcmp(m->dst, TASK_WORKDIR_ON_NODE "/")) {
+				yerr_add(errs, file, m->line, m->col,
+				         "file_mounts: its remote path is empty once its variables "
+				         "are filled in");
+				n++;
+				continue;
+			}
 			if (!is_local(m->src) || names_unset(t, m->src))
 				continue;
 			path = user_path(m->src);

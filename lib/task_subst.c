@@ -15,8 +15,6 @@
 #include "lib/yaml.h"
 #include "lib/banned.h"
 
-#define WORKDIR_ON_NODE "~/sky_workdir"
-
 static int word_byte(unsigned char c)
 {
 	/* Python's \w on the JSON text, where every byte past ASCII is a \uXXXX escape. */
@@ -124,7 +122,7 @@ void task_fill_env_vars(struct task_list *l, struct task *t)
 		subst_str(&m->src, t);
 		subst_node(&l->yaml, m->storage, t);
 		if (m->dst[0] != '/' && strcmp(m->dst, "~") && !starts_with(m->dst, "~/")) {
-			char *d = xasprintf(WORKDIR_ON_NODE "/%s", m->dst);
+			char *d = xasprintf(TASK_WORKDIR_ON_NODE "/%s", m->dst);
 
 			free(m->dst);
 			m->dst = d;
