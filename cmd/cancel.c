@@ -72,6 +72,10 @@ int cmd_cancel(int argc, char **argv)
 		free(ids);
 		return usage_error("cancel", "expected a cluster name");
 	}
+	if (cmd_cluster_arg(name)) {
+		free(ids);
+		return EXIT_USAGE;
+	}
 	if (cmd_open_ldb(&ldb)) {
 		free(ids);
 		return EXIT_FAIL;

@@ -513,6 +513,18 @@ int cmd_check(int argc, char **argv)
 		status = check_infras(infras, ninfras, json, &o);
 		goto out;
 	}
+	/* A task checked for an infra: the infra's own file (a pool) must be valid too. */
+	for (i = 0; i < (int)ninfras; i++) {
+		buf_reset(&why);
+		if (infra_parse_quiet(infras[i], &inf, &why))
+			continue; /* a cloud: said with the task */
+		r = infra_resolve(&inf);
+		infra_release(&inf);
+		if (r) {
+			status = EXIT_INVALID;
+			goto out;
+		}
+	}
 	json_init(&j, &out, 1);
 	if (json)
 		json_arr_begin(&j);

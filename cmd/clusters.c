@@ -3,15 +3,48 @@
  * ssh) share: the launcher db, and the clusters that names and globs stand for.
  */
 #include <fnmatch.h>
+#include <string.h>
 
+#include "bootstrap/infra/infra.h"
 #include "bootstrap/launch/engine.h"
 #include "cmd/cmd.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/banned.h"
 
 int cmd_open_ldb(struct st_db **ldb)
 {
 	return st_launcher_open(0, ldb) ? -1 : 0;
+}
+
+int cmd_cluster_arg(const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c >= 0x7f)
+			return error("a cluster name has no control or non-ASCII byte: 0x%02x at "
+			             "offset %zu of the one given",
+			             c, i);
+	}
+	if (len > CMD_CLUSTER_ARG_MAX)
+		return error("cluster name '%.64s...' is %zu characters long, more than %d", name,
+		             len, CMD_CLUSTER_ARG_MAX);
+	return 0;
+}
+
+int cmd_infra_arg(const char *infra)
+{
+	struct infra inf;
+	int r;
+
+	if (infra_parse(infra, &inf))
+		return EXIT_USAGE;
+	r = infra_resolve(&inf);
+	infra_release(&inf);
+	return r ? EXIT_INVALID : EXIT_OK;
 }
 
 /* The clusters named (names or globs), or all; each name that matches none is reported. */
@@ -21,6 +54,9 @@ int cmd_find_clusters(struct st_db *ldb, char **names, size_t n, unsigned flags,
 	size_t i, k;
 	int missing = 0;
 
+	for (i = 0; i < n; i++)
+		if (cmd_cluster_arg(names[i]))
+			return -1;
 	if (eng_status(ldb, names, n, flags, v, nv))
 		return -1;
 	for (i = 0; i < n; i++) {

@@ -48,6 +48,18 @@ void cmd_fmt_ago(double when, double now, char *out, size_t size);
 struct st_db;
 struct eng_cluster;
 int cmd_open_ldb(struct st_db **ldb);
+/* The longest cluster argument (a name or a glob) a command takes. */
+#define CMD_CLUSTER_ARG_MAX 256
+/*
+ * Whether name may name clusters (a name or a glob): no control or non-ASCII byte, at
+ * most CMD_CLUSTER_ARG_MAX long. 0, or -1 with the error printed (cut, nothing raw).
+ */
+int cmd_cluster_arg(const char *name);
+/*
+ * infra as a command's --infra names it: parsed (-1: EXIT_USAGE, printed), its pool
+ * file read where it has one (an invalid or missing one: EXIT_INVALID, printed). EXIT_OK.
+ */
+int cmd_infra_arg(const char *infra);
 /*
  * The clusters names[0..n) stand for (names or globs; n 0: all), as eng_status() gives
  * them with flags, into *v and *nv; each name that matches none is said. 0; 1 when a

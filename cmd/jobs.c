@@ -118,10 +118,13 @@ static int jobs_launch(int argc, char **argv)
 			detach = 1;
 		} else if (!strcmp(a, "-y") || !strcmp(a, "--yes")) {
 			continue;
-		} else if (!strcmp(a, "--infra")) {
-			if (++i >= argc)
+		} else if (!strcmp(a, "--infra") || starts_with(a, "--infra=")) {
+			if (a[7] == '=')
+				infra = a + 8;
+			else if (++i < argc)
+				infra = argv[i];
+			if (!infra || !*infra)
 				return usage_error("jobs launch", "--infra needs a value");
-			infra = argv[i];
 		} else if (!strcmp(a, "--job-recovery")) {
 			if (++i >= argc)
 				return usage_error("jobs launch",
@@ -152,14 +155,9 @@ static int jobs_launch(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage_error("jobs launch", "expected a task YAML or a command");
-	if (infra) {
-		struct infra inf;
-
-		/* Said here, once, not after launch attempts that could never succeed. */
-		if (infra_parse(infra, &inf))
-			return EXIT_USAGE;
-		infra_release(&inf);
-	}
+	/* Said here, once, not after launch attempts that could never succeed. */
+	if (infra && (r = cmd_infra_arg(infra)))
+		return r;
 	if (!getcwd(cwd, sizeof(cwd)))
 		return error_errno("cannot get the working directory"), EXIT_FAIL;
 	if (i == argc - 1 && task_entrypoint_is_yaml(argv[i])) {
@@ -703,7 +701,7 @@ static int cmd_jobs_cancel(int argc, char **argv)
 	struct st_db *db = NULL;
 	char *ctl = NULL;
 	size_t n = 0;
-	int i, all = 0, found, done, rc = EXIT_FAIL;
+	int i, all = 0, found, done, ended, rc = EXIT_FAIL;
 
 	for (i = 1; i < argc; i++) {
 		long v;
@@ -725,8 +723,8 @@ static int cmd_jobs_cancel(int argc, char **argv)
 			ids[n++] = v;
 		}
 	}
-	if (!n && !name && !all) {
-		rc = usage_error("jobs cancel", "expected job ids, -n NAME or -a");
+	if (!!n + !!name + all != 1) {
+		rc = usage_error("jobs cancel", "expected one of: job ids, -n NAME, -a");
 		goto out;
 	}
 	if (jobs_remote_infra(&ctl)) {
@@ -734,21 +732,24 @@ static int cmd_jobs_cancel(int argc, char **argv)
 		goto out;
 	}
 	if (ctl) {
-		rc = jobs_remote_cancel(ctl, ids, n, name, all, &found, &done);
+		rc = jobs_remote_cancel(ctl, ids, n, name, all, &found, &done, &ended);
 		if (rc)
 			goto out;
 		rc = EXIT_FAIL;
-	} else if (open_db(&db) || jobs_cancel(db, ids, n, name, all, &found, &done)) {
+	} else if (open_db(&db) || jobs_cancel(db, ids, n, name, all, &found, &done, &ended)) {
 		goto out;
 	}
-	if (!found && (n || name)) {
+	if (!found && !ended && (n || name)) {
 		error("no managed job %s", name ? name : "with those ids");
 		rc = EXIT_JOB_NOT_FOUND;
 		goto out;
 	}
-	printf("%d job(s) cancelled, %d being cancelled (cleaning up their clusters)\n", done,
+	printf("%d job(s) cancelled, %d being cancelled (cleaning up their clusters)", done,
 	       found - done);
-	rc = (size_t)found < n ? EXIT_JOB_NOT_FOUND : EXIT_OK;
+	if (ended)
+		printf("; %d had ended already", ended);
+	printf("\n");
+	rc = (size_t)(found + ended) < n ? EXIT_JOB_NOT_FOUND : EXIT_OK;
 out:
 	st_close(db);
 	free(ids);

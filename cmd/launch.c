@@ -134,11 +134,18 @@ static int parse_launch_args(int argc, char **argv, struct launch_opts *lo,
 				return usage_error("launch", "%s needs jobs_and_ssh, jobs or none",
 				                   a);
 			lo->wait_for = argv[i];
-		} else if (!lo->exec && !strcmp(a, "--infra")) {
-			if (++i >= argc)
+		} else if (!lo->exec && (!strcmp(a, "--infra") || starts_with(a, "--infra="))) {
+			if (a[7] == '=')
+				lo->infra = a + 8;
+			else if (++i < argc)
+				lo->infra = argv[i];
+			if (!lo->infra || !*lo->infra)
 				return usage_error("launch",
 				                   "--infra needs a value (local, ssh/POOL)");
-			lo->infra = argv[i];
+			/* Said here, before a cluster is named or made. */
+			r = cmd_infra_arg(lo->infra);
+			if (r)
+				return r;
 		} else {
 			r = task_overrides_arg(ov, argc, argv, &i);
 			if (r < 0)
@@ -248,7 +255,9 @@ static int run_task(int argc, char **argv, struct launch_opts *lo)
 		goto out;
 	}
 	r = eng_launch(ldb, &req, &res);
+	/* -EINVAL: the cluster name given, or once it is named, an input (a pool file). */
 	rc = r == -EINVAL && !*res.cluster ? EXIT_USAGE
+	     : r == -EINVAL                ? EXIT_INVALID
 	     : r == -E2BIG                 ? EXIT_INVALID /* more than a node has */
 	     : r                           ? EXIT_FAIL
 	                                   : res.rc;

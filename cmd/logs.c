@@ -62,6 +62,8 @@ int cmd_logs(int argc, char **argv)
 	}
 	if (!name)
 		return free(ids), usage_error("logs", "expected a cluster name");
+	if (cmd_cluster_arg(name))
+		return free(ids), EXIT_USAGE;
 	if (nids > 1 && !sync_down)
 		return free(ids), usage_error("logs", "one job at a time (several with "
 		                                      "--sync-down)");

@@ -25,6 +25,8 @@ int cmd_ssh(int argc, char **argv)
 
 	if (argc < 2 || argv[1][0] == '-')
 		return usage_error("ssh", "expected a cluster name");
+	if (cmd_cluster_arg(argv[1]))
+		return EXIT_USAGE;
 	/* ssh's own `ssh HOST -- CMD`: the -- ends the options, it is not the command's. */
 	a = argc > 2 && !strcmp(argv[2], "--") ? 3 : 2;
 	for (int first = a; a < argc; a++)

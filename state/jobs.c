@@ -101,6 +101,7 @@ static const struct st_col mj_cols[] = {
         ST_COL(struct mjob, group_name, TEXT),
         ST_COL(struct mjob, probe_since, DOUBLE),
         ST_COL(struct mjob, probe_gone, INT),
+        ST_COL(struct mjob, launch_error, TEXT),
 };
 
 void mjob_free(struct mjob *j)
@@ -368,7 +369,7 @@ fail:
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
 	"resources, group_id, group_task, group_primary, group_delay_s, group_name, probe_since, " \
-	"probe_gone"
+	"probe_gone, launch_error"
 
 /* Columns without the spec text: what the queue and the controller need. */
 #define MJ_COLS_LIGHT                                                                              \
@@ -377,7 +378,7 @@ fail:
 	"cluster_job, pool, task_id, reason, submitted_at, started_at, ended_at, next_try_at, "    \
 	"cancel_requested, node_status, exit_codes, probe_error, probe_failures, overrides, "      \
 	"resources, group_id, group_task, group_primary, group_delay_s, group_name, probe_since, " \
-	"probe_gone"
+	"probe_gone, launch_error"
 
 /* A row of MJ_COLS or MJ_COLS_LIGHT into j (zeroed by the caller). */
 static void read_row(sqlite3_stmt *st, struct mjob *j)
@@ -674,6 +675,17 @@ int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cl
 	return update_one(db, st);
 }
 
+int mj_set_launch_error(struct st_db *db, int64_t id, const char *err)
+{
+	sqlite3_stmt *st = st_prepare(db, "UPDATE managed_jobs SET launch_error = ? WHERE id = ?");
+
+	if (!st)
+		return -EIO;
+	st_bind_text(st, 1, nz(err));
+	st_bind_int(st, 2, id);
+	return update_one(db, st);
+}
+
 int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id)
 {
 	sqlite3_stmt *st = st_prepare(db, "UPDATE managed_jobs SET task_id = ? WHERE id = ?");
@@ -958,7 +970,8 @@ const char *mj_cancel_reason(const struct mjob *j, char *out, size_t size)
 }
 
 /* by: MJ_CANCEL_BY_USER or MJ_CANCEL_BY_GROUP. */
-static int cancel_one(struct st_db *db, int64_t id, int by, int *found, int *done, double now)
+static int cancel_one(struct st_db *db, int64_t id, int by, int *found, int *done, int *ended,
+                      double now)
 {
 	sqlite3_stmt *st = st_prepare(db, "SELECT status, sched, cluster, group_name "
 	                                  "FROM managed_jobs WHERE id = ?");
@@ -978,9 +991,11 @@ static int cancel_one(struct st_db *db, int64_t id, int by, int *found, int *don
 	g.group_name = xstrdup(st_col_text(st, 3));
 	sqlite3_reset(st);
 	g.cancel_requested = by;
-	(*found)++;
-	if (mj_status_terminal(status))
+	if (mj_status_terminal(status)) {
+		(*ended)++;
 		goto out;
+	}
+	(*found)++;
 	if (sched == MJS_WAITING || sched == MJS_INACTIVE ||
 	    (sched == MJS_ALIVE_BACKOFF && !holds)) {
 		r = transition_locked(db, id, MJ_ACTIVE_MASK, MJ_ANY, MJ_CANCELLED, MJS_DONE,
@@ -1029,14 +1044,14 @@ static int expand_groups(struct st_db *db, const int64_t *ids, size_t n, int64_t
 }
 
 int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
-              int *done)
+              int *done, int *ended)
 {
 	double now = now_wall();
 	int64_t *v = NULL;
 	size_t nv = 0, cap = 0, i;
 	int r;
 
-	*found = *done = 0;
+	*found = *done = *ended = 0;
 	r = st_begin(db);
 	if (r)
 		return r;
@@ -1067,7 +1082,7 @@ int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, 
 	ids = v;
 	n = nv;
 	for (i = 0; i < n; i++) {
-		r = cancel_one(db, ids[i], MJ_CANCEL_BY_USER, found, done, now);
+		r = cancel_one(db, ids[i], MJ_CANCEL_BY_USER, found, done, ended, now);
 		if (r < 0)
 			goto fail;
 	}
@@ -1081,11 +1096,11 @@ fail:
 
 int mj_cancel_aux(struct st_db *db, int64_t id)
 {
-	int found = 0, done = 0, r = st_begin(db);
+	int found = 0, done = 0, ended = 0, r = st_begin(db);
 
 	if (r)
 		return r;
-	r = cancel_one(db, id, MJ_CANCEL_BY_GROUP, &found, &done, now_wall());
+	r = cancel_one(db, id, MJ_CANCEL_BY_GROUP, &found, &done, &ended, now_wall());
 	if (r < 0) {
 		st_rollback(db);
 		return r;

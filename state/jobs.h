@@ -106,7 +106,10 @@ struct mjob {
 	int probe_failures; /* consecutive */
 	double probe_since; /* when the first of them failed; 0: the last probe did not */
 	int probe_gone;     /* the last one found a node gone (runner_node_gone()) */
-	char *resources;    /* what it asks for, as `jobs queue` shows it; "" unknown */
+	/* The last error message of its last failed launch attempt (the launch worker's);
+	 * "" none, or the last attempt succeeded. */
+	char *launch_error;
+	char *resources; /* what it asks for, as `jobs queue` shows it; "" unknown */
 	/* A member of a job group (migration 10 -> 11); group_id 0: in none. */
 	int64_t group_id;   /* the group's first member's id */
 	int group_task;     /* its task's index in the group's file */
@@ -232,6 +235,8 @@ int mj_transition_run(struct st_db *db, int64_t id, unsigned status_mask, unsign
 int mj_set_cluster(struct st_db *db, int64_t id, const char *cluster, int64_t cluster_job,
                    int pool);
 int mj_set_task_id(struct st_db *db, int64_t id, const char *task_id);
+/* What the last launch attempt's error said ("" clears it: the attempt succeeded). */
+int mj_set_launch_error(struct st_db *db, int64_t id, const char *err);
 int mj_set_counters(struct st_db *db, int64_t id, int task_index, int recoveries, int restarts,
                     int attempts, double next_try_at);
 /*
@@ -287,10 +292,11 @@ int mj_claim_batch(struct st_db *db, int max_launching, int max_running, size_t 
  * Cancel: every job named in ids (n of them), or named `name`, or all with all=1. A job
  * that holds nothing (WAITING, INACTIVE, backoff without a cluster) is CANCELLED at once;
  * other active ones get cancel_requested (the controller moves them through CANCELLING).
- * One transaction. *found: jobs matched; *done: those cancelled at once.
+ * One transaction. *found: jobs matched that had not ended; *done: those cancelled at
+ * once; *ended: jobs matched that had ended already (nothing done to them).
  */
 int mj_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all, int *found,
-              int *done);
+              int *done, int *ended);
 /*
  * An id in ids that is a job group's (its first member's) cancels every member. And the
  * controller's cancel of auxiliary member id once its group's primaries ended: as

@@ -113,6 +113,8 @@ static const char *const migrations[] = {
          */
         "ALTER TABLE managed_jobs ADD COLUMN probe_since REAL NOT NULL DEFAULT 0;"
         "ALTER TABLE managed_jobs ADD COLUMN probe_gone INTEGER NOT NULL DEFAULT 0;",
+        /* 15 -> 16: why a managed job's last launch attempt failed (state/jobs.h) */
+        "ALTER TABLE managed_jobs ADD COLUMN launch_error TEXT NOT NULL DEFAULT '';",
 };
 
 /* Every skiff command opens it anew: keep its WAL short (see wal_pages). */

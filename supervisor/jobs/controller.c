@@ -316,11 +316,26 @@ static void recover(const struct mjob *j, const char *reason, int counts_restart
 	free(why);
 }
 
+/*
+ * Why a launch attempt failed, after what reason says: the worker's last error, or where
+ * to look (code: the worker's exit code, -1 when it died).
+ */
+static void launch_why(struct buf *reason, const struct mjob *j, int code)
+{
+	if (code < 0)
+		buf_adds(reason, " (its worker died)");
+	else if (j->launch_error && *j->launch_error)
+		buf_addf(reason, ": %s", j->launch_error);
+	else
+		buf_addf(reason, " (see 'skiff jobs logs --controller %lld')", (long long)j->id);
+}
+
 /* A launch worker is gone (code: its exit code, -1 unknown) and the job may be LAUNCHING. */
 static void launch_done(int64_t id, int code)
 {
 	struct mjob j;
-	char reason[512]; /* fixed words and numbers only */
+	/* Grows with the worker's error, which names the user's infra, hosts, files. */
+	struct buf reason = BUF_INIT(0);
 	double wait;
 
 	if (mj_get(C.db, id, &j))
@@ -339,40 +354,41 @@ static void launch_done(int64_t id, int code)
 		release_cluster(&j, 0);
 		break;
 	case JL_FAIL_PRECHECKS:
-		xsnprintf(reason, sizeof(reason),
-		          "launch refused: the task cannot run there (see 'skiff jobs logs "
-		          "--controller %lld')",
-		          (long long)id);
-		finish(&j, MJ_FAILED_PRECHECKS, reason);
+		buf_adds(&reason, "launch refused: the task cannot run there");
+		launch_why(&reason, &j, code);
+		finish(&j, MJ_FAILED_PRECHECKS, reason.p);
 		break;
 	case JL_FAIL_NO_RESOURCE:
-		xsnprintf(reason, sizeof(reason), "no resources after %d launch attempts",
-		          j.attempts + 1);
-		finish(&j, MJ_FAILED_NO_RESOURCE, reason);
+		buf_addf(&reason, "no resources after %d launch attempts", j.attempts + 1);
+		launch_why(&reason, &j, code);
+		finish(&j, MJ_FAILED_NO_RESOURCE, reason.p);
 		break;
 	case JL_OFFLINE:
 		wait = backoff_s(j.attempts + 1);
 		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts,
 		                now_wall() + wait);
-		xsnprintf(reason, sizeof(reason),
-		          "launch attempt %d could not reach the infra (this host is cut off); not "
-		          "counted",
-		          j.attempts + 1);
+		buf_addf(&reason,
+		         "launch attempt %d could not reach the infra (this host is cut off); not "
+		         "counted",
+		         j.attempts + 1);
 		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
-		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF, reason);
-		logf_job(id, "%s; retry in %.0f s", reason, wait);
+		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF,
+		              reason.p);
+		logf_job(id, "%s; retry in %.0f s", reason.p, wait);
 		break;
 	case JL_BACKOFF:
 		wait = backoff_s(j.attempts + 1);
 		mj_set_counters(C.db, id, j.task_index, j.recoveries, j.restarts, j.attempts + 1,
 		                now_wall() + wait);
-		xsnprintf(reason, sizeof(reason), "launch attempt %d failed (%s)", j.attempts + 1,
-		          code < 0 ? "its worker died" : "see --controller logs");
+		buf_addf(&reason, "launch attempt %d failed", j.attempts + 1);
+		launch_why(&reason, &j, code);
 		mj_transition(C.db, id, MJ_ACTIVE_MASK, MJ_MASK(MJS_LAUNCHING),
-		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF, reason);
-		logf_job(id, "%s; retry in %.0f s", reason, wait);
+		              j.status == MJ_STARTING ? MJ_PENDING : -1, MJS_ALIVE_BACKOFF,
+		              reason.p);
+		logf_job(id, "%s; retry in %.0f s", reason.p, wait);
 		break;
 	}
+	buf_release(&reason);
 	mjob_free(&j);
 }
 

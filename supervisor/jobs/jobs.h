@@ -95,7 +95,7 @@ void jobs_requested_text(const struct task *t, struct buf *out);
 int jobs_parse_strategy(const char *s, int *strategy, int *max_restarts);
 /* Cancels jobs (mj_cancel()) and wakes the controller to finish them. 0 or -EIO. */
 int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all,
-                int *found, int *done);
+                int *found, int *done, int *ended);
 /*
  * The controller's work: managed jobs that have not ended plus clusters to release; -1
  * when the table cannot be read.
@@ -278,13 +278,14 @@ void jobs_remote_cluster_name(char *out, size_t size);
  * answer's, or EXIT_UNAVAILABLE when it cannot be reached (printed).
  *
  * jobs_remote_queue(): the snapshot `jobs queue` formats (0 with *out filled).
- * jobs_remote_cancel(): jobs_cancel() there; *found and *done as it gives them.
+ * jobs_remote_cancel(): jobs_cancel() there; *found, *done and *ended as it gives them
+ * (*ended 0 from a controller older than that count).
  * jobs_remote_logs(): jobs_logs_run() there, its output on our stdout (with sync_down,
  * the logs come to ~/sky_logs here).
  */
 int jobs_remote_queue(const char *infra, int skip_finished, struct jobs_snap *out);
 int jobs_remote_cancel(const char *infra, const int64_t *ids, size_t n, const char *name, int all,
-                       int *found, int *done);
+                       int *found, int *done, int *ended);
 struct jobs_logs_req;
 int jobs_remote_logs(const char *infra, const struct jobs_logs_req *req);
 /*

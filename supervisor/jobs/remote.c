@@ -534,7 +534,7 @@ int jobs_remote_queue(const char *infra, int skip_finished, struct jobs_snap *ou
 }
 
 struct cancel_out {
-	int64_t found, done;
+	int64_t found, done, ended;
 	int answered;
 };
 
@@ -543,11 +543,13 @@ static int cancel_row(const struct msg *m, void *arg)
 	struct cancel_out *o = arg;
 
 	o->answered = !msg_get_int(m, "found", &o->found) && !msg_get_int(m, "done", &o->done);
+	if (msg_get_int(m, "ended", &o->ended))
+		o->ended = 0; /* a controller from before the count */
 	return 0;
 }
 
 int jobs_remote_cancel(const char *infra, const int64_t *ids, size_t n, const char *name, int all,
-                       int *found, int *done)
+                       int *found, int *done, int *ended)
 {
 	struct cancel_out o = {0};
 	struct exchange ex = {cancel_row, &o, -1};
@@ -576,6 +578,7 @@ int jobs_remote_cancel(const char *infra, const int64_t *ids, size_t n, const ch
 		      EXIT_FAIL);
 	*found = (int)o.found;
 	*done = (int)o.done;
+	*ended = (int)o.ended;
 	return rc;
 }
 

@@ -127,7 +127,7 @@ static int serve_cancel(struct server *sv, const struct msg *req)
 	struct st_db *db = NULL;
 	struct msg m;
 	size_t i, n = 0;
-	int found = 0, done = 0, rc = EXIT_FAIL;
+	int found = 0, done = 0, ended = 0, rc = EXIT_FAIL;
 
 	for (i = 0; i < req->n; i++) {
 		long v;
@@ -135,11 +135,13 @@ static int serve_cancel(struct server *sv, const struct msg *req)
 		if (!strcmp(req->keys[i], "id") && !parse_long(req->vals[i], 1, LONG_MAX, &v))
 			ids[n++] = v;
 	}
-	if (!st_launcher_open(0, &db) && !jobs_cancel(db, ids, n, msg_get(req, "name"),
-	                                              msg_get(req, "all") != NULL, &found, &done)) {
+	if (!st_launcher_open(0, &db) &&
+	    !jobs_cancel(db, ids, n, msg_get(req, "name"), msg_get(req, "all") != NULL, &found,
+	                 &done, &ended)) {
 		msg_init(&m);
 		msg_add_int(&m, "found", found);
 		msg_add_int(&m, "done", done);
+		msg_add_int(&m, "ended", ended);
 		send_frame(&m, sv);
 		msg_release(&m);
 		rc = EXIT_OK;

@@ -294,9 +294,9 @@ int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_lis
 }
 
 int jobs_cancel(struct st_db *db, const int64_t *ids, size_t n, const char *name, int all,
-                int *found, int *done)
+                int *found, int *done, int *ended)
 {
-	if (mj_cancel(db, ids, n, name, all, found, done))
+	if (mj_cancel(db, ids, n, name, all, found, done, ended))
 		return -EIO;
 	jobs_controller_kick();
 	return 0;

@@ -226,6 +226,8 @@ static int worker_launch(struct st_db *db, int64_t id, int batch)
 	const char *infra;
 	char *task_id = NULL, *lockp = NULL;
 	int pool, rc, r, lock_fd = -1;
+	/* A batch launches many jobs in this process: only this one's errors are its own. */
+	unsigned long errors = log_error_count();
 
 	if (mj_get(db, id, &j))
 		return EXIT_FAIL;
@@ -338,6 +340,15 @@ static int worker_launch(struct st_db *db, int64_t id, int batch)
 			rc = EXIT_UNAVAILABLE;
 	}
 out:
+	/* The controller says why in the attempt's transition (`jobs queue` DETAILS). */
+	{
+		char err[512] = "";
+
+		if (rc != EXIT_OK && log_error_count() != errors)
+			log_last_error(err, sizeof(err));
+		if (*err || *j.launch_error)
+			mj_set_launch_error(db, id, err);
+	}
 	free(task_id);
 	free(lockp);
 	cfg_free(config);

@@ -149,7 +149,7 @@ static void test_submit_and_claim(void)
 	ok(db != NULL, "the launcher db opens with the jobs tables");
 	if (!db)
 		return;
-	is_int(st_version(db), 15, "schema version 15");
+	is_int(st_version(db), 16, "schema version 16");
 	a = submit(db, "a", 0);
 	b = submit(db, "b", 10);
 	c = submit(db, "c", 0);
@@ -212,7 +212,7 @@ static void test_claim_batch(void)
 	struct st_db *db = open_db();
 	int64_t ids[16], p[8], n3, x;
 	size_t n;
-	int i, found, done;
+	int i, found, done, ended;
 
 	if (!db)
 		return;
@@ -267,7 +267,8 @@ static void test_claim_batch(void)
 	p[1] = submit_pool(db, "p", 1);
 	p[2] = submit_pool(db, "p", 1);
 	x = submit_pool(db, "p", 1);
-	ok(!mj_cancel(db, &x, 1, NULL, 0, &found, &done) && done == 1, "one pool job is cancelled");
+	ok(!mj_cancel(db, &x, 1, NULL, 0, &found, &done, &ended) && done == 1,
+	   "one pool job is cancelled");
 	p[3] = submit_pool(db, "p", 1);
 	ok(!mj_claim_batch(db, 100, 100, 10, ids, &n) && n == 1 && ids[0] == p[0],
 	   "a batch never jumps a job of higher priority (the next is of its own cluster)");
@@ -283,7 +284,7 @@ static void test_cancel(void)
 {
 	struct st_db *db = open_db();
 	int64_t ids[3], id, x;
-	int found, done, i;
+	int found, done, ended, i;
 
 	if (!db)
 		return;
@@ -292,7 +293,7 @@ static void test_cancel(void)
 	x = submit(db, "other", 0);
 	mj_claim_next(db, 1, 10, &id);
 	ok(id == ids[0], "the first is LAUNCHING");
-	ok(!mj_cancel(db, NULL, 0, "many", 0, &found, &done), "cancel by name");
+	ok(!mj_cancel(db, NULL, 0, "many", 0, &found, &done, &ended), "cancel by name");
 	is_int(found, 3, "three found");
 	is_int(done, 2, "the two WAITING ones are cancelled at once");
 	is_int(status_of(db, ids[1], NULL), MJ_CANCELLED, "WAITING -> CANCELLED");
@@ -305,9 +306,10 @@ static void test_cancel(void)
 	}
 	is_int(status_of(db, x, NULL), MJ_PENDING, "another name is untouched");
 	ok(!mj_claim_next(db, 5, 10, &id) && id == x, "a cancel-requested job is never claimed");
-	ok(!mj_cancel(db, &ids[1], 1, NULL, 0, &found, &done) && found == 1 && done == 0,
-	   "cancelling a cancelled job again is harmless");
-	ok(!mj_cancel(db, NULL, 0, NULL, 1, &found, &done) && found == 2,
+	ok(!mj_cancel(db, &ids[1], 1, NULL, 0, &found, &done, &ended) && found == 0 && done == 0 &&
+	           ended == 1,
+	   "cancelling a cancelled job again is harmless: it is said to have ended");
+	ok(!mj_cancel(db, NULL, 0, NULL, 1, &found, &done, &ended) && found == 2,
 	   "-a finds every active job");
 	st_close(db);
 }
@@ -316,14 +318,14 @@ static void test_many(void)
 {
 	struct st_db *db = open_db();
 	int64_t t0, id;
-	int i, found, done;
+	int i, found, done, ended;
 
 	if (!db)
 		return;
 	for (i = 0; i < 1000; i++)
 		submit(db, "bulk", 0);
 	t0 = now_ms();
-	ok(!mj_cancel(db, NULL, 0, NULL, 1, &found, &done) && found == 1000 && done == 1000,
+	ok(!mj_cancel(db, NULL, 0, NULL, 1, &found, &done, &ended) && found == 1000 && done == 1000,
 	   "1000 WAITING jobs cancelled in one transaction (%lld ms)", (long long)(now_ms() - t0));
 	ok(!mj_claim_next(db, 5, 10, &id) && id == 0, "nothing left to claim");
 	st_close(db);
@@ -664,7 +666,7 @@ static void test_groups(void)
 	static const char *const names[] = {"trainer", "buffer", "eval"};
 	int64_t lone, *gids = NULL;
 	size_t n = 0, k;
-	int found, done, st[3], pr[3];
+	int found, done, ended, st[3], pr[3];
 
 	ok(db != NULL, "db");
 	if (!db)
@@ -696,7 +698,7 @@ static void test_groups(void)
 	ok(!mj_groups_with_aux(db, &gids, &n) && n == 1 && gids[0] == v[0].id,
 	   "the group has auxiliary members to watch");
 	free(gids);
-	ok(!mj_cancel(db, &v[1].id, 1, NULL, 0, &found, &done) && found == 1 && done == 1,
+	ok(!mj_cancel(db, &v[1].id, 1, NULL, 0, &found, &done, &ended) && found == 1 && done == 1,
 	   "cancel of a member that is not the first cancels it alone");
 	is_int(status_of(db, v[0].id, NULL), MJ_PENDING, "  the others go on");
 	ok(!mj_cancel_aux(db, v[2].id), "the controller cancels an auxiliary member");
@@ -713,8 +715,12 @@ static void test_groups(void)
 	}
 	ok(!mj_groups_with_aux(db, &gids, &n) && n == 0, "  no auxiliary member left to watch");
 	free(gids);
-	ok(!mj_cancel(db, &v[0].id, 1, NULL, 0, &found, &done) && found == 3 && done == 1,
-	   "cancel of the group's id reaches every member");
+	ok(!mj_cancel(db, &v[0].id, 1, NULL, 0, &found, &done, &ended) && found == 1 && done == 1 &&
+	           ended == 2,
+	   "cancel of the group's id reaches every member (two had ended)");
+	ok(!mj_cancel(db, &v[0].id, 1, NULL, 0, &found, &done, &ended) && found == 0 && done == 0 &&
+	           ended == 3,
+	   "again: all three have ended, none is said to be cancelled");
 	is_int(status_of(db, lone, NULL), MJ_PENDING, "  not the lone job");
 
 	st[0] = MJ_RUNNING, st[1] = MJ_PENDING, st[2] = MJ_SUCCEEDED;

@@ -84,7 +84,7 @@ static void test_create_list_delete(void)
 	size_t n;
 
 	ok(!st_open(db_path, &st_launcher_schema, 0, &db), "open launcher db");
-	is_int(st_version(db), 15, "schema version 15");
+	is_int(st_version(db), 16, "schema version 16");
 	ok(!st_cluster_create(db, &c, nodes, 2), "create alpha with 2 nodes");
 	is_int(st_cluster_create(db, &c, nodes, 2), -EEXIST, "a second create is refused");
 	ok(!st_cluster_get(db, "alpha", &g), "get alpha");
@@ -480,7 +480,7 @@ static void test_stays(void)
 	                "('s', 0, 'p/h:22', 'h'), ('l', 0, 'local/l/0', '127.0.0.1');"),
 	   "an ssh cluster and a local one in it");
 	st_close(db);
-	ok(!st_open(path, &st_launcher_schema, 0, &db) && st_version(db) == 15, "migrated to 15");
+	ok(!st_open(path, &st_launcher_schema, 0, &db) && st_version(db) == 16, "migrated to 16");
 	ok(!st_cluster_nodes(db, "s", &got, &n) && n == 1 && got[0].stays == 1,
 	   "the ssh host stays (its down releases it, as before)");
 	cluster_nodes_free(got, n);
