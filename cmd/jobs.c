@@ -424,7 +424,7 @@ static void table_row(struct buf *b, const char *id, int extra_bytes, const char
 	buf_addch(b, ' ');
 	buf_add_col(b, pool, 10, SIZE_MAX);
 	buf_addch(b, ' ');
-	buf_adds(b, details);
+	buf_add_col(b, details, 0, SIZE_MAX);
 	buf_addch(b, '\n');
 }
 

@@ -144,7 +144,7 @@ static void queue_table(const char *user, const struct eng_job *v, size_t n, str
 	for (i = 0; i < n; i++) {
 		const struct eng_job *jb = &v[i];
 		struct buf codes = BUF_INIT(0);
-		char sub[32], started[32], dur[32], res[64];
+		char sub[32], started[32], dur[32], res[64], name[17], commit[64];
 
 		for (k = 0; k < jb->nranks; k++) {
 			int code = gang_rank_code(jb->status, jb->ranks[k].status,
@@ -162,10 +162,13 @@ static void queue_table(const char *user, const struct eng_job *v, size_t n, str
 		job_resources(jb, res, sizeof(res));
 		buf_addf(out,
 		         "%-5lld %-16.16s %-10.10s %-10s %-10s %-10s %-20s %-13s %-*s %-40s %s\n",
-		         (long long)jb->id, *jb->name ? jb->name : "-", user, sub, started, dur,
-		         res, job_status_name(jb->status), logw,
+		         (long long)jb->id,
+		         *jb->name ? buf_cell(name, sizeof(name), jb->name) : "-", user, sub,
+		         started, dur, res, job_status_name(jb->status), logw,
 		         jb->nranks && jb->ranks[0].log_dir ? jb->ranks[0].log_dir : "-",
-		         jb->git_commit && *jb->git_commit ? jb->git_commit : "-",
+		         jb->git_commit && *jb->git_commit
+		                 ? buf_cell(commit, sizeof(commit), jb->git_commit)
+		                 : "-",
 		         codes.len ? codes.p : "-");
 		buf_release(&codes);
 	}

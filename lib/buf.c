@@ -104,6 +104,16 @@ int buf_adds(struct buf *b, const char *s)
 	return buf_add(b, s, strlen(s));
 }
 
+/* A table cell's control bytes as '?' (buf.h: buf_add_col()). */
+static void cell_bytes(char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			p[i] = '?';
+}
+
 int buf_add_col(struct buf *b, const char *s, size_t width, size_t max)
 {
 	size_t len = strnlen(s, max), pad = len < width ? width - len : 0;
@@ -112,10 +122,24 @@ int buf_add_col(struct buf *b, const char *s, size_t width, size_t max)
 	if (r)
 		return r;
 	memcpy(b->p + b->len, s, len);
+	cell_bytes(b->p + b->len, len);
 	memset(b->p + b->len + len, ' ', pad);
 	b->len += len + pad;
 	b->p[b->len] = '\0';
 	return 0;
+}
+
+const char *buf_cell(char *out, size_t size, const char *s)
+{
+	size_t len;
+
+	if (!size)
+		return out;
+	len = strnlen(s, size - 1);
+	memcpy(out, s, len);
+	out[len] = '\0';
+	cell_bytes(out, len);
+	return out;
 }
 
 int buf_add_int_col(struct buf *b, long long v, size_t width)

@@ -48,9 +48,13 @@ int buf_addch(struct buf *b, char c);
 /*
  * A table's column without printf: s, at most max bytes of it, then spaces up to width
  * bytes (printf's "%-W.Ms"; max SIZE_MAX: "%-Ws"). For the long listings (`jobs queue`
- * with 10,000 rows), where printf's format parsing was most of the time.
+ * with 10,000 rows), where printf's format parsing was most of the time. A control byte
+ * of s (a name may hold any) is shown as '?': a row stays one line, and a terminal is
+ * given no escape sequence to act on.
  */
 int buf_add_col(struct buf *b, const char *s, size_t width, size_t max);
+/* s into out (size bytes, always terminated, cut to fit) as a table shows it: see above. */
+const char *buf_cell(char *out, size_t size, const char *s);
 /* v in decimal, then spaces up to width bytes ("%-Wlld"; width 0: "%lld"). */
 int buf_add_int_col(struct buf *b, long long v, size_t width);
 int buf_addf(struct buf *b, const char *fmt, ...) SKIFF_PRINTF(2, 3);

@@ -280,15 +280,19 @@ int jobs_submit_n(struct st_db *db, struct jobs_submit_req *req, struct task_lis
 			printf("%lld\n", (long long)*last);
 			fflush(stdout);
 		}
+		/* The name as tables show it: it may hold any byte. */
+		char shown[TASK_NAME_MAX + 1];
+
+		buf_cell(shown, sizeof(shown), name);
 		if (tl->parallel)
 			fprintf(stderr,
 			        "Managed job %lld submitted: job group %s of %zu tasks "
 			        "(jobs %lld to %lld)\n",
-			        (long long)*last, name, tl->n, (long long)*last,
+			        (long long)*last, shown, tl->n, (long long)*last,
 			        (long long)*last + (long long)tl->n - 1);
 		else
 			fprintf(stderr, "Managed job %lld submitted%s%s%s\n", (long long)*last,
-			        *name ? " (" : "", name, *name ? ")" : "");
+			        *name ? " (" : "", shown, *name ? ")" : "");
 	}
 	return 0;
 }

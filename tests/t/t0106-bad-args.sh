@@ -76,6 +76,23 @@ test_expect_success 'cluster arguments: control bytes and 10 KB refused, nothing
 	done
 '
 
+test_expect_success 'names may hold any byte: tables show control bytes as ?, one line a row' '
+	odd=$(printf "a\nb\033[31mred") &&
+	skiff launch -c nm -n "$odd" "echo x" >/dev/null 2>&1 &&
+	skiff queue nm >q &&
+	test "$(wc -l <q)" = 2 && ! grep -q "$(printf "\033")" q &&
+	grep -q "^1 *a?b?\[31mred " q &&
+	id=$(skiff jobs launch -d -n "$odd" "echo y" 2>err) &&
+	grep -qx "Managed job $id submitted (a?b?\[31mred)" err &&
+	skiff jobs queue >jq &&
+	! grep -q "$(printf "\033")" jq &&
+	grep -q "^$id .*a?b?\[31mred" jq &&
+	skiff jobs queue --json | python3 -c "
+import json, sys
+assert any(j[\"name\"] == sys.argv[1] for j in json.load(sys.stdin))" "$odd" &&
+	skiff down nm >/dev/null
+'
+
 test_expect_success 'file_mounts: an empty remote path or a control character, before any node' '
 	printf "file_mounts:\n  \"\": /etc/hostname\nrun: echo\n" >e.yaml &&
 	expect_fail 3 skiff check e.yaml 2>err &&

@@ -159,6 +159,16 @@ static void test_cols(void)
 		   "a column past max: -ENOBUFS, the buf as it was");
 		buf_release(&small);
 	}
+	buf_reset(&b);
+	buf_add_col(&b, "a\nb\033[31m\x7f\tc", 12, SIZE_MAX);
+	is_str(b.p, "a?b?[31m??c ", "a control byte is '?': one line, no escape");
+	{
+		char cell[6];
+
+		is_str(buf_cell(cell, sizeof(cell), "x\ry\x01zzz"), "x?y?z", "buf_cell(): so, cut");
+		is_str(buf_cell(cell, sizeof(cell), "h\xc3\xa9"), "h\xc3\xa9",
+		       "  UTF-8 is kept as it is");
+	}
 	buf_release(&b);
 	buf_release(&w);
 }
