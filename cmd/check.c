@@ -513,11 +513,18 @@ int cmd_check(int argc, char **argv)
 		status = check_infras(infras, ninfras, json, &o);
 		goto out;
 	}
-	/* A task checked for an infra: the infra's own file (a pool) must be valid too. */
+	/*
+	 * A task checked for an infra: the infra's own file (a pool), where there is one, must
+	 * be valid too. Without one the task is still checked for the infra (its warnings).
+	 */
 	for (i = 0; i < (int)ninfras; i++) {
+		char *pools = infra_pools_path();
+		int have = pools && !access(pools, F_OK);
+
+		free(pools);
 		buf_reset(&why);
-		if (infra_parse_quiet(infras[i], &inf, &why))
-			continue; /* a cloud: said with the task */
+		if (!have || infra_parse_quiet(infras[i], &inf, &why))
+			continue; /* no pool file, or a cloud: said with the task */
 		r = infra_resolve(&inf);
 		infra_release(&inf);
 		if (r) {
