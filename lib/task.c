@@ -87,6 +87,8 @@ static int parse_workdir(struct tparse *p, const struct ynode *n, struct task_wo
 	if (tp_str(p, url, "workdir.url", &w->url) ||
 	    (ref && !ynode_is_null(ref) && tp_scalar_text(p, ref, "workdir.ref", &w->ref)))
 		return -1;
+	if (!*w->url)
+		return tp_err(p, url, "workdir.url cannot be empty: it names a git repository");
 	w->kind = TASK_WORKDIR_GIT;
 	return 0;
 }

@@ -204,6 +204,7 @@ struct task_pkgs {
 	char **packages; /* requirement specifiers */
 	size_t npackages;
 	char *requirements;     /* a requirements file instead of (or besides) packages */
+	int req_line, req_col;  /* where requirements was given */
 	int check;              /* pip_check / uv_check: -1 unset, 0, 1 */
 	char *version;          /* pip_version / uv_version specifier */
 	char **install_options; /* uv_pip_install_options */

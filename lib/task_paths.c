@@ -1,8 +1,9 @@
 /*
  * A task's local sources, checked where the task is accepted (check, launch, exec, jobs
- * launch) and before any node is made: its workdir and the file_mounts sources that are
- * local paths. A launch that found one missing only after making its cluster left the
- * cluster behind, and the sync said so three times.
+ * launch) and before any node is made: its workdir, the file_mounts sources that are
+ * local paths, and runtime_env's requirements files, working_dir and py_modules. A launch that
+ * found one missing only after making its cluster left the cluster behind, and the sync said so
+ * three times.
  */
 #include "lib/task.h"
 
@@ -59,6 +60,47 @@ static int names_unset(const struct task *t, const char *path)
 				return 1;
 		}
 	return 0;
+}
+
+/* One local path the launch reads (what, at line:col): its error into errs. 1 if so. */
+static size_t check_local(const struct task *t, const char *file, const char *what, const char *src,
+                          int dir, int line, int col, struct yerrors *errs)
+{
+	const char *why;
+	char *path;
+	size_t n = 0;
+
+	if (!src || !is_local(src) || names_unset(t, src))
+		return 0;
+	path = user_path(src);
+	if ((why = why_not(path, dir))) {
+		yerr_add(errs, file, line, col, "%s '%s': %s", what, path, why);
+		n = 1;
+	}
+	free(path);
+	return n;
+}
+
+/* runtime_env's local paths: its requirements files, working_dir and py_modules. */
+static size_t check_runtime_env(const struct task *t, const char *file, struct yerrors *errs)
+{
+	const struct task_runtime_env *rt = &t->runtime_env;
+	const struct task_pkgs *k[] = {&rt->pip, &rt->uv};
+	size_t i, n = 0;
+
+	for (i = 0; i < 2; i++)
+		if (k[i]->set && k[i]->requirements)
+			n += check_local(t, file,
+			                 i ? "runtime_env.uv requirements file"
+			                   : "runtime_env.pip requirements file",
+			                 k[i]->requirements, 0, k[i]->req_line, k[i]->req_col,
+			                 errs);
+	n += check_local(t, file, "runtime_env.working_dir", rt->working_dir, 1, rt->line, rt->col,
+	                 errs);
+	for (i = 0; i < rt->npy_modules; i++)
+		n += check_local(t, file, "runtime_env.py_modules entry", rt->py_modules[i], 0,
+		                 rt->line, rt->col, errs);
+	return n;
 }
 
 size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
@@ -119,6 +161,7 @@ size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
 			}
 			free(path);
 		}
+		n += check_runtime_env(t, file, errs);
 	}
 	return n;
 }

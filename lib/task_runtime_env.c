@@ -58,8 +58,11 @@ static int parse_pkgs(struct tparse *p, const struct ynode *n, const char *name,
 
 	tp_path(path, "runtime_env", name);
 	k->set = 1;
-	if (n->kind == Y_SCALAR)
+	if (n->kind == Y_SCALAR) {
+		k->req_line = n->line;
+		k->req_col = n->col;
 		return tp_str(p, n, path, &k->requirements);
+	}
 	if (n->kind == Y_SEQ)
 		return tp_strlist(p, n, path, 0, &k->packages, &k->npackages);
 	if (n->kind != Y_MAP)
@@ -72,9 +75,11 @@ static int parse_pkgs(struct tparse *p, const struct ynode *n, const char *name,
 	v = ymap_get(n, "packages");
 	if (!v || ynode_is_null(v))
 		r = tp_err(p, n, "%s needs 'packages' (a list, or a requirements file)", path);
-	else if (v->kind == Y_SCALAR)
+	else if (v->kind == Y_SCALAR) {
+		k->req_line = v->line;
+		k->req_col = v->col;
 		r |= tp_str(p, v, tp_path(sub, path, "packages"), &k->requirements);
-	else
+	} else
 		r |= tp_strlist(p, v, tp_path(sub, path, "packages"), 0, &k->packages,
 		                &k->npackages);
 	tp_path(sub, path, uv ? "uv_check" : "pip_check");

@@ -106,6 +106,17 @@ test_expect_success 'file_mounts: an empty remote path or a control character, b
 	no_cluster fm
 '
 
+test_expect_success 'runtime_env paths and an empty git workdir: at their line, before any node' '
+	printf "runtime_env:\n  pip: nonexistent-req.txt\n  working_dir: ./nodir\nrun: echo\n" >re.yaml &&
+	expect_fail 3 skiff launch -c re re.yaml 2>err &&
+	grep -q "re.yaml:2:8: runtime_env.pip requirements file .nonexistent-req.txt.: No such file or directory" err &&
+	grep -q "runtime_env.working_dir .\./nodir.: No such file or directory" err &&
+	no_cluster re &&
+	printf "workdir:\n  url: \"\"\n  ref: \"\"\nrun: echo\n" >wd.yaml &&
+	expect_fail 3 skiff check wd.yaml 2>err &&
+	grep -q "wd.yaml:2:8: workdir.url cannot be empty" err
+'
+
 test_expect_success 'numbers are decimal: a hex cpus is refused' '
 	printf "resources:\n  cpus: \"0x10\"\nrun: echo\n" >h.yaml &&
 	expect_fail 3 skiff check h.yaml 2>err &&
