@@ -15,6 +15,7 @@
 
 #include "lib/config_internal.h"
 #include "lib/util.h"
+#include "lib/task.h"
 #include "lib/banned.h"
 
 /* ---- the schema ---------------------------------------------------------------------- */
@@ -410,6 +411,21 @@ static int check_resources(struct cval *v, const struct cfg_node *n, const char 
 			r = cerr(v, val, "config %s must be a number like 4 or 4+, not '%.40s'",
 			         join(sub, path, k->value),
 			         val->kind == CFG_SCALAR ? val->value : describe(val));
+		if (!strcmp(k->value, "infra") && !cfg_is_null(val)) {
+			const char *best;
+
+			/* Placed by it: one it cannot place on is said here, not at a launch. */
+			if (val->kind != CFG_SCALAR)
+				r = cerr(
+				        v, val,
+				        "config %s must be an infra like local or ssh/POOL, not %s",
+				        join(sub, path, k->value), describe(val));
+			else if (!task_infra_known(val->value, &best))
+				r = cerr(v, val, "config %s: unknown infra '%.60s'%s%s%s",
+				         join(sub, path, k->value), val->value,
+				         best ? "; did you mean '" : "", best ? best : "",
+				         best ? "'?" : "");
+		}
 	}
 	return r;
 }

@@ -111,6 +111,12 @@ struct task_job_recovery {
 int task_autostop_minutes_valid(double m);
 
 /* Whether s is one of autostop's wait_for modes: jobs_and_ssh, jobs, none. */
+/*
+ * Whether infra spec s names a cloud the task language knows (its first part, any case;
+ * "*" for any): 1, else 0 with *suggest the nearest known name or NULL. The config's
+ * jobs.controller.resources.infra is read so, as a task's resources.infra is.
+ */
+int task_infra_known(const char *s, const char **suggest);
 int task_wait_for_valid(const char *s);
 
 struct task_autostop {

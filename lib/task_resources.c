@@ -187,6 +187,26 @@ static int one_of(struct tparse *p, const struct ynode *n, const char *path, cha
 	return tp_err(p, n, "%s: unknown value '%.40s'", path, *out);
 }
 
+int task_infra_known(const char *s, const char **suggest)
+{
+	char buf[64];
+	size_t len = strcspn(s, "/"), i;
+
+	*suggest = NULL;
+	if (len == 1 && *s == '*')
+		return 1;
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	lower(buf);
+	for (i = 0; i < ARRAY_SIZE(clouds); i++)
+		if (!strcmp(buf, clouds[i]))
+			return 1;
+	*suggest = nearest_word(buf, clouds, ARRAY_SIZE(clouds));
+	return 0;
+}
+
 static int parse_cloud(struct tparse *p, const struct ynode *at, const char *path, const char *name,
                        size_t len, char **out)
 {

@@ -128,7 +128,11 @@ test_expect_success 'config: a bad layer gets its FILE:LINE:COL and exit 3, no "
 	{ SKIFF_CONFIG=$TRASH/c.yaml skiff config >out 2>err; rc=$?; } &&
 	cat err && test $rc = 3 &&
 	grep -q "c.yaml:2:3: unknown config key .kubernetes.pod_confg." err &&
-	! grep -q "this is a bug" err
+	! grep -q "this is a bug" err &&
+	printf "jobs:\n  controller:\n    resources:\n      infra: bogus/x\n" >j.yaml &&
+	{ SKIFF_CONFIG=$TRASH/j.yaml skiff config >out 2>err; rc=$?; } &&
+	test $rc = 3 &&
+	grep -q "j.yaml:4:14: config jobs.controller.resources.infra: unknown infra .bogus/x." err
 '
 
 test_expect_success 'SKIFF_EXE that is no executable: said, and the job runs all the same' '
