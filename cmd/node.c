@@ -322,6 +322,7 @@ static int node_up(int argc, char **argv)
 	msg_init(&cfg);
 	msg_add(&cfg, "op", "config");
 	optind = 1;
+	opterr = 0; /* our own message, not getopt's */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		const char *key = c == 'c'   ? "cpus"
 		                  : c == 'm' ? "memory"
@@ -356,7 +357,7 @@ static int node_up(int argc, char **argv)
 		}
 		if (!key) {
 			msg_release(&cfg);
-			return usage_error("node up", "unknown option");
+			return usage_error("node up", "unknown option '%s'", argv[optind - 1]);
 		}
 		if (*optarg && (parse_double(optarg, &v) || v < 0)) {
 			msg_release(&cfg);
@@ -608,6 +609,7 @@ static int node_autostop(int argc, char **argv)
 	double idle;
 
 	optind = 1;
+	opterr = 0; /* our own message, not getopt's */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'd')
 			down = 1;
@@ -616,7 +618,8 @@ static int node_autostop(int argc, char **argv)
 		else if (c == 'x')
 			cancel = 1;
 		else
-			return usage_error("node autostop", "unknown option");
+			return usage_error("node autostop", "unknown option '%s'",
+			                   argv[optind - 1]);
 	}
 	if (cancel && optind < argc)
 		return usage_error("node autostop", "--cancel takes no IDLE_MINUTES");
@@ -680,6 +683,7 @@ static int node_release(int argc, char **argv)
 	int c, r, holding = 0, all = 0;
 
 	optind = 1;
+	opterr = 0; /* our own message, not getopt's */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		if (c == 'A') {
 			all = 1;
@@ -688,7 +692,7 @@ static int node_release(int argc, char **argv)
 				return usage_error("node release", "'%.80s' is too long for --%s",
 				                   optarg, c == 'H' ? "hold" : "launcher");
 		} else {
-			return usage_error("node release", "unknown option");
+			return usage_error("node release", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

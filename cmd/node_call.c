@@ -253,7 +253,8 @@ static int call_open(const struct msg *req)
 	int64_t id, rank;
 	int fd, rc;
 
-	fd = sup_call_open(SUP_AUTOSTART | SUP_QUIET, req, &rep);
+	/* An error answer goes to the caller, which says it: not printed here too. */
+	fd = sup_call_open(SUP_AUTOSTART | SUP_QUIET | SUP_ANSWER_QUIET, req, &rep);
 	if (fd < 0) {
 		rc = EXIT_FAIL;
 		if (msg_get(&rep, "error")) {

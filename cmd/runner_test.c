@@ -243,6 +243,7 @@ int cmd___runner_test(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
+	opterr = 0; /* our own message, not getopt's */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case 'L': local = optarg; break;
@@ -266,7 +267,9 @@ int cmd___runner_test(int argc, char **argv)
 			if (parse_long(optarg, -1, 86400000, &timeout_ms))
 				return usage_error("__runner-test", "bad timeout '%s'", optarg);
 			break;
-		default: return usage_error("__runner-test", "unknown option");
+		default:
+			return usage_error("__runner-test", "unknown option '%s'",
+			                   argv[optind - 1]);
 		}
 	}
 	argc -= optind;

@@ -402,9 +402,14 @@ static int parse_ports(struct tparse *p, const struct ynode *n, const char *path
 		long a, b = 0;
 
 		if (it->kind != Y_SCALAR ||
-		    (yscalar_type(it) != YS_INT && yscalar_type(it) != YS_STR) || it->len >= 16)
+		    (yscalar_type(it) != YS_INT && yscalar_type(it) != YS_STR))
 			return tp_type_err(p, it, path,
 			                   "a port, a range like \"8080-8090\" or a list");
+		/* Longer than "65535-65535" is no port nor range: said as such, cut. */
+		if (it->len >= sizeof(lo))
+			return tp_err(p, it,
+			              "%s: '%.20s...' is not a port (1-65535) or a range LO-HI",
+			              path, it->value);
 		memcpy(lo, it->value, it->len + 1);
 		dash = strchr(lo, '-');
 		if (dash)

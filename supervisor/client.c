@@ -415,7 +415,7 @@ int sup_call_open(unsigned flags, const struct msg *req, struct msg *reply)
 
 	if (fd >= 0 && msg_get(reply, "error")) {
 		close(fd);
-		return error("%s", msg_get(reply, "error"));
+		return flags & SUP_ANSWER_QUIET ? -EIO : error("%s", msg_get(reply, "error"));
 	}
 	return fd;
 }

@@ -37,6 +37,8 @@ int init_main(int argc, char **argv);
 enum sup_connect_flags {
 	SUP_AUTOSTART = 1 << 0, /* start the supervisor if it is not running */
 	SUP_QUIET = 1 << 1,     /* no error message when it is not running */
+	/* sup_call_open(): its error answer is not printed (the caller passes it on) */
+	SUP_ANSWER_QUIET = 1 << 2,
 };
 
 /*
