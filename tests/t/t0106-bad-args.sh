@@ -135,6 +135,16 @@ test_expect_success 'config: a bad layer gets its FILE:LINE:COL and exit 3, no "
 	grep -q "j.yaml:4:14: config jobs.controller.resources.infra: unknown infra .bogus/x." err
 '
 
+test_expect_success 'a submit the node refuses is said once; getopt prints nothing of its own' '
+	skiff launch -c big "echo" >/dev/null 2>&1 &&
+	expect_fail 3 skiff exec big --cpus 9999 "echo" 2>err &&
+	test "$(grep -c "asks for 9999 CPUs" err)" = 1 &&
+	grep -q "^skiff: error: node big-0: submit failed: the job asks for 9999 CPUs" err &&
+	skiff down big >/dev/null &&
+	expect_fail 2 env SKIFF_HOME="$TRASH/nodeh" "$SKIFF_BIN" node autostop -1 2>err &&
+	test "$(wc -l <err)" = 1 && grep -q "unknown option .-1." err
+'
+
 test_expect_success 'SKIFF_EXE that is no executable: said, and the job runs all the same' '
 	SKIFF_EXE=/nonexistent timeout 60 "$SKIFF_BIN" launch -c ex "echo ran" >out 2>err &&
 	grep -qx ran out &&
