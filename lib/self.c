@@ -42,8 +42,8 @@ const char *self_exec_path(void)
 	if (env && *env && is_exec_file(env))
 		return env;
 	if (env && *env && !warned++)
-		warning("SKIFF_EXE '%.200s' is not an executable file: running %s instead", env,
-		        "this skiff");
+		warning("SKIFF_EXE '%.200s' is not an executable file: running this skiff instead",
+		        env);
 	if (!access("/proc/self/exe", X_OK))
 		return "/proc/self/exe";
 	return self_path(NULL);
