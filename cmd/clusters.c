@@ -2,6 +2,7 @@
  * What the cluster commands (status, queue, logs, cancel, down, stop, start, autostop,
  * ssh) share: the launcher db, and the clusters that names and globs stand for.
  */
+#include <errno.h>
 #include <fnmatch.h>
 #include <string.h>
 
@@ -44,7 +45,8 @@ int cmd_infra_arg(const char *infra)
 		return EXIT_USAGE;
 	r = infra_resolve(&inf);
 	infra_release(&inf);
-	return r ? EXIT_INVALID : EXIT_OK;
+	/* No pool file, or no such pool in it: as a launch on it fails (1). */
+	return r == -ENOENT ? EXIT_FAIL : r ? EXIT_INVALID : EXIT_OK;
 }
 
 /* The clusters named (names or globs), or all; each name that matches none is reported. */

@@ -56,8 +56,9 @@ int cmd_open_ldb(struct st_db **ldb);
  */
 int cmd_cluster_arg(const char *name);
 /*
- * infra as a command's --infra names it: parsed (-1: EXIT_USAGE, printed), its pool
- * file read where it has one (an invalid or missing one: EXIT_INVALID, printed). EXIT_OK.
+ * infra as a command's --infra names it: parsed (EXIT_USAGE, printed), its pool file read
+ * where it has one (an invalid file: EXIT_INVALID; none, or no such pool in it: EXIT_FAIL;
+ * printed). EXIT_OK.
  */
 int cmd_infra_arg(const char *infra);
 /*
