@@ -252,9 +252,9 @@ static int check_text(struct loader *L)
 	offset_pos(L, i, &line, &col);
 	if (binary)
 		return fail(L, line, col,
-		            "this looks like a binary file (it has NUL bytes), not a skiff task "
-		            "(YAML text)");
-	return fail(L, line, col, "invalid UTF-8 (byte 0x%02X): a task file must be UTF-8 text",
+		            "this looks like a binary file (it has NUL bytes), not YAML text");
+	/* One loader for task, config and pool files: the words fit each of them. */
+	return fail(L, line, col, "invalid UTF-8 (byte 0x%02X): a YAML file must be UTF-8 text",
 	            s[i]);
 }
 

@@ -244,7 +244,7 @@ static void test_bad_input(void)
 	ok(loadn("a: b\0c\n", 7), "a NUL byte fails");
 	ok(strstr(msg, "1:5: this looks like a binary file") == msg, "binary file msg: %s", msg);
 	ok(load("name: ok\nrun: caf\xe9\n"), "latin-1 fails");
-	is_str(msg, "2:9: invalid UTF-8 (byte 0xE9): a task file must be UTF-8 text", "utf-8 msg");
+	is_str(msg, "2:9: invalid UTF-8 (byte 0xE9): a YAML file must be UTF-8 text", "utf-8 msg");
 	ok(load("a: \xc3\x28\n"), "a bad continuation byte fails");
 	ok(load("a: \xed\xa0\x80\n"), "an encoded surrogate fails");
 	ok(load("a: \xc0\xaf\n"), "an overlong form fails");
