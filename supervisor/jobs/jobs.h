@@ -266,7 +266,7 @@ int gang_main(int argc, char **argv);
  * jobs.controller.resources.infra of the config in effect: where the controller runs, in
  * *out (caller frees); NULL for this machine (not set, "local", a cloud of SkyPilot's
  * config (warned), or this is the controller's host). 0, or -EINVAL for an infra that is
- * not one (printed).
+ * not one, or a config file that is invalid (printed: it cannot say where).
  */
 int jobs_remote_infra(char **out);
 /* The controller cluster's name ($SKIFF_USER, else the login name, hashed). */

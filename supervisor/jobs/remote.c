@@ -52,8 +52,10 @@ int jobs_remote_infra(char **out)
 	if (getenv(JOBS_ON_CONTROLLER_ENV))
 		return 0; /* the controller's own host: here */
 	path = config_file_path();
-	if (path && !config_load_file(path, &cfg, &errs) &&
-	    (infra = config_controller_infra(cfg))) {
+	if (path && access(path, F_OK) == 0 && (r = config_load_file(path, &cfg, &errs))) {
+		/* Where the controller runs is the config's to say: an invalid one says nothing. */
+		yerr_print(&errs, stderr);
+	} else if (path && cfg && (infra = config_controller_infra(cfg))) {
 		r = infra_parse(infra, &inf);
 		if (!r) {
 			infra_release(&inf);

@@ -117,10 +117,10 @@ test_expect_success 'the controller host holds the pool and key it was sent, 060
 	skiff jobs launch -d --infra ssh/work "echo again" >out2 2>err2 &&
 	! grep -q "now holds" err2 &&
 	expect_fail 1 skiff jobs launch -d --infra ssh/nosuch "echo no" 2>err3 &&
-	grep -q "no ssh pool .nosuch." err3 &&
+	grep -q "no ssh node pool .nosuch." err3 &&
 	printf "jobs:\n  controller:\n    resources:\n      infra: shh/ctl\n" >cfg-typo.yaml &&
 	expect_fail 3 env SKIFF_CONFIG=$PWD/cfg-typo.yaml "$SKIFF_BIN" jobs queue 2>err4 &&
-	grep -q "jobs.controller.resources.infra .shh/ctl." err4
+	grep -q "jobs.controller.resources.infra: unknown infra .shh/ctl.; did you mean .ssh.?" err4
 '
 
 test_expect_success 'a job group through the controller host: both tasks run; queue and the logs of one task from here' '
