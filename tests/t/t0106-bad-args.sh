@@ -12,6 +12,8 @@ export SKIFF_SSH_NODE_POOLS=$TRASH/pool.yaml
 test_cleanup_hook() {
 	"$SKIFF_BIN" jobs cancel -a >/dev/null 2>&1
 	"$SKIFF_BIN" down -a >/dev/null 2>&1
+	# The managed jobs' pool, which down -a leaves to them: by its name.
+	"$SKIFF_BIN" down skiff-jobs >/dev/null 2>&1
 }
 
 # no_cluster NAME: nothing was made of it.

@@ -28,6 +28,13 @@ test_cleanup_hook() {
 	down_all
 	pkill -KILL -f "$TRASH" 2>/dev/null
 	! test_have_prereq NODES || nodes_down
+	# The ssh half's short SKIFF_HOME outside $TRASH: into it (kept on failure), then gone.
+	case ${SKIFF_HOME:-} in
+	*/sk635.$$)
+		cp -a "$SKIFF_HOME" "$TRASH/ssh-home" 2>/dev/null
+		rm -rf "$SKIFF_HOME"
+		;;
+	esac
 }
 
 # The examples, run on one infra: compat INFRA PREFIX (PREFIX names its clusters).
