@@ -187,7 +187,9 @@ size_t cl_ping_all(struct clive *cl, int timeout_ms, struct cl_ping *out)
 		if (jobs[i].r) {
 			silent++;
 			out[i].why = xstrdup(jobs[i].r == -ENOEXEC ? "its skiff is gone"
-			                                           : strerror(-jobs[i].r));
+			                     : runner_node_gone(cl->nodes[i].r, jobs[i].r)
+			                             ? "the node is gone"
+			                             : strerror(-jobs[i].r));
 			warning("cluster %s: node %s (rank %d) does not answer: %s", cl->name,
 			        cl->nodes[i].name, cl->nodes[i].rank, out[i].why);
 		}
