@@ -187,18 +187,23 @@ static int one_of(struct tparse *p, const struct ynode *n, const char *path, cha
 	return tp_err(p, n, "%s: unknown value '%.40s'", path, *out);
 }
 
-int task_infra_known(const char *s, const char **suggest)
+/*
+ * The cloud name[0..len) as the task language reads it: lowered into buf (CLOUD_NAME_BUF
+ * bytes, cut to fit); 1 if it is one (or "*", any), else 0 with *suggest the nearest
+ * known name or NULL.
+ */
+#define CLOUD_NAME_BUF 64
+static int cloud_find(const char *name, size_t len, char *buf, const char **suggest)
 {
-	char buf[64];
-	size_t len = strcspn(s, "/"), i;
+	size_t i;
 
 	*suggest = NULL;
-	if (len == 1 && *s == '*')
-		return 1;
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
-	memcpy(buf, s, len);
+	if (len >= CLOUD_NAME_BUF)
+		len = CLOUD_NAME_BUF - 1;
+	memcpy(buf, name, len);
 	buf[len] = '\0';
+	if (!strcmp(buf, "*"))
+		return 1;
 	lower(buf);
 	for (i = 0; i < ARRAY_SIZE(clouds); i++)
 		if (!strcmp(buf, clouds[i]))
@@ -207,29 +212,23 @@ int task_infra_known(const char *s, const char **suggest)
 	return 0;
 }
 
+int task_infra_known(const char *s, const char **suggest)
+{
+	char buf[CLOUD_NAME_BUF];
+
+	return cloud_find(s, strcspn(s, "/"), buf, suggest);
+}
+
 static int parse_cloud(struct tparse *p, const struct ynode *at, const char *path, const char *name,
                        size_t len, char **out)
 {
-	char buf[64];
+	char buf[CLOUD_NAME_BUF];
 	const char *best;
-	size_t i;
 
-	if (len == 1 && name[0] == '*') {
-		set_str(out, NULL);
+	if (cloud_find(name, len, buf, &best)) {
+		set_str(out, !strcmp(buf, "*") ? NULL : !strcmp(buf, "k8s") ? "kubernetes" : buf);
 		return 0;
 	}
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	lower(buf);
-	for (i = 0; i < ARRAY_SIZE(clouds); i++) {
-		if (strcmp(buf, clouds[i]))
-			continue;
-		set_str(out, !strcmp(buf, "k8s") ? "kubernetes" : buf);
-		return 0;
-	}
-	best = nearest_word(buf, clouds, ARRAY_SIZE(clouds));
 	if (best)
 		return tp_err(p, at, "%s: unknown cloud '%s'; did you mean '%s'?", path, buf, best);
 	return tp_err(p, at, "%s: unknown cloud '%s'", path, buf);
