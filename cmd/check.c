@@ -165,17 +165,10 @@ static void free_holders(char **holders, size_t n)
 	free(holders);
 }
 
-/* s as one cell of a text table: control bytes as '?', nothing as "-". */
+/* s as one cell of a text table (buf_add_col(): control bytes as '?'), nothing as "-". */
 static void add_cell(struct buf *out, const char *s, int width)
 {
-	int len = 0;
-
-	if (!*s)
-		s = "-";
-	for (; *s; s++, len++)
-		buf_addch(out, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
-	while (len++ < width)
-		buf_addch(out, ' ');
+	buf_add_col(out, *s ? s : "-", width > 0 ? (size_t)width : 0, SIZE_MAX);
 }
 
 /* One table under its infra's line: "  OF:" and aligned rows, or why there are none. */

@@ -131,15 +131,6 @@ static int check_storage(struct tparse *p, const struct ynode *n, const char *pa
 	return r ? -1 : 0;
 }
 
-/* The first control character (below 0x20, or 0x7f) of s, or NULL. */
-static const char *has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return s;
-	return NULL;
-}
-
 static int parse_file_mounts(struct tparse *p, const struct ynode *n, struct task *t)
 {
 	char sub[TASK_PATH_MAX];
@@ -152,6 +143,7 @@ static int parse_file_mounts(struct tparse *p, const struct ynode *n, struct tas
 	for (i = 0; i < ymap_pairs(n); i++) {
 		const struct ynode *k = ymap_key(n, i), *v = ymap_val(n, i);
 		struct task_mount *m = &t->mounts[t->nmounts];
+		const char *c;
 
 		if (k->kind != Y_SCALAR || ynode_is_null(k)) {
 			r = tp_err(p, k, "remote paths in file_mounts must be strings, not %s",
@@ -163,11 +155,11 @@ static int parse_file_mounts(struct tparse *p, const struct ynode *n, struct tas
 			r = tp_err(p, k, "a remote path in file_mounts cannot be empty");
 			continue;
 		}
-		if (has_control(k->value)) {
+		if ((c = str_control(k->value))) {
 			r = tp_err(p, k,
 			           "remote path in file_mounts has a control character (0x%02x): "
 			           "a path on the node is printable text",
-			           (unsigned char)*has_control(k->value));
+			           (unsigned char)*c);
 			continue;
 		}
 		if (v->kind == Y_MAP) {

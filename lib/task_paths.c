@@ -134,9 +134,7 @@ size_t task_list_check_paths(const struct task_list *l, struct yerrors *errs)
 			char *path;
 
 			/* The remote path as ${VAR}s made it: the parse saw it before them. */
-			for (c = m->dst; *c && (unsigned char)*c >= 0x20 && *c != 0x7f; c++)
-				;
-			if (*c) {
+			if ((c = str_control(m->dst))) {
 				yerr_add(errs, file, m->line, m->col,
 				         "file_mounts: its remote path has a control character "
 				         "(0x%02x) once its variables are filled in",

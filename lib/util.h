@@ -43,6 +43,9 @@ int parse_double(const char *s, double *out);
 
 int starts_with(const char *s, const char *prefix);
 int ends_with(const char *s, const char *suffix);
+/* The first control byte of s (below 0x20, or 0x7f), or NULL: user text that must stay
+ * one printable line (a path on a node, a key file's name). */
+const char *str_control(const char *s);
 
 /*
  * The state directory: $SKIFF_HOME; else a cluster's own on a host that clusters share

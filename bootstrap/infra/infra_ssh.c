@@ -164,13 +164,10 @@ static int get_proxy_jump(struct pparse *p, const struct ynode *n, const char *w
 
 static int get_identity(struct pparse *p, const struct ynode *n, const char *what, const char **out)
 {
-	const char *c;
-
 	if (get_str(p, n, what, out))
 		return -1;
-	for (c = *out; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return perr(p, n, "%s has a control character in it", what);
+	if (str_control(*out))
+		return perr(p, n, "%s has a control character in it", what);
 	if (!**out)
 		return perr(p, n, "%s is empty", what);
 	if (**out == '~' && (*out)[1] && (*out)[1] != '/')

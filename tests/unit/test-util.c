@@ -92,6 +92,13 @@ static void test_parse_double(void)
 	is_int(parse_double("nan", &d), -EINVAL, "nan is -EINVAL");
 	is_int(parse_double("inf", &d), -EINVAL, "inf is -EINVAL");
 	is_int(parse_double("0x10", &d), -EINVAL, "a hex float is -EINVAL (decimal only)");
+	ok(!str_control("a b/c\xc3\xa9") && !str_control(""), "str_control(): none in printable text");
+	{
+		const char *s = "ab\ncd", *t = "x\x7f", *u = "\x1b[2J";
+
+		ok(str_control(s) == s + 2 && str_control(t) == t + 1 && str_control(u) == u,
+		   "  the first control byte: a newline, DEL, an escape");
+	}
 	is_int(parse_double("-0X1p3", &d), -EINVAL, "  in any case");
 	is_int(parse_double("1e999", &d), -ERANGE, "overflow is -ERANGE");
 	is_int(parse_double("-1e999", &d), -ERANGE, "negative overflow is -ERANGE");
