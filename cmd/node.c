@@ -725,6 +725,8 @@ static const struct cmd node_cmds[] = {
          node_release_usage},
         {"status", node_status, 0, "show the supervisor and the node's resources",
          node_status_usage},
+        {"stream", node_stream, CMD_HIDDEN, "a followed submit's logs (the supervisor's)",
+         node_stream_usage},
         {"submit", node_submit, 0, "submit a job (task YAML or command)", node_submit_usage},
         {"up", node_up, 0, "start the supervisor", node_up_usage},
 };

@@ -10,6 +10,8 @@ int node_queue(int argc, char **argv);
 int node_logs(int argc, char **argv);
 int node_cancel(int argc, char **argv);
 int node_call(int argc, char **argv);
+/* `node stream`: a followed submit's logs on the connection the supervisor handed over. */
+int node_stream(int argc, char **argv);
 /*
  * `node up --then-call SKIP`: the install session's last step (bootstrap/launch/install.h).
  * After its lines, node up says BOOT_UP_MARK on a line of its own; then this skips SKIP
@@ -24,6 +26,7 @@ extern const char node_queue_usage[];
 extern const char node_logs_usage[];
 extern const char node_cancel_usage[];
 extern const char node_call_usage[];
+extern const char node_stream_usage[];
 
 struct st_db;
 /*

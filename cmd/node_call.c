@@ -26,6 +26,7 @@
  * a frame {"error"} and exit status 4.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +44,12 @@
 #include "supervisor/node.h"
 #include "supervisor/supervisor.h"
 #include "lib/banned.h"
+
+const char node_stream_usage[] =
+        "usage: skiff node stream ID LOG_DIR EXISTING WATCH_FD RANK IP\n"
+        "\n"
+        "Internal: started by the supervisor with a launcher's connection as stdin and\n"
+        "stdout, for a followed submit that asked for its logs there (see cmd/node_call.c).\n";
 
 const char node_call_usage[] =
         "usage: skiff node call\n"
@@ -391,4 +398,45 @@ int node_call_then(size_t skip)
 	}
 	/* The launcher holds the channel while it syncs and sets up: no time limit here. */
 	return call_answer(-1, 1);
+}
+
+/*
+ * `node stream`: the supervisor hands a followed submit's connection over to us
+ * (supervisor/requests.c, stream_handoff()): it is our stdin and stdout. We send the
+ * submit's answer, with "stream", then the job's logs, raw (a gang rank's prefixed), as
+ * `node call` does after its answer, until the job ends (its end comes on WATCH_FD, the
+ * supervisor's watch) or the launcher goes (EOF on the connection: the job runs on). The
+ * launcher reads the job's status afterwards; our exit status goes to no one.
+ */
+int node_stream(int argc, char **argv)
+{
+	struct node_log_rank lr, *plr = NULL;
+	long id, wfd, rank;
+	struct msg rep;
+	int r;
+
+	log_set_level(LOG_ERROR); /* stderr is the supervisor's log */
+	if (argc != 7 || parse_long(argv[1], 1, LONG_MAX, &id) || !*argv[2] ||
+	    parse_long(argv[4], 3, INT32_MAX, &wfd))
+		return usage_error("node stream", "expected ID LOG_DIR EXISTING WATCH_FD RANK IP");
+	if (*argv[5] && !parse_long(argv[5], 0, TASK_MAX_NODES - 1, &rank)) {
+		lr.rank = (int)rank;
+		lr.ip = *argv[6] ? argv[6] : NULL;
+		plr = &lr;
+	}
+	msg_init(&rep);
+	msg_add(&rep, "ok", "1");
+	msg_add_int(&rep, "id", id);
+	msg_add(&rep, "log_dir", argv[2]);
+	if (!strcmp(argv[3], "1"))
+		msg_add(&rep, "existing", "1");
+	msg_add(&rep, "follow", "1");
+	msg_add(&rep, "stream", "1");
+	r = proto_send(1, &rep);
+	msg_release(&rep);
+	if (r) {
+		close((int)wfd);
+		return EXIT_FAIL;
+	}
+	return node_follow_submitted((int)wfd, id, argv[2], plr, 1);
 }

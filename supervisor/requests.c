@@ -4,6 +4,7 @@
  * fit the socket buffer is queued and sent as the peer reads it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "lib/env.h"
 #include "lib/log.h"
 #include "lib/self.h"
+#include "lib/spawn.h"
 #include "lib/task.h"
 #include "lib/util.h"
 #include "state/node.h"
@@ -203,6 +205,31 @@ void sup_watch_notify(struct sup *s, int64_t id)
 		job_free(&j);
 }
 
+/* A connection on fd (ours now), not watched yet. */
+static struct conn *conn_add(struct sup *s, int fd)
+{
+	struct conn *c;
+
+	if ((size_t)fd >= nconns_cap) {
+		size_t cap = nconns_cap ? nconns_cap : 64;
+
+		while (cap <= (size_t)fd)
+			cap *= 2;
+		conns = xrealloc(conns, cap * sizeof(*conns));
+		memset(conns + nconns_cap, 0, (cap - nconns_cap) * sizeof(*conns));
+		nconns_cap = cap;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->s = s;
+	c->fd = fd;
+	c->last_ms = now_ms();
+	buf_init(&c->in, PROTO_MAX_MSG + PROTO_HDR);
+	buf_init(&c->out, 0);
+	conns[fd] = c;
+	nconns++;
+	return c;
+}
+
 /*
  * Answers a connection over the cap with one error message and closes it. What the peer
  * sent already is read first (a little, bounded), so that the close does not reset the
@@ -273,24 +300,8 @@ void sup_accept(struct sup *s)
 		if (cred.uid != geteuid())
 			warning("refused a connection from uid %ld (pid %ld)", (long)cred.uid,
 			        (long)cred.pid);
-		if ((size_t)fd >= nconns_cap) {
-			size_t cap = nconns_cap ? nconns_cap : 64;
-
-			while (cap <= (size_t)fd)
-				cap *= 2;
-			conns = xrealloc(conns, cap * sizeof(*conns));
-			memset(conns + nconns_cap, 0, (cap - nconns_cap) * sizeof(*conns));
-			nconns_cap = cap;
-		}
-		c = xcalloc(1, sizeof(*c));
-		c->s = s;
-		c->fd = fd;
+		c = conn_add(s, fd);
 		c->denied = cred.uid != geteuid();
-		c->last_ms = now_ms();
-		buf_init(&c->in, PROTO_MAX_MSG + PROTO_HDR);
-		buf_init(&c->out, 0);
-		conns[fd] = c;
-		nconns++;
 		if (conn_watch(c, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP))
 			conn_close(c);
 	}
@@ -390,6 +401,83 @@ static int disk_full(void)
 }
 
 /*
+ * A followed submit whose peer asked for the job's logs on this very connection
+ * ("stream": a launcher with no process on this node, on our socket or on an ssh forward
+ * of it, bootstrap/launch/cluster.c): the connection goes to a follower of its own,
+ * `node stream` (cmd/node_call.c), which sends the submit's answer and then the logs, raw,
+ * as `node call` does; the job's end comes to it on a socket pair whose other end is
+ * watched here like any watcher's connection. 0 once handed over (c is gone), or -1 with
+ * nothing done: the caller answers as for a plain follow, and the peer, finding no
+ * "stream" in the answer, follows the job another way.
+ */
+static int stream_handoff(struct conn *c, const struct msg *req, const struct job *j, int existing)
+{
+	struct sup *s = c->s;
+	const char *rank = msg_get(req, "prefix_rank"), *ip = msg_get(req, "prefix_ip");
+	char id[32], wfd[16];
+	char *argv[] = {(char *)self_exec_path(),
+	                "node",
+	                "stream",
+	                id,
+	                j->log_dir ? j->log_dir : "",
+	                existing ? "1" : "0",
+	                wfd,
+	                (char *)(rank ? rank : ""),
+	                (char *)(ip ? ip : ""),
+	                NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct conn *w;
+	int sp[2], fl, r;
+	pid_t pid;
+
+	if (!argv[0] || !j->log_dir || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	xsnprintf(id, sizeof(id), "%lld", (long long)j->id);
+	xsnprintf(wfd, sizeof(wfd), "%d", sp[1]);
+	/* The follower's stdin and stdout are the connection: blocking, as a pipe would be. */
+	fl = fcntl(c->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    fcntl(sp[0], F_SETFL, O_NONBLOCK) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		if (fl >= 0)
+			fcntl(c->fd, F_SETFL, fl);
+		return -1;
+	}
+	o.argv = argv;
+	o.fd_in = c->fd;
+	o.fd_out = c->fd;
+	o.fd_err = 2; /* our log */
+	o.keep_fds = &sp[1];
+	o.n_keep_fds = 1;
+	o.pgrp = SPAWN_SESSION_NEW; /* it outlives us, as a shim does */
+	r = spawn(&o, &pid);
+	close(sp[1]);
+	if (r) {
+		close(sp[0]);
+		fcntl(c->fd, F_SETFL, fl);
+		warning("job %lld: cannot start the follower of its logs: %s", (long long)j->id,
+		        strerror(-r));
+		return -1;
+	}
+	/*
+	 * Out of our epoll set first: the follower's copies keep the connection open, and a
+	 * registration lasts until the last copy closes, so a close alone would leave its
+	 * events (the launcher's hang-up) coming to us under a number that is no longer it.
+	 */
+	conn_watch(c, EPOLL_CTL_DEL, 0);
+	conn_close(c);
+	w = conn_add(s, sp[0]);
+	w->watch = j->id;
+	s->nwatch++;
+	if (conn_watch(w, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP))
+		conn_close(w); /* its watch ends at once: it finds the end in the db */
+	else
+		sup_watch_notify(s, j->id); /* told at once when it has ended already */
+	return 0;
+}
+
+/*
  * The answer to a submit: the job's id and log dir ("existing" when its key named a job
  * submitted before). With follow, the peer stays connected and is told when the job ends
  * (at once when it has ended already).
@@ -400,12 +488,18 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	int fd = c->fd;
 	struct msg m;
 
+	if (msg_get(req, "follow") && msg_get(req, "stream") &&
+	    !stream_handoff(c, req, j, existing))
+		return;
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "id", j->id);
 	msg_add(&m, "log_dir", j->log_dir ? j->log_dir : "");
 	if (existing)
 		msg_add(&m, "existing", "1");
+	/* Where a launcher's ssh master may forward a socket of its own to (cluster.c). */
+	if (node_paths()->sock[0] == '/')
+		msg_add(&m, "sock", node_paths()->sock);
 	if (msg_get(req, "follow")) {
 		msg_add(&m, "follow", "1");
 		c->watch = j->id;
