@@ -19,11 +19,15 @@
 #define MUX_VERSION 4
 #define MUX_MSG_HELLO 0x00000001U
 #define MUX_C_NEW_SESSION 0x10000002U
+#define MUX_C_OPEN_FWD 0x10000006U
+#define MUX_S_OK 0x80000001U
 #define MUX_S_PERMISSION_DENIED 0x80000002U
 #define MUX_S_FAILURE 0x80000003U
 #define MUX_S_EXIT_MESSAGE 0x80000004U
 #define MUX_S_SESSION_OPENED 0x80000006U
 #define MUX_S_TTY_ALLOC_FAIL 0x80000008U
+#define MUX_FWD_LOCAL 1U
+#define PORT_STREAMLOCAL 0xfffffffeU /* ssh's -2: the address is a Unix socket's path */
 
 /* The master answers a hello at once: a silent one is wedged. */
 #define HELLO_TIMEOUT_MS 10000
@@ -308,4 +312,48 @@ int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *
 	}
 	*status = (int)(code & 0xff);
 	return 0;
+}
+
+int ssh_mux_forward(const char *sock, const char *local, const char *remote, struct buf *why)
+{
+	struct buf b = BUF_INIT(0);
+	struct pkt k = {0};
+	uint32_t type, rid;
+	int fd, r;
+
+	signal(SIGPIPE, SIG_IGN);
+	fd = unix_connect(sock);
+	if (fd < 0) {
+		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
+		return fd;
+	}
+	r = hello(fd, &k, why);
+	if (!r) {
+		put_u32(&b, MUX_C_OPEN_FWD);
+		put_u32(&b, REQUEST_ID);
+		put_u32(&b, MUX_FWD_LOCAL);
+		put_str(&b, local);
+		put_u32(&b, PORT_STREAMLOCAL);
+		put_str(&b, remote);
+		put_u32(&b, PORT_STREAMLOCAL);
+		r = send_packet(fd, &b);
+		if (!r)
+			r = recv_packet(fd, &k, HELLO_TIMEOUT_MS);
+		if (r)
+			buf_addf(why, "no answer to the forward request: %s", strerror(-r));
+	}
+	if (!r && (pkt_u32(&k, &type) || pkt_u32(&k, &rid) || rid != REQUEST_ID)) {
+		buf_addf(why, "a garbled answer to the forward request");
+		r = -EPROTO;
+	}
+	if (!r && type != MUX_S_OK) {
+		buf_addf(why, "the master %s the forward: ",
+		         type == MUX_S_PERMISSION_DENIED ? "refused" : "failed to open");
+		pkt_reason(&k, why);
+		r = -EPROTO;
+	}
+	buf_release(&b);
+	free(k.p);
+	close(fd);
+	return r;
 }

@@ -30,4 +30,14 @@
  */
 int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *why);
 
+/*
+ * Asks the master at sock to listen on the Unix socket local (which must not exist) and
+ * to pass every connection made there to the Unix socket remote on the node
+ * (`ssh -O forward -L LOCAL:REMOTE`: a direct-streamlocal channel per connection, no
+ * process on the node). The forward lasts as long as the master. 0, or -errno with why
+ * said in *why. The node's sshd may still refuse each channel (AllowStreamLocalForwarding
+ * no): a connection made at local is then closed at once, unanswered.
+ */
+int ssh_mux_forward(const char *sock, const char *local, const char *remote, struct buf *why);
+
 #endif

@@ -283,6 +283,100 @@ static void test_no_session(void)
 	release(&res);
 }
 
+/* A string field at p + *off: 0 when it is want, and *off past it. */
+static int str_at(const unsigned char *p, uint32_t len, uint32_t *off, const char *want)
+{
+	uint32_t n;
+
+	if (*off + 4 > len)
+		return -1;
+	n = u32(p + *off);
+	if (*off + 4 + n > len || n != strlen(want) || memcmp(p + *off + 4, want, n))
+		return -1;
+	*off += 4 + n;
+	return 0;
+}
+
+/*
+ * A master for one forward request: checks it field by field (exit 94 on a mismatch) and
+ * answers MUX_S_OK, or MUX_S_FAILURE with a reason when refuse is set.
+ */
+static _Noreturn void fwd_master(int lfd, int refuse, const char *local, const char *remote)
+{
+	struct buf b = BUF_INIT(0);
+	unsigned char *p;
+	uint32_t len, off = 12;
+	int c = accept(lfd, NULL, NULL);
+
+	if (c < 0)
+		_exit(95);
+	put_u32(&b, 0x00000001);
+	put_u32(&b, 4);
+	send_pkt(c, &b);
+	free(recv_pkt(c, &len));
+	p = recv_pkt(c, &len);
+	/* type, request id, local forward, listen path, PORT_STREAMLOCAL, connect path, it */
+	if (len < 12 || u32(p) != 0x10000006 || u32(p + 8) != 1 || str_at(p, len, &off, local) ||
+	    off + 4 > len || u32(p + off) != 0xfffffffeU)
+		_exit(94);
+	off += 4;
+	if (str_at(p, len, &off, remote) || off + 4 != len || u32(p + off) != 0xfffffffeU)
+		_exit(94);
+	put_u32(&b, refuse ? 0x80000003 : 0x80000001);
+	put_u32(&b, u32(p + 4));
+	if (refuse) {
+		put_u32(&b, 6);
+		buf_add(&b, "denied", 6);
+	}
+	send_pkt(c, &b);
+	_exit(0);
+}
+
+static void test_forward(void)
+{
+	const char *local = "/tmp/here.sock", *remote = "/home/u/.skiff/supervisor.sock";
+	int refuse;
+
+	for (refuse = 0; refuse < 2; refuse++) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		struct buf why = BUF_INIT(0);
+		int lfd, r, st = 0;
+		pid_t pid;
+
+		unlink(sock_path);
+		memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1))
+			return;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			fwd_master(lfd, refuse, local, remote);
+		close(lfd);
+		r = ssh_mux_forward(sock_path, local, remote, &why);
+		waitpid(pid, &st, 0);
+		is_int(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0,
+		       "the master got a local Unix-socket forward of both paths, as sent");
+		if (refuse) {
+			is_int(r, -EPROTO, "a refused forward: -EPROTO");
+			ok(strstr(why.p, "denied") != NULL, "with the master's reason: %s", why.p);
+		} else {
+			is_int(r, 0, "a forward the master took");
+		}
+		buf_release(&why);
+	}
+	{
+		struct buf why = BUF_INIT(0);
+		int r;
+
+		unlink(sock_path);
+		r = ssh_mux_forward(sock_path, local, remote, &why);
+		ok(r < 0 && strstr(why.p, "no master at"), "no master: an error, saying so: %s",
+		   why.p);
+		buf_release(&why);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/skiff-unit-mux.XXXXXX";
@@ -292,6 +386,7 @@ int main(void)
 	snprintf(sock_path, sizeof(sock_path), "%s/m", dir);
 	plan_run(test_session);
 	plan_run(test_no_session);
+	plan_run(test_forward);
 	unlink(sock_path);
 	rmdir(dir);
 	return done_testing();
