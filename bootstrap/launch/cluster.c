@@ -13,12 +13,14 @@
 
 #include "bootstrap/infra/fcall.h"
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/launch/cl_direct.h"
 #include "bootstrap/launch/cl_sync.h"
 #include "bootstrap/launch/gang.h"
 #include "bootstrap/launch/install.h"
 #include "bootstrap/launch/selfimage.h"
 #include "bootstrap/sync/sync.h"
 #include "state/jobs.h"
+#include "state/node.h"
 #include "supervisor/hold.h"
 #include "supervisor/node.h"
 #include "supervisor/supervisor.h"
@@ -527,56 +529,58 @@ int cl_node_ours(const struct cnode *nd)
 }
 
 /*
- * A node that is a directory here (the local runner) has its supervisor's socket here
- * too: its path (malloc'd), or NULL when the node is elsewhere or its skiff is gone (a
- * `node call` says so: 127).
+ * What `node call` would pass to the node's supervisor as it is goes to its socket
+ * straight (cl_direct.h), without the processes of a node call. 0 when that is not to be
+ * (nothing sent, or through an ssh forward nothing answered: the caller goes through
+ * `node call`, which starts a supervisor where none listens); else as cl_call_many().
  */
-static char *local_sock(const struct cnode *nd)
-{
-	const char *home = nd->r->ops->home_here ? nd->r->ops->home_here(nd->r) : NULL;
-	char *exe;
-	int r;
-
-	if (!home || !nd->exe)
-		return NULL;
-	exe = boot_exe_path_here(nd->exe, home);
-	r = exe && !access(exe, X_OK);
-	free(exe);
-	return r ? xasprintf("%s/" SKIFF_HOME_DIR "/" SUP_SOCK_NAME, home) : NULL;
-}
-
-/*
- * What `node call` would pass to a local node's supervisor as it is goes to its socket
- * straight, without the two processes of a node call (the shell and skiff). 0 when that
- * is not to be (nothing sent): the node is elsewhere, its skiff is gone, or no supervisor
- * listens there (the node call starts one); else as cl_call_many().
- */
-static int local_call(struct cnode *nd, const struct msg *req, struct msg **replies, int timeout_ms)
+static int direct_call(struct cnode *nd, const struct msg *req, struct msg **replies,
+                       int timeout_ms)
 {
 	struct msg *rep;
 	char *sock;
-	int r;
+	int r, fwd;
 
-	if (!sup_forwarded_op(req) || !(sock = local_sock(nd)))
+	if (!sup_forwarded_op(req) || !(sock = cl_direct_sock(nd, &fwd)))
 		return 0;
+	if (fwd && !cl_direct_fwd_may(req)) {
+		free(sock);
+		return 0;
+	}
 	rep = xcalloc(1, sizeof(*rep));
-	r = sup_request_at(sock, req, rep, timeout_ms);
+	if (fwd) {
+		int fd = sup_call_open_at(sock, req, rep, timeout_ms);
+
+		r = fd < 0 ? fd : 0;
+		if (fd >= 0)
+			close(fd);
+		else if (fd != -ETIMEDOUT)
+			debug("node %s: '%s' got no answer through the ssh forward (%s): through "
+			      "'node call'",
+			      nd->name, msg_get(req, "op"), strerror(-fd));
+	} else {
+		r = sup_request_at(sock, req, rep, timeout_ms);
+	}
 	free(sock);
 	if (r) {
 		msg_release(rep);
 		free(rep);
-		return r > 0 ? 0 : -EPROTO;
+		if (r == -ETIMEDOUT && fwd) /* it took the request, said nothing: no second try */
+			return error("node %s: no answer from its supervisor to '%s' in %d s",
+			             nd->name, msg_get(req, "op"), timeout_ms / 1000);
+		return r > 0 || fwd ? 0 : -EPROTO;
 	}
-	debug("node %s: '%s' went to its supervisor's socket", nd->name, msg_get(req, "op"));
+	debug("node %s: '%s' went to its supervisor's socket%s", nd->name, msg_get(req, "op"),
+	      fwd ? " (ssh forward)" : "");
 	*replies = rep;
 	return 1;
 }
 
 int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job)
 {
-	char *sock = local_sock(nd);
 	struct msg req, first;
-	int fd;
+	int fd, fwd;
+	char *sock = cl_direct_sock(nd, &fwd);
 
 	if (!sock)
 		return live_node_watch(nd, c, node_job);
@@ -589,7 +593,7 @@ int cl_node_watch(struct cnode *nd, struct fcall *c, int64_t node_job)
 	free(sock);
 	if (fd < 0) {
 		/* None listens (the node call starts one), or it did not answer in time. */
-		if (fd != -ENOENT && fd != -ECONNREFUSED)
+		if (fd != -ENOENT && fd != -ECONNREFUSED && !fwd)
 			info("node %s: its supervisor did not answer the watch of job %lld (%s): "
 			     "watching it through 'node call'",
 			     nd->name, (long long)node_job, strerror(-fd));
@@ -624,13 +628,15 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 			      msg_get(req, "op"));
 			if (!r)
 				r = spare_replies(nd, req, &out, status, replies);
+			if (r > 0)
+				cl_direct_learn(nd, &(*replies)[r - 1]);
 		}
 		buf_release(&in);
 		buf_release(&out);
 		if (r != -EAGAIN)
 			return r;
 	}
-	r = local_call(nd, req, replies, timeout_ms);
+	r = direct_call(nd, req, replies, timeout_ms);
 	if (r)
 		return r;
 	script = live_node_call_script(nd);
@@ -638,6 +644,8 @@ int cl_call_many(struct cnode *nd, const struct msg *req, struct msg **replies, 
 	r = fcall_many(nd->r, who, script, req, replies, timeout_ms);
 	if (r == -ENOEXEC)
 		debug("node %s: skiff is gone from the node", nd->name);
+	if (r > 0)
+		cl_direct_learn(nd, &(*replies)[r - 1]);
 	free(script);
 	return r;
 }
@@ -739,17 +747,102 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	return rc ? rc : error("node %s: submit failed (exit status %d)", nd->name, status);
 }
 
+/*
+ * The followed submit req on the node's supervisor's socket, reached straight
+ * (cl_direct.h), with its logs asked for on the same connection ("stream": the
+ * supervisor hands it to a follower of its own): 1 with the answer in rep and, unless it
+ * is a refusal, f the follower; 0 when it did not go that way (nothing answered, or an
+ * answer without "stream"): the caller goes through `node call`, where the submit's key
+ * finds a job already made. No error is printed here.
+ */
+static int direct_submit_follow(struct cnode *nd, const struct msg *req, struct msg *rep,
+                                struct cl_follower *f)
+{
+	struct msg sreq;
+	int64_t id;
+	int fd, fwd;
+	char *sock;
+
+	if (!msg_get(req, "submit_key") || !(sock = cl_direct_sock(nd, &fwd)))
+		return 0;
+	msg_init(&sreq);
+	for (size_t k = 0; k < req->n; k++)
+		msg_add(&sreq, req->keys[k], req->vals[k]);
+	msg_add(&sreq, "stream", "1");
+	fd = sup_call_open_at(sock, &sreq, rep, SUBMIT_TIMEOUT_MS);
+	msg_release(&sreq);
+	free(sock);
+	if (fd == -ETIMEDOUT) /* it took the request and says nothing: no second try */
+		return error("node %s: no answer to the submit in %d s", nd->name,
+		             SUBMIT_TIMEOUT_MS / 1000);
+	if (fd < 0) {
+		debug("node %s: its supervisor's socket%s took no followed submit (%s): through "
+		      "'node call'",
+		      nd->name, fwd ? " (ssh forward)" : "", strerror(-fd));
+		return 0;
+	}
+	if (msg_get(rep, "error")) {
+		close(fd);
+		return 1;
+	}
+	if (!msg_get(rep, "stream") || msg_get_int(rep, "id", &id) || id <= 0) {
+		/* An older supervisor, or one that could not hand the connection over. */
+		close(fd);
+		msg_release(rep);
+		msg_init(rep);
+		debug("node %s: its supervisor did not stream the job's logs: through 'node call'",
+		      nd->name);
+		return 0;
+	}
+	debug("node %s: the followed submit went to its supervisor's socket%s", nd->name,
+	      fwd ? " (ssh forward)" : "");
+	f->fd = fd;
+	f->direct_id = id;
+	return 1;
+}
+
+/*
+ * A direct follower's end (its connection closed): the job's `node logs` exit code, from
+ * a watch on the same socket, which answers at once for a job that has ended; -1 when
+ * the job runs on (the stream ended early) or no answer came.
+ */
+static int direct_end_code(struct cnode *nd, int64_t id)
+{
+	struct msg req, rep;
+	const char *st;
+	int fd, fwd, code = -1;
+	char *sock = cl_direct_sock(nd, &fwd);
+
+	if (!sock)
+		return -1;
+	msg_init(&req);
+	msg_add(&req, "op", "watch");
+	msg_add_int(&req, "id", id);
+	fd = sup_call_open_at(sock, &req, &rep, CL_WATCH_ANSWER_MS);
+	if (fd >= 0) {
+		close(fd);
+		st = msg_get(&rep, "status");
+		if (msg_get(&rep, "ended") && st && job_status_parse(st) >= 0)
+			code = job_exit_code(job_status_parse(st));
+	}
+	msg_release(&rep);
+	msg_release(&req);
+	free(sock);
+	return code;
+}
+
 void cl_follower_none(struct cl_follower *f)
 {
 	f->pid = -1;
 	f->sp = NULL;
 	f->fd = -1;
 	f->in = -1;
+	f->direct_id = 0;
 }
 
 int cl_follower_live(const struct cl_follower *f)
 {
-	return f->pid > 0 || f->sp;
+	return f->pid > 0 || f->sp || f->direct_id > 0;
 }
 
 void cl_follower_signal(const struct cl_follower *f, int sig)
@@ -771,6 +864,12 @@ int cl_follower_end(struct cl_follower *f, struct cnode *nd, int *lost)
 	if (f->in >= 0)
 		close(f->in);
 	f->in = -1;
+	if (f->direct_id > 0) {
+		int64_t id = f->direct_id;
+
+		f->direct_id = 0;
+		return direct_end_code(nd, id);
+	}
 	if (f->sp) {
 		struct boot_spare *sp = f->sp;
 
@@ -817,8 +916,9 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 	 * (ssh's: sshd holds the follower's stdout).
 	 */
 	msg_add(&req, "stdin_held", "1");
-	if (nd->spare && (r = spare_submit_follow(nd, &req, &rep, f))) {
-		/* The install session carried it: its answer is in rep, as below. */
+	if ((nd->spare && (r = spare_submit_follow(nd, &req, &rep, f))) ||
+	    (!nd->spare && (r = direct_submit_follow(nd, &req, &rep, f)))) {
+		/* The install session or the socket carried it: its answer is in rep, as below. */
 		msg_release(&req);
 		if (r < 0) {
 			buf_release(&f->rest);
@@ -828,6 +928,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		r = submit_answer(nd, &rep, &id);
 		if (!r) {
 			*job_id = id;
+			cl_direct_learn(nd, &rep);
 			msg_release(&rep);
 			return 0;
 		}
@@ -852,6 +953,7 @@ int cl_submit_follow(struct cnode *nd, const struct msg *spec, int64_t *job_id,
 		r = fcall_detach(&c, &f->pid, &f->fd, &f->in, &f->rest);
 		if (!r) {
 			*job_id = id;
+			cl_direct_learn(nd, &rep);
 			msg_release(&rep);
 			return 0;
 		}

@@ -94,6 +94,11 @@ struct cl_follower {
 	 */
 	int in;
 	struct buf rest; /* log bytes already read with the answer */
+	/*
+	 * > 0: the job's id on the node, whose logs come on fd straight from its supervisor's
+	 * socket (cl_direct.h), with no process here: its end's code is asked there.
+	 */
+	int64_t direct_id;
 };
 /* A follower that holds nothing (rest untouched). */
 void cl_follower_none(struct cl_follower *f);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bootstrap/infra/infra.h"
+#include "bootstrap/launch/cl_direct.h"
 #include "bootstrap/launch/engine_internal.h"
 #include "bootstrap/launch/install.h"
 #include "bootstrap/launch/ssh_config.h"
@@ -280,8 +281,10 @@ static void close_masters(struct clive *cl)
 {
 	size_t i;
 
-	for (i = 0; i < cl->n; i++)
+	for (i = 0; i < cl->n; i++) {
 		runner_ssh_close_master(cl->nodes[i].r);
+		cl_direct_forget(&cl->nodes[i]);
+	}
 }
 
 /* ---- down, stop, start ------------------------------------------------------------------- */

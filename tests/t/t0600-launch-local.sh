@@ -77,6 +77,24 @@ test_expect_success 'a local node: requests go to its supervisor'"'"'s socket, e
 	grep -q "node c1-0: .cancel. went to its supervisor.s socket" err
 '
 
+# exec's followed submit goes there too, asking for the logs on the same connection: the
+# supervisor hands it to a `node stream` of its own, which ends when the launcher goes.
+test_expect_success 'a local node: exec streams its logs from the supervisor'"'"'s socket' '
+	expect_fail 100 env SKIFF_DEBUG=1 "$SKIFF_BIN" exec c1 \
+		"echo streamed; echo err >&2; exit 6" >out 2>err &&
+	grep -q "node c1-0: the followed submit went to its supervisor.s socket" err &&
+	grep -qx streamed out && grep -qx err out &&
+	grep -q "status: FAILED" err &&
+	{ "$SKIFF_BIN" exec c1 "sleep 6400.$$" >/dev/null 2>&1 & } &&
+	lpid=$! &&
+	wait_for "pgrep -f \"node stream [0-9]* $SKIFF_HOME/local/c1/\" >/dev/null" 20 &&
+	kill -9 $lpid &&
+	wait_for "! pgrep -f \"node stream [0-9]* $SKIFF_HOME/local/c1/\" >/dev/null" 20 &&
+	pgrep -f "sleep 6400.$$" >/dev/null &&
+	skiff cancel c1 -a >/dev/null 2>&1 &&
+	wait_for "! pgrep -f \"sleep 6400.$$\" >/dev/null" 20
+'
+
 test_expect_success 'a failing job: launch exits 100, logs --status says so' '
 	expect_fail 100 skiff exec c1 "exit 4" >/dev/null 2>&1 &&
 	expect_fail 100 skiff logs c1 --status >/dev/null 2>&1 &&

@@ -453,8 +453,9 @@ test_expect_success 'cancel of a running 3-node job stops it on every node' '
 	skiff down cx >/dev/null
 '
 
-# A followed launch's ranks are followed over their install sessions, an exec's over a
-# node call of its own, `logs` over a `node logs` of its own; the launcher killed outright
+# A followed launch's ranks are followed over their install sessions, an exec's by the
+# `node stream` its supervisor started for the connection the master forwards
+# (docs/bootstrap.md), `logs` over a `node logs` of its own; the launcher killed outright
 # says nothing to the nodes, and sshd keeps their stdout open: each follower learns it from
 # its stdin, which the launcher held open (EOF), and ends; the job runs on.
 test_expect_success 'a followed launch, exec or logs killed with SIGKILL: its followers end on every node; the job runs on' '
@@ -468,14 +469,14 @@ test_expect_success 'a followed launch, exec or logs killed with SIGKILL: its fo
 	all_running "sleep 6200.$$" &&
 	skiff down kfz >/dev/null &&
 	wait_for "none_left \"sleep 6200.$$\"" 20 &&
-	# exec on a live cluster: the follower is a node call on a channel of its own.
+	# exec on a live cluster: the follower is a `node stream` of the supervisor.
 	skiff launch -c kfe -d --infra "$INFRA" "true" >/dev/null 2>&1 &&
 	{ "$SKIFF_BIN" exec kfe "sleep 6300.$$" >/dev/null 2>&1 & } &&
 	lpid=$! &&
 	wait_for "! none_left \"sleep 6300.$$\"" 30 &&
-	wait_for "! none_left \"node call\"" 20 &&
+	wait_for "! none_left \"node stream\"" 20 &&
 	kill -9 $lpid &&
-	wait_for "none_left \"node call\"" 20 &&
+	wait_for "none_left \"node stream\"" 20 &&
 	! none_left "sleep 6300.$$" &&
 	# logs: the job is silent, so the follower has nothing to write that would fail.
 	{ "$SKIFF_BIN" logs kfe >/dev/null 2>&1 & } &&
@@ -527,7 +528,7 @@ test_expect_success 'over a warm master no ssh runs; a stale socket falls back t
 	grep -qx "via tn1" out && test ! -e ssh.calls &&
 	expect_fail 100 env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "exit 9" 2>err &&
 	grep -q "status: FAILED" err && test ! -e ssh.calls &&
-	socks=$(find "$SKIFF_HOME/ssh" -type s) && test -n "$socks" &&
+	socks=$(find "$SKIFF_HOME/ssh" -type s ! -name "*.*") && test -n "$socks" &&
 	for s in $socks; do
 		"$SSH_REAL" -o ControlPath="$s" -O exit x 2>/dev/null
 		wait_for "test ! -S \"$s\"" 10 &&
@@ -539,6 +540,51 @@ test_expect_success 'over a warm master no ssh runs; a stale socket falls back t
 	env PATH="$TRASH/sshwrap:$PATH" "$SKIFF_BIN" exec mx "echo warm" >out 2>err &&
 	grep -qx warm out && test "$(wc -l <ssh.calls)" = 1 &&
 	skiff down mx >/dev/null
+'
+
+# The master forwards a socket of the launcher's to the node supervisor's
+# (bootstrap/launch/cl_direct.h): exec's submit and its logs go there, with no process
+# started on the node but the supervisor's follower. Without a supervisor or a master
+# there, the call goes through node call as before, and the forward is made again.
+fwds() { find "$SKIFF_HOME/ssh" -type s -name "*.*"; }
+test_expect_success 'exec goes to the supervisor through the master'"'"'s forward; else through node call' '
+	down_all &&
+	skiff launch -c fw --infra "$INFRA" true >/dev/null 2>&1 &&
+	test "$(fwds | wc -l)" = 1 &&
+	SKIFF_DEBUG=1 skiff exec fw "echo at \$(hostname); echo r >>~/fw.$$" >out 2>err &&
+	grep -qx "at tn1" out &&
+	grep -q "the followed submit went to its supervisor.s socket (ssh forward)" err &&
+	expect_fail 100 skiff exec fw "exit 7" 2>err && grep -q "status: FAILED" err &&
+	SKIFF_DEBUG=1 skiff exec -d fw "echo r >>~/fw.$$" >out 2>err &&
+	grep -q ".submit. went to its supervisor.s socket (ssh forward)" err &&
+	wait_for "test \"\$(nodes_ssh 1 cat fw.$$ | wc -l)\" = 2" 20 &&
+	nodes_ssh 1 "pkill -KILL -f [_]_supervisor" &&
+	SKIFF_DEBUG=1 skiff exec fw "echo r >>~/fw.$$; echo back" >out 2>err &&
+	grep -qx back out && grep -q "took no followed submit" err &&
+	test "$(nodes_ssh 1 cat fw.$$ | wc -l)" = 3 &&
+	SKIFF_DEBUG=1 skiff exec fw "echo direct" >out 2>err &&
+	grep -qx direct out && grep -q "(ssh forward)" err &&
+	for s in $(find "$SKIFF_HOME/ssh" -type s ! -name "*.*"); do
+		"$SSH_REAL" -o ControlPath="$s" -O exit x 2>/dev/null
+		wait_for "test ! -S \"$s\"" 10 || exit 1
+	done &&
+	SKIFF_DEBUG=1 skiff exec fw "echo again" >out 2>err &&
+	grep -qx again out && grep -q "is forwarded to" err &&
+	SKIFF_DEBUG=1 skiff exec fw "echo direct" >out 2>err &&
+	grep -qx direct out && grep -q "(ssh forward)" err &&
+	skiff down fw >/dev/null &&
+	test -z "$(fwds)"
+'
+
+test_expect_success 'a 3-node exec streams every rank through its forward (the busybox node too)' '
+	down_all &&
+	skiff launch -c fwg --infra "$INFRA" --num-nodes 3 true >/dev/null 2>&1 &&
+	SKIFF_DEBUG=1 skiff exec fwg --num-nodes 3 "echo rank \$SKYPILOT_NODE_RANK" >out 2>err &&
+	test "$(grep -c "the followed submit went to its supervisor.s socket (ssh forward)" err)" = 3 &&
+	for r in 0 1 2; do grep -q "rank $r\$" out || exit 1; done &&
+	expect_fail 100 skiff exec fwg --num-nodes 3 "[ \$SKYPILOT_NODE_RANK != 1 ] || exit 3" 2>err &&
+	grep -q "status: FAILED" err &&
+	skiff down fwg >/dev/null
 '
 
 test_expect_success 'down while a node is away: kept, exit 1; --purge forgets it; the next cluster cancels what is left' '

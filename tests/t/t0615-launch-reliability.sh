@@ -31,6 +31,14 @@ key_of() {
 	python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select submit_key from cluster_jobs where cluster=? and id=?', (sys.argv[2], int(sys.argv[3]))).fetchone()[0])" \
 		"$SKIFF_HOME/launcher.db" "$1" "$2"
 }
+# submit_waiting CLUSTER RANK PID: launcher PID has sent its submit to the node's stopped
+# supervisor on a connection of its own (cl_direct.h), queued on the socket, and waits
+# in poll (syscall 7) for the answer: the node has the submit, unread.
+submit_waiting() {
+	_q=$(ss -xlH | awk -v p="$(node_home "$1" "$2")/supervisor.sock" '$5 == p { print $3 }') &&
+	[ "${_q:-0}" -ge 1 ] &&
+	read -r _sc _rest <"/proc/$3/syscall" && [ "$_sc" = 7 ]
+}
 # stop_node CLUSTER RANK [hide]: SIGSTOP the node's supervisor (hide: and move its socket
 # away, so that a submit cannot even connect and keeps trying).
 stop_node() {
@@ -57,7 +65,7 @@ test_expect_success 'a launch killed after the node got its submit: the job gets
 	{ "$SKIFF_BIN" launch -c k1 -y "exit 3" >launch.out 2>&1 & } &&
 	launcher=$! &&
 	wait_for "test \"\$(jobq k1 2 status)\" = \"\\\"INIT\\\"\"" 20 &&
-	wait_for "pgrep -f \"$TRASH.*node call\" >/dev/null" &&
+	wait_for "submit_waiting k1 0 $launcher" &&
 	kill -9 $launcher &&
 	cont_node k1 0 &&
 	wait_for "test \"\$(jobq k1 2 status)\" = \"\\\"FAILED\\\"\"" 20 &&
@@ -171,7 +179,7 @@ test_expect_success 'a command waiting on a cluster says who holds it' '
 	skiff launch -c lk "true" >/dev/null 2>&1 &&
 	stop_node lk 0 &&
 	{ "$SKIFF_BIN" exec lk "true" >e.out 2>&1 & } && ep=$! &&
-	wait_for "pgrep -f \"$TRASH.*node call\" >/dev/null" &&
+	wait_for "submit_waiting lk 0 $ep" &&
 	{ "$SKIFF_BIN" down lk >d.out 2>d.err & } && dp=$! &&
 	wait_for "grep -q \"waiting for another skiff command on cluster lk (pid $ep: skiff exec)\" d.err" &&
 	cont_node lk 0 &&

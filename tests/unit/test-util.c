@@ -92,7 +92,8 @@ static void test_parse_double(void)
 	is_int(parse_double("nan", &d), -EINVAL, "nan is -EINVAL");
 	is_int(parse_double("inf", &d), -EINVAL, "inf is -EINVAL");
 	is_int(parse_double("0x10", &d), -EINVAL, "a hex float is -EINVAL (decimal only)");
-	ok(!str_control("a b/c\xc3\xa9") && !str_control(""), "str_control(): none in printable text");
+	ok(!str_control("a b/c\xc3\xa9") && !str_control(""),
+	   "str_control(): none in printable text");
 	{
 		const char *s = "ab\ncd", *t = "x\x7f", *u = "\x1b[2J";
 
