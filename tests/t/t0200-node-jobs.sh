@@ -338,6 +338,49 @@ test_expect_success 'node call queue of some ids: those jobs, by id, once; activ
 	skiff node cancel $b >/dev/null
 '
 
+# A launcher on the supervisor's socket (a local node's, or an ssh master's forward of it)
+# asks for a followed submit's logs on the same connection ("stream"): the supervisor
+# hands it to a `node stream`, which answers and then writes the logs raw until the end.
+# stream_py LOGS [KEY VALUE]...: sends one submit frame of those fields, with follow and
+# stream; prints the answer's fields and writes the raw bytes after it to the file LOGS
+# ("-": closes once the answer came).
+stream_py='
+import os, socket, struct, sys
+logs, args = sys.argv[1], sys.argv[2:]
+f = [("op", "submit"), ("follow", "1"), ("stream", "1")] + list(zip(args[::2], args[1::2]))
+body = b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in f)
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["SKIFF_HOME"] + "/supervisor.sock")
+s.sendall(struct.pack(">I", len(body)) + body)
+data = b""
+while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0] or logs != "-":
+    x = s.recv(65536)
+    if not x:
+        break
+    data += x
+n = struct.unpack(">I", data[:4])[0]
+v = data[4:4 + n].split(b"\0")[:-1]
+print(" ".join(k.decode() + "=" + x.decode() for k, x in zip(v[::2], v[1::2])))
+if logs != "-":
+    open(logs, "wb").write(data[4 + n:])
+'
+test_expect_success 'a followed submit with stream: its logs on the same connection, from a node stream' '
+	python3 -c "$stream_py" logs run "echo a; sleep 0.3; echo b" submit_key s1.$$ cpus 0 >got &&
+	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) && test -n "$id" &&
+	grep -q "^ok=1 id=$id log_dir=.* follow=1 stream=1$" got &&
+	printf "a\nb\n" >want && test_cmp want logs &&
+	test "$(job_status $id)" = SUCCEEDED &&
+	python3 -c "$stream_py" logs run "echo other" submit_key s1.$$ cpus 0 >got &&
+	grep -q "^ok=1 id=$id log_dir=.* existing=1 follow=1 stream=1$" got &&
+	test_cmp want logs &&
+	python3 -c "$stream_py" - run "sleep 71$$" submit_key s2.$$ cpus 0 >got &&
+	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
+	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
+	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 10 &&
+	test "$(job_status $id)" = RUNNING &&
+	skiff node cancel $id >/dev/null
+'
+
 test_expect_success 'bad input to node commands: clear errors' '
 	expect_fail 2 skiff node submit 2>/dev/null &&
 	expect_fail 1 skiff node submit --priority 5000 true 2>err &&
