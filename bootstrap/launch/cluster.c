@@ -747,6 +747,16 @@ static int spare_submit_follow(struct cnode *nd, const struct msg *req, struct m
 	return rc ? rc : error("node %s: submit failed (exit status %d)", nd->name, status);
 }
 
+/* A watch's "ended" answer: the job's `node logs` exit code, or -1. */
+static int ended_code(const struct msg *m)
+{
+	const char *st = msg_get(m, "status");
+
+	return st && job_status_parse(st) >= 0 ? job_exit_code(job_status_parse(st)) : -1;
+}
+
+static int direct_watch(const char *sock, int64_t id, int *code);
+
 /*
  * The followed submit req on the node's supervisor's socket, reached straight
  * (cl_direct.h), with its logs asked for on the same connection ("stream": the
@@ -771,22 +781,26 @@ static int direct_submit_follow(struct cnode *nd, const struct msg *req, struct 
 	msg_add(&sreq, "stream", "1");
 	fd = sup_call_open_at(sock, &sreq, rep, SUBMIT_TIMEOUT_MS);
 	msg_release(&sreq);
-	free(sock);
-	if (fd == -ETIMEDOUT) /* it took the request and says nothing: no second try */
+	if (fd == -ETIMEDOUT) { /* it took the request and says nothing: no second try */
+		free(sock);
 		return error("node %s: no answer to the submit in %d s", nd->name,
 		             SUBMIT_TIMEOUT_MS / 1000);
+	}
 	if (fd < 0) {
+		free(sock);
 		debug("node %s: its supervisor's socket%s took no followed submit (%s): through "
 		      "'node call'",
 		      nd->name, fwd ? " (ssh forward)" : "", strerror(-fd));
 		return 0;
 	}
 	if (msg_get(rep, "error")) {
+		free(sock);
 		close(fd);
 		return 1;
 	}
 	if (!msg_get(rep, "stream") || msg_get_int(rep, "id", &id) || id <= 0) {
 		/* An older supervisor, or one that could not hand the connection over. */
+		free(sock);
 		close(fd);
 		msg_release(rep);
 		msg_init(rep);
@@ -798,36 +812,69 @@ static int direct_submit_follow(struct cnode *nd, const struct msg *req, struct 
 	      fwd ? " (ssh forward)" : "");
 	f->fd = fd;
 	f->direct_id = id;
+	/*
+	 * The job's end code comes on a watch opened now, while the job runs: when its logs
+	 * end, the end is there already, with no round trip after them.
+	 */
+	f->watch = direct_watch(sock, id, &f->end_code);
+	free(sock);
 	return 1;
 }
 
 /*
- * A direct follower's end (its connection closed): the job's `node logs` exit code, from
- * a watch on the same socket, which answers at once for a job that has ended; -1 when
- * the job runs on (the stream ended early) or no answer came.
+ * A watch of job id on sock: its connection, on which the end comes; or -1 when the first
+ * answer already told the end (its `node logs` exit code into *code) or none came.
  */
-static int direct_end_code(struct cnode *nd, int64_t id)
+static int direct_watch(const char *sock, int64_t id, int *code)
 {
 	struct msg req, rep;
-	const char *st;
-	int fd, fwd, code = -1;
-	char *sock = cl_direct_sock(nd, &fwd);
+	int fd;
 
-	if (!sock)
-		return -1;
 	msg_init(&req);
 	msg_add(&req, "op", "watch");
 	msg_add_int(&req, "id", id);
 	fd = sup_call_open_at(sock, &req, &rep, CL_WATCH_ANSWER_MS);
-	if (fd >= 0) {
+	msg_release(&req);
+	if (fd >= 0 && msg_get(&rep, "error")) {
 		close(fd);
-		st = msg_get(&rep, "status");
-		if (msg_get(&rep, "ended") && st && job_status_parse(st) >= 0)
-			code = job_exit_code(job_status_parse(st));
+		fd = -1;
+	} else if (fd >= 0 && msg_get(&rep, "ended")) {
+		*code = ended_code(&rep);
+		close(fd);
+		fd = -1;
 	}
 	msg_release(&rep);
-	msg_release(&req);
-	free(sock);
+	return fd < 0 ? -1 : fd;
+}
+
+/*
+ * A direct follower's end (its connection closed): the job's `node logs` exit code, from
+ * its watch (or, when it has none, a new one, which answers at once for a job that has
+ * ended); -1 when the job runs on (the stream ended early) or no answer came in time.
+ */
+static int direct_end_code(struct cnode *nd, struct cl_follower *f)
+{
+	int code = f->end_code, fwd;
+	char *sock;
+
+	if (code < 0 && f->watch >= 0) {
+		struct msg m;
+
+		msg_init(&m);
+		if (!proto_recv(f->watch, &m, CL_WATCH_ANSWER_MS) && msg_get(&m, "ended"))
+			code = ended_code(&m);
+		msg_release(&m);
+	}
+	if (f->watch >= 0)
+		close(f->watch);
+	f->watch = -1;
+	if (code < 0 && f->end_code < 0 && (sock = cl_direct_sock(nd, &fwd))) {
+		int fd = direct_watch(sock, f->direct_id, &code);
+
+		if (fd >= 0)
+			close(fd); /* watching: it has not ended */
+		free(sock);
+	}
 	return code;
 }
 
@@ -838,6 +885,8 @@ void cl_follower_none(struct cl_follower *f)
 	f->fd = -1;
 	f->in = -1;
 	f->direct_id = 0;
+	f->watch = -1;
+	f->end_code = -1;
 }
 
 int cl_follower_live(const struct cl_follower *f)
@@ -865,10 +914,10 @@ int cl_follower_end(struct cl_follower *f, struct cnode *nd, int *lost)
 		close(f->in);
 	f->in = -1;
 	if (f->direct_id > 0) {
-		int64_t id = f->direct_id;
-
+		code = direct_end_code(nd, f);
 		f->direct_id = 0;
-		return direct_end_code(nd, id);
+		f->end_code = -1;
+		return code;
 	}
 	if (f->sp) {
 		struct boot_spare *sp = f->sp;

@@ -99,6 +99,8 @@ struct cl_follower {
 	 * socket (cl_direct.h), with no process here: its end's code is asked there.
 	 */
 	int64_t direct_id;
+	int watch;    /* with direct_id: a watch of the job, its end to come there, or -1 */
+	int end_code; /* with direct_id: the end's code, when the watch told it at once; -1 */
 };
 /* A follower that holds nothing (rest untouched). */
 void cl_follower_none(struct cl_follower *f);
