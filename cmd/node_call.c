@@ -403,8 +403,9 @@ int node_call_then(size_t skip)
 /*
  * `node stream`: the supervisor hands a followed submit's connection over to us
  * (supervisor/requests.c, stream_handoff()): it is our stdin and stdout. We send the
- * submit's answer, with "stream", then the job's logs, raw (a gang rank's prefixed), as
- * `node call` does after its answer, until the job ends (its end comes on WATCH_FD, the
+ * submit's answer, with "stream" (unless EXISTING is "a": the supervisor answered it and
+ * held the connection while the job was young), then the job's logs, raw (a gang rank's prefixed),
+ * as `node call` does after its answer, until the job ends (its end comes on WATCH_FD, the
  * supervisor's watch) or the launcher goes (EOF on the connection: the job runs on). The
  * launcher reads the job's status afterwards; our exit status goes to no one.
  */
@@ -424,19 +425,22 @@ int node_stream(int argc, char **argv)
 		lr.ip = *argv[6] ? argv[6] : NULL;
 		plr = &lr;
 	}
-	msg_init(&rep);
-	msg_add(&rep, "ok", "1");
-	msg_add_int(&rep, "id", id);
-	msg_add(&rep, "log_dir", argv[2]);
-	if (!strcmp(argv[3], "1"))
-		msg_add(&rep, "existing", "1");
-	msg_add(&rep, "follow", "1");
-	msg_add(&rep, "stream", "1");
-	r = proto_send(1, &rep);
-	msg_release(&rep);
-	if (r) {
-		close((int)wfd);
-		return EXIT_FAIL;
+	/* EXISTING "a": the supervisor answered the submit itself, and held it a while. */
+	if (strcmp(argv[3], "a")) {
+		msg_init(&rep);
+		msg_add(&rep, "ok", "1");
+		msg_add_int(&rep, "id", id);
+		msg_add(&rep, "log_dir", argv[2]);
+		if (!strcmp(argv[3], "1"))
+			msg_add(&rep, "existing", "1");
+		msg_add(&rep, "follow", "1");
+		msg_add(&rep, "stream", "1");
+		r = proto_send(1, &rep);
+		msg_release(&rep);
+		if (r) {
+			close((int)wfd);
+			return EXIT_FAIL;
+		}
 	}
 	return node_follow_submitted((int)wfd, id, argv[2], plr, 1);
 }

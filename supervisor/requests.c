@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -38,6 +39,13 @@
 #define INBUF_KEEP ((size_t)1 << 20) /* a buffer larger than this is freed once empty */
 #define CONN_IDLE_MS 60000
 #define CONN_SWEEP_MS 5000
+/*
+ * A streamed submit's connection is held here this long: a job that ends sooner gets its
+ * logs from us (up to STREAM_INLINE_MAX bytes), with no follower started; one that runs
+ * on gets a `node stream` then.
+ */
+#define STREAM_HOLD_MS 100
+#define STREAM_INLINE_MAX ((size_t)1 << 20)
 #define ACCEPT_RETRY_MS 100
 #define RECV_FIRST ((size_t)1000)    /* room a new request's first read gets */
 #define RECV_MORE ((size_t)64 << 10) /* and each read of one under way */
@@ -52,6 +60,12 @@ struct conn {
 	int denied;      /* the peer is another user: every request gets an error */
 	int64_t watch;   /* a job whose end the peer waits for (submit --follow, watch) */
 	int64_t last_ms; /* now_ms() of its last request bytes */
+	/*
+	 * A streamed submit answered here (stream_hold()): when to hand the connection to a
+	 * `node stream` if the job has not ended by then (0: none), and the job's log dir.
+	 */
+	int64_t stream_at;
+	char *stream_dir;
 };
 
 static struct conn **conns;
@@ -101,6 +115,7 @@ static void conn_close(struct conn *c)
 		s->nwatch--;
 	conns[c->fd] = NULL;
 	close(c->fd);
+	free(c->stream_dir);
 	inbuf_total -= c->in.cap;
 	buf_release(&c->in);
 	buf_release(&c->out);
@@ -176,6 +191,9 @@ static void watch_reply(struct conn *c, const struct job *j)
 	msg_release(&m);
 }
 
+static void stream_end(struct conn *c);
+static int64_t stream_sweep(int64_t now);
+
 void sup_watch_notify(struct sup *s, int64_t id)
 {
 	struct job j;
@@ -197,6 +215,10 @@ void sup_watch_notify(struct sup *s, int64_t id)
 				return;
 			}
 			loaded = 1;
+		}
+		if (c->stream_at) {
+			stream_end(c);
+			continue;
 		}
 		s->nwatch--;
 		watch_reply(c, &j);
@@ -309,7 +331,7 @@ void sup_accept(struct sup *s)
 
 int64_t sup_conns_sweep(void)
 {
-	int64_t now = now_ms();
+	int64_t now = now_ms(), next;
 	size_t i;
 
 	for (i = 0; i < nconns_cap; i++) {
@@ -318,7 +340,10 @@ int64_t sup_conns_sweep(void)
 		if (c && !c->watch && !c->in.len && !c->out.len && now - c->last_ms > CONN_IDLE_MS)
 			conn_close(c);
 	}
-	return nconns ? now + CONN_SWEEP_MS : 0;
+	next = stream_sweep(now);
+	if (!nconns)
+		return next;
+	return next && next < now + CONN_SWEEP_MS ? next : now + CONN_SWEEP_MS;
 }
 
 /* --- handlers ------------------------------------------------------------------------- */
@@ -403,24 +428,31 @@ static int disk_full(void)
 /*
  * A followed submit whose peer asked for the job's logs on this very connection
  * ("stream": a launcher with no process on this node, on our socket or on an ssh forward
- * of it, bootstrap/launch/cluster.c): the connection goes to a follower of its own,
- * `node stream` (cmd/node_call.c), which sends the submit's answer and then the logs, raw,
- * as `node call` does; the job's end comes to it on a socket pair whose other end is
- * watched here like any watcher's connection. 0 once handed over (c is gone), or -1 with
- * nothing done: the caller answers as for a plain follow, and the peer, finding no
- * "stream" in the answer, follows the job another way.
+ * of it, bootstrap/launch/cl_direct.h). We answer it and hold it (stream_hold()): a job
+ * that ends within STREAM_HOLD_MS gets its logs from us (stream_end()); one that runs on,
+ * or whose ranks' lines are prefixed, gets a follower of its own, `node stream`
+ * (cmd/node_call.c), which writes the logs, raw, as `node call` does after its answer
+ * (and the answer too, when we gave none), the job's end coming to it on a socket pair
+ * whose other end is watched here like any watcher's connection.
  */
-static int stream_handoff(struct conn *c, const struct msg *req, const struct job *j, int existing)
+
+/*
+ * Hands c to a `node stream` for job id (answered: the submit's answer went already).
+ * 0 once handed over (c is gone), or -1 with nothing done.
+ */
+static int stream_handoff(struct conn *c, int64_t id, const char *log_dir, int existing,
+                          const char *rank, const char *ip, int answered)
 {
 	struct sup *s = c->s;
-	const char *rank = msg_get(req, "prefix_rank"), *ip = msg_get(req, "prefix_ip");
-	char id[32], wfd[16];
+	char idbuf[32], wfd[16];
 	char *argv[] = {(char *)self_exec_path(),
 	                "node",
 	                "stream",
-	                id,
-	                j->log_dir ? j->log_dir : "",
-	                existing ? "1" : "0",
+	                idbuf,
+	                (char *)log_dir,
+	                answered   ? "a"
+	                : existing ? "1"
+	                           : "0",
 	                wfd,
 	                (char *)(rank ? rank : ""),
 	                (char *)(ip ? ip : ""),
@@ -430,9 +462,9 @@ static int stream_handoff(struct conn *c, const struct msg *req, const struct jo
 	int sp[2], fl, r;
 	pid_t pid;
 
-	if (!argv[0] || !j->log_dir || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+	if (!argv[0] || !log_dir || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return -1;
-	xsnprintf(id, sizeof(id), "%lld", (long long)j->id);
+	xsnprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
 	xsnprintf(wfd, sizeof(wfd), "%d", sp[1]);
 	/* The follower's stdin and stdout are the connection: blocking, as a pipe would be. */
 	fl = fcntl(c->fd, F_GETFL);
@@ -456,7 +488,7 @@ static int stream_handoff(struct conn *c, const struct msg *req, const struct jo
 	if (r) {
 		close(sp[0]);
 		fcntl(c->fd, F_SETFL, fl);
-		warning("job %lld: cannot start the follower of its logs: %s", (long long)j->id,
+		warning("job %lld: cannot start the follower of its logs: %s", (long long)id,
 		        strerror(-r));
 		return -1;
 	}
@@ -466,15 +498,148 @@ static int stream_handoff(struct conn *c, const struct msg *req, const struct jo
 	 * events (the launcher's hang-up) coming to us under a number that is no longer it.
 	 */
 	conn_watch(c, EPOLL_CTL_DEL, 0);
+	if (c->watch) {
+		c->watch = 0;
+		s->nwatch--;
+	}
 	conn_close(c);
 	w = conn_add(s, sp[0]);
-	w->watch = j->id;
+	w->watch = id;
 	s->nwatch++;
 	if (conn_watch(w, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP))
 		conn_close(w); /* its watch ends at once: it finds the end in the db */
 	else
-		sup_watch_notify(s, j->id); /* told at once when it has ended already */
+		sup_watch_notify(s, id); /* told at once when it has ended already */
 	return 0;
+}
+
+/* The submit's answer to a streamed submit that we hold; c may be gone after it. */
+static void stream_hold(struct conn *c, const struct job *j, int existing)
+{
+	struct sup *s = c->s;
+	int fd = c->fd;
+	struct msg m;
+
+	msg_init(&m);
+	msg_add(&m, "ok", "1");
+	msg_add_int(&m, "id", j->id);
+	msg_add(&m, "log_dir", j->log_dir);
+	if (existing)
+		msg_add(&m, "existing", "1");
+	msg_add(&m, "follow", "1");
+	msg_add(&m, "stream", "1");
+	sup_reply(c, &m);
+	msg_release(&m);
+	if (conns[fd] != c)
+		return; /* the answer could not be sent */
+	c->watch = j->id;
+	s->nwatch++;
+	c->stream_at = now_ms() + STREAM_HOLD_MS;
+	c->stream_dir = xstrdup(j->log_dir);
+	if (!s->conn_sweep_at || s->conn_sweep_at > c->stream_at)
+		s->conn_sweep_at = c->stream_at;
+	if (existing)
+		sup_watch_notify(s, j->id);
+}
+
+/*
+ * Appends the log file NAME of c's job to c->out, within *left bytes: 0 (also when there
+ * is none), or -1 when it does not fit or is no regular file (a node stream then says
+ * why, as any follower does).
+ */
+static int stream_add_log(struct conn *c, const char *name, size_t *left)
+{
+	char *path = xasprintf("%s/%s", c->stream_dir, name);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC), r = 0;
+	struct stat st;
+
+	free(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1; /* no setup, or no output: nothing */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > *left) {
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (buf_grow(&c->out, 4096)) {
+			r = -1;
+			break;
+		}
+		n = read(fd, c->out.p + c->out.len, c->out.cap - c->out.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (size_t)n > *left) {
+			r = n ? -1 : 0;
+			break;
+		}
+		c->out.len += (size_t)n;
+		*left -= (size_t)n;
+	}
+	close(fd);
+	return r;
+}
+
+/*
+ * A held streamed submit's job has ended: its logs (the setup's, then the run's, as a
+ * follower writes them) from us, then the close; past STREAM_INLINE_MAX, a node stream.
+ */
+static void stream_end(struct conn *c)
+{
+	size_t len0 = c->out.len, left = STREAM_INLINE_MAX;
+	int64_t id = c->watch;
+
+	c->stream_at = 0;
+	if (stream_add_log(c, "setup.log", &left) || stream_add_log(c, "run.log", &left)) {
+		buf_setlen(&c->out, len0);
+		if (len0) {
+			/* Its answer is not all sent yet: the sweep hands it over once it is. */
+			c->stream_at = now_ms() + STREAM_HOLD_MS;
+			if (!c->s->conn_sweep_at || c->s->conn_sweep_at > c->stream_at)
+				c->s->conn_sweep_at = c->stream_at;
+			return;
+		}
+		if (!stream_handoff(c, id, c->stream_dir, 0, NULL, NULL, 1))
+			return;
+		/* No follower: the stream ends here, and the launcher asks the node again. */
+	}
+	c->s->nwatch--;
+	c->watch = 0;
+	c->closing = 1;
+	conn_flush(c);
+}
+
+/* The held streams whose jobs run on past STREAM_HOLD_MS: each to a node stream. */
+static int64_t stream_sweep(int64_t now)
+{
+	int64_t next = 0;
+	size_t i;
+
+	for (i = 0; i < nconns_cap; i++) {
+		struct conn *c = conns[i];
+
+		if (!c || !c->stream_at)
+			continue;
+		/* Not due, or its answer is not all sent yet (a slow reader): later. */
+		if (now < c->stream_at || c->out.len) {
+			if (now >= c->stream_at)
+				c->stream_at = now + STREAM_HOLD_MS;
+			if (!next || c->stream_at < next)
+				next = c->stream_at;
+			continue;
+		}
+		c->stream_at = 0;
+		if (stream_handoff(c, c->watch, c->stream_dir, 0, NULL, NULL, 1)) {
+			/* No follower: the stream ends here, and the launcher asks the node again.
+			 */
+			c->s->nwatch--;
+			c->watch = 0;
+			c->closing = 1;
+			conn_flush(c);
+		}
+	}
+	return next;
 }
 
 /*
@@ -488,9 +653,15 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	int fd = c->fd;
 	struct msg m;
 
-	if (msg_get(req, "follow") && msg_get(req, "stream") &&
-	    !stream_handoff(c, req, j, existing))
-		return;
+	if (msg_get(req, "follow") && msg_get(req, "stream") && j->log_dir) {
+		const char *rank = msg_get(req, "prefix_rank");
+
+		/* Prefixed lines (a gang's ranks) need a follower: it knows the rank's pid. */
+		if (rank ? !stream_handoff(c, j->id, j->log_dir, existing, rank,
+		                           msg_get(req, "prefix_ip"), 0)
+		         : (stream_hold(c, j, existing), 1))
+			return;
+	}
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
 	msg_add_int(&m, "id", j->id);

@@ -340,12 +340,13 @@ test_expect_success 'node call queue of some ids: those jobs, by id, once; activ
 
 # A launcher on the supervisor's socket (a local node's, or an ssh master's forward of it)
 # asks for a followed submit's logs on the same connection ("stream"): the supervisor
-# hands it to a `node stream`, which answers and then writes the logs raw until the end.
+# answers and holds it; a job that ends within 100 ms gets its logs from the supervisor,
+# one that runs on from a `node stream` it starts then, which ends when the launcher goes.
 # stream_py LOGS [KEY VALUE]...: sends one submit frame of those fields, with follow and
 # stream; prints the answer's fields and writes the raw bytes after it to the file LOGS
-# ("-": closes once the answer came).
+# (-N: closes N seconds after the answer came instead).
 stream_py='
-import os, socket, struct, sys
+import os, socket, struct, sys, time
 logs, args = sys.argv[1], sys.argv[2:]
 f = [("op", "submit"), ("follow", "1"), ("stream", "1")] + list(zip(args[::2], args[1::2]))
 body = b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in f)
@@ -353,30 +354,36 @@ s = socket.socket(socket.AF_UNIX)
 s.connect(os.environ["SKIFF_HOME"] + "/supervisor.sock")
 s.sendall(struct.pack(">I", len(body)) + body)
 data = b""
-while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0] or logs != "-":
+while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0] or logs[0] != "-":
     x = s.recv(65536)
     if not x:
         break
     data += x
 n = struct.unpack(">I", data[:4])[0]
 v = data[4:4 + n].split(b"\0")[:-1]
-print(" ".join(k.decode() + "=" + x.decode() for k, x in zip(v[::2], v[1::2])))
-if logs != "-":
+print(" ".join(k.decode() + "=" + x.decode() for k, x in zip(v[::2], v[1::2])), flush=True)
+if logs[0] == "-":
+    time.sleep(float(logs[1:]))
+else:
     open(logs, "wb").write(data[4 + n:])
 '
-test_expect_success 'a followed submit with stream: its logs on the same connection, from a node stream' '
-	python3 -c "$stream_py" logs run "echo a; sleep 0.3; echo b" submit_key s1.$$ cpus 0 >got &&
+test_expect_success 'a followed submit with stream: its logs on the same connection' '
+	python3 -c "$stream_py" logs run "echo a; echo b" submit_key s0.$$ cpus 0 >got &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) && test -n "$id" &&
 	grep -q "^ok=1 id=$id log_dir=.* follow=1 stream=1$" got &&
 	printf "a\nb\n" >want && test_cmp want logs &&
 	test "$(job_status $id)" = SUCCEEDED &&
+	python3 -c "$stream_py" logs run "echo a; sleep 0.4; echo b" submit_key s1.$$ cpus 0 >got &&
+	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
+	test_cmp want logs && test "$(job_status $id)" = SUCCEEDED &&
 	python3 -c "$stream_py" logs run "echo other" submit_key s1.$$ cpus 0 >got &&
 	grep -q "^ok=1 id=$id log_dir=.* existing=1 follow=1 stream=1$" got &&
 	test_cmp want logs &&
-	python3 -c "$stream_py" - run "sleep 71$$" submit_key s2.$$ cpus 0 >got &&
+	{ python3 -c "$stream_py" -2 run "sleep 71$$" submit_key s2.$$ cpus 0 >got & } &&
+	wait_for "pgrep -f \"node stream [0-9]* $SKIFF_HOME/logs/[0-9]* a \" >/dev/null" 10 &&
+	wait_for "grep -q stream=1 got" &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
-	wait_for "test \"\$(job_status $id)\" = RUNNING" &&
-	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 10 &&
+	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 20 &&
 	test "$(job_status $id)" = RUNNING &&
 	skiff node cancel $id >/dev/null
 '
