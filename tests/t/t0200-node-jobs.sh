@@ -342,10 +342,10 @@ test_expect_success 'node call queue of some ids: those jobs, by id, once; activ
 # asks for a followed submit's logs on the same connection ("stream"): the supervisor
 # answers and holds it; a job that ends within 100 ms gets its logs from the supervisor,
 # one that runs on from a `node stream` it starts then, which ends when the launcher goes.
-# stream_py LOGS [KEY VALUE]...: sends one submit frame of those fields, with follow and
+# stream.py LOGS [KEY VALUE]...: sends one submit frame of those fields, with follow and
 # stream; prints the answer's fields and writes the raw bytes after it to the file LOGS
 # (-N: closes N seconds after the answer came instead).
-stream_py='
+cat >"$TRASH/stream.py" <<\EOF
 import os, socket, struct, sys, time
 logs, args = sys.argv[1], sys.argv[2:]
 f = [("op", "submit"), ("follow", "1"), ("stream", "1")] + list(zip(args[::2], args[1::2]))
@@ -366,20 +366,20 @@ if logs[0] == "-":
     time.sleep(float(logs[1:]))
 else:
     open(logs, "wb").write(data[4 + n:])
-'
+EOF
 test_expect_success 'a followed submit with stream: its logs on the same connection' '
-	python3 -c "$stream_py" logs run "echo a; echo b" submit_key s0.$$ cpus 0 >got &&
+	python3 "$TRASH/stream.py" logs run "echo a; echo b" submit_key s0.$$ cpus 0 >got &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) && test -n "$id" &&
 	grep -q "^ok=1 id=$id log_dir=.* follow=1 stream=1$" got &&
 	printf "a\nb\n" >want && test_cmp want logs &&
 	test "$(job_status $id)" = SUCCEEDED &&
-	python3 -c "$stream_py" logs run "echo a; sleep 0.4; echo b" submit_key s1.$$ cpus 0 >got &&
+	python3 "$TRASH/stream.py" logs run "echo a; sleep 0.4; echo b" submit_key s1.$$ cpus 0 >got &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
 	test_cmp want logs && test "$(job_status $id)" = SUCCEEDED &&
-	python3 -c "$stream_py" logs run "echo other" submit_key s1.$$ cpus 0 >got &&
+	python3 "$TRASH/stream.py" logs run "echo other" submit_key s1.$$ cpus 0 >got &&
 	grep -q "^ok=1 id=$id log_dir=.* existing=1 follow=1 stream=1$" got &&
 	test_cmp want logs &&
-	{ python3 -c "$stream_py" -2 run "sleep 71$$" submit_key s2.$$ cpus 0 >got & } &&
+	{ python3 "$TRASH/stream.py" -2 run "sleep 71$$" submit_key s2.$$ cpus 0 >got & } &&
 	wait_for "pgrep -f \"node stream [0-9]* $SKIFF_HOME/logs/[0-9]* a \" >/dev/null" 10 &&
 	wait_for "grep -q stream=1 got" &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
