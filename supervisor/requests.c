@@ -532,9 +532,12 @@ static void stream_hold(struct conn *c, const struct job *j, int existing)
 	msg_release(&m);
 	if (conns[fd] != c)
 		return; /* the answer could not be sent */
+	/* One job's end per connection: a second followed submit on it takes its place. */
+	if (!c->watch)
+		s->nwatch++;
 	c->watch = j->id;
-	s->nwatch++;
 	c->stream_at = now_ms() + STREAM_HOLD_MS;
+	free(c->stream_dir);
 	c->stream_dir = xstrdup(j->log_dir);
 	if (!s->conn_sweep_at || s->conn_sweep_at > c->stream_at)
 		s->conn_sweep_at = c->stream_at;
@@ -673,8 +676,10 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 		msg_add(&m, "sock", node_paths()->sock);
 	if (msg_get(req, "follow")) {
 		msg_add(&m, "follow", "1");
+		if (!c->watch)
+			s->nwatch++;
 		c->watch = j->id;
-		s->nwatch++;
+		c->stream_at = 0; /* a plain follow now, should a held stream have come first */
 	}
 	sup_reply(c, &m);
 	msg_release(&m);

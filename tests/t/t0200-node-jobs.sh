@@ -344,7 +344,8 @@ test_expect_success 'node call queue of some ids: those jobs, by id, once; activ
 # one that runs on from a `node stream` it starts then, which ends when the launcher goes.
 # stream.py LOGS [KEY VALUE]...: sends one submit frame of those fields, with follow and
 # stream; prints the answer's fields and writes the raw bytes after it to the file LOGS
-# (-N: closes N seconds after the answer came instead).
+# (-N: closes N seconds after the answer came instead; "twice": sends the frame twice on
+# the one connection and writes all that came back to the file twice.out).
 cat >"$TRASH/stream.py" <<\EOF
 import os, socket, struct, sys, time
 logs, args = sys.argv[1], sys.argv[2:]
@@ -352,7 +353,7 @@ f = [("op", "submit"), ("follow", "1"), ("stream", "1")] + list(zip(args[::2], a
 body = b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in f)
 s = socket.socket(socket.AF_UNIX)
 s.connect(os.environ["SKIFF_HOME"] + "/supervisor.sock")
-s.sendall(struct.pack(">I", len(body)) + body)
+s.sendall((struct.pack(">I", len(body)) + body) * (2 if logs == "twice" else 1))
 data = b""
 while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0] or logs[0] != "-":
     x = s.recv(65536)
@@ -364,6 +365,8 @@ v = data[4:4 + n].split(b"\0")[:-1]
 print(" ".join(k.decode() + "=" + x.decode() for k, x in zip(v[::2], v[1::2])), flush=True)
 if logs[0] == "-":
     time.sleep(float(logs[1:]))
+elif logs == "twice":
+    open("twice.out", "wb").write(data)
 else:
     open(logs, "wb").write(data[4 + n:])
 EOF
@@ -385,7 +388,12 @@ test_expect_success 'a followed submit with stream: its logs on the same connect
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
 	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 20 &&
 	test "$(job_status $id)" = RUNNING &&
-	skiff node cancel $id >/dev/null
+	skiff node cancel $id >/dev/null &&
+	# Two on one connection: the second takes the first one'"'"'s place; nothing is lost.
+	python3 "$TRASH/stream.py" twice run "echo twice" submit_key s3.$$ cpus 0 >got &&
+	grep -q "^ok=1 id=[0-9]* log_dir=.* follow=1 stream=1$" got &&
+	grep -q "twice" twice.out &&
+	skiff node status >/dev/null
 '
 
 test_expect_success 'bad input to node commands: clear errors' '
