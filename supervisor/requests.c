@@ -31,7 +31,9 @@
  * Bounds on what clients can make the supervisor hold. Connections: s->fds.conns at once
  * (policy.h); one more is answered "busy" and closed. Memory: PROTO_MAX_MSG per unfinished
  * request, and INBUF_TOTAL_MAX for all of them together (a request that would pass it is
- * refused the same way). A connection that has no request under way and watches no job
+ * refused the same way); a followed submit's logs sent from here, STREAM_INLINE_MAX per
+ * connection and STREAM_INLINE_TOTAL_MAX for all (past them, a follower sends them). A
+ * connection that has no request under way and watches no job
  * is closed after CONN_IDLE_MS. Out of fds, accept() is paused for ACCEPT_RETRY_MS or
  * until a connection closes, instead of failing in a loop.
  */
@@ -46,6 +48,8 @@
  */
 #define STREAM_HOLD_MS 100
 #define STREAM_INLINE_MAX ((size_t)1 << 20)
+/* And all the logs we hold to send at once, over every connection (past it: followers). */
+#define STREAM_INLINE_TOTAL_MAX ((size_t)64 << 20)
 #define ACCEPT_RETRY_MS 100
 #define RECV_FIRST ((size_t)1000)    /* room a new request's first read gets */
 #define RECV_MORE ((size_t)64 << 10) /* and each read of one under way */
@@ -66,12 +70,14 @@ struct conn {
 	 */
 	int64_t stream_at;
 	char *stream_dir;
+	size_t stream_bytes; /* the logs it holds from us to send (stream_inline_total) */
 };
 
 static struct conn **conns;
 static size_t nconns_cap;
 static size_t nconns;
-static size_t inbuf_total; /* the capacity of every conn's in buffer */
+static size_t inbuf_total;         /* the capacity of every conn's in buffer */
+static size_t stream_inline_total; /* every conn's stream_bytes */
 /* One each: a refusal of one kind must not hide the first of another (t0215 6-8). */
 static struct ratelimit accept_warned, busy_warned, inbuf_warned;
 
@@ -116,6 +122,7 @@ static void conn_close(struct conn *c)
 	conns[c->fd] = NULL;
 	close(c->fd);
 	free(c->stream_dir);
+	stream_inline_total -= c->stream_bytes;
 	inbuf_total -= c->in.cap;
 	buf_release(&c->in);
 	buf_release(&c->out);
@@ -594,6 +601,8 @@ static void stream_end(struct conn *c)
 	int64_t id = c->watch;
 
 	c->stream_at = 0;
+	if (stream_inline_total + left > STREAM_INLINE_TOTAL_MAX)
+		left = STREAM_INLINE_TOTAL_MAX - stream_inline_total;
 	if (stream_add_log(c, "setup.log", &left) || stream_add_log(c, "run.log", &left)) {
 		buf_setlen(&c->out, len0);
 		if (len0) {
@@ -606,6 +615,9 @@ static void stream_end(struct conn *c)
 		if (!stream_handoff(c, id, c->stream_dir, 0, NULL, NULL, 1))
 			return;
 		/* No follower: the stream ends here, and the launcher asks the node again. */
+	} else {
+		c->stream_bytes = c->out.len - len0;
+		stream_inline_total += c->stream_bytes;
 	}
 	c->s->nwatch--;
 	c->watch = 0;

@@ -389,6 +389,10 @@ test_expect_success 'a followed submit with stream: its logs on the same connect
 	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 20 &&
 	test "$(job_status $id)" = RUNNING &&
 	skiff node cancel $id >/dev/null &&
+	# More than the supervisor sends itself (1 MiB): a node stream sends it, whole.
+	python3 "$TRASH/stream.py" logs run "head -c 1200000 /dev/zero | tr \"\\\\0\" x" \
+		submit_key s4.$$ cpus 0 >got &&
+	test "$(wc -c <logs)" = 1200000 && test "$(tr -d x <logs | wc -c)" = 0 &&
 	# Two on one connection: the second takes the first one'"'"'s place; nothing is lost.
 	python3 "$TRASH/stream.py" twice run "echo twice" submit_key s3.$$ cpus 0 >got &&
 	grep -q "^ok=1 id=[0-9]* log_dir=.* follow=1 stream=1$" got &&
