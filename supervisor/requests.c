@@ -520,6 +520,16 @@ static int stream_handoff(struct conn *c, int64_t id, const char *log_dir, int e
 	return 0;
 }
 
+/* c held STREAM_HOLD_MS from now: the supervisor's sweep comes for it by then. */
+static void stream_arm(struct conn *c)
+{
+	struct sup *s = c->s;
+
+	c->stream_at = now_ms() + STREAM_HOLD_MS;
+	if (!s->conn_sweep_at || s->conn_sweep_at > c->stream_at)
+		s->conn_sweep_at = c->stream_at;
+}
+
 /* The submit's answer to a streamed submit that we hold; c may be gone after it. */
 static void stream_hold(struct conn *c, const struct job *j, int existing)
 {
@@ -543,11 +553,9 @@ static void stream_hold(struct conn *c, const struct job *j, int existing)
 	if (!c->watch)
 		s->nwatch++;
 	c->watch = j->id;
-	c->stream_at = now_ms() + STREAM_HOLD_MS;
 	free(c->stream_dir);
 	c->stream_dir = xstrdup(j->log_dir);
-	if (!s->conn_sweep_at || s->conn_sweep_at > c->stream_at)
-		s->conn_sweep_at = c->stream_at;
+	stream_arm(c);
 	if (existing)
 		sup_watch_notify(s, j->id);
 }
@@ -592,6 +600,18 @@ static int stream_add_log(struct conn *c, const char *name, size_t *left)
 }
 
 /*
+ * A held stream ends here, once what it holds is sent: with its logs, or (no follower
+ * could be started) without, and then the launcher asks the node another way.
+ */
+static void stream_close(struct conn *c)
+{
+	c->s->nwatch--;
+	c->watch = 0;
+	c->closing = 1;
+	conn_flush(c);
+}
+
+/*
  * A held streamed submit's job has ended: its logs (the setup's, then the run's, as a
  * follower writes them) from us, then the close; past STREAM_INLINE_MAX, a node stream.
  */
@@ -606,23 +626,17 @@ static void stream_end(struct conn *c)
 	if (stream_add_log(c, "setup.log", &left) || stream_add_log(c, "run.log", &left)) {
 		buf_setlen(&c->out, len0);
 		if (len0) {
-			/* Its answer is not all sent yet: the sweep hands it over once it is. */
-			c->stream_at = now_ms() + STREAM_HOLD_MS;
-			if (!c->s->conn_sweep_at || c->s->conn_sweep_at > c->stream_at)
-				c->s->conn_sweep_at = c->stream_at;
+			stream_arm(
+			        c); /* its answer is not all sent: the sweep hands it over then */
 			return;
 		}
-		if (!stream_handoff(c, id, c->stream_dir, 0, NULL, NULL, 1))
-			return;
-		/* No follower: the stream ends here, and the launcher asks the node again. */
-	} else {
-		c->stream_bytes = c->out.len - len0;
-		stream_inline_total += c->stream_bytes;
+		if (stream_handoff(c, id, c->stream_dir, 0, NULL, NULL, 1))
+			stream_close(c);
+		return;
 	}
-	c->s->nwatch--;
-	c->watch = 0;
-	c->closing = 1;
-	conn_flush(c);
+	c->stream_bytes = c->out.len - len0;
+	stream_inline_total += c->stream_bytes;
+	stream_close(c);
 }
 
 /* The held streams whose jobs run on past STREAM_HOLD_MS: each to a node stream. */
@@ -645,14 +659,8 @@ static int64_t stream_sweep(int64_t now)
 			continue;
 		}
 		c->stream_at = 0;
-		if (stream_handoff(c, c->watch, c->stream_dir, 0, NULL, NULL, 1)) {
-			/* No follower: the stream ends here, and the launcher asks the node again.
-			 */
-			c->s->nwatch--;
-			c->watch = 0;
-			c->closing = 1;
-			conn_flush(c);
-		}
+		if (stream_handoff(c, c->watch, c->stream_dir, 0, NULL, NULL, 1))
+			stream_close(c);
 	}
 	return next;
 }
@@ -671,10 +679,13 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	if (msg_get(req, "follow") && msg_get(req, "stream") && j->log_dir) {
 		const char *rank = msg_get(req, "prefix_rank");
 
+		if (!rank) {
+			stream_hold(c, j, existing);
+			return;
+		}
 		/* Prefixed lines (a gang's ranks) need a follower: it knows the rank's pid. */
-		if (rank ? !stream_handoff(c, j->id, j->log_dir, existing, rank,
-		                           msg_get(req, "prefix_ip"), 0)
-		         : (stream_hold(c, j, existing), 1))
+		if (!stream_handoff(c, j->id, j->log_dir, existing, rank, msg_get(req, "prefix_ip"),
+		                    0))
 			return;
 	}
 	msg_init(&m);

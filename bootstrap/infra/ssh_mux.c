@@ -270,6 +270,28 @@ static int open_session(int fd, const char *sock, const char *command, struct pk
 	return -EPROTO;
 }
 
+/*
+ * A connection to the master at sock that has said hello: its fd, or -errno (closed)
+ * with why said in *why. k holds the last packet read (the caller frees k->p).
+ */
+static int mux_open(const char *sock, struct pkt *k, struct buf *why)
+{
+	int fd, r;
+
+	signal(SIGPIPE, SIG_IGN);
+	fd = unix_connect(sock);
+	if (fd < 0) {
+		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
+		return fd;
+	}
+	r = hello(fd, k, why);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *why)
 {
 	struct pkt k = {0};
@@ -277,18 +299,12 @@ int ssh_mux_run(const char *sock, const char *command, int *status, struct buf *
 	int fd, r, seen = 0;
 
 	*status = 255;
-	signal(SIGPIPE, SIG_IGN);
-	fd = unix_connect(sock);
-	if (fd < 0) {
-		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
-		return SSH_MUX_NO_SESSION;
-	}
-	r = hello(fd, &k, why);
-	if (!r)
-		r = open_session(fd, sock, command, &k, &sid, why);
+	fd = mux_open(sock, &k, why);
+	r = fd < 0 ? fd : open_session(fd, sock, command, &k, &sid, why);
 	if (r) {
 		free(k.p);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return r == NODE_LOST ? -EPIPE : SSH_MUX_NO_SESSION;
 	}
 	/*
@@ -319,15 +335,8 @@ int ssh_mux_forward(const char *sock, const char *local, const char *remote, str
 	struct buf b = BUF_INIT(0);
 	struct pkt k = {0};
 	uint32_t type, rid;
-	int fd, r;
+	int fd = mux_open(sock, &k, why), r = fd < 0 ? fd : 0;
 
-	signal(SIGPIPE, SIG_IGN);
-	fd = unix_connect(sock);
-	if (fd < 0) {
-		buf_addf(why, "no master at %s: %s", sock, strerror(-fd));
-		return fd;
-	}
-	r = hello(fd, &k, why);
 	if (!r) {
 		put_u32(&b, MUX_C_OPEN_FWD);
 		put_u32(&b, REQUEST_ID);
@@ -354,6 +363,7 @@ int ssh_mux_forward(const char *sock, const char *local, const char *remote, str
 	}
 	buf_release(&b);
 	free(k.p);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }

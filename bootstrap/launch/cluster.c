@@ -868,7 +868,7 @@ static int direct_end_code(struct cnode *nd, struct cl_follower *f)
 	if (f->watch >= 0)
 		close(f->watch);
 	f->watch = -1;
-	if (code < 0 && f->end_code < 0 && (sock = cl_direct_sock(nd, &fwd))) {
+	if (code < 0 && (sock = cl_direct_sock(nd, &fwd))) {
 		int fd = direct_watch(sock, f->direct_id, &code);
 
 		if (fd >= 0)
