@@ -35,8 +35,9 @@
 struct prep {
 	char *const *argv;
 	char *const *envp;
-	char **cands; /* paths to try with execve(), NULL-terminated */
-	int *keep;    /* keep_fds, sorted, unique */
+	char **cands;      /* paths to try with execve(), NULL-terminated */
+	char **cands_else; /* argv_else's, or NULL */
+	int *keep;         /* keep_fds, sorted, unique */
 	size_t n_keep;
 	int src[3]; /* what goes on 0, 1, 2 */
 	int devnull;
@@ -141,11 +142,31 @@ static void child_fds(const struct prep *p)
 	child_sweep_fds(p);
 }
 
+/*
+ * Tries each candidate as execvp() would (async-signal-safe: the child's, and
+ * spawn_replace()'s); returns the errno to report when none exec'd.
+ */
+static int exec_first(char **cands, char *const *argv, char *const *envp)
+{
+	char **c;
+	int err = ENOENT, eacces = 0;
+
+	/* execvp's rules: go on past ENOENT-like errors, report EACCES if any dir had it. */
+	for (c = cands; *c; c++) {
+		execve(*c, argv, envp);
+		err = errno;
+		if (err == EACCES)
+			eacces = 1;
+		else if (err != ENOENT && err != ENOTDIR && err != ELOOP && err != ENAMETOOLONG)
+			return err;
+	}
+	return eacces ? EACCES : err;
+}
+
 static _Noreturn void child(const struct spawn_opts *o, const struct prep *p)
 {
 	sigset_t none;
-	char *const *c;
-	int err = ENOENT, eacces = 0;
+	int err;
 
 	child_reset_signals();
 	if (o->pgrp == SPAWN_SESSION_NEW && setsid() < 0)
@@ -165,16 +186,10 @@ static _Noreturn void child(const struct spawn_opts *o, const struct prep *p)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	/* execvp's rules: go on past ENOENT-like errors, report EACCES if any dir had it. */
-	for (c = p->cands; *c; c++) {
-		execve(*c, p->argv, p->envp);
-		err = errno;
-		if (err == EACCES)
-			eacces = 1;
-		else if (err != ENOENT && err != ENOTDIR && err != ELOOP && err != ENAMETOOLONG)
-			child_fail(p, SPAWN_STEP_EXEC, err);
-	}
-	child_fail(p, SPAWN_STEP_EXEC, eacces ? EACCES : err);
+	err = exec_first(p->cands, p->argv, p->envp);
+	if (p->cands_else)
+		err = exec_first(p->cands_else, o->argv_else, p->envp);
+	child_fail(p, SPAWN_STEP_EXEC, err);
 }
 
 /* ---- parent side --------------------------------------------------------------------- */
@@ -240,6 +255,10 @@ static void prep_free(struct prep *p)
 		for (c = p->cands; *c; c++)
 			free(*c);
 	free(p->cands);
+	if (p->cands_else)
+		for (c = p->cands_else; *c; c++)
+			free(*c);
+	free(p->cands_else);
 	free(p->keep);
 	if (p->devnull >= 0)
 		close(p->devnull);
@@ -287,7 +306,7 @@ static int prepare(const struct spawn_opts *o, struct prep *p)
 	p->devnull = p->rep[0] = p->rep[1] = -1;
 	if (!o->argv || !o->argv[0] || o->fd_in < -1 || o->fd_out < -1 ||
 	    (!o->err_to_out && o->fd_err < -1) || o->death_sig < 0 || o->death_sig >= NSIG ||
-	    (o->n_keep_fds && !o->keep_fds))
+	    (o->n_keep_fds && !o->keep_fds) || (o->argv_else && !o->argv_else[0]))
 		return -EINVAL;
 	r = prep_keep_fds(o, p);
 	if (r)
@@ -295,6 +314,8 @@ static int prepare(const struct spawn_opts *o, struct prep *p)
 	p->argv = o->argv;
 	p->envp = o->envp ? o->envp : environ;
 	p->cands = exec_candidates(o->argv[0], p->envp);
+	if (o->argv_else)
+		p->cands_else = exec_candidates(o->argv_else[0], p->envp);
 	p->parent = getpid();
 	p->max_fd = SWEEP_MAX_FD;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < SWEEP_MAX_FD)
@@ -406,22 +427,12 @@ out:
 int spawn_replace(char *const *argv)
 {
 	char **cands, **c;
-	int err = ENOENT, eacces = 0;
+	int err;
 
 	if (!argv || !argv[0])
 		return -EINVAL;
 	cands = exec_candidates(argv[0], environ);
-	/* execvp's rules, as in child(). */
-	for (c = cands; *c; c++) {
-		execve(*c, argv, environ);
-		err = errno;
-		if (err == EACCES)
-			eacces = 1;
-		else if (err != ENOENT && err != ENOTDIR && err != ELOOP && err != ENAMETOOLONG)
-			break;
-	}
-	if (!*c && eacces)
-		err = EACCES;
+	err = exec_first(cands, argv, environ);
 	for (c = cands; *c; c++)
 		free(*c);
 	free(cands);

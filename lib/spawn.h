@@ -46,6 +46,12 @@ struct spawn_opts {
 	 * fallback for ENOEXEC.
 	 */
 	char *const *argv;
+	/*
+	 * NULL, or what the child execs (searched as argv is) when argv could not be exec'd,
+	 * whatever the error: a shell that runs the same command and says what failed in its
+	 * own words. spawn()'s error is then the one of argv_else.
+	 */
+	char *const *argv_else;
 	char *const *envp; /* NULL: the parent's environ */
 	/* NULL: the parent's. A relative argv[0] or PATH entry is resolved after the chdir. */
 	const char *cwd;

@@ -145,3 +145,81 @@ void step_env_pins(const struct env *base, const struct env *final, struct env *
 	}
 	env_set(pins, "PATH", fpath);
 }
+
+/*
+ * What the first word of a plain command may not be: bash's reserved words and builtins
+ * (bash 5.2: `compgen -k` and `compgen -b`; tests/unit/test-script.c compares them with the bash it
+ * finds), the POSIX special builtins among them. Each is the shell's own, or changes the shell: run
+ * as a program of the same name it would do something else, or nothing. `true` and
+ * `false` are not here.
+ */
+static const char *const shell_words[] = {
+        /* reserved words */
+        "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in",
+        "select", "then", "time", "until", "while",
+        /* builtins */
+        ".", ":", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
+        "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval",
+        "exec", "exit", "export", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill",
+        "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray",
+        "readonly", "return", "set", "shift", "shopt", "source", "suspend", "test", "times", "trap",
+        "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait"};
+
+static int plain_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("_-./,:+@%=", c);
+}
+
+char **step_plain_words(const char *script)
+{
+	const char *s = script, *end;
+	char **words;
+	size_t n = 0, i;
+
+	if (!s)
+		return NULL;
+	/* Newlines at the end only; then every byte is plain or a space or a tab. */
+	end = s + strlen(s);
+	while (end > s && end[-1] == '\n')
+		end--;
+	for (; s < end; s++) {
+		if (*s == ' ' || *s == '\t')
+			continue;
+		if (!plain_byte((unsigned char)*s))
+			return NULL;
+		if (s == script || s[-1] == ' ' || s[-1] == '\t')
+			n++;
+	}
+	if (!n)
+		return NULL;
+	words = xcalloc(n + 1, sizeof(*words));
+	for (s = script, n = 0; s < end;) {
+		size_t len;
+
+		s += strspn(s, " \t");
+		if (s >= end)
+			break;
+		len = strcspn(s, " \t\n");
+		words[n++] = xstrndup(s, len);
+		s += len;
+	}
+	if (strchr(words[0], '='))
+		goto shell;
+	for (i = 0; i < ARRAY_SIZE(shell_words); i++)
+		if (!strcmp(words[0], shell_words[i]))
+			goto shell;
+	return words;
+shell:
+	step_words_free(words);
+	return NULL;
+}
+
+void step_words_free(char **words)
+{
+	size_t i;
+
+	for (i = 0; words && words[i]; i++)
+		free(words[i]);
+	free(words);
+}

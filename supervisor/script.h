@@ -50,4 +50,20 @@ char *step_script_text(const struct step_script *s);
 void step_env_pins(const struct env *base, const struct env *final, struct env *pins,
                    char **path_prefix);
 
+/*
+ * The words of a script that is one plain command, or NULL when a shell must run it. The
+ * shim execs a plain command's words itself, a shell being the fallback when that exec
+ * fails (docs/node.md, "The job's shell"): a job of `node submit` without --profile then
+ * costs one program's start, not bash's and the program's.
+ *
+ * Plain: words of ASCII letters, digits and _ - . / , : + @ % =, parted by spaces and
+ * tabs, with newlines at the end only: no quoting, expansion, globbing, redirection or
+ * operator, so that the words are what bash's own parse gives. The first word holds no
+ * '=' (an assignment) and is none of bash's reserved words or builtins,
+ * `true` and `false` aside: their programs do what the builtins do. The caller frees the
+ * result with step_words_free().
+ */
+char **step_plain_words(const char *script);
+void step_words_free(char **words);
+
 #endif

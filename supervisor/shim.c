@@ -19,7 +19,9 @@
  * carries the shim's tag in its environment, so that the supervisor finds what is left
  * of the job when the shim itself is killed (struct proc_scope, supervisor/node.h). Each
  * step's script is written to a file in the job's log dir (setup.sh, run.sh); bash is
- * given it as its -c argument when it is short (so that it execs the last command), and
+ * given it as its -c argument when it is short (so that it execs the last command), a
+ * plain command of a job without the prelude is exec'd with no shell at all (the shell
+ * being the fallback: step_plain_words(), spawn's argv_else), and
  * that text names the job's envs but holds none of their values (supervisor/script.h). The job's
  * stdout and stderr go straight to the log files (not through a pipe), so the job keeps writing its
  * logs even if the shim dies. The shim holds the node db open while it writes and for a
@@ -292,7 +294,7 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 	char *argv[] = {(char *)shell_path(), NULL, NULL, NULL, NULL};
 	struct spawn_opts o = SPAWN_OPTS_INIT;
 	const char *home = user_home();
-	char *cwd = NULL, *file = NULL, *text = NULL;
+	char *cwd = NULL, *file = NULL, *text = NULL, **words = NULL;
 	struct env env;
 	int fd, r;
 
@@ -324,8 +326,17 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 			argv[2] = text;
 			argv[3] = file; /* $0, and what bash names in its messages */
 		}
+		/*
+		 * A plain command without the prelude: its program is exec'd, no shell first;
+		 * the shell runs it as before if that exec fails (not found, no #! line...), and
+		 * says why. PWD as the shell would have set it.
+		 */
+		if (!sh->job.profile && o.cwd[0] == '/' && (words = step_plain_words(script))) {
+			env_set(&env, "PWD", o.cwd);
+			o.argv_else = argv;
+		}
 	}
-	o.argv = cmd ? cmd : argv;
+	o.argv = cmd ? cmd : words ? words : argv;
 	o.envp = env.v;
 	o.fd_out = fd;
 	o.err_to_out = 1;
@@ -346,6 +357,7 @@ out:
 	free(cwd);
 	free(file);
 	free(text);
+	step_words_free(words);
 	if (!r)
 		with_db(db_set_proc, sh, NULL);
 	sh->idle_at = now_ms() + SHIM_DB_IDLE_MS;

@@ -122,6 +122,32 @@ test_expect_success 'node submit runs the command alone; --profile runs it in th
 	! grep -q "bashrc" "$SKIFF_HOME/logs/$((id - 1))/run.sh"
 '
 
+test_expect_success 'a plain command runs without a shell; what is not plain, or cannot be exec'"'"'d, in the shell' '
+	# No bash in between: bash exports _ as the path of the program it runs, an exec
+	# leaves the supervisor _.
+	id=$(skiff node submit env) && skiff node logs "$id" >direct &&
+	id=$(skiff node submit "env; true") && skiff node logs "$id" >shell &&
+	grep -q "^_=/.*/env\$" shell &&
+	! grep -q "^_=/.*/env\$" direct &&
+	id=$(skiff node submit --cwd "$TRASH" printenv PWD) &&
+	test "$(skiff node logs "$id")" = "$TRASH" &&
+	id=$(skiff node submit --cwd "$TRASH" nosuch-skiff-program a) &&
+	expect_fail 100 skiff node logs "$id" >log &&
+	grep -q "nosuch-skiff-program: command not found" log &&
+	test "$(job_field $id exit_codes)" = "[127]" &&
+	printf "echo ran without a shebang\n" >"$TRASH/nsb" && chmod +x "$TRASH/nsb" &&
+	id=$(skiff node submit --cwd "$TRASH" ./nsb) &&
+	test "$(skiff node logs "$id")" = "ran without a shebang" &&
+	id=$(skiff node submit exit 3) && expect_fail 100 skiff node logs "$id" &&
+	test "$(job_field $id exit_codes)" = "[3]" &&
+	id=$(skiff node submit cd /) && skiff node logs "$id" &&
+	id=$(skiff node submit true) && skiff node logs "$id" &&
+	id=$(skiff node submit false) && expect_fail 100 skiff node logs "$id" &&
+	test "$(job_field $id exit_codes)" = "[1]" &&
+	id=$(skiff node submit echo a "  " b) &&
+	test "$(skiff node logs "$id")" = "a b"
+'
+
 test_expect_success 'logs: unknown job is 102; --status; --no-follow; --tail' '
 	expect_fail 102 skiff node logs 99999 &&
 	id=$(skiff node submit "for i in 1 2 3 4 5; do echo line\$i; done") &&

@@ -280,6 +280,138 @@ static void test_hostile(void)
 	buf_release(&err);
 }
 
+/* The words, joined by '|', or "(shell)". */
+static char *plain(const char *script)
+{
+	char **w = step_plain_words(script);
+	struct buf b = BUF_INIT(0);
+	size_t i;
+
+	if (!w)
+		return xstrdup("(shell)");
+	for (i = 0; w[i]; i++)
+		buf_addf(&b, "%s%s", i ? "|" : "", w[i]);
+	step_words_free(w);
+	return buf_detach(&b, NULL);
+}
+
+static void is_plain(const char *script, const char *want)
+{
+	struct buf shown = BUF_INIT(0);
+	char *got = plain(script);
+	const char *p;
+
+	/* One TAP line: control bytes shown as \xNN. */
+	for (p = script; *p; p++)
+		if ((unsigned char)*p < ' ')
+			buf_addf(&shown, "\\x%02x", (unsigned char)*p);
+		else
+			buf_addch(&shown, *p);
+	is_str(got, want, "plain words of '%s'", shown.len ? shown.p : "");
+	buf_release(&shown);
+	free(got);
+}
+
+static void test_plain_words(void)
+{
+	static const char *const meta[] = {"$", "`", "'", "\"", "\\", "*",    "?",       "[", "]",
+	                                   "{", "}", "~", "#",  "!",  "^",    ";",       "&", "|",
+	                                   "<", ">", "(", ")",  "\r", "\x01", "\xc3\xa9"};
+	struct buf all = BUF_INIT(0), want = BUF_INIT(0), out = BUF_INIT(1 << 20),
+	           err = BUF_INIT(1 << 16);
+	char *argv[] = {"/bin/bash", "-c", "compgen -k; compgen -b", NULL};
+	unsigned seed = 12345;
+	size_t i;
+	int st = -1, n = 0;
+
+	is_plain("true", "true");
+	is_plain("false\n", "false");
+	is_plain("  sleep\t10  \n\n", "sleep|10");
+	is_plain("python3 train.py --lr=0.1 -n 2 a,b x:y +1 @h 50%",
+	         "python3|train.py|--lr=0.1|-n|2|a,b|x:y|+1|@h|50%");
+	is_plain("/usr/bin/env A=1 printenv A", "/usr/bin/env|A=1|printenv|A");
+	is_plain("./run.sh", "./run.sh");
+	is_plain("", "(shell)");
+	is_plain(" \n", "(shell)");
+	is_plain("A=1 printenv A", "(shell)");
+	is_plain("=x", "(shell)");
+	is_plain("true\nfalse", "(shell)");
+	is_plain("\ntrue", "(shell)");
+	ok(!step_plain_words(NULL), "NULL: the shell");
+	for (i = 0; i < ARRAY_SIZE(meta); i++) {
+		char *sc = xasprintf("echo2 a%sb", meta[i]);
+
+		is_plain(sc, "(shell)");
+		free(sc);
+	}
+	/* Every reserved word and builtin of the bash here needs the shell, true and false aside.
+	 */
+	if (!access("/bin/bash", X_OK) && !run_capture(argv, NULL, NULL, &out, &err, &st) &&
+	    WIFEXITED(st) && !WEXITSTATUS(st)) {
+		char *p = out.p, *nl;
+		int bad = 0, seen = 0;
+
+		for (; (nl = strchr(p, '\n')); p = nl + 1) {
+			char *w = xstrndup(p, (size_t)(nl - p)), **words = step_plain_words(w);
+			int want_plain = !strcmp(w, "true") || !strcmp(w, "false");
+
+			seen++;
+			if (!!words != want_plain) {
+				printf("# '%s': %s\n", w,
+				       words ? "taken as a program" : "left to the shell");
+				bad++;
+			}
+			step_words_free(words);
+			free(w);
+		}
+		ok(seen > 60 && !bad, "bash's %d reserved words and builtins: the shell's", seen);
+	} else {
+		ok(0, "bash -c 'compgen -k; compgen -b' ran (err '%s')", err.p ? err.p : "");
+	}
+	/*
+	 * Random scripts over plain and special bytes: each one taken as plain is the words
+	 * bash's own parse gives (printf's arguments, one script for all of them).
+	 */
+	for (i = 0; i < 3000; i++) {
+		static const char alpha[] = "ab-=.%/ \t:~$*'\\;#x!{},@+";
+		char sc[16], **w;
+		size_t len, k;
+
+		seed = seed * 1103515245 + 12345;
+		len = 1 + (seed >> 16) % 12;
+		for (k = 0; k < len; k++) {
+			seed = seed * 1103515245 + 12345;
+			sc[k] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+		}
+		sc[len] = 0;
+		w = step_plain_words(sc);
+		if (w) {
+			size_t j;
+
+			buf_addf(&all, "printf -- \"<%%s>\" %s; echo\n", sc);
+			for (j = 0; w[j]; j++)
+				buf_addf(&want, "<%s>", w[j]);
+			buf_addch(&want, '\n');
+			n++;
+		}
+		step_words_free(w);
+	}
+	{
+		char *bash[] = {"/bin/bash", "-c", all.p, NULL};
+
+		buf_reset(&out);
+		buf_reset(&err);
+		ok(n > 100 && !run_capture(bash, NULL, NULL, &out, &err, &st) && WIFEXITED(st) &&
+		           !WEXITSTATUS(st),
+		   "%d random plain scripts ran under bash (err '%s')", n, err.p ? err.p : "");
+		is_str(out.p, want.p, "  bash parsed each into the same words");
+	}
+	buf_release(&want);
+	buf_release(&all);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/skiff-script.XXXXXX");
@@ -289,6 +421,7 @@ int main(void)
 	plan_run(test_pins);
 	plan_run(test_runs);
 	plan_run(test_hostile);
+	plan_run(test_plain_words);
 	{
 		char *argv[] = {"rm", "-rf", tmp, NULL};
 		struct buf o = BUF_INIT(4096), e = BUF_INIT(4096);

@@ -664,6 +664,44 @@ static void test_env_path(void)
 	buf_release(&out);
 }
 
+/* argv_else: what runs when argv cannot be exec'd, whatever the error; only then. */
+static void test_argv_else(void)
+{
+	char *missing[] = {"skiff-no-such-program-x", "a", NULL};
+	char *echo[] = {"echo", "direct", NULL};
+	char *shell[] = {"sh", "-c", "echo else $0", "fb", NULL};
+	char *also_missing[] = {"/nonexistent-skiff/sh", NULL};
+	char path[PATH_MAX], *garbage[] = {path, NULL};
+	struct spawn_opts o = SPAWN_OPTS_INIT;
+	struct buf out = BUF_INIT(4096);
+	int st = -1, step = -1;
+	pid_t pid = 0;
+
+	o.argv = missing;
+	o.argv_else = shell;
+	is_int(run_capture_opts(&o, NULL, 0, &out, NULL, &st), 0, "not found: argv_else runs");
+	is_str(out.p, "else fb\n", "  with its own argv");
+	buf_reset(&out);
+	o.argv = echo;
+	is_int(run_capture_opts(&o, NULL, 0, &out, NULL, &st), 0, "found: argv runs");
+	is_str(out.p, "direct\n", "  and argv_else does not");
+	buf_reset(&out);
+	make_file("garbage-else", "\x01\x02 not a program\n", 0755, path, sizeof(path));
+	o.argv = garbage;
+	is_int(run_capture_opts(&o, NULL, 0, &out, NULL, &st), 0,
+	       "an unknown format (ENOEXEC): argv_else runs");
+	is_str(out.p, "else fb\n", "  the same");
+	o.argv = missing;
+	o.argv_else = also_missing;
+	o.failed_step = &step;
+	is_int(spawn(&o, &pid), -ENOENT, "both fail: the error is argv_else's");
+	is_int(step, SPAWN_STEP_EXEC, "  at exec");
+	ok(no_children(), "  and the child was reaped");
+	o.argv_else = (char *[]){NULL};
+	is_int(spawn(&o, &pid), -EINVAL, "an empty argv_else is -EINVAL");
+	buf_release(&out);
+}
+
 static void test_status_to_code(void)
 {
 	char *ex3[] = {"sh", "-c", "exit 3", NULL};
@@ -775,6 +813,7 @@ int main(int argc, char **argv)
 	plan_run(test_spawn_run);
 	plan_run(test_capture_limits);
 	plan_run(test_env_path);
+	plan_run(test_argv_else);
 	plan_run(test_status_to_code);
 	plan_run(test_death_sig);
 
