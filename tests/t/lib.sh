@@ -246,8 +246,11 @@ test_expect_success() {
 		fi
 	fi
 	: >"$out.start"
+	_tl_t0=$(date +%s%N)
 	if (cd "$TRASH" && eval "$body") >"$out" 2>&1; then
 		echo "ok $test_count - $desc"
+		# SKIFF_TEST_TIMES=1: how long each passing test took, to find where a script waits.
+		[ -z "${SKIFF_TEST_TIMES:-}" ] || echo "#   $((($(date +%s%N) - _tl_t0) / 1000000)) ms"
 		rm -f "$out.start"
 	else
 		test_failed=$((test_failed + 1))
