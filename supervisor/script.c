@@ -223,3 +223,16 @@ void step_words_free(char **words)
 		free(words[i]);
 	free(words);
 }
+
+int step_env_shell_free(const struct env *env)
+{
+	static const char *const read[] = {
+	        "BASH_ENV=", "ENV=", "SHELLOPTS=", "BASHOPTS=", "BASH_FUNC_"};
+	size_t i, k;
+
+	for (i = 0; i < env->n; i++)
+		for (k = 0; k < ARRAY_SIZE(read); k++)
+			if (starts_with(env->v[i], read[k]))
+				return 0;
+	return 1;
+}

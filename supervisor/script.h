@@ -65,5 +65,11 @@ void step_env_pins(const struct env *base, const struct env *final, struct env *
  */
 char **step_plain_words(const char *script);
 void step_words_free(char **words);
+/*
+ * 0 when env holds what a shell reads before it runs a script (BASH_ENV, ENV, SHELLOPTS,
+ * BASHOPTS, an exported function BASH_FUNC_*), so that a plain command exec'd without it
+ * would run otherwise; 1 otherwise.
+ */
+int step_env_shell_free(const struct env *env);
 
 #endif

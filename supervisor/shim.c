@@ -288,6 +288,41 @@ static char *write_step(struct shim *sh, const char *log_name, const char *scrip
 	return path;
 }
 
+/*
+ * 1 when the task shell's prelude (supervisor/script.h) would change nothing for a step
+ * with env under this shell: no profile file for `[ -f ~/.bashrc ]` (~/.profile under a
+ * plain sh) and nothing for `command -v conda` to find (a file of that name in a PATH
+ * entry, executable or not, as bash takes one that is not when nothing else is found).
+ * Its other lines put back what env already holds. A relative HOME or PATH entry would
+ * be read from the job's directory: not idle then.
+ */
+static int prelude_idle(const struct env *env, int bash)
+{
+	const char *home = env_get(env, "HOME"), *path = env_get(env, "PATH"), *e, *colon;
+	struct stat st;
+	char *f;
+	int idle;
+
+	if (!home)
+		home = own_account()->home;
+	if (*home != '/' || !path)
+		return 0;
+	f = xasprintf("%s/%s", home, bash ? ".bashrc" : ".profile");
+	idle = stat(f, &st) < 0 || !S_ISREG(st.st_mode);
+	free(f);
+	for (e = path; idle; e = colon + 1) {
+		colon = strchrnul(e, ':');
+		if (*e != '/')
+			return 0;
+		f = xasprintf("%.*s/conda", (int)(colon - e), e);
+		idle = stat(f, &st) < 0 || S_ISDIR(st.st_mode);
+		free(f);
+		if (!*colon)
+			break;
+	}
+	return idle;
+}
+
 static int start_step(struct shim *sh, const char *script, const char *log_name, int gpus,
                       char *const *cmd)
 {
@@ -327,11 +362,13 @@ static int start_step(struct shim *sh, const char *script, const char *log_name,
 			argv[3] = file; /* $0, and what bash names in its messages */
 		}
 		/*
-		 * A plain command without the prelude: its program is exec'd, no shell first;
-		 * the shell runs it as before if that exec fails (not found, no #! line...), and
-		 * says why. PWD as the shell would have set it.
+		 * A plain command, where the prelude is not asked for or would do nothing: its
+		 * program is exec'd, no shell first; the shell runs it as before if that exec
+		 * fails (not found, no #! line...), and says why. PWD as the shell sets it.
 		 */
-		if (!sh->job.profile && o.cwd[0] == '/' && (words = step_plain_words(script))) {
+		if (o.cwd[0] == '/' && step_env_shell_free(&env) &&
+		    (!sh->job.profile || prelude_idle(&env, !strcmp(argv[0], "/bin/bash"))) &&
+		    (words = step_plain_words(script))) {
 			env_set(&env, "PWD", o.cwd);
 			o.argv_else = argv;
 		}

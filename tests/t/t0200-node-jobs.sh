@@ -148,6 +148,33 @@ test_expect_success 'a plain command runs without a shell; what is not plain, or
 	test "$(skiff node logs "$id")" = "a b"
 '
 
+test_expect_success 'the task shell of a plain command: none where its prelude would do nothing' '
+	# HOME has no .bashrc (the test before removed it) and PATH no conda: --profile
+	# (a task job) execs env as node submit does.
+	test ! -e "$HOME/.bashrc" &&
+	id=$(skiff node submit --profile env) && skiff node logs "$id" >direct &&
+	! grep -q "^_=/.*/env\$" direct &&
+	# A .bashrc to source: the prelude runs it.
+	echo "export FROM_RC=yes" >"$HOME/.bashrc" &&
+	id=$(skiff node submit --profile env) && skiff node logs "$id" >rc &&
+	rm -f "$HOME/.bashrc" &&
+	grep -qx FROM_RC=yes rc &&
+	# conda in PATH, executable or not: the prelude looks for its profile.
+	mkdir -p "$TRASH/condabin" && : >"$TRASH/condabin/conda" &&
+	id=$(skiff node submit --profile --env PATH="$TRASH/condabin:$PATH" env) &&
+	skiff node logs "$id" >conda &&
+	grep -q "^_=/.*/env\$" conda &&
+	# What bash reads from its environment before a script: the shell runs it, with or
+	# without the prelude.
+	echo "echo bash_env ran" >"$TRASH/benv" &&
+	id=$(skiff node submit --env BASH_ENV="$TRASH/benv" env) &&
+	skiff node logs "$id" >benv.out &&
+	grep -qx "bash_env ran" benv.out &&
+	id=$(skiff node submit --env SHELLOPTS=xtrace env) &&
+	skiff node logs "$id" >xtrace.out &&
+	grep -qx "+ env" xtrace.out
+'
+
 test_expect_success 'logs: unknown job is 102; --status; --no-follow; --tail' '
 	expect_fail 102 skiff node logs 99999 &&
 	id=$(skiff node submit "for i in 1 2 3 4 5; do echo line\$i; done") &&

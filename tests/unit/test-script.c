@@ -412,6 +412,30 @@ static void test_plain_words(void)
 	buf_release(&err);
 }
 
+static void test_env_shell_free(void)
+{
+	static const char *const shell[] = {"BASH_ENV=/x", "ENV=/y", "SHELLOPTS=xtrace",
+	                                    "BASHOPTS=extglob", "BASH_FUNC_ls%%=() { :; }"};
+	struct env e;
+	size_t i;
+
+	env_init(&e, 0);
+	env_set(&e, "PATH", "/usr/bin:/bin");
+	env_set(&e, "BASH_ENVX", "1");
+	env_set(&e, "MY_ENV", "1");
+	ok(step_env_shell_free(&e), "PATH, BASH_ENVX, MY_ENV: nothing a shell reads");
+	for (i = 0; i < ARRAY_SIZE(shell); i++) {
+		char *name = xstrndup(shell[i], strcspn(shell[i], "="));
+
+		env_put(&e, shell[i]);
+		ok(!step_env_shell_free(&e), "%s: the shell reads it", shell[i]);
+		env_unset(&e, name);
+		ok(step_env_shell_free(&e), "  and without it, nothing again");
+		free(name);
+	}
+	env_release(&e);
+}
+
 int main(void)
 {
 	snprintf(tmp, sizeof(tmp), "/tmp/skiff-script.XXXXXX");
@@ -422,6 +446,7 @@ int main(void)
 	plan_run(test_runs);
 	plan_run(test_hostile);
 	plan_run(test_plain_words);
+	plan_run(test_env_shell_free);
 	{
 		char *argv[] = {"rm", "-rf", tmp, NULL};
 		struct buf o = BUF_INIT(4096), e = BUF_INIT(4096);
