@@ -439,7 +439,7 @@ test_expect_success 'a followed submit with stream: its logs on the same connect
 	wait_for "pgrep -f \"node stream [0-9]* $SKIFF_HOME/logs/[0-9]* a \" >/dev/null" 10 &&
 	wait_for "grep -q stream=1 got" &&
 	id=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" got) &&
-	wait_for "! pgrep -f \"node stream $id \" >/dev/null" 20 &&
+	wait_for "! pgrep -f \"node stream $id $SKIFF_HOME/\" >/dev/null" 20 &&
 	test "$(job_status $id)" = RUNNING &&
 	skiff node cancel $id >/dev/null &&
 	# More than the supervisor sends itself (1 MiB): a node stream sends it, whole.
