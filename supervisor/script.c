@@ -148,10 +148,10 @@ void step_env_pins(const struct env *base, const struct env *final, struct env *
 
 /*
  * What the first word of a plain command may not be: bash's reserved words and builtins
- * (bash 5.2: `compgen -k` and `compgen -b`; tests/unit/test-script.c compares them with the bash it
- * finds), the POSIX special builtins among them. Each is the shell's own, or changes the shell: run
- * as a program of the same name it would do something else, or nothing. `true` and
- * `false` are not here.
+ * (bash 5.2's `compgen -k` and `compgen -b`; tests/unit/test-script.c compares them with
+ * the bash it finds), the POSIX special builtins among them. Each is the shell's own, or
+ * changes the shell: run as a program of the same name it would do something else, or
+ * nothing. `true` and `false` are not here.
  */
 static const char *const shell_words[] = {
         /* reserved words */

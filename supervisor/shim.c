@@ -20,8 +20,9 @@
  * of the job when the shim itself is killed (struct proc_scope, supervisor/node.h). Each
  * step's script is written to a file in the job's log dir (setup.sh, run.sh); bash is
  * given it as its -c argument when it is short (so that it execs the last command), a
- * plain command of a job without the prelude is exec'd with no shell at all (the shell
- * being the fallback: step_plain_words(), spawn's argv_else), and
+ * plain command whose prelude is not asked for or would do nothing is exec'd with no shell
+ * at all (the shell being the fallback: step_plain_words(), prelude_idle(), spawn's
+ * argv_else), and
  * that text names the job's envs but holds none of their values (supervisor/script.h). The job's
  * stdout and stderr go straight to the log files (not through a pipe), so the job keeps writing its
  * logs even if the shim dies. The shim holds the node db open while it writes and for a
