@@ -183,6 +183,8 @@ char **step_plain_words(const char *script)
 	end = s + strlen(s);
 	while (end > s && end[-1] == '\n')
 		end--;
+	if ((size_t)(end - s) > STEP_ARGV_TEXT_MAX) /* what bash is given as one argument */
+		return NULL;
 	for (; s < end; s++) {
 		if (*s == ' ' || *s == '\t')
 			continue;

@@ -60,8 +60,10 @@ void step_env_pins(const struct env *base, const struct env *final, struct env *
  * tabs, with newlines at the end only: no quoting, expansion, globbing, redirection or
  * operator, so that the words are what bash's own parse gives. The first word holds no
  * '=' (an assignment) and is none of bash's reserved words or builtins,
- * `true` and `false` aside: their programs do what the builtins do. The caller frees the
- * result with step_words_free().
+ * `true` and `false` aside: their programs do what the builtins do. A script longer than
+ * STEP_ARGV_TEXT_MAX is the shell's too (its words would be as many allocations, for an
+ * exec the kernel's argument limits would likely refuse). The caller frees the result
+ * with step_words_free().
  */
 char **step_plain_words(const char *script);
 void step_words_free(char **words);

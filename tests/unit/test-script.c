@@ -338,6 +338,22 @@ static void test_plain_words(void)
 	is_plain("true\nfalse", "(shell)");
 	is_plain("\ntrue", "(shell)");
 	ok(!step_plain_words(NULL), "NULL: the shell");
+	{
+		/* Up to STEP_ARGV_TEXT_MAX plain; a byte more, the shell's. */
+		char *big = xmalloc(STEP_ARGV_TEXT_MAX + 3), **w;
+
+		memset(big, 'a', STEP_ARGV_TEXT_MAX + 1);
+		memcpy(big, "x ", 2);
+		big[STEP_ARGV_TEXT_MAX] = '\n';
+		big[STEP_ARGV_TEXT_MAX + 1] = 0;
+		w = step_plain_words(big);
+		ok(w && w[1] && strlen(w[1]) == STEP_ARGV_TEXT_MAX - 2 && !w[2],
+		   "a plain script of STEP_ARGV_TEXT_MAX bytes: its words");
+		step_words_free(w);
+		big[STEP_ARGV_TEXT_MAX] = 'a';
+		ok(!step_plain_words(big), "  one byte more: the shell");
+		free(big);
+	}
 	for (i = 0; i < ARRAY_SIZE(meta); i++) {
 		char *sc = xasprintf("echo2 a%sb", meta[i]);
 
