@@ -65,8 +65,9 @@ struct conn {
 	int64_t watch;   /* a job whose end the peer waits for (submit --follow, watch) */
 	int64_t last_ms; /* now_ms() of its last request bytes */
 	/*
-	 * A streamed submit answered here (stream_hold()): when to hand the connection to a
-	 * `node stream` if the job has not ended by then (0: none), and the job's log dir.
+	 * A streamed submit answered here and held (submit_reply()): when to hand the
+	 * connection to a `node stream` if the job has not ended by then (0: none), and the
+	 * job's log dir.
 	 */
 	int64_t stream_at;
 	char *stream_dir;
@@ -435,7 +436,7 @@ static int disk_full(void)
 /*
  * A followed submit whose peer asked for the job's logs on this very connection
  * ("stream": a launcher with no process on this node, on our socket or on an ssh forward
- * of it, bootstrap/launch/cl_direct.h). We answer it and hold it (stream_hold()): a job
+ * of it, bootstrap/launch/cl_direct.h). We answer it and hold it (submit_reply()): a job
  * that ends within STREAM_HOLD_MS gets its logs from us (stream_end()); one that runs on,
  * or whose ranks' lines are prefixed, gets a follower of its own, `node stream`
  * (cmd/node_call.c), which writes the logs, raw, as `node call` does after its answer
@@ -530,36 +531,6 @@ static void stream_arm(struct conn *c)
 		s->conn_sweep_at = c->stream_at;
 }
 
-/* The submit's answer to a streamed submit that we hold; c may be gone after it. */
-static void stream_hold(struct conn *c, const struct job *j, int existing)
-{
-	struct sup *s = c->s;
-	int fd = c->fd;
-	struct msg m;
-
-	msg_init(&m);
-	msg_add(&m, "ok", "1");
-	msg_add_int(&m, "id", j->id);
-	msg_add(&m, "log_dir", j->log_dir);
-	if (existing)
-		msg_add(&m, "existing", "1");
-	msg_add(&m, "follow", "1");
-	msg_add(&m, "stream", "1");
-	sup_reply(c, &m);
-	msg_release(&m);
-	if (conns[fd] != c)
-		return; /* the answer could not be sent */
-	/* One job's end per connection: a second followed submit on it takes its place. */
-	if (!c->watch)
-		s->nwatch++;
-	c->watch = j->id;
-	free(c->stream_dir);
-	c->stream_dir = xstrdup(j->log_dir);
-	stream_arm(c);
-	if (existing)
-		sup_watch_notify(s, j->id);
-}
-
 /*
  * Appends the log file NAME of c's job to c->out, within *left bytes: 0 (also when there
  * is none), or -1 when it does not fit or is no regular file (a node stream then says
@@ -625,9 +596,8 @@ static void stream_end(struct conn *c)
 		left = STREAM_INLINE_TOTAL_MAX - stream_inline_total;
 	if (stream_add_log(c, "setup.log", &left) || stream_add_log(c, "run.log", &left)) {
 		buf_setlen(&c->out, len0);
-		if (len0) {
-			stream_arm(
-			        c); /* its answer is not all sent: the sweep hands it over then */
+		if (len0) { /* its answer is not all sent: the sweep hands it over then */
+			stream_arm(c);
 			return;
 		}
 		if (stream_handoff(c, id, c->stream_dir, 0, NULL, NULL, 1))
@@ -673,20 +643,17 @@ static int64_t stream_sweep(int64_t now)
 static void submit_reply(struct conn *c, const struct msg *req, const struct job *j, int existing)
 {
 	struct sup *s = c->s;
-	int fd = c->fd;
+	int fd = c->fd, hold = 0;
 	struct msg m;
 
 	if (msg_get(req, "follow") && msg_get(req, "stream") && j->log_dir) {
 		const char *rank = msg_get(req, "prefix_rank");
 
-		if (!rank) {
-			stream_hold(c, j, existing);
-			return;
-		}
 		/* Prefixed lines (a gang's ranks) need a follower: it knows the rank's pid. */
-		if (!stream_handoff(c, j->id, j->log_dir, existing, rank, msg_get(req, "prefix_ip"),
-		                    0))
+		if (rank && !stream_handoff(c, j->id, j->log_dir, existing, rank,
+		                            msg_get(req, "prefix_ip"), 0))
 			return;
+		hold = !rank;
 	}
 	msg_init(&m);
 	msg_add(&m, "ok", "1");
@@ -694,11 +661,17 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	msg_add(&m, "log_dir", j->log_dir ? j->log_dir : "");
 	if (existing)
 		msg_add(&m, "existing", "1");
-	/* Where a launcher's ssh master may forward a socket of its own to (cluster.c). */
-	if (node_paths()->sock[0] == '/')
+	/*
+	 * Where a launcher's ssh master may forward a socket of its own to (cluster.c); a
+	 * held stream came on that socket or its forward already.
+	 */
+	if (!hold && node_paths()->sock[0] == '/')
 		msg_add(&m, "sock", node_paths()->sock);
 	if (msg_get(req, "follow")) {
 		msg_add(&m, "follow", "1");
+		if (hold)
+			msg_add(&m, "stream", "1");
+		/* One job's end per connection: a second followed submit takes its place. */
 		if (!c->watch)
 			s->nwatch++;
 		c->watch = j->id;
@@ -707,7 +680,14 @@ static void submit_reply(struct conn *c, const struct msg *req, const struct job
 	sup_reply(c, &m);
 	msg_release(&m);
 	/* c is gone if the reply could not be sent; a conn at its fd now is still c. */
-	if (existing && conns[fd] && conns[fd]->watch == j->id)
+	if (!conns[fd] || conns[fd]->watch != j->id)
+		return;
+	if (hold) {
+		free(c->stream_dir);
+		c->stream_dir = xstrdup(j->log_dir);
+		stream_arm(c);
+	}
+	if (existing)
 		sup_watch_notify(s, j->id);
 }
 
